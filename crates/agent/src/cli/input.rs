@@ -1,0 +1,177 @@
+//! Reading conversations in any supported format from a file or stdin.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use anyhow::{Context as _, anyhow, bail};
+use ba_protocol::anthropic::AnthropicRequest;
+use ba_protocol::convert::{Converted, Loss, SequentialStamp, anthropic_to_log, openai_to_log};
+use ba_protocol::log::LogEntry;
+use ba_protocol::openai::ChatRequest;
+use ba_protocol::stream::{anthropic as anthropic_stream, openai as openai_stream};
+
+/// Input formats `convert` (and every command that reads a conversation) accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum InputFormat {
+    /// Anthropic Messages request body (`{"system":…, "messages":[…]}`).
+    Anthropic,
+    /// OpenAI Chat Completions request body (`{"messages":[…]}`).
+    Openai,
+    /// The log as JSONL, one entry a line.
+    Log,
+    /// A raw Anthropic SSE stream.
+    AnthropicSse,
+    /// A raw OpenAI SSE stream.
+    OpenaiSse,
+    /// A Claude Code session transcript (JSONL).
+    ClaudeCode,
+    /// Decide from the content.
+    Auto,
+}
+
+/// Reads `path` (`-` for stdin) as UTF-8 text.
+pub(crate) fn read_text(path: &str) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    if path == "-" {
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("reading stdin")?;
+    } else {
+        bytes = std::fs::read(Path::new(path)).with_context(|| format!("reading {path}"))?;
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{path}: not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Decides the format of `text`.
+pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        bail!("the input is empty");
+    }
+    if trimmed.starts_with("event:") || trimmed.starts_with("data:") || trimmed.starts_with(':') {
+        return Ok(if text.contains("message_start") {
+            InputFormat::AnthropicSse
+        } else {
+            InputFormat::OpenaiSse
+        });
+    }
+    // One JSON document: a request body.
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        let Some(messages) = value.get("messages").and_then(|m| m.as_array()) else {
+            bail!("a JSON object with a `messages` array was expected");
+        };
+        if value.get("system").is_some() {
+            return Ok(InputFormat::Anthropic);
+        }
+        let openai_only = messages.iter().any(|m| {
+            matches!(
+                m.get("role").and_then(|r| r.as_str()),
+                Some("tool" | "system" | "developer")
+            ) || m.get("tool_calls").is_some()
+                || m.get("content").is_some_and(serde_json::Value::is_null)
+        });
+        return Ok(if openai_only {
+            InputFormat::Openai
+        } else {
+            InputFormat::Anthropic
+        });
+    }
+    let first_line = trimmed.lines().next().unwrap_or("");
+    if serde_json::from_str::<serde_json::Value>(first_line).is_err() {
+        // Not JSONL either: a request body cut short or broken; its parser names the spot.
+        return Ok(InputFormat::Anthropic);
+    }
+    if ba_protocol::claude_code::looks_like_session(text) {
+        return Ok(InputFormat::ClaudeCode);
+    }
+    Ok(InputFormat::Log)
+}
+
+/// A conversation read from input: the log entries, what the reading left out, and the
+/// format it was read as.
+pub(crate) struct Loaded {
+    pub(crate) entries: Vec<LogEntry>,
+    pub(crate) losses: Vec<Loss>,
+    #[allow(
+        dead_code,
+        reason = "read by the commands that default to the input format"
+    )]
+    pub(crate) format: InputFormat,
+}
+
+/// Reads `text` in `format` into log entries.
+pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
+    let format = if format == InputFormat::Auto {
+        detect(text)?
+    } else {
+        format
+    };
+    let mut stamp = SequentialStamp::default();
+    let Converted {
+        value: entries,
+        losses,
+    } = match format {
+        InputFormat::Anthropic => {
+            anthropic_to_log(&AnthropicRequest::from_json(text)?, &mut stamp)?
+        }
+        InputFormat::Openai => openai_to_log(&ChatRequest::from_json(text)?, &mut stamp),
+        InputFormat::Log => Converted {
+            value: LogEntry::parse_jsonl(text)?,
+            losses: Vec::new(),
+        },
+        InputFormat::ClaudeCode => ba_protocol::claude_code::session_to_log(text),
+        InputFormat::AnthropicSse => {
+            let acc = anthropic_stream::accumulate_sse(text)?;
+            let req = AnthropicRequest {
+                system: None,
+                messages: vec![acc.message.to_request_message()],
+                extra: Default::default(),
+            };
+            let mut converted = anthropic_to_log(&req, &mut stamp)?;
+            converted
+                .losses
+                .extend(acc.problems.into_iter().map(|what| Loss {
+                    path: "stream".into(),
+                    what,
+                }));
+            converted
+        }
+        InputFormat::OpenaiSse => {
+            let acc = openai_stream::accumulate_sse(text)?;
+            let messages = acc
+                .message
+                .choices
+                .into_iter()
+                .take(1)
+                .map(|c| c.message)
+                .collect();
+            let req = ChatRequest {
+                messages,
+                extra: Default::default(),
+            };
+            let mut converted = openai_to_log(&req, &mut stamp);
+            converted
+                .losses
+                .extend(acc.problems.into_iter().map(|what| Loss {
+                    path: "stream".into(),
+                    what,
+                }));
+            converted
+        }
+        InputFormat::Auto => unreachable_auto()?,
+    };
+    Ok(Loaded {
+        entries,
+        losses,
+        format,
+    })
+}
+
+fn unreachable_auto() -> anyhow::Result<Converted<Vec<LogEntry>>> {
+    bail!("the input format could not be decided")
+}

@@ -1,0 +1,64 @@
+//! Subcommands of `ba-agent`. Each lives in its own module; this one only dispatches.
+//!
+//! Contract: results go to stdout, errors to stderr as one `error: …` line naming the file,
+//! line or field, with exit code 1 for a failed check and 2 for bad input or usage.
+
+mod convert;
+mod input;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// BA-Agent: a business-analysis agent pipeline.
+#[derive(Debug, Parser)]
+#[command(name = "ba-agent", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert a conversation between Anthropic, OpenAI and log formats.
+    Convert(convert::Args),
+}
+
+/// An error that carries its exit code.
+#[derive(Debug)]
+pub(crate) struct CliError {
+    pub(crate) code: u8,
+    pub(crate) error: anyhow::Error,
+}
+
+impl CliError {
+    /// Bad input or usage: exit 2.
+    pub(crate) fn input(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: 2,
+            error: error.into(),
+        }
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> Self {
+        Self::input(error)
+    }
+}
+
+pub(crate) type CliResult = Result<ExitCode, CliError>;
+
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Convert(args) => convert::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {:#}", err.error);
+            ExitCode::from(err.code)
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Claude Code session transcripts (JSONL) → log entries.
+//!
+//! A Claude Code session file holds one record a line: `user` and `assistant` records carry an
+//! Anthropic message (assistant messages are split one content block per record, sharing the
+//! message id), `system` records carry compaction boundaries and UI events, and `progress`,
+//! `file-history-snapshot` and `queue-operation` records are UI state, not conversation.
+//!
+//! This module only converts text; reading files (and subagent folders) is the storage crate's.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::anthropic::{AnthropicMessage, AnthropicRequest};
+use crate::content::{Content, JsonMap};
+use crate::convert::{Converted, Loss, Stamp, anthropic_to_log};
+use crate::log::{LogEntry, LogRole};
+
+/// Prefix of the system entry a compaction summary becomes: the summary class that compression
+/// keeps (C4).
+pub const SUMMARY_PREFIX: &str = "CONVERSATION_SUMMARY";
+
+/// Uses each record's `uuid` and `timestamp` for the entries it yields.
+struct RecordStamp {
+    id: String,
+    time: String,
+    used: u32,
+}
+
+impl Stamp for RecordStamp {
+    fn next_id(&mut self) -> String {
+        self.used += 1;
+        if self.used == 1 {
+            self.id.clone()
+        } else {
+            format!("{}#{}", self.id, self.used)
+        }
+    }
+    fn now(&mut self) -> String {
+        self.time.clone()
+    }
+}
+
+fn str_field<'a>(record: &'a Value, key: &str) -> Option<&'a str> {
+    record.get(key).and_then(Value::as_str)
+}
+
+/// Whether `text` looks like a Claude Code session (its first records have `type` and `uuid`
+/// or `sessionId`).
+pub fn looks_like_session(text: &str) -> bool {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .any(|line| {
+            serde_json::from_str::<Value>(line).is_ok_and(|v| {
+                v.get("type").is_some()
+                    && (v.get("sessionId").is_some()
+                        || v.get("uuid").is_some()
+                        || v.get("messageId").is_some())
+            })
+        })
+}
+
+/// Converts a session transcript to log entries.
+///
+/// Assistant records sharing a message id are merged into one entry; tool results become `tool`
+/// entries; a compaction summary becomes a system entry starting with [`SUMMARY_PREFIX`]; a
+/// compaction boundary and other system records become UI-only entries
+/// (`include_in_context: false`). Lines that are not JSON and records that are not conversation
+/// are listed as losses with their line numbers or counts.
+pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
+    let mut entries: Vec<LogEntry> = Vec::new();
+    let mut losses = Vec::new();
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    let mut assistant_by_message: HashMap<String, usize> = HashMap::new();
+    let mut tool_use_results = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                losses.push(Loss {
+                    path: format!("line {line_no}"),
+                    what: format!("not valid JSON ({e}); skipped"),
+                });
+                continue;
+            }
+        };
+        let kind = str_field(&record, "type").unwrap_or("").to_owned();
+        let id = str_field(&record, "uuid")
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("line-{line_no}"));
+        let time = str_field(&record, "timestamp").unwrap_or("").to_owned();
+        let mut stamp = RecordStamp { id, time, used: 0 };
+        match kind.as_str() {
+            "user" | "assistant" => {
+                if record.get("toolUseResult").is_some() {
+                    tool_use_results += 1;
+                }
+                let Some(message) = record.get("message").cloned() else {
+                    losses.push(Loss {
+                        path: format!("line {line_no}"),
+                        what: format!("`{kind}` record without `message`; skipped"),
+                    });
+                    continue;
+                };
+                let message = match serde_json::from_value::<AnthropicMessage>(message) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        losses.push(Loss {
+                            path: format!("line {line_no}"),
+                            what: format!("unreadable message ({e}); skipped"),
+                        });
+                        continue;
+                    }
+                };
+                if record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+                    let mut e = LogEntry::new(stamp.next_id(), LogRole::System, stamp.now());
+                    e.content = Some(Content::Text(format!(
+                        "{SUMMARY_PREFIX}\n{}",
+                        message.content.to_text()
+                    )));
+                    e.part_type = Some("compact_summary".to_owned());
+                    entries.push(e);
+                    continue;
+                }
+                let message_id = message
+                    .extra
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if kind == "assistant" {
+                    if let Some(&at) = message_id
+                        .as_ref()
+                        .and_then(|mid| assistant_by_message.get(mid))
+                    {
+                        merge_assistant(&mut entries[at], &message);
+                        continue;
+                    }
+                }
+                let request = AnthropicRequest {
+                    system: None,
+                    messages: vec![message],
+                    extra: JsonMap::new(),
+                };
+                let converted = match anthropic_to_log(&request, &mut stamp) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        losses.push(Loss {
+                            path: format!("line {line_no}"),
+                            what: format!("{e}; skipped"),
+                        });
+                        continue;
+                    }
+                };
+                let first = entries.len();
+                for mut e in converted.value {
+                    if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
+                        e.part_type = Some("meta".to_owned());
+                    }
+                    entries.push(e);
+                }
+                if let (Some(mid), "assistant") = (message_id, kind.as_str()) {
+                    assistant_by_message.insert(mid, first);
+                }
+            }
+            "system" => {
+                let subtype = str_field(&record, "subtype").unwrap_or("system").to_owned();
+                let mut e = LogEntry::new(stamp.next_id(), LogRole::System, stamp.now());
+                let text = match subtype.as_str() {
+                    "compact_boundary" => {
+                        let meta = record
+                            .get("compactMetadata")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        format!("compact boundary {meta}")
+                    }
+                    _ => str_field(&record, "content").unwrap_or("").to_owned(),
+                };
+                e.content = Some(Content::Text(text));
+                e.part_type = Some(subtype);
+                e.include_in_context = false;
+                entries.push(e);
+            }
+            other => {
+                *skipped
+                    .entry(if other.is_empty() {
+                        "untyped".to_owned()
+                    } else {
+                        other.to_owned()
+                    })
+                    .or_default() += 1;
+            }
+        }
+    }
+    for (kind, count) in skipped {
+        losses.push(Loss {
+            path: "session".to_owned(),
+            what: format!("{count} `{kind}` record(s) are UI state, not conversation"),
+        });
+    }
+    if tool_use_results > 0 {
+        losses.push(Loss {
+            path: "session".to_owned(),
+            what: format!("{tool_use_results} `toolUseResult` UI payload(s) left out (the tool_result blocks are kept)"),
+        });
+    }
+    Converted {
+        value: entries,
+        losses,
+    }
+}
+
+/// Appends the blocks of a later record of the same assistant message to its entry, keeping
+/// block order (a text after a tool call stays after it).
+fn merge_assistant(entry: &mut LogEntry, message: &AnthropicMessage) {
+    let mut blocks = match crate::convert::log_to_anthropic(std::slice::from_ref(entry))
+        .value
+        .messages
+        .pop()
+    {
+        Some(m) => m.content.into_blocks(),
+        None => Vec::new(),
+    };
+    blocks.extend(message.content.clone().into_blocks());
+    let merged = AnthropicMessage {
+        role: crate::message::Role::Assistant,
+        content: Content::Blocks(blocks),
+        extra: JsonMap::new(),
+    };
+    let request = AnthropicRequest {
+        system: None,
+        messages: vec![merged],
+        extra: JsonMap::new(),
+    };
+    let mut stamp = crate::convert::SequentialStamp::default();
+    if let Some(rebuilt) = anthropic_to_log(&request, &mut stamp)
+        .ok()
+        .and_then(|c| c.value.into_iter().next())
+    {
+        entry.content = rebuilt.content;
+        entry.tool_calls = rebuilt.tool_calls;
+    }
+}

@@ -1,0 +1,799 @@
+//! Conversions between Anthropic Messages, OpenAI Chat Completions and the log (P3).
+//!
+//! The log is the hub: both providers convert to it without loss, and from it to each other.
+//! Where the target cannot express something (thinking in OpenAI, `refusal` in Anthropic), the
+//! conversion leaves it out and says so in [`Converted::losses`] instead of dropping it silently.
+//! The tool-call ordering invariant is kept: assistant (calls) → every result → next assistant.
+
+use serde_json::Value;
+
+use crate::anthropic::{AnthropicMessage, AnthropicRequest};
+use crate::content::{
+    CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, TextBlock,
+    ToolResultBlock, ToolResultContent, ToolUseBlock,
+};
+use crate::error::{ProtocolError, Result};
+use crate::log::{FunctionCall, LogEntry, LogRole, LogToolCall};
+use crate::message::Role;
+use crate::openai::{ChatMessage, ChatRequest, ChatToolCall, OPENAI_PART_TYPES};
+
+/// Something a conversion could not carry over.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Loss {
+    /// Where it was in the source (`messages[2].content[0]`, `log[5]`).
+    pub path: String,
+    /// What was left out, in words.
+    pub what: String,
+}
+
+/// A converted value and what the conversion left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted<T> {
+    /// The result.
+    pub value: T,
+    /// What the target could not express; empty for a lossless conversion.
+    pub losses: Vec<Loss>,
+}
+
+/// Gives new log entries their ids and times.
+pub trait Stamp {
+    /// The id of the next entry.
+    fn next_id(&mut self) -> String;
+    /// The `created_at` of the next entry (RFC 3339).
+    fn now(&mut self) -> String;
+}
+
+/// Ids `{prefix}{n}` counting from 1 and one fixed time: deterministic output for files and tests.
+#[derive(Debug, Clone)]
+pub struct SequentialStamp {
+    prefix: String,
+    next: u64,
+    created_at: String,
+}
+
+impl SequentialStamp {
+    /// Ids `{prefix}1`, `{prefix}2`, … all written at `created_at`.
+    pub fn new(prefix: impl Into<String>, created_at: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            next: 1,
+            created_at: created_at.into(),
+        }
+    }
+}
+
+impl Default for SequentialStamp {
+    fn default() -> Self {
+        Self::new("m", "1970-01-01T00:00:00Z")
+    }
+}
+
+impl Stamp for SequentialStamp {
+    fn next_id(&mut self) -> String {
+        let id = format!("{}{}", self.prefix, self.next);
+        self.next += 1;
+        id
+    }
+    fn now(&mut self) -> String {
+        self.created_at.clone()
+    }
+}
+
+fn entry(stamp: &mut dyn Stamp, role: LogRole) -> LogEntry {
+    let id = stamp.next_id();
+    LogEntry::new(id, role, stamp.now())
+}
+
+fn loss(losses: &mut Vec<Loss>, path: impl Into<String>, what: impl Into<String>) {
+    losses.push(Loss {
+        path: path.into(),
+        what: what.into(),
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anthropic → log
+
+/// Converts an Anthropic conversation to log entries. Lossless for `system` and `messages`;
+/// other request fields (`model`, `tools`, …) are not conversation and are listed as losses.
+pub fn anthropic_to_log(
+    req: &AnthropicRequest,
+    stamp: &mut dyn Stamp,
+) -> Result<Converted<Vec<LogEntry>>> {
+    let mut losses = Vec::new();
+    for key in req.extra.keys() {
+        loss(
+            &mut losses,
+            key.clone(),
+            format!("request field `{key}` is not part of the conversation"),
+        );
+    }
+    let mut out: Vec<LogEntry> = Vec::with_capacity(req.messages.len() + 1);
+    if let Some(system) = &req.system {
+        let mut e = entry(stamp, LogRole::System);
+        e.content = Some(system.clone());
+        out.push(e);
+    }
+    for (i, message) in req.messages.iter().enumerate() {
+        let first = out.len();
+        match message.role {
+            Role::System => {
+                return Err(ProtocolError::invalid(
+                    format!("messages[{i}].role"),
+                    "role `system` is not allowed in Anthropic messages; put it in `system`",
+                ));
+            }
+            Role::Assistant => out.push(assistant_to_entry(&message.content, stamp)),
+            Role::User => user_to_entries(&message.content, stamp, &mut out),
+        }
+        for position in first..out.len() {
+            let is_tool = out[position].role == LogRole::Tool;
+            let prev_is_tool = position > 0 && out[position - 1].role == LogRole::Tool;
+            let default_merges = is_tool && prev_is_tool;
+            let should_merge = position > first;
+            if should_merge != default_merges {
+                out[position].merge_with_previous = Some(should_merge);
+            }
+        }
+        if !message.extra.is_empty() {
+            if let Some(e) = out.get_mut(first) {
+                e.anthropic
+                    .insert("message".to_owned(), Value::Object(message.extra.clone()));
+            }
+        }
+    }
+    Ok(Converted { value: out, losses })
+}
+
+fn assistant_to_entry(content: &Content, stamp: &mut dyn Stamp) -> LogEntry {
+    let mut e = entry(stamp, LogRole::Assistant);
+    let blocks = match content {
+        Content::Text(_) => {
+            e.content = Some(content.clone());
+            return e;
+        }
+        Content::Blocks(blocks) => blocks,
+    };
+    let last_other = blocks
+        .iter()
+        .rposition(|b| !matches!(b, ContentBlock::ToolUse(_)));
+    let mut others = Vec::new();
+    let mut calls = Vec::new();
+    for (j, block) in blocks.iter().enumerate() {
+        match block {
+            ContentBlock::ToolUse(u) => {
+                let mut call = LogToolCall::new(u.id.clone(), u.name.clone(), &u.input);
+                if last_other.is_some_and(|last| last > j) {
+                    call.position = u32::try_from(j).ok();
+                }
+                call.anthropic = u.extra.clone();
+                if let Some(cc) = &u.cache_control {
+                    call.anthropic
+                        .insert("cache_control".to_owned(), cache_value(cc));
+                }
+                calls.push(call);
+            }
+            other => others.push(other.clone()),
+        }
+    }
+    if calls.is_empty() || !others.is_empty() {
+        e.content = Some(Content::Blocks(others));
+    }
+    if !calls.is_empty() {
+        e.tool_calls = Some(calls);
+    }
+    e
+}
+
+fn cache_value(cc: &CacheControl) -> Value {
+    serde_json::to_value(cc).unwrap_or(Value::Null)
+}
+
+fn user_to_entries(content: &Content, stamp: &mut dyn Stamp, out: &mut Vec<LogEntry>) {
+    let blocks = match content {
+        Content::Text(_) => {
+            let mut e = entry(stamp, LogRole::User);
+            e.content = Some(content.clone());
+            out.push(e);
+            return;
+        }
+        Content::Blocks(blocks) => blocks,
+    };
+    if blocks.is_empty() {
+        let mut e = entry(stamp, LogRole::User);
+        e.content = Some(Content::Blocks(Vec::new()));
+        out.push(e);
+        return;
+    }
+    let mut run: Vec<ContentBlock> = Vec::new();
+    let flush = |run: &mut Vec<ContentBlock>, stamp: &mut dyn Stamp, out: &mut Vec<LogEntry>| {
+        if !run.is_empty() {
+            let mut e = entry(stamp, LogRole::User);
+            e.content = Some(Content::Blocks(std::mem::take(run)));
+            out.push(e);
+        }
+    };
+    for block in blocks {
+        match block {
+            ContentBlock::ToolResult(r) => {
+                flush(&mut run, stamp, out);
+                let mut e = entry(stamp, LogRole::Tool);
+                e.tool_call_id = Some(r.tool_use_id.clone());
+                e.content = r.content.clone().map(Content::from);
+                e.is_error = r.is_error;
+                e.anthropic = r.extra.clone();
+                if let Some(cc) = &r.cache_control {
+                    e.anthropic
+                        .insert("cache_control".to_owned(), cache_value(cc));
+                }
+                out.push(e);
+            }
+            other => run.push(other.clone()),
+        }
+    }
+    flush(&mut run, stamp, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// log → Anthropic
+
+/// Converts log entries to an Anthropic conversation.
+///
+/// Leading system and developer entries become `system`; a later one is moved there too (its
+/// position is listed as a loss). OpenAI-only fields are listed as losses. A failure recorded in
+/// `llm_error` becomes an `LLM_ERROR` text block after the partial output.
+pub fn log_to_anthropic(entries: &[LogEntry]) -> Converted<AnthropicRequest> {
+    let mut losses = Vec::new();
+    let mut system: Vec<ContentBlock> = Vec::new();
+    let mut system_text: Option<String> = None;
+    let mut system_entries = 0usize;
+    let mut messages: Vec<AnthropicMessage> = Vec::new();
+    let mut prev_role: Option<LogRole> = None;
+    for (i, e) in entries.iter().enumerate() {
+        let path = format!("log[{i}]");
+        report_openai_only(e, &path, &mut losses);
+        match e.role {
+            LogRole::System | LogRole::Developer => {
+                if !messages.is_empty() {
+                    loss(
+                        &mut losses,
+                        &path,
+                        "a system entry after the first message was moved into `system`",
+                    );
+                }
+                if e.role == LogRole::Developer {
+                    loss(
+                        &mut losses,
+                        &path,
+                        "role `developer` became part of `system`",
+                    );
+                }
+                system_entries += 1;
+                match (&e.content, system_entries) {
+                    (Some(Content::Text(text)), 1) => system_text = Some(text.clone()),
+                    (Some(content), _) => {
+                        if let Some(text) = system_text.take() {
+                            system.push(ContentBlock::text(text));
+                        }
+                        system.extend(content.clone().into_blocks());
+                    }
+                    (None, _) => {}
+                }
+            }
+            LogRole::User => {
+                let content = to_anthropic_content(e.content.clone(), &path, &mut losses);
+                let merge = e.merge_with_previous == Some(true);
+                push_anthropic(&mut messages, Role::User, content, merge, e, &mut losses);
+            }
+            LogRole::Tool => {
+                let mut extra = e.anthropic.clone();
+                let cache_control = extra
+                    .remove("cache_control")
+                    .and_then(|v| serde_json::from_value::<CacheControl>(v).ok());
+                extra.remove("message");
+                let content = e
+                    .content
+                    .clone()
+                    .map(|c| to_anthropic_content(Some(c), &path, &mut losses))
+                    .map(ToolResultContent::from);
+                let block = ContentBlock::ToolResult(ToolResultBlock {
+                    tool_use_id: e.tool_call_id.clone().unwrap_or_default(),
+                    content,
+                    is_error: e.is_error,
+                    cache_control,
+                    extra,
+                });
+                if e.tool_call_id.is_none() {
+                    loss(&mut losses, &path, "tool entry without `tool_call_id`");
+                }
+                let merge = match e.merge_with_previous {
+                    Some(m) => m,
+                    None => prev_role == Some(LogRole::Tool),
+                };
+                push_anthropic(
+                    &mut messages,
+                    Role::User,
+                    Content::Blocks(vec![block]),
+                    merge,
+                    e,
+                    &mut losses,
+                );
+            }
+            LogRole::Assistant => {
+                let content = assistant_from_entry(e, &path, &mut losses);
+                let merge = e.merge_with_previous == Some(true);
+                push_anthropic(
+                    &mut messages,
+                    Role::Assistant,
+                    content,
+                    merge,
+                    e,
+                    &mut losses,
+                );
+            }
+        }
+        prev_role = Some(e.role);
+    }
+    let system = match (system_text, system.is_empty()) {
+        (Some(text), true) => Some(Content::Text(text)),
+        (Some(text), false) => {
+            system.insert(0, ContentBlock::text(text));
+            Some(Content::Blocks(system))
+        }
+        (None, false) => Some(Content::Blocks(system)),
+        (None, true) if system_entries > 0 => Some(Content::Blocks(Vec::new())),
+        (None, true) => None,
+    };
+    Converted {
+        value: AnthropicRequest {
+            system,
+            messages,
+            extra: JsonMap::new(),
+        },
+        losses,
+    }
+}
+
+fn report_openai_only(e: &LogEntry, path: &str, losses: &mut Vec<Loss>) {
+    for key in e.openai.keys() {
+        loss(
+            losses,
+            path,
+            format!("OpenAI field `{key}` has no Anthropic equivalent"),
+        );
+    }
+    if e.name.is_some() {
+        loss(
+            losses,
+            path,
+            "participant `name` has no Anthropic equivalent",
+        );
+    }
+    for call in e.calls() {
+        for key in call.extra.keys() {
+            loss(
+                losses,
+                path,
+                format!("OpenAI tool-call field `{key}` has no Anthropic equivalent"),
+            );
+        }
+    }
+}
+
+fn push_anthropic(
+    messages: &mut Vec<AnthropicMessage>,
+    role: Role,
+    content: Content,
+    merge: bool,
+    e: &LogEntry,
+    losses: &mut Vec<Loss>,
+) {
+    let message_extra = match e.anthropic.get("message") {
+        Some(Value::Object(map)) if e.role != LogRole::Tool || !merge => map.clone(),
+        _ => JsonMap::new(),
+    };
+    if merge {
+        if let Some(last) = messages.last_mut().filter(|m| m.role == role) {
+            let mut blocks =
+                std::mem::replace(&mut last.content, Content::Blocks(Vec::new())).into_blocks();
+            blocks.extend(content.into_blocks());
+            last.content = Content::Blocks(blocks);
+            return;
+        }
+        loss(
+            losses,
+            format!("log entry {}", e.id),
+            "could not merge with the previous message; kept apart",
+        );
+    }
+    let mut message = AnthropicMessage::new(role, content);
+    message.extra = message_extra;
+    messages.push(message);
+}
+
+/// Converts content for Anthropic: OpenAI `image_url` parts become image blocks; other
+/// OpenAI-only parts are dropped and listed.
+fn to_anthropic_content(content: Option<Content>, path: &str, losses: &mut Vec<Loss>) -> Content {
+    match content {
+        None => Content::Blocks(Vec::new()),
+        Some(Content::Text(text)) => Content::Text(text),
+        Some(Content::Blocks(blocks)) => {
+            let mut out = Vec::with_capacity(blocks.len());
+            for (j, block) in blocks.into_iter().enumerate() {
+                match block {
+                    ContentBlock::Unknown(map) => match map.get("type").and_then(Value::as_str) {
+                        Some("image_url") => match image_from_openai(&map) {
+                            Some(image) => out.push(image),
+                            None => loss(
+                                losses,
+                                format!("{path}.content[{j}]"),
+                                "unreadable `image_url` part",
+                            ),
+                        },
+                        Some(t) if OPENAI_PART_TYPES.contains(&t) => {
+                            loss(
+                                losses,
+                                format!("{path}.content[{j}]"),
+                                format!("OpenAI `{t}` part has no Anthropic equivalent"),
+                            );
+                        }
+                        _ => out.push(ContentBlock::Unknown(map)),
+                    },
+                    other => out.push(other),
+                }
+            }
+            Content::Blocks(out)
+        }
+    }
+}
+
+fn image_from_openai(map: &JsonMap) -> Option<ContentBlock> {
+    let url = map.get("image_url")?.get("url")?.as_str()?;
+    let source = match url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+    {
+        Some((media_type, data)) => ImageSource::Base64 {
+            media_type: media_type.to_owned(),
+            data: data.to_owned(),
+        },
+        None => ImageSource::Url {
+            url: url.to_owned(),
+        },
+    };
+    Some(ContentBlock::Image(ImageBlock {
+        source,
+        cache_control: None,
+        extra: JsonMap::new(),
+    }))
+}
+
+fn assistant_from_entry(e: &LogEntry, path: &str, losses: &mut Vec<Loss>) -> Content {
+    let calls = e.calls();
+    let mut content = match &e.content {
+        Some(Content::Text(text)) if calls.is_empty() && e.llm_error.is_none() => {
+            return Content::Text(text.clone());
+        }
+        Some(Content::Text(text)) if text.is_empty() => Vec::new(),
+        Some(c) => match to_anthropic_content(Some(c.clone()), path, losses) {
+            Content::Text(text) => vec![ContentBlock::text(text)],
+            Content::Blocks(blocks) => blocks,
+        },
+        None => Vec::new(),
+    };
+    if let Some(err) = &e.llm_error {
+        if let Some(partial) = err.partial_output.as_deref().filter(|p| !p.is_empty()) {
+            content.push(ContentBlock::text(partial));
+        }
+        content.push(ContentBlock::text(err.render()));
+    }
+    let mut positioned: Vec<(u32, ContentBlock)> = Vec::new();
+    let mut trailing = Vec::new();
+    for (k, call) in calls.iter().enumerate() {
+        let input = match call.arguments_json() {
+            Ok(v) => v,
+            Err(err) => {
+                loss(
+                    losses,
+                    format!("{path}.tool_calls[{k}]"),
+                    format!("arguments are not valid JSON ({err}); kept as `_raw_arguments`"),
+                );
+                serde_json::json!({ "_raw_arguments": call.function.arguments })
+            }
+        };
+        let mut extra = call.anthropic.clone();
+        let cache_control = extra
+            .remove("cache_control")
+            .and_then(|v| serde_json::from_value(v).ok());
+        let block = ContentBlock::ToolUse(ToolUseBlock {
+            id: call.id.clone(),
+            name: call.function.name.clone(),
+            input,
+            cache_control,
+            extra,
+        });
+        match call.position {
+            Some(p) => positioned.push((p, block)),
+            None => trailing.push(block),
+        }
+    }
+    positioned.sort_by_key(|(p, _)| *p);
+    for (p, block) in positioned {
+        let at = usize::try_from(p).unwrap_or(usize::MAX).min(content.len());
+        content.insert(at, block);
+    }
+    content.extend(trailing);
+    Content::Blocks(content)
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI → log
+
+/// Converts an OpenAI conversation to log entries, one entry per message. Lossless for
+/// `messages`; other request fields are listed as losses.
+pub fn openai_to_log(req: &ChatRequest, stamp: &mut dyn Stamp) -> Converted<Vec<LogEntry>> {
+    let mut losses = Vec::new();
+    for key in req.extra.keys() {
+        loss(
+            &mut losses,
+            key.clone(),
+            format!("request field `{key}` is not part of the conversation"),
+        );
+    }
+    let value = req
+        .messages
+        .iter()
+        .map(|m| {
+            let mut e = entry(stamp, m.role);
+            e.content = m.content.clone();
+            e.name = m.name.clone();
+            e.tool_call_id = m.tool_call_id.clone();
+            e.tool_calls = m.tool_calls.as_ref().map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| LogToolCall {
+                        id: c.id.clone(),
+                        function: c.function.clone(),
+                        position: None,
+                        anthropic: JsonMap::new(),
+                        extra: c.extra.clone(),
+                    })
+                    .collect()
+            });
+            e.openai = m.extra.clone();
+            // Adjacent tool results answer one assistant turn, so the default merge rule (one
+            // Anthropic user message for them) is the right reading: no flag needed.
+            e
+        })
+        .collect();
+    Converted { value, losses }
+}
+
+// ---------------------------------------------------------------------------------------------
+// log → OpenAI
+
+/// Converts log entries to an OpenAI conversation. Thinking, `cache_control`, block order
+/// and other Anthropic-only data are listed as losses.
+pub fn log_to_openai(entries: &[LogEntry]) -> Converted<ChatRequest> {
+    let mut losses = Vec::new();
+    let mut messages = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let path = format!("log[{i}]");
+        for key in e.anthropic.keys() {
+            loss(
+                &mut losses,
+                &path,
+                format!("Anthropic field `{key}` has no OpenAI equivalent"),
+            );
+        }
+        if e.role == LogRole::Tool && e.is_error == Some(true) {
+            loss(
+                &mut losses,
+                &path,
+                "`is_error` has no OpenAI equivalent (the observation text still says it failed)",
+            );
+        }
+        let mut content = e
+            .content
+            .clone()
+            .map(|c| to_openai_content(c, e.role, &path, &mut losses));
+        if let Some(err) = &e.llm_error {
+            let mut text = content
+                .as_ref()
+                .map(|c| c.to_text().into_owned())
+                .unwrap_or_default();
+            if let Some(partial) = err.partial_output.as_deref().filter(|p| !p.is_empty()) {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(partial);
+            }
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&err.render());
+            content = Some(Content::Text(text));
+        }
+        let tool_calls = e.tool_calls.as_ref().map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(k, c)| {
+                    for key in c.anthropic.keys() {
+                        loss(
+                            &mut losses,
+                            format!("{path}.tool_calls[{k}]"),
+                            format!("Anthropic tool-use field `{key}` has no OpenAI equivalent"),
+                        );
+                    }
+                    if c.position.is_some() {
+                        loss(
+                            &mut losses,
+                            format!("{path}.tool_calls[{k}]"),
+                            "a block that followed this call now comes before it",
+                        );
+                    }
+                    ChatToolCall {
+                        id: c.id.clone(),
+                        function: c.function.clone(),
+                        extra: c.extra.clone(),
+                    }
+                })
+                .collect()
+        });
+        messages.push(ChatMessage {
+            role: e.role,
+            content,
+            name: e.name.clone(),
+            tool_calls,
+            tool_call_id: e.tool_call_id.clone(),
+            extra: e.openai.clone(),
+        });
+    }
+    Converted {
+        value: ChatRequest {
+            messages,
+            extra: JsonMap::new(),
+        },
+        losses,
+    }
+}
+
+fn to_openai_content(
+    content: Content,
+    role: LogRole,
+    path: &str,
+    losses: &mut Vec<Loss>,
+) -> Content {
+    let blocks = match content {
+        Content::Text(text) => return Content::Text(text),
+        Content::Blocks(blocks) => blocks,
+    };
+    let mut out = Vec::with_capacity(blocks.len());
+    for (j, block) in blocks.into_iter().enumerate() {
+        let here = format!("{path}.content[{j}]");
+        match block {
+            ContentBlock::Text(TextBlock {
+                text,
+                cache_control,
+                extra,
+            }) => {
+                if cache_control.is_some() {
+                    loss(losses, &here, "`cache_control` has no OpenAI equivalent");
+                }
+                out.push(ContentBlock::Text(TextBlock {
+                    text,
+                    cache_control: None,
+                    extra,
+                }));
+            }
+            ContentBlock::Thinking(_) => {
+                loss(
+                    losses,
+                    here,
+                    "thinking block (and its signature) has no OpenAI Chat Completions equivalent",
+                );
+            }
+            ContentBlock::RedactedThinking(_) => {
+                loss(
+                    losses,
+                    here,
+                    "redacted thinking has no OpenAI Chat Completions equivalent",
+                );
+            }
+            ContentBlock::Image(ImageBlock {
+                source,
+                cache_control,
+                extra,
+            }) => {
+                if cache_control.is_some() {
+                    loss(losses, &here, "`cache_control` has no OpenAI equivalent");
+                }
+                let url = match source {
+                    ImageSource::Base64 { media_type, data } => {
+                        format!("data:{media_type};base64,{data}")
+                    }
+                    ImageSource::Url { url } => url,
+                    ImageSource::Other(_) => {
+                        loss(losses, here, "image source kind has no OpenAI equivalent");
+                        continue;
+                    }
+                };
+                let mut image_url = JsonMap::new();
+                image_url.insert("url".to_owned(), Value::from(url));
+                if let Some(detail) = extra.get("detail") {
+                    image_url.insert("detail".to_owned(), detail.clone());
+                }
+                let mut part = JsonMap::new();
+                part.insert("type".to_owned(), Value::from("image_url"));
+                part.insert("image_url".to_owned(), Value::Object(image_url));
+                out.push(ContentBlock::Unknown(part));
+            }
+            ContentBlock::ToolUse(u) => {
+                loss(
+                    losses,
+                    here,
+                    format!(
+                        "tool_use `{}` inside content (not in tool_calls) cannot be sent to OpenAI",
+                        u.id
+                    ),
+                );
+            }
+            ContentBlock::ToolResult(r) => {
+                loss(
+                    losses,
+                    here,
+                    format!(
+                        "tool_result for `{}` inside a {} entry cannot be sent to OpenAI",
+                        r.tool_use_id,
+                        role.as_str()
+                    ),
+                );
+            }
+            ContentBlock::Unknown(map) => {
+                let kind = map.get("type").and_then(Value::as_str).unwrap_or("unknown");
+                if OPENAI_PART_TYPES.contains(&kind) {
+                    out.push(ContentBlock::Unknown(map));
+                } else {
+                    loss(
+                        losses,
+                        here,
+                        format!("block type `{kind}` has no OpenAI equivalent"),
+                    );
+                }
+            }
+        }
+    }
+    Content::Blocks(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Direct conversions
+
+/// Anthropic → OpenAI, through the log.
+pub fn anthropic_to_openai(req: &AnthropicRequest) -> Result<Converted<ChatRequest>> {
+    let log = anthropic_to_log(req, &mut SequentialStamp::default())?;
+    let mut out = log_to_openai(&log.value);
+    let mut losses = log.losses;
+    losses.append(&mut out.losses);
+    out.losses = losses;
+    Ok(out)
+}
+
+/// OpenAI → Anthropic, through the log.
+pub fn openai_to_anthropic(req: &ChatRequest) -> Converted<AnthropicRequest> {
+    let log = openai_to_log(req, &mut SequentialStamp::default());
+    let mut out = log_to_anthropic(&log.value);
+    let mut losses = log.losses;
+    losses.append(&mut out.losses);
+    out.losses = losses;
+    out
+}
+
+/// A `FunctionCall` from a name and JSON arguments.
+pub fn function_call(name: impl Into<String>, arguments: &Value) -> FunctionCall {
+    FunctionCall {
+        name: name.into(),
+        arguments: arguments.to_string(),
+    }
+}

@@ -1,0 +1,524 @@
+//! The unified conversation log entry (P9) and its schema versions (P12).
+//!
+//! A log entry is a superset of an OpenAI Chat Completions message: one entry per OpenAI
+//! message (`assistant` with `tool_calls`, one `tool` entry per result), plus the UI extras,
+//! the context metadata and model failures of seed 002. What only Anthropic can express
+//! (thinking with signatures, block order, `cache_control`, unknown blocks) is kept too, so
+//! that Anthropic → log → Anthropic and OpenAI → log → OpenAI are both lossless.
+
+use schemars::JsonSchema;
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::content::{Content, JsonMap};
+use crate::error::{ProtocolError, Result};
+use crate::fields::Fields;
+
+/// The schema version this build writes. Version 0 is the seed's camelCase message without a
+/// `schema_version` field; it is migrated on read.
+pub const LOG_SCHEMA_VERSION: u32 = 1;
+
+/// Role of a log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogRole {
+    /// Application instructions. Only summary-class system entries survive compression.
+    System,
+    /// OpenAI's newer name for system instructions, kept apart so it converts back as written.
+    Developer,
+    /// The person.
+    User,
+    /// The model (text, thinking, tool calls, failures).
+    Assistant,
+    /// One tool result, answering `tool_call_id`.
+    Tool,
+}
+
+impl LogRole {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::Developer => "developer",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+/// The mode a conversation was in when an entry was written (O3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Plain chat.
+    #[default]
+    Chat,
+    /// Chat with an agent persona.
+    Agent,
+    /// A workflow run.
+    Run,
+}
+
+impl Mode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Agent => "agent",
+            Self::Run => "run",
+        }
+    }
+}
+
+/// What kind of model failure an `llm_error` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LlmErrorKind {
+    /// The request or the stream timed out.
+    Timeout,
+    /// The connection failed.
+    Network,
+    /// The provider refused for rate limits (HTTP 429).
+    RateLimited,
+    /// The provider answered with a server error (HTTP 5xx).
+    Server,
+    /// The stream ended before the message was complete.
+    StreamCut,
+    /// The provider's answer could not be read.
+    InvalidResponse,
+    /// Anything else.
+    Other,
+}
+
+/// A model failure, stored with whatever was streamed before it (O4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LlmError {
+    /// What kind of failure.
+    pub kind: LlmErrorKind,
+    /// What the provider or the client said.
+    pub message: String,
+    /// Text streamed before the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_output: Option<String>,
+}
+
+impl LlmError {
+    /// The text block that carries the failure into the next request, so "continue" resumes.
+    pub fn render(&self) -> String {
+        let kind = serde_json::to_value(self.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!(
+            "LLM_ERROR\n- kind: {kind}\n- message: {}\n- note: the previous response was cut off; continue from where it stopped.",
+            self.message
+        )
+    }
+}
+
+/// The function of a tool call, as OpenAI writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FunctionCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments as a JSON string, kept byte for byte.
+    pub arguments: String,
+}
+
+/// One tool call of an assistant entry.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+pub struct LogToolCall {
+    /// Call id; the `tool` entry answering it carries it as `tool_call_id`.
+    pub id: String,
+    /// The function called.
+    pub function: FunctionCall,
+    /// Index of the call among the assistant's blocks, kept only when a non-call block follows
+    /// it in the Anthropic original (so block order survives a round trip).
+    pub position: Option<u32>,
+    /// Fields of the Anthropic `tool_use` block that OpenAI cannot express (`caller`,
+    /// `cache_control`, …).
+    #[schemars(skip)]
+    pub anthropic: JsonMap,
+    /// Other fields of the OpenAI tool call, kept as written.
+    #[schemars(skip)]
+    pub extra: JsonMap,
+}
+
+impl LogToolCall {
+    /// A call with arguments given as JSON.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
+        Self {
+            id: id.into(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.to_string(),
+            },
+            position: None,
+            anthropic: JsonMap::new(),
+            extra: JsonMap::new(),
+        }
+    }
+
+    /// The arguments parsed as JSON.
+    pub fn arguments_json(&self) -> std::result::Result<Value, serde_json::Error> {
+        serde_json::from_str(&self.function.arguments)
+    }
+}
+
+impl Serialize for LogToolCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("function", &self.function)?;
+        if let Some(position) = self.position {
+            map.serialize_entry("position", &position)?;
+        }
+        if !self.anthropic.is_empty() {
+            map.serialize_entry("anthropic", &self.anthropic)?;
+        }
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LogToolCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut f = Fields::from_value::<D::Error>(Value::deserialize(d)?, "tool call")?;
+        let id = f.req_string("id")?;
+        match f.opt_string::<D::Error>("type")?.as_deref() {
+            None | Some("function") => {}
+            Some(other) => {
+                return Err(D::Error::custom(format_args!(
+                    "tool call `{id}`: field `type` must be \"function\", found \"{other}\""
+                )));
+            }
+        }
+        let function: FunctionCall = f.opt("function")?.ok_or_else(|| f.missing("function"))?;
+        let position = match f.opt_u64::<D::Error>("position")? {
+            Some(p) => Some(u32::try_from(p).map_err(|_| {
+                D::Error::custom(format_args!(
+                    "tool call `{id}`: field `position` is too large"
+                ))
+            })?),
+            None => None,
+        };
+        let anthropic = f.opt("anthropic")?.unwrap_or_default();
+        Ok(Self {
+            id,
+            function,
+            position,
+            anthropic,
+            extra: f.rest(),
+        })
+    }
+}
+
+/// One entry of the conversation log.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+pub struct LogEntry {
+    /// Schema version the entry was written with; [`LOG_SCHEMA_VERSION`] after reading.
+    pub schema_version: u32,
+    /// Stable id, unique within the conversation.
+    pub id: String,
+    /// Who wrote it.
+    pub role: LogRole,
+    /// When it was written (RFC 3339).
+    pub created_at: String,
+    /// Text or blocks. For assistant entries, tool calls are in `tool_calls`, not here.
+    pub content: Option<Content>,
+    /// Tool calls of an assistant entry.
+    pub tool_calls: Option<Vec<LogToolCall>>,
+    /// The call a `tool` entry answers.
+    pub tool_call_id: Option<String>,
+    /// OpenAI's participant name.
+    pub name: Option<String>,
+    /// Whether a tool result is an error; absent when the source left it absent.
+    pub is_error: Option<bool>,
+    /// UI: the tool's name on a `tool` entry.
+    pub tool_name: Option<String>,
+    /// UI: how long the tool ran.
+    pub duration_ms: Option<u64>,
+    /// UI: shown collapsed.
+    pub collapsed: Option<bool>,
+    /// UI: a widget payload.
+    pub widget: Option<Value>,
+    /// UI: the part type of the seed's message model.
+    pub part_type: Option<String>,
+    /// Context: the mode the entry was written in.
+    pub mode: Option<Mode>,
+    /// Context: the workflow run that wrote it.
+    pub run_id: Option<String>,
+    /// Context: the workflow.
+    pub workflow_id: Option<String>,
+    /// Context: the agent.
+    pub agent_id: Option<String>,
+    /// Context: false for UI-only entries that never go to the model. Default true.
+    pub include_in_context: bool,
+    /// A model failure recorded on an assistant entry (O4).
+    pub llm_error: Option<LlmError>,
+    /// Whether this entry continues the provider message of the previous entry. `None` means
+    /// the default rule: a `tool` entry after a `tool` entry shares its message.
+    pub merge_with_previous: Option<bool>,
+    /// Anthropic-only fields of the source message or block.
+    #[schemars(skip)]
+    pub anthropic: JsonMap,
+    /// OpenAI-only fields of the source message (`refusal`, `audio`, …).
+    #[schemars(skip)]
+    pub openai: JsonMap,
+    /// Fields this build does not know (written by a newer one), kept as written.
+    #[schemars(skip)]
+    pub extra: JsonMap,
+}
+
+impl LogEntry {
+    /// An entry with the given id, role and time and nothing else.
+    pub fn new(id: impl Into<String>, role: LogRole, created_at: impl Into<String>) -> Self {
+        Self {
+            schema_version: LOG_SCHEMA_VERSION,
+            id: id.into(),
+            role,
+            created_at: created_at.into(),
+            content: None,
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            is_error: None,
+            tool_name: None,
+            duration_ms: None,
+            collapsed: None,
+            widget: None,
+            part_type: None,
+            mode: None,
+            run_id: None,
+            workflow_id: None,
+            agent_id: None,
+            include_in_context: true,
+            llm_error: None,
+            merge_with_previous: None,
+            anthropic: JsonMap::new(),
+            openai: JsonMap::new(),
+            extra: JsonMap::new(),
+        }
+    }
+
+    /// Sets the content to a string.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.content = Some(Content::Text(text.into()));
+        self
+    }
+
+    /// The tool calls, or an empty slice.
+    pub fn calls(&self) -> &[LogToolCall] {
+        self.tool_calls.as_deref().unwrap_or(&[])
+    }
+
+    /// The text of the content.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.content {
+            Some(content) => content.to_text(),
+            None => std::borrow::Cow::Borrowed(""),
+        }
+    }
+
+    /// Reads one entry from JSON text, migrating older schema versions.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| ProtocolError::json("log entry", &e))
+    }
+
+    /// Reads a JSONL log; the error names the 1-based line. Blank lines are skipped.
+    pub fn parse_jsonl(text: &str) -> Result<Vec<Self>> {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            out.push(
+                serde_json::from_str(line)
+                    .map_err(|e| ProtocolError::json(format!("log line {}", i + 1), &e))?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Writes entries as JSONL, one line each, each ending in `\n`.
+    pub fn to_jsonl(entries: &[Self]) -> String {
+        let mut out = String::new();
+        for entry in entries {
+            // Serialising a LogEntry cannot fail: every field is plain JSON.
+            if let Ok(line) = serde_json::to_string(entry) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Field names of the version-0 (seed 002, camelCase) message and their current names.
+const V0_RENAMES: &[(&str, &str)] = &[
+    ("createdAt", "created_at"),
+    ("toolName", "tool_name"),
+    ("duration", "duration_ms"),
+    ("isCollapsed", "collapsed"),
+    ("partType", "part_type"),
+    ("runId", "run_id"),
+    ("workflowId", "workflow_id"),
+    ("agentId", "agent_id"),
+    ("includeInContext", "include_in_context"),
+    ("toolCallId", "tool_call_id"),
+    ("toolCalls", "tool_calls"),
+];
+
+/// Migrates a version-0 entry (no `schema_version`) in place to the current field names.
+///
+/// Version 0 is the seed's `ConversationMessage`: camelCase UI fields, `duration` as a number
+/// of milliseconds that may be fractional, and no context metadata. Missing new fields take
+/// their defaults when the entry is read.
+pub fn migrate_v0(map: &mut JsonMap) {
+    for (old, new) in V0_RENAMES {
+        if let Some(value) = map.remove(*old) {
+            map.entry((*new).to_owned()).or_insert(value);
+        }
+    }
+    if let Some(Value::Number(n)) = map.get("duration_ms") {
+        if n.as_u64().is_none() {
+            if let Some(ms) = n.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0) {
+                map.insert("duration_ms".to_owned(), Value::from(ms.round() as u64));
+            }
+        }
+    }
+    map.insert("schema_version".to_owned(), Value::from(LOG_SCHEMA_VERSION));
+}
+
+impl<'de> Deserialize<'de> for LogEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut map = match Value::deserialize(d)? {
+            Value::Object(map) => map,
+            other => {
+                return Err(D::Error::custom(format_args!(
+                    "log entry must be an object, found {}",
+                    crate::content::kind_of(&other)
+                )));
+            }
+        };
+        match map.get("schema_version") {
+            None => migrate_v0(&mut map),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if v <= u64::from(LOG_SCHEMA_VERSION) => {}
+                Some(v) => {
+                    return Err(D::Error::custom(format_args!(
+                        "log entry: schema version {v} is newer than the newest this build reads ({LOG_SCHEMA_VERSION})"
+                    )));
+                }
+                None => {
+                    return Err(D::Error::custom(
+                        "log entry: field `schema_version` must be a non-negative integer",
+                    ));
+                }
+            },
+            Some(_) => {
+                return Err(D::Error::custom(
+                    "log entry: field `schema_version` must be a non-negative integer",
+                ));
+            }
+        }
+        let mut f = Fields::new(map, "log entry");
+        f.remove("schema_version");
+        let id = f.req_string("id")?;
+        let role: LogRole = f.opt("role")?.ok_or_else(|| f.missing("role"))?;
+        let created_at = f.req_string("created_at")?;
+        let content = match f.remove("content") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(Content::from_value::<D::Error>(value).map_err(|e| {
+                D::Error::custom(format_args!("log entry `{id}`: field `content`: {e}"))
+            })?),
+        };
+        let tool_calls: Option<Vec<LogToolCall>> = f.opt("tool_calls")?;
+        let entry = LogEntry {
+            schema_version: LOG_SCHEMA_VERSION,
+            id,
+            role,
+            created_at,
+            content,
+            tool_calls,
+            tool_call_id: f.opt_string("tool_call_id")?,
+            name: f.opt_string("name")?,
+            is_error: f.opt_bool("is_error")?,
+            tool_name: f.opt_string("tool_name")?,
+            duration_ms: f.opt_u64("duration_ms")?,
+            collapsed: f.opt_bool("collapsed")?,
+            widget: f.remove("widget").filter(|v| !v.is_null()),
+            part_type: f.opt_string("part_type")?,
+            mode: f.opt("mode")?,
+            run_id: f.opt_string("run_id")?,
+            workflow_id: f.opt_string("workflow_id")?,
+            agent_id: f.opt_string("agent_id")?,
+            include_in_context: f.opt_bool("include_in_context")?.unwrap_or(true),
+            llm_error: f.opt("llm_error")?,
+            merge_with_previous: f.opt_bool("merge_with_previous")?,
+            anthropic: f.opt("anthropic")?.unwrap_or_default(),
+            openai: f.opt("openai")?.unwrap_or_default(),
+            extra: JsonMap::new(),
+        };
+        Ok(LogEntry {
+            extra: f.rest(),
+            ..entry
+        })
+    }
+}
+
+impl Serialize for LogEntry {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        fn opt<M: SerializeMap, T: Serialize>(
+            m: &mut M,
+            k: &str,
+            v: &Option<T>,
+        ) -> std::result::Result<(), M::Error> {
+            match v {
+                Some(v) => m.serialize_entry(k, v),
+                None => Ok(()),
+            }
+        }
+        let mut m = serializer.serialize_map(None)?;
+        m.serialize_entry("schema_version", &self.schema_version)?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("role", &self.role)?;
+        m.serialize_entry("created_at", &self.created_at)?;
+        opt(&mut m, "content", &self.content)?;
+        opt(&mut m, "tool_calls", &self.tool_calls)?;
+        opt(&mut m, "tool_call_id", &self.tool_call_id)?;
+        opt(&mut m, "name", &self.name)?;
+        opt(&mut m, "is_error", &self.is_error)?;
+        opt(&mut m, "tool_name", &self.tool_name)?;
+        opt(&mut m, "duration_ms", &self.duration_ms)?;
+        opt(&mut m, "collapsed", &self.collapsed)?;
+        opt(&mut m, "widget", &self.widget)?;
+        opt(&mut m, "part_type", &self.part_type)?;
+        opt(&mut m, "mode", &self.mode)?;
+        opt(&mut m, "run_id", &self.run_id)?;
+        opt(&mut m, "workflow_id", &self.workflow_id)?;
+        opt(&mut m, "agent_id", &self.agent_id)?;
+        if !self.include_in_context {
+            m.serialize_entry("include_in_context", &false)?;
+        }
+        opt(&mut m, "llm_error", &self.llm_error)?;
+        opt(&mut m, "merge_with_previous", &self.merge_with_previous)?;
+        if !self.anthropic.is_empty() {
+            m.serialize_entry("anthropic", &self.anthropic)?;
+        }
+        if !self.openai.is_empty() {
+            m.serialize_entry("openai", &self.openai)?;
+        }
+        for (k, v) in &self.extra {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
