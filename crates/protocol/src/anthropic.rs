@@ -97,6 +97,7 @@ pub struct AnthropicRequest {
 impl AnthropicRequest {
     /// Reads a request body; errors name the message index and field.
     pub fn from_json(text: &str) -> Result<Self> {
+        crate::validate::check_size("Anthropic request", text, crate::validate::MAX_INPUT_BYTES)?;
         let value: Value =
             serde_json::from_str(text).map_err(|e| ProtocolError::json("Anthropic request", &e))?;
         Self::from_json_value(value)

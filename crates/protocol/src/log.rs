@@ -339,6 +339,11 @@ impl LogEntry {
             if line.trim().is_empty() {
                 continue;
             }
+            crate::validate::check_size(
+                &format!("log line {}", i + 1),
+                line,
+                crate::validate::MAX_INPUT_BYTES,
+            )?;
             out.push(
                 serde_json::from_str(line)
                     .map_err(|e| ProtocolError::json(format!("log line {}", i + 1), &e))?,

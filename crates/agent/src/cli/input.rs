@@ -165,6 +165,7 @@ pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
         }
         InputFormat::Auto => unreachable_auto()?,
     };
+    ba_protocol::validate::validate_log(&entries)?;
     Ok(Loaded {
         entries,
         losses,
