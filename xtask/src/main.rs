@@ -1,1 +1,72 @@
-fn main() {}
+//! Project automation, reached as `cargo xtask <task>`:
+//!
+//! - `codegen [--check]` — JSON Schemas of the public protocol types into `docs/schema/`.
+//! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
+//! - `ci` — the checks CI runs: format, lints, tests.
+
+mod bench;
+mod codegen;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context as _, bail};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("codegen") => {
+            let check = args.iter().any(|a| a == "--check");
+            codegen::generate(if check {
+                codegen::Mode::Check
+            } else {
+                codegen::Mode::Write
+            })
+        }
+        Some("bench") => bench::run(&args[1..]),
+        Some("ci") => ci(),
+        _ => bail!("usage: cargo xtask codegen [--check] | bench [FILTER] | ci"),
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub(crate) fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub(crate) fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci() -> anyhow::Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    codegen::generate(codegen::Mode::Check)?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--lib",
+        "--bins",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "--workspace"])
+}

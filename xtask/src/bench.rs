@@ -1,0 +1,4 @@
+//! bench
+pub(crate) fn run(_: &[String]) -> anyhow::Result<()> {
+    anyhow::bail!("not yet")
+}

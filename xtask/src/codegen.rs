@@ -1,0 +1,119 @@
+//! JSON Schemas of the public protocol types, written to `docs/schema/`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use ba_protocol as p;
+use schemars::{JsonSchema, schema_for};
+
+/// Write the files, or only check that the committed ones are current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Write,
+    Check,
+}
+
+fn schema<T: JsonSchema>() -> anyhow::Result<String> {
+    let mut text = serde_json::to_string_pretty(&schema_for!(T))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Every generated file: name and content.
+fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
+    Ok(vec![
+        ("LogEntry", schema::<p::log::LogEntry>()?),
+        ("Message", schema::<p::message::Message>()?),
+        ("ContentBlock", schema::<p::content::ContentBlock>()?),
+        (
+            "AnthropicRequest",
+            schema::<p::anthropic::AnthropicRequest>()?,
+        ),
+        (
+            "AnthropicResponse",
+            schema::<p::anthropic::AnthropicResponse>()?,
+        ),
+        ("ChatRequest", schema::<p::openai::ChatRequest>()?),
+        ("ChatResponse", schema::<p::openai::ChatResponse>()?),
+        ("ToolCall", schema::<p::tool::ToolCall>()?),
+        ("ToolResult", schema::<p::tool::ToolResult>()?),
+        ("InvocationContext", schema::<p::tool::InvocationContext>()?),
+        (
+            "SkillActivationRequest",
+            schema::<p::skill::SkillActivationRequest>()?,
+        ),
+        (
+            "SkillActivationResult",
+            schema::<p::skill::SkillActivationResult>()?,
+        ),
+        ("ContextModifier", schema::<p::skill::ContextModifier>()?),
+        (
+            "ConversationRound",
+            schema::<p::round::ConversationRound>()?,
+        ),
+        (
+            "StructuredResponse",
+            schema::<p::structured::StructuredResponse>()?,
+        ),
+        ("ApiResponse", schema::<p::structured::ApiResponse>()?),
+    ])
+}
+
+fn dir() -> PathBuf {
+    crate::root().join("docs/schema")
+}
+
+pub(crate) fn generate(mode: Mode) -> anyhow::Result<()> {
+    let dir = dir();
+    let files = files()?;
+    let mut stale = Vec::new();
+    for (name, content) in &files {
+        let path = dir.join(format!("{name}.schema.json"));
+        let current = std::fs::read_to_string(&path).ok();
+        if current.as_deref() == Some(content.as_str()) {
+            continue;
+        }
+        match mode {
+            Mode::Write => {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::write(&path, content)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                println!("wrote {}", path.display());
+            }
+            Mode::Check => stale.push(path.display().to_string()),
+        }
+    }
+    // A schema file for a type no longer generated is stale too.
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let known = files
+                .iter()
+                .any(|(name, _)| file == format!("{name}.schema.json"));
+            if !known && file.ends_with(".schema.json") {
+                match mode {
+                    Mode::Write => std::fs::remove_file(entry.path())?,
+                    Mode::Check => stale.push(entry.path().display().to_string()),
+                }
+            }
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "generated schemas are stale: {}; run `cargo xtask codegen`",
+            stale.join(", ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn schemas_are_fresh() {
+        if let Err(err) = super::generate(super::Mode::Check) {
+            panic!("{err:#}");
+        }
+    }
+}
