@@ -1,4 +1,129 @@
-//! bench
-pub(crate) fn run(_: &[String]) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+//! `cargo xtask bench [FILTER]`: runs every criterion bench of the workspace briefly, then
+//! tables the results in `docs/BENCHMARKS.md`.
+//!
+//! Convention: inside a benchmark group, the comparison point is the function whose id starts
+//! with `baseline`; every other function of the group is reported as a ratio against it,
+//! measured in the same run (baseline time / candidate time: above 1 means faster).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+struct Measure {
+    median_ns: f64,
+    bytes: Option<f64>,
+    elements: Option<f64>,
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut cargo_args = vec![
+        "bench",
+        "--workspace",
+        "--",
+        "--warm-up-time",
+        "1",
+        "--measurement-time",
+        "3",
+    ];
+    if let Some(filter) = args.first() {
+        cargo_args.push(filter);
+    }
+    crate::cargo(&cargo_args)?;
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|_| crate::root().join("target"));
+    let results = collect(&target.join("criterion"))?;
+    let table = render(&results);
+    let path = crate::root().join("docs/BENCHMARKS.md");
+    std::fs::write(&path, table).with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measure>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Measure>> = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            let bench = path.join("new/benchmark.json");
+            let estimates = path.join("new/estimates.json");
+            if bench.is_file() && estimates.is_file() {
+                let info: Value = serde_json::from_str(&std::fs::read_to_string(&bench)?)?;
+                let est: Value = serde_json::from_str(&std::fs::read_to_string(&estimates)?)?;
+                let group = info["group_id"].as_str().unwrap_or("?").to_owned();
+                let function = info["function_id"]
+                    .as_str()
+                    .or(info["value_str"].as_str())
+                    .unwrap_or("?")
+                    .to_owned();
+                let median_ns = est["median"]["point_estimate"].as_f64().unwrap_or(f64::NAN);
+                let bytes = info["throughput"]["Bytes"].as_f64();
+                let elements = info["throughput"]["Elements"].as_f64();
+                out.entry(group).or_default().insert(
+                    function,
+                    Measure {
+                        median_ns,
+                        bytes,
+                        elements,
+                    },
+                );
+            } else {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn human(ns: f64) -> String {
+    match ns {
+        n if n >= 1e9 => format!("{:.2} s", n / 1e9),
+        n if n >= 1e6 => format!("{:.2} ms", n / 1e6),
+        n if n >= 1e3 => format!("{:.2} µs", n / 1e3),
+        n => format!("{n:.0} ns"),
+    }
+}
+
+fn render(results: &BTreeMap<String, BTreeMap<String, Measure>>) -> String {
+    let mut s = String::from(
+        "# Benchmarks\n\nWritten by `cargo xtask bench` (criterion, 1 s warm-up, 3 s measurement, medians).\n\
+         Each ratio compares a candidate with the group's `baseline…` function measured in the same run:\n\
+         baseline time / candidate time, so above 1 means the candidate is faster. The machine is shared and\n\
+         noisy; read ratios, not absolute times.\n\n\
+         | group | function | median | throughput | vs baseline |\n|---|---|---|---|---|\n",
+    );
+    for (group, functions) in results {
+        let baseline = functions
+            .iter()
+            .find(|(name, _)| name.starts_with("baseline"))
+            .map(|(_, m)| m.median_ns);
+        for (name, m) in functions {
+            let throughput = match (m.bytes, m.elements) {
+                (Some(b), _) => format!("{:.1} MiB/s", b / (m.median_ns / 1e9) / (1024.0 * 1024.0)),
+                (_, Some(e)) => format!("{:.0} elem/s", e / (m.median_ns / 1e9)),
+                _ => String::new(),
+            };
+            let ratio = match baseline {
+                Some(b) if !name.starts_with("baseline") => format!("{:.2}×", b / m.median_ns),
+                Some(_) => "baseline".to_owned(),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "| {group} | {name} | {} | {throughput} | {ratio} |",
+                human(m.median_ns)
+            );
+        }
+    }
+    s
 }

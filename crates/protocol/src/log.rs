@@ -354,128 +354,219 @@ impl LogEntry {
 
     /// Writes entries as JSONL, one line each, each ending in `\n`.
     pub fn to_jsonl(entries: &[Self]) -> String {
-        let mut out = String::new();
+        let mut out = Vec::with_capacity(entries.len() * 256);
         for entry in entries {
-            // Serialising a LogEntry cannot fail: every field is plain JSON.
-            if let Ok(line) = serde_json::to_string(entry) {
-                out.push_str(&line);
-                out.push('\n');
+            // Serialising a LogEntry into memory cannot fail: every field is plain JSON.
+            if serde_json::to_writer(&mut out, entry).is_ok() {
+                out.push(b'\n');
             }
         }
-        out
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
-/// Field names of the version-0 (seed 002, camelCase) message and their current names.
-const V0_RENAMES: &[(&str, &str)] = &[
-    ("createdAt", "created_at"),
-    ("toolName", "tool_name"),
-    ("duration", "duration_ms"),
-    ("isCollapsed", "collapsed"),
-    ("partType", "part_type"),
-    ("runId", "run_id"),
-    ("workflowId", "workflow_id"),
-    ("agentId", "agent_id"),
-    ("includeInContext", "include_in_context"),
-    ("toolCallId", "tool_call_id"),
-    ("toolCalls", "tool_calls"),
-];
-
-/// Migrates a version-0 entry (no `schema_version`) in place to the current field names.
-///
-/// Version 0 is the seed's `ConversationMessage`: camelCase UI fields, `duration` as a number
-/// of milliseconds that may be fractional, and no context metadata. Missing new fields take
-/// their defaults when the entry is read.
-pub fn migrate_v0(map: &mut JsonMap) {
-    for (old, new) in V0_RENAMES {
-        if let Some(value) = map.remove(*old) {
-            map.entry((*new).to_owned()).or_insert(value);
-        }
-    }
-    if let Some(Value::Number(n)) = map.get("duration_ms") {
-        if n.as_u64().is_none() {
-            if let Some(ms) = n.as_f64().filter(|ms| ms.is_finite() && *ms >= 0.0) {
-                map.insert("duration_ms".to_owned(), Value::from(ms.round() as u64));
-            }
-        }
-    }
-    map.insert("schema_version".to_owned(), Value::from(LOG_SCHEMA_VERSION));
+/// The fields a log entry reader recognises, with the version-0 camelCase names as aliases.
+enum Key {
+    SchemaVersion,
+    Id,
+    Role,
+    CreatedAt,
+    Content,
+    ToolCalls,
+    ToolCallId,
+    Name,
+    IsError,
+    ToolName,
+    DurationMs,
+    Collapsed,
+    Widget,
+    PartType,
+    Mode,
+    RunId,
+    WorkflowId,
+    AgentId,
+    IncludeInContext,
+    LlmError,
+    MergeWithPrevious,
+    Anthropic,
+    OpenAi,
+    Other(String),
 }
 
-impl<'de> Deserialize<'de> for LogEntry {
+impl Key {
+    fn from_str(key: &str) -> Self {
+        match key {
+            "schema_version" => Self::SchemaVersion,
+            "id" => Self::Id,
+            "role" => Self::Role,
+            "created_at" | "createdAt" => Self::CreatedAt,
+            "content" => Self::Content,
+            "tool_calls" | "toolCalls" => Self::ToolCalls,
+            "tool_call_id" | "toolCallId" => Self::ToolCallId,
+            "name" => Self::Name,
+            "is_error" => Self::IsError,
+            "tool_name" | "toolName" => Self::ToolName,
+            "duration_ms" | "duration" => Self::DurationMs,
+            "collapsed" | "isCollapsed" => Self::Collapsed,
+            "widget" => Self::Widget,
+            "part_type" | "partType" => Self::PartType,
+            "mode" => Self::Mode,
+            "run_id" | "runId" => Self::RunId,
+            "workflow_id" | "workflowId" => Self::WorkflowId,
+            "agent_id" | "agentId" => Self::AgentId,
+            "include_in_context" | "includeInContext" => Self::IncludeInContext,
+            "llm_error" => Self::LlmError,
+            "merge_with_previous" => Self::MergeWithPrevious,
+            "anthropic" => Self::Anthropic,
+            "openai" => Self::OpenAi,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let mut map = match Value::deserialize(d)? {
-            Value::Object(map) => map,
-            other => {
-                return Err(D::Error::custom(format_args!(
-                    "log entry must be an object, found {}",
-                    crate::content::kind_of(&other)
-                )));
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a field name")
             }
-        };
-        match map.get("schema_version") {
-            None => migrate_v0(&mut map),
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Key, E> {
+                Ok(Key::from_str(v))
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+    type Value = LogEntry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a log entry object")
+    }
+
+    // One pass over the object: every value goes straight into its typed field, unknown ones
+    // into `extra`. Version-0 (camelCase, no `schema_version`) names are read as aliases; the
+    // version decides at the end what is accepted.
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<LogEntry, A::Error> {
+        fn field<E: serde::de::Error>(key: &str, e: impl std::fmt::Display) -> E {
+            E::custom(format_args!("log entry: field `{key}`: {e}"))
+        }
+        fn must<E: serde::de::Error>(key: &str, expected: &str, found: &Value) -> E {
+            E::custom(format_args!(
+                "log entry: field `{key}` must be {expected}, found {}",
+                crate::content::kind_of(found)
+            ))
+        }
+        let mut version: Option<Value> = None;
+        let mut e = LogEntry::new(String::new(), LogRole::User, String::new());
+        let (mut id, mut role, mut created_at) = (None, None, None);
+        let mut duration: Option<Value> = None;
+        let mut include: Option<Value> = None;
+        macro_rules! opt {
+            ($key:literal, $ty:ty) => {
+                map.next_value::<Option<$ty>>()
+                    .map_err(|err| field::<A::Error>($key, err))?
+            };
+        }
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::SchemaVersion => version = Some(map.next_value()?),
+                Key::Id => id = opt!("id", String),
+                Key::Role => role = opt!("role", LogRole),
+                Key::CreatedAt => created_at = opt!("created_at", String),
+                Key::Content => {
+                    e.content = match map.next_value::<Value>()? {
+                        Value::Null => None,
+                        v => Some(
+                            Content::from_value::<A::Error>(v)
+                                .map_err(|err| field::<A::Error>("content", err))?,
+                        ),
+                    }
+                }
+                Key::ToolCalls => e.tool_calls = opt!("tool_calls", Vec<LogToolCall>),
+                Key::ToolCallId => e.tool_call_id = opt!("tool_call_id", String),
+                Key::Name => e.name = opt!("name", String),
+                Key::IsError => e.is_error = opt!("is_error", bool),
+                Key::ToolName => e.tool_name = opt!("tool_name", String),
+                Key::DurationMs => duration = Some(map.next_value()?),
+                Key::Collapsed => e.collapsed = opt!("collapsed", bool),
+                Key::Widget => {
+                    e.widget = map
+                        .next_value::<Value>()
+                        .map(|v| (!v.is_null()).then_some(v))?
+                }
+                Key::PartType => e.part_type = opt!("part_type", String),
+                Key::Mode => e.mode = opt!("mode", Mode),
+                Key::RunId => e.run_id = opt!("run_id", String),
+                Key::WorkflowId => e.workflow_id = opt!("workflow_id", String),
+                Key::AgentId => e.agent_id = opt!("agent_id", String),
+                Key::IncludeInContext => include = Some(map.next_value()?),
+                Key::LlmError => e.llm_error = opt!("llm_error", LlmError),
+                Key::MergeWithPrevious => e.merge_with_previous = opt!("merge_with_previous", bool),
+                Key::Anthropic => e.anthropic = opt!("anthropic", JsonMap).unwrap_or_default(),
+                Key::OpenAi => e.openai = opt!("openai", JsonMap).unwrap_or_default(),
+                Key::Other(name) => {
+                    let value: Value = map.next_value()?;
+                    e.extra.insert(name, value);
+                }
+            }
+        }
+        let legacy = match version {
+            None => true,
             Some(Value::Number(n)) => match n.as_u64() {
-                Some(v) if v <= u64::from(LOG_SCHEMA_VERSION) => {}
+                Some(v) if v <= u64::from(LOG_SCHEMA_VERSION) => v == 0,
                 Some(v) => {
-                    return Err(D::Error::custom(format_args!(
+                    return Err(A::Error::custom(format_args!(
                         "log entry: schema version {v} is newer than the newest this build reads ({LOG_SCHEMA_VERSION})"
                     )));
                 }
                 None => {
-                    return Err(D::Error::custom(
-                        "log entry: field `schema_version` must be a non-negative integer",
+                    return Err(must(
+                        "schema_version",
+                        "a non-negative integer",
+                        &Value::Number(n),
                     ));
                 }
             },
-            Some(_) => {
-                return Err(D::Error::custom(
-                    "log entry: field `schema_version` must be a non-negative integer",
-                ));
-            }
-        }
-        let mut f = Fields::new(map, "log entry");
-        f.remove("schema_version");
-        let id = f.req_string("id")?;
-        let role: LogRole = f.opt("role")?.ok_or_else(|| f.missing("role"))?;
-        let created_at = f.req_string("created_at")?;
-        let content = match f.remove("content") {
+            Some(other) => return Err(must("schema_version", "a non-negative integer", &other)),
+        };
+        e.duration_ms = match duration {
             None | Some(Value::Null) => None,
-            Some(value) => Some(Content::from_value::<D::Error>(value).map_err(|e| {
-                D::Error::custom(format_args!("log entry `{id}`: field `content`: {e}"))
-            })?),
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+            // Version 0 wrote durations as fractional milliseconds.
+            Some(Value::Number(n))
+                if legacy && n.as_f64().is_some_and(|ms| ms.is_finite() && ms >= 0.0) =>
+            {
+                n.as_f64().map(|ms| ms.round() as u64)
+            }
+            Some(other) => return Err(must("duration_ms", "a non-negative integer", &other)),
         };
-        let tool_calls: Option<Vec<LogToolCall>> = f.opt("tool_calls")?;
-        let entry = LogEntry {
-            schema_version: LOG_SCHEMA_VERSION,
-            id,
-            role,
-            created_at,
-            content,
-            tool_calls,
-            tool_call_id: f.opt_string("tool_call_id")?,
-            name: f.opt_string("name")?,
-            is_error: f.opt_bool("is_error")?,
-            tool_name: f.opt_string("tool_name")?,
-            duration_ms: f.opt_u64("duration_ms")?,
-            collapsed: f.opt_bool("collapsed")?,
-            widget: f.remove("widget").filter(|v| !v.is_null()),
-            part_type: f.opt_string("part_type")?,
-            mode: f.opt("mode")?,
-            run_id: f.opt_string("run_id")?,
-            workflow_id: f.opt_string("workflow_id")?,
-            agent_id: f.opt_string("agent_id")?,
-            include_in_context: f.opt_bool("include_in_context")?.unwrap_or(true),
-            llm_error: f.opt("llm_error")?,
-            merge_with_previous: f.opt_bool("merge_with_previous")?,
-            anthropic: f.opt("anthropic")?.unwrap_or_default(),
-            openai: f.opt("openai")?.unwrap_or_default(),
-            extra: JsonMap::new(),
+        e.include_in_context = match include {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => b,
+            Some(other) => return Err(must("include_in_context", "a boolean", &other)),
         };
-        Ok(LogEntry {
-            extra: f.rest(),
-            ..entry
-        })
+        e.id = id.ok_or_else(|| A::Error::custom("log entry: missing field `id`"))?;
+        e.role = role.ok_or_else(|| A::Error::custom("log entry: missing field `role`"))?;
+        e.created_at =
+            created_at.ok_or_else(|| A::Error::custom("log entry: missing field `created_at`"))?;
+        e.schema_version = LOG_SCHEMA_VERSION;
+        Ok(e)
+    }
+}
+
+impl<'de> Deserialize<'de> for LogEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_map(EntryVisitor)
     }
 }
 
