@@ -144,6 +144,15 @@ impl AnthropicRequest {
         })
     }
 
+    /// The conversation part of the request, serialisable as `{"system":…, "messages":[…]}`
+    /// in that key order (no `system` key when there is none).
+    pub fn conversation(&self) -> AnthropicConversation<'_> {
+        AnthropicConversation {
+            system: self.system.as_ref(),
+            messages: &self.messages,
+        }
+    }
+
     /// The conversation as `{"system":…, "messages":[…]}` (no `system` key when there is none),
     /// without the other request fields.
     pub fn conversation_json(&self) -> Value {
@@ -160,6 +169,16 @@ impl AnthropicRequest {
         );
         Value::Object(map)
     }
+}
+
+/// A borrowed view of a request's conversation: `system` (when set) and `messages`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AnthropicConversation<'a> {
+    /// The system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<&'a Content>,
+    /// The messages.
+    pub messages: &'a [AnthropicMessage],
 }
 
 impl Serialize for AnthropicRequest {

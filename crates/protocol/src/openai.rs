@@ -229,10 +229,24 @@ impl ChatRequest {
         })
     }
 
+    /// The conversation part of the request, serialisable as `{"messages":[…]}`.
+    pub fn conversation(&self) -> ChatConversation<'_> {
+        ChatConversation {
+            messages: &self.messages,
+        }
+    }
+
     /// The conversation as `{"messages":[…]}`, without the other request fields.
     pub fn conversation_json(&self) -> Value {
         serde_json::json!({ "messages": serde_json::to_value(&self.messages).unwrap_or(Value::Array(Vec::new())) })
     }
+}
+
+/// A borrowed view of a request's conversation: `{"messages":[…]}`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ChatConversation<'a> {
+    /// The messages.
+    pub messages: &'a [ChatMessage],
 }
 
 impl Serialize for ChatRequest {

@@ -63,13 +63,13 @@ pub(crate) fn render(
         OutputFormat::Log => (LogEntry::to_jsonl(entries), Vec::new()),
         OutputFormat::Anthropic => {
             let converted = log_to_anthropic(entries);
-            let mut text = serde_json::to_string_pretty(&converted.value.conversation_json())?;
+            let mut text = serde_json::to_string_pretty(&converted.value.conversation())?;
             text.push('\n');
             (text, converted.losses)
         }
         OutputFormat::Openai => {
             let converted = log_to_openai(entries);
-            let mut text = serde_json::to_string_pretty(&converted.value.conversation_json())?;
+            let mut text = serde_json::to_string_pretty(&converted.value.conversation())?;
             text.push('\n');
             (text, converted.losses)
         }
