@@ -1,4 +1,10 @@
 //! `ba-agent convert`: the stable contract scripts rely on.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,11 @@
 //! Parse + serialise a 10,000-message conversation: the typed path against serde_json's plain
 //! `Value` round trip of the same bytes (the baseline, measured in the same run).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 use std::hint::black_box;
 

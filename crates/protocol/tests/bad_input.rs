@@ -1,4 +1,10 @@
 //! Bad input is a typed error naming what is wrong, never a panic.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log};

@@ -3,6 +3,12 @@
 //!
 //! The fixtures live in `../shared/fixtures` beside the repository; without them these tests
 //! say so and pass.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

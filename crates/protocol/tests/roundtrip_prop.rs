@@ -1,5 +1,11 @@
 //! Property tests: Anthropic → log → Anthropic and OpenAI → log → OpenAI are identities, and
 //! log entries survive their own JSON round trip.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 
 use ba_protocol::anthropic::{AnthropicMessage, AnthropicRequest};
 use ba_protocol::content::{
