@@ -6,6 +6,7 @@
 
 mod bench;
 mod codegen;
+mod deps;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};

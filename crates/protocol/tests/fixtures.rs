@@ -368,3 +368,74 @@ fn claude_code_transcripts_keep_every_pair() {
     }
     assert!(sessions >= 15, "only {sessions} transcripts found");
 }
+
+/// What the converter emits for OpenAI uses only the fields OpenAI's request-message schema
+/// defines for each role (the schema of the shared fixtures is the field list).
+#[test]
+fn emitted_openai_messages_use_schema_fields_only() {
+    let Some(root) = fixtures() else { return };
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            root.join("wire/openai/schemas/ChatCompletionRequestMessage.schema.json"),
+        )
+        .expect("read"),
+    )
+    .expect("json");
+    let defs = &schema["$defs"];
+    let fields = |def: &str| -> HashSet<String> {
+        defs[def]["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut checked = 0;
+    let mut conversations = Vec::new();
+    for path in files(&root.join("wire/anthropic/tool-runner"), "json") {
+        let exchanges: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        if let Some(last) = exchanges
+            .iter()
+            .rev()
+            .find(|e| e["response"]["status_code"] == 200)
+        {
+            conversations.push(
+                AnthropicRequest::from_json_value(last["request"]["body"].clone()).expect("parses"),
+            );
+        }
+    }
+    for req in conversations {
+        let log = anthropic_to_log(&req, &mut SequentialStamp::default())
+            .expect("converts")
+            .value;
+        let openai = serde_json::to_value(log_to_openai(&log).value.conversation()).expect("json");
+        for message in openai["messages"].as_array().expect("messages") {
+            let def = match message["role"].as_str() {
+                Some("system") => "ChatCompletionRequestSystemMessage",
+                Some("developer") => "ChatCompletionRequestDeveloperMessage",
+                Some("user") => "ChatCompletionRequestUserMessage",
+                Some("assistant") => "ChatCompletionRequestAssistantMessage",
+                Some("tool") => "ChatCompletionRequestToolMessage",
+                other => panic!("unexpected role {other:?}"),
+            };
+            let allowed = fields(def);
+            for key in message.as_object().expect("object").keys() {
+                assert!(
+                    allowed.contains(key),
+                    "{def} has no field `{key}`: {message}"
+                );
+            }
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                let allowed = fields("ChatCompletionMessageToolCall");
+                assert!(
+                    call.as_object()
+                        .expect("object")
+                        .keys()
+                        .all(|k| allowed.contains(k)),
+                    "{call}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} messages checked");
+}
