@@ -31,12 +31,16 @@ fn run(args: &[&str], stdin: Option<&str>) -> Output {
         .spawn()
         .expect("spawn ba-agent");
     if let Some(input) = stdin {
-        child
+        // A command that fails on its arguments exits before reading stdin.
+        match child
             .stdin
             .take()
             .expect("stdin")
             .write_all(input.as_bytes())
-            .expect("write stdin");
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            other => other.expect("write stdin"),
+        }
     } else {
         drop(child.stdin.take());
     }
