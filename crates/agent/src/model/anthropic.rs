@@ -285,18 +285,18 @@ impl StreamState for AnthropicStream {
         let accumulated = self.acc.finish().map_err(|e| ModelError::StreamCut {
             provider: PROVIDER.to_owned(),
             message: e.to_string(),
-            partial: PartialOutput::default(),
+            partial: Box::default(),
         })?;
         if !self.message_stopped {
             let message = accumulated.message.to_message();
             return Err(ModelError::StreamCut {
                 provider: PROVIDER.to_owned(),
                 message: accumulated.problems.join("; "),
-                partial: PartialOutput {
+                partial: Box::new(PartialOutput {
                     text: join_text(&message.content),
                     message: Some(message),
                     cut_tool_calls,
-                },
+                }),
             });
         }
         Ok(to_response(

@@ -84,7 +84,7 @@ pub enum ModelError {
         /// Its length.
         after: Duration,
         /// What was streamed before it.
-        partial: Option<PartialOutput>,
+        partial: Option<Box<PartialOutput>>,
     },
     /// The connection failed or broke.
     #[error("the connection to {provider} failed: {message}")]
@@ -122,7 +122,7 @@ pub enum ModelError {
         /// Attempts made.
         attempts: u32,
         /// What was streamed before it.
-        partial: Option<PartialOutput>,
+        partial: Option<Box<PartialOutput>>,
     },
     /// The provider rejected the request (HTTP 4xx other than 429): retrying will not help.
     #[error("{provider} rejected the request (HTTP {status}, {error_type}): {message}")]
@@ -144,7 +144,7 @@ pub enum ModelError {
         /// What was missing or broken.
         message: String,
         /// What was streamed before the cut.
-        partial: PartialOutput,
+        partial: Box<PartialOutput>,
     },
     /// The provider's answer could not be read.
     #[error("the {provider} answer could not be read: {message}")]
@@ -154,7 +154,7 @@ pub enum ModelError {
         /// What was wrong.
         message: String,
         /// What was streamed before it.
-        partial: Option<PartialOutput>,
+        partial: Option<Box<PartialOutput>>,
     },
     /// No API key in the configuration or the environment.
     #[error("no API key for {provider}: set {var} or give one in the configuration")]
@@ -233,8 +233,8 @@ impl ModelError {
         match self {
             Self::Timeout { partial, .. }
             | Self::Server { partial, .. }
-            | Self::InvalidResponse { partial, .. } => partial.as_ref(),
-            Self::StreamCut { partial, .. } => Some(partial),
+            | Self::InvalidResponse { partial, .. } => partial.as_deref(),
+            Self::StreamCut { partial, .. } => Some(&**partial),
             _ => None,
         }
         .filter(|p| !p.is_empty())
@@ -269,16 +269,12 @@ impl ModelError {
         match &mut self {
             Self::Timeout { partial, .. }
             | Self::Server { partial, .. }
-            | Self::InvalidResponse { partial, .. } => {
-                if partial.is_none() {
-                    *partial = Some(output);
-                }
+            | Self::InvalidResponse { partial, .. }
+                if partial.is_none() =>
+            {
+                *partial = Some(Box::new(output));
             }
-            Self::StreamCut { partial, .. } => {
-                if partial.is_empty() {
-                    *partial = output;
-                }
-            }
+            Self::StreamCut { partial, .. } if partial.is_empty() => **partial = output,
             _ => {}
         }
         self
@@ -300,7 +296,7 @@ mod tests {
         let err = ModelError::StreamCut {
             provider: "anthropic".into(),
             message: "the stream ended without message_stop".into(),
-            partial: PartialOutput {
+            partial: Box::new(PartialOutput {
                 text: "Let me check".into(),
                 message: None,
                 cut_tool_calls: vec![PartialToolCall {
@@ -308,7 +304,7 @@ mod tests {
                     name: "get_weather".into(),
                     partial_json: "{\"loca".into(),
                 }],
-            },
+            }),
         };
         let logged = err.to_llm_error();
         assert_eq!(logged.kind, LlmErrorKind::StreamCut);

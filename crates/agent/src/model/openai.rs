@@ -389,13 +389,13 @@ impl StreamState for OpenAiStream {
             return Err(ModelError::StreamCut {
                 provider: PROVIDER.to_owned(),
                 message,
-                partial: self.into_partial(),
+                partial: Box::new(self.into_partial()),
             });
         }
         let accumulated = self.acc.finish().map_err(|e| ModelError::StreamCut {
             provider: PROVIDER.to_owned(),
             message: e.to_string(),
-            partial: PartialOutput::default(),
+            partial: Box::default(),
         })?;
         let response = to_response(accumulated.message, retries, accumulated.problems)?;
         if response.message.content.is_empty() && response.usage == Usage::default() {

@@ -369,10 +369,10 @@ mod tests {
         let failure: Result<ModelResponse, ModelError> = Err(ModelError::StreamCut {
             provider: "anthropic".into(),
             message: "cut".into(),
-            partial: crate::model::PartialOutput {
+            partial: Box::new(crate::model::PartialOutput {
                 text: "Half an ans".into(),
                 ..Default::default()
-            },
+            }),
         });
         let turn = ReplayTurn::record(&request, &failure);
         let json = serde_json::to_string(&vec![turn]).unwrap();

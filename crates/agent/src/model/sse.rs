@@ -41,7 +41,7 @@ pub(crate) async fn read_stream<S: StreamState>(
                     provider: provider.to_owned(),
                     phase: TimeoutPhase::StreamIdle,
                     after: idle,
-                    partial: Some(state.into_partial()),
+                    partial: Some(Box::new(state.into_partial())),
                 });
             }
             Ok(None) => break,
@@ -49,7 +49,7 @@ pub(crate) async fn read_stream<S: StreamState>(
                 return Err(ModelError::StreamCut {
                     provider: provider.to_owned(),
                     message: describe(&e),
-                    partial: state.into_partial(),
+                    partial: Box::new(state.into_partial()),
                 });
             }
             Ok(Some(Ok(piece))) => piece,
@@ -61,7 +61,7 @@ pub(crate) async fn read_stream<S: StreamState>(
                 return Err(ModelError::InvalidResponse {
                     provider: provider.to_owned(),
                     message: "the stream is not valid UTF-8".to_owned(),
-                    partial: Some(state.into_partial()),
+                    partial: Some(Box::new(state.into_partial())),
                 });
             }
         };
@@ -75,7 +75,7 @@ pub(crate) async fn read_stream<S: StreamState>(
         return Err(ModelError::StreamCut {
             provider: provider.to_owned(),
             message: "the stream ended inside a UTF-8 character".to_owned(),
-            partial: state.into_partial(),
+            partial: Box::new(state.into_partial()),
         });
     }
     for event in parser.finish() {
