@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use ba_protocol::{LlmError, LlmErrorKind, Message};
+use ba_protocol::{LlmError, LlmErrorKind, LogEntry, LogRole, Message};
 
 /// A tool call whose input was still streaming when the answer failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,6 +250,15 @@ impl ModelError {
             message: self.to_string(),
             partial_output: self.partial_output().map(PartialOutput::render),
         }
+    }
+
+    /// The failure as the assistant entry the orchestrator appends to the log: no content,
+    /// the failure and its partial output in `llm_error`. The protocol conversions write the
+    /// partial output, then the `LLM_ERROR` block, into the next request, so "continue" resumes.
+    pub fn to_log_entry(&self, id: impl Into<String>, created_at: impl Into<String>) -> LogEntry {
+        let mut entry = LogEntry::new(id, LogRole::Assistant, created_at);
+        entry.llm_error = Some(self.to_llm_error());
+        entry
     }
 
     /// Whether a later identical call may succeed (rate limits, server errors, timeouts,
