@@ -1,5 +1,8 @@
 //! The request bodies the provider clients build from a log, snapshotted: what the model sees.
 
+// The fixture builder is test code too: a broken fixture should stop the test loudly.
+#![allow(clippy::unwrap_used)]
+
 use ba_agent::model::{
     AnthropicClient, ModelError, ModelRequest, OpenAiClient, PartialOutput, ToolSpec,
 };
