@@ -7,6 +7,10 @@
 //!   leaves the recording.
 //! - [`HttpConfig`] holds the per-request and stream-idle timeouts and the [`RetryPolicy`]
 //!   (429, 5xx and connection failures, exponential backoff with jitter, `retry-after`).
+//! - Streaming: [`ModelClient::complete_streaming`] hands [`StreamDelta`]s to a callback as
+//!   they arrive; [`stream_response`] wraps a call as an async `Stream` of [`StreamItem`]s for
+//!   consumers that poll. Both end with the final message rebuilt by the protocol crate's
+//!   accumulators.
 //! - [`ModelError`] maps onto [`ba_protocol::LlmErrorKind`] and carries the output streamed
 //!   before a failure, so the orchestrator can log it with an `LLM_ERROR` block.
 //!
@@ -319,6 +323,51 @@ impl<T: ModelClient + ?Sized> ModelClient for Box<T> {
     }
 }
 
+/// What [`stream_response`] yields: the deltas as they arrive, then exactly one `Done`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamItem {
+    /// A piece of the answer.
+    Delta(StreamDelta),
+    /// The answer, or the failure with what was streamed before it.
+    Done(Result<ModelResponse, ModelError>),
+}
+
+/// Runs one call on a tokio task and yields it as an async `Stream`: its deltas, then the
+/// answer or the error. Dropping the stream cancels the call. Must be called within a tokio
+/// runtime.
+pub fn stream_response(
+    client: Arc<dyn ModelClient>,
+    request: ModelRequest,
+) -> impl futures::Stream<Item = StreamItem> + Send + 'static {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let deltas = tx.clone();
+        let result = client
+            .complete_streaming(&request, &mut |d| {
+                // A closed receiver means the caller stopped listening; the call is being
+                // cancelled, so a lost delta does not matter.
+                let _ = deltas.send(StreamItem::Delta(d));
+            })
+            .await;
+        let _ = tx.send(StreamItem::Done(result));
+    });
+    let state = (rx, AbortOnDrop(task));
+    futures::stream::unfold(state, |(mut rx, task)| async move {
+        rx.recv().await.map(|item| (item, (rx, task)))
+    })
+}
+
+/// Cancels the call's task when the stream that reads it is dropped.
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Compile-time check that the trait stays usable as `dyn ModelClient`.
 fn _object_safe(_: &dyn ModelClient) {}
 
@@ -373,6 +422,30 @@ mod tests {
             entries[0].calls()[0].arguments_json().unwrap(),
             json!({"city": "Paris"})
         );
+    }
+
+    #[tokio::test]
+    async fn stream_yields_deltas_then_the_answer() {
+        use futures::StreamExt;
+        let recording = r#"[{"response": {"message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Hello"},
+            {"type": "tool_use", "id": "t1", "name": "calc", "input": {"a": 1}}]},
+            "stop_reason": "tool_use"}}]"#;
+        let client: Arc<dyn ModelClient> =
+            Arc::new(ReplayClient::from_json(recording, "inline").unwrap());
+        let request = ModelRequest::new("m", Vec::new()).with_stream(true);
+        let items: Vec<StreamItem> = stream_response(client, request).collect().await;
+        assert_eq!(items.len(), 4, "{items:?}");
+        assert!(
+            matches!(&items[0], StreamItem::Delta(StreamDelta::Text { text, .. }) if text == "Hello")
+        );
+        assert!(
+            matches!(&items[2], StreamItem::Delta(StreamDelta::ToolInput { partial_json, .. }) if partial_json == r#"{"a":1}"#)
+        );
+        match &items[3] {
+            StreamItem::Done(Ok(r)) => assert_eq!(r.stop_reason, StopReason::ToolUse),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -70,31 +70,24 @@ impl RetryPolicy {
         if retry >= self.max_retries || !error.is_transient() {
             return None;
         }
+        let u = unit_random.clamp(0.0, 1.0);
         if let ModelError::RateLimited {
             retry_after: Some(wait),
             ..
         } = error
         {
-            // The provider knows when capacity returns; jitter only ever adds to its wait.
             if *wait > self.max_retry_after {
                 return None;
             }
-            return Some(*wait + self.jittered(Duration::ZERO, *wait / 10, unit_random));
+            // The provider knows when capacity returns: jitter only ever adds to its wait,
+            // up to a tenth of it.
+            return Some(*wait + wait.mul_f64(0.1 * self.jitter * u));
         }
         let exp = self
             .base_delay
             .saturating_mul(2u32.saturating_pow(retry))
             .min(self.max_delay);
-        Some(self.jittered(exp, exp, unit_random))
-    }
-
-    /// `floor + span` with the jitter fraction of `span` drawn down at random.
-    fn jittered(&self, floor: Duration, span: Duration, unit_random: f64) -> Duration {
-        if floor.is_zero() {
-            return span.mul_f64(self.jitter * unit_random.clamp(0.0, 1.0));
-        }
-        let cut = self.jitter * unit_random.clamp(0.0, 1.0);
-        span.mul_f64(1.0 - cut)
+        Some(exp.mul_f64(1.0 - self.jitter * u))
     }
 }
 
