@@ -26,6 +26,7 @@ fn anthropic(server: &MockServer, config: HttpConfig) -> AnthropicClient {
     AnthropicClient::new(ApiKey::new(KEY))
         .unwrap()
         .with_base_url(&server.base_url)
+        .unwrap()
         .with_http(config)
 }
 
@@ -33,6 +34,7 @@ fn openai(server: &MockServer, config: HttpConfig) -> OpenAiClient {
     OpenAiClient::new(Some(ApiKey::new(KEY)))
         .unwrap()
         .with_base_url(&server.base_url)
+        .unwrap()
         .with_http(config)
 }
 
@@ -461,6 +463,7 @@ async fn connection_refused_is_retried_then_reported() {
     let err = AnthropicClient::new(ApiKey::new(KEY))
         .unwrap()
         .with_base_url(format!("http://{addr}"))
+        .unwrap()
         .with_http(HttpConfig::default().with_retry(policy))
         .complete(&ModelRequest::new("m", vec![user("hi")]))
         .await

@@ -36,7 +36,7 @@ impl AnthropicClient {
     /// A client with this key, the public base URL and default timeouts and retries.
     pub fn new(key: ApiKey) -> Result<Self, ModelError> {
         Ok(Self {
-            transport: Transport::new(PROVIDER, HttpConfig::default())?,
+            transport: Transport::new(PROVIDER, HttpConfig::default(), Self::DEFAULT_BASE_URL)?,
             key,
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
             version: "2023-06-01".to_owned(),
@@ -48,10 +48,13 @@ impl AnthropicClient {
         Self::new(ApiKey::from_env(Self::KEY_VAR, PROVIDER)?)
     }
 
-    /// Sends to another base URL (a proxy, a mock server); a trailing `/` is ignored.
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into().trim_end_matches('/').to_owned();
-        self
+    /// Sends to another base URL (a proxy, a mock server); a trailing `/` is ignored. Fails
+    /// when it is not an `http` or `https` URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Result<Self, ModelError> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        self.transport = Transport::new(PROVIDER, self.transport.config, &base_url)?;
+        self.base_url = base_url;
+        Ok(self)
     }
 
     /// Sets the timeouts and retry policy.

@@ -102,13 +102,36 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(provider: &'static str, config: HttpConfig) -> Result<Self, ModelError> {
-        let client = reqwest::Client::builder()
-            .build()
-            .map_err(|e| ModelError::Config {
-                provider: provider.to_owned(),
-                message: e.to_string(),
-            })?;
+    /// A transport for `base_url`, which must be an `http` or `https` URL. Loopback hosts are
+    /// never sent through a proxy from the environment: a local server or mock is meant.
+    pub(crate) fn new(
+        provider: &'static str,
+        config: HttpConfig,
+        base_url: &str,
+    ) -> Result<Self, ModelError> {
+        let config_error = |message: String| ModelError::Config {
+            provider: provider.to_owned(),
+            message,
+        };
+        let url = reqwest::Url::parse(base_url)
+            .map_err(|e| config_error(format!("base URL `{base_url}` is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(config_error(format!(
+                "base URL `{base_url}` must start with http:// or https://"
+            )));
+        }
+        let loopback = url.host_str().is_some_and(|host| {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        let mut builder = reqwest::Client::builder();
+        if loopback {
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| config_error(e.to_string()))?;
         Ok(Self {
             client,
             config,
@@ -277,6 +300,16 @@ mod tests {
         let header = key.header_value("Bearer ", "openai").unwrap();
         assert!(header.is_sensitive());
         assert!(!format!("{header:?}").contains("secret"));
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        assert!(Transport::new("p", HttpConfig::default(), "http://127.0.0.1:9").is_ok());
+        assert!(Transport::new("p", HttpConfig::default(), "https://api.example.com/v1").is_ok());
+        let err = Transport::new("p", HttpConfig::default(), "api.example.com").unwrap_err();
+        assert!(err.to_string().contains("`api.example.com`"), "{err}");
+        let err = Transport::new("p", HttpConfig::default(), "ftp://example.com").unwrap_err();
+        assert!(err.to_string().contains("http://"), "{err}");
     }
 
     #[test]

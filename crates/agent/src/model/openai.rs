@@ -44,7 +44,7 @@ impl OpenAiClient {
     /// URL and default timeouts and retries.
     pub fn new(key: Option<ApiKey>) -> Result<Self, ModelError> {
         Ok(Self {
-            transport: Transport::new(PROVIDER, HttpConfig::default())?,
+            transport: Transport::new(PROVIDER, HttpConfig::default(), Self::DEFAULT_BASE_URL)?,
             key,
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
             max_completion_tokens: false,
@@ -58,10 +58,12 @@ impl OpenAiClient {
     }
 
     /// Sends to another base URL (the part before `/chat/completions`); a trailing `/` is
-    /// ignored.
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into().trim_end_matches('/').to_owned();
-        self
+    /// ignored. Fails when it is not an `http` or `https` URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Result<Self, ModelError> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        self.transport = Transport::new(PROVIDER, self.transport.config, &base_url)?;
+        self.base_url = base_url;
+        Ok(self)
     }
 
     /// Sets the timeouts and retry policy.
