@@ -605,6 +605,36 @@ async fn silent_server_hits_the_request_timeout_on_every_attempt() {
     assert_eq!(server.received().len(), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn one_request_timeout_covers_headers_and_body() {
+    let mut reply = Reply::json(200, OK_BODY);
+    reply.pieces = vec![OK_BODY.as_bytes()[..30].to_vec()];
+    reply.end = End::Hang;
+    let server = MockServer::start(vec![reply]).await;
+    let config = config().with_request_timeout(Duration::from_secs(20));
+    let start = Instant::now();
+    let err = anthropic(&server, config)
+        .complete(&ModelRequest::new("m", vec![user("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_secs(20));
+    assert!(
+        matches!(
+            err,
+            ModelError::Timeout {
+                phase: TimeoutPhase::Request,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        server.received().len(),
+        1,
+        "a body already started is not retried"
+    );
+}
+
 #[tokio::test]
 async fn malformed_bodies_are_reported_not_retried() {
     let server = MockServer::start(vec![Reply::json(200, r#"{"id": "msg_1", "content": ["#)]).await;

@@ -124,7 +124,7 @@ impl ModelClient for AnthropicClient {
         let body = Self::request_body(request);
         let url = format!("{}/v1/messages", self.base_url);
         let key = self.key.header_value("", PROVIDER)?;
-        let (response, retries) = self
+        let (response, retries, deadline) = self
             .transport
             .send(|| {
                 self.transport
@@ -145,7 +145,7 @@ impl ModelClient for AnthropicClient {
             )
             .await;
         }
-        let text = self.transport.body_text(response).await?;
+        let text = self.transport.body_text(response, deadline).await?;
         let parsed: AnthropicResponse =
             serde_json::from_str(&text).map_err(|e| ModelError::InvalidResponse {
                 provider: PROVIDER.to_owned(),

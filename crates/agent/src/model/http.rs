@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::error::{ModelError, TimeoutPhase};
 use super::retry::{RetryPolicy, retry_after_of};
@@ -140,14 +141,16 @@ impl Transport {
     }
 
     /// Sends a request built by `build` until it gets a success status, retrying transient
-    /// failures. Returns the response (body unread) and the retries made.
+    /// failures. Returns the response (body unread), the retries made, and the deadline of the
+    /// successful attempt, which bounds the reading of a whole body too.
     pub(crate) async fn send(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<(reqwest::Response, u32), ModelError> {
+    ) -> Result<(reqwest::Response, u32, Instant), ModelError> {
         let mut retry = 0u32;
         loop {
-            let outcome = tokio::time::timeout(self.config.request_timeout, build().send()).await;
+            let deadline = Instant::now() + self.config.request_timeout;
+            let outcome = tokio::time::timeout_at(deadline, build().send()).await;
             let mut provider_says_retry = None;
             let mut error = match outcome {
                 Err(_) => ModelError::Timeout {
@@ -161,10 +164,10 @@ impl Transport {
                     message: describe(&e),
                 },
                 Ok(Ok(response)) if response.status().is_success() => {
-                    return Ok((response, retry));
+                    return Ok((response, retry, deadline));
                 }
                 Ok(Ok(response)) => {
-                    let (error, hint) = self.status_error(response).await;
+                    let (error, hint) = self.status_error(response, deadline).await;
                     provider_says_retry = hint;
                     error
                 }
@@ -190,12 +193,13 @@ impl Transport {
         }
     }
 
-    /// Reads a whole body within the request timeout.
+    /// Reads a whole body before the attempt's deadline.
     pub(crate) async fn body_text(
         &self,
         response: reqwest::Response,
+        deadline: Instant,
     ) -> Result<String, ModelError> {
-        match tokio::time::timeout(self.config.request_timeout, response.text()).await {
+        match tokio::time::timeout_at(deadline, response.text()).await {
             Err(_) => Err(ModelError::Timeout {
                 provider: self.provider.to_owned(),
                 phase: TimeoutPhase::Request,
@@ -211,7 +215,11 @@ impl Transport {
     }
 
     /// The error of a failure status, and the provider's `x-should-retry` hint.
-    async fn status_error(&self, response: reqwest::Response) -> (ModelError, Option<bool>) {
+    async fn status_error(
+        &self,
+        response: reqwest::Response,
+        deadline: Instant,
+    ) -> (ModelError, Option<bool>) {
         let status = response.status().as_u16();
         let retry_after = retry_after_of(response.headers());
         let should_retry = response
@@ -219,7 +227,7 @@ impl Transport {
             .get("x-should-retry")
             .and_then(|v| v.to_str().ok())
             .map(|v| v.eq_ignore_ascii_case("true"));
-        let body = tokio::time::timeout(self.config.request_timeout, response.text())
+        let body = tokio::time::timeout_at(deadline, response.text())
             .await
             .ok()
             .and_then(Result::ok)

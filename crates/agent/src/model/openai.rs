@@ -153,7 +153,7 @@ impl ModelClient for OpenAiClient {
             Some(key) => Some(key.header_value("Bearer ", PROVIDER)?),
             None => None,
         };
-        let (response, retries) = self
+        let (response, retries, deadline) = self
             .transport
             .send(|| {
                 let builder = self.transport.client.post(&url).json(&body);
@@ -173,7 +173,7 @@ impl ModelClient for OpenAiClient {
             )
             .await;
         }
-        let text = self.transport.body_text(response).await?;
+        let text = self.transport.body_text(response, deadline).await?;
         let parsed: ChatResponse =
             serde_json::from_str(&text).map_err(|e| ModelError::InvalidResponse {
                 provider: PROVIDER.to_owned(),
