@@ -1,1 +1,33 @@
-//! agent
+//! # ba-agent
+//!
+//! The BA-Agent orchestrator crate. It composes the lower crates (`ba-protocol` for the wire
+//! and log types; context, tools, skills and storage as they land) and owns what sits on top:
+//! the model clients, the ReAct loop, the built-in tools and the `ba-agent` CLI binary.
+//!
+//! - [`model`] — the [`model::ModelClient`] trait and its implementations: Anthropic Messages,
+//!   OpenAI-compatible Chat Completions (both over HTTP, streaming or not, with retries and
+//!   timeouts) and a replay client that plays a recorded session offline. Requests carry the
+//!   conversation as [`ba_protocol::LogEntry`] values and are converted with
+//!   `ba_protocol::convert`; streams are rebuilt with `ba_protocol::stream`.
+//!
+//! ```
+//! use ba_agent::model::{ModelClient, ModelRequest, ReplayClient, StopReason};
+//! use ba_protocol::{LogEntry, LogRole};
+//!
+//! let recording = r#"[{"expect": {"role": "user", "text": "Hello"},
+//!                      "response": {"message": {"role": "assistant", "content": "Hi there."},
+//!                                   "stop_reason": "end_turn"}}]"#;
+//! let client = ReplayClient::from_json(recording, "inline")?;
+//! let request = ModelRequest::new(
+//!     "any-model",
+//!     vec![LogEntry::new("m1", LogRole::User, "2025-01-01T00:00:00Z").with_text("Hello")],
+//! );
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let answer = runtime.block_on(client.complete(&request))?;
+//! assert_eq!(answer.message.text(), "Hi there.");
+//! assert_eq!(answer.stop_reason, StopReason::EndTurn);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod model;

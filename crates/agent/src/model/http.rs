@@ -1,0 +1,344 @@
+//! HTTP plumbing shared by the provider clients: keys, timeouts, sending with retries, and
+//! reading provider error bodies.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::error::{ModelError, TimeoutPhase};
+use super::retry::{RetryPolicy, retry_after_of};
+
+/// An API key. It is never shown: `Debug` prints `ApiKey(<redacted>)` and there is no
+/// `Display`, so a key cannot reach a log line by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// A key given in the configuration.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key in the environment variable `var`, for `provider` (named in the error).
+    pub fn from_env(var: &str, provider: &str) -> Result<Self, ModelError> {
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Ok(Self(key.trim().to_owned())),
+            _ => Err(ModelError::MissingApiKey {
+                provider: provider.to_owned(),
+                var: var.to_owned(),
+            }),
+        }
+    }
+
+    pub(crate) fn header_value(
+        &self,
+        prefix: &str,
+        provider: &str,
+    ) -> Result<reqwest::header::HeaderValue, ModelError> {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("{prefix}{}", self.0))
+            .map_err(|_| ModelError::Config {
+                provider: provider.to_owned(),
+                message: "the API key holds characters that cannot go in an HTTP header".to_owned(),
+            })?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Timeouts and retries of a provider client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HttpConfig {
+    /// Limit on a whole non-streaming exchange, and on the wait for a stream's headers.
+    pub request_timeout: Duration,
+    /// Limit on the silence between two pieces of a stream.
+    pub idle_timeout: Duration,
+    /// When and how to retry.
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(90),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Sets the request timeout.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the stream-idle timeout.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
+/// A reqwest client with the timeouts and retry policy of one provider.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    pub(crate) client: reqwest::Client,
+    pub(crate) config: HttpConfig,
+    pub(crate) provider: &'static str,
+}
+
+impl Transport {
+    /// A transport for `base_url`, which must be an `http` or `https` URL. Loopback hosts are
+    /// never sent through a proxy from the environment: a local server or mock is meant.
+    pub(crate) fn new(
+        provider: &'static str,
+        config: HttpConfig,
+        base_url: &str,
+    ) -> Result<Self, ModelError> {
+        let config_error = |message: String| ModelError::Config {
+            provider: provider.to_owned(),
+            message,
+        };
+        let url = reqwest::Url::parse(base_url)
+            .map_err(|e| config_error(format!("base URL `{base_url}` is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(config_error(format!(
+                "base URL `{base_url}` must start with http:// or https://"
+            )));
+        }
+        let loopback = url.host_str().is_some_and(|host| {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        let mut builder = reqwest::Client::builder();
+        if loopback {
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|e| config_error(e.to_string()))?;
+        Ok(Self {
+            client,
+            config,
+            provider,
+        })
+    }
+
+    /// Sends a request built by `build` until it gets a success status, retrying transient
+    /// failures. Returns the response (body unread), the retries made, and the deadline of the
+    /// successful attempt, which bounds the reading of a whole body too.
+    pub(crate) async fn send(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<(reqwest::Response, u32, Instant), ModelError> {
+        let mut retry = 0u32;
+        loop {
+            let deadline = Instant::now() + self.config.request_timeout;
+            let outcome = tokio::time::timeout_at(deadline, build().send()).await;
+            let mut provider_says_retry = None;
+            let mut error = match outcome {
+                Err(_) => ModelError::Timeout {
+                    provider: self.provider.to_owned(),
+                    phase: TimeoutPhase::Request,
+                    after: self.config.request_timeout,
+                    partial: None,
+                },
+                Ok(Err(e)) => ModelError::Network {
+                    provider: self.provider.to_owned(),
+                    message: describe(&e),
+                },
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return Ok((response, retry, deadline));
+                }
+                Ok(Ok(response)) => {
+                    let (error, hint) = self.status_error(response, deadline).await;
+                    provider_says_retry = hint;
+                    error
+                }
+            };
+            error.set_attempts(retry + 1);
+            let wait = (provider_says_retry != Some(false))
+                .then(|| self.config.retry.delay_for(&error, retry, rand::random()))
+                .flatten();
+            match wait {
+                Some(wait) => {
+                    tracing::warn!(
+                        provider = self.provider,
+                        retry = retry + 1,
+                        wait_ms = wait.as_millis() as u64,
+                        error = %error,
+                        "model call failed; retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                    retry += 1;
+                }
+                None => return Err(error),
+            }
+        }
+    }
+
+    /// Reads a whole body before the attempt's deadline.
+    pub(crate) async fn body_text(
+        &self,
+        response: reqwest::Response,
+        deadline: Instant,
+    ) -> Result<String, ModelError> {
+        match tokio::time::timeout_at(deadline, response.text()).await {
+            Err(_) => Err(ModelError::Timeout {
+                provider: self.provider.to_owned(),
+                phase: TimeoutPhase::Request,
+                after: self.config.request_timeout,
+                partial: None,
+            }),
+            Ok(Err(e)) => Err(ModelError::Network {
+                provider: self.provider.to_owned(),
+                message: describe(&e),
+            }),
+            Ok(Ok(text)) => Ok(text),
+        }
+    }
+
+    /// The error of a failure status, and the provider's `x-should-retry` hint.
+    async fn status_error(
+        &self,
+        response: reqwest::Response,
+        deadline: Instant,
+    ) -> (ModelError, Option<bool>) {
+        let status = response.status().as_u16();
+        let retry_after = retry_after_of(response.headers());
+        let should_retry = response
+            .headers()
+            .get("x-should-retry")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.eq_ignore_ascii_case("true"));
+        let body = tokio::time::timeout_at(deadline, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let (error_type, message) = provider_error(&body);
+        let provider = self.provider.to_owned();
+        let error = match status {
+            429 => ModelError::RateLimited {
+                provider,
+                message,
+                retry_after,
+                attempts: 1,
+            },
+            500..=599 => ModelError::Server {
+                provider,
+                status,
+                message,
+                attempts: 1,
+                partial: None,
+            },
+            _ => ModelError::Rejected {
+                provider,
+                status,
+                error_type,
+                message,
+            },
+        };
+        (error, should_retry)
+    }
+}
+
+/// The error type and message of a provider error body (`{"error": {"type", "message"}}` for
+/// Anthropic, `{"error": {"type"|"code", "message"}}` for OpenAI); the raw body otherwise.
+pub(crate) fn provider_error(body: &str) -> (String, String) {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let kind = error
+        .and_then(|e| e.get("type").or_else(|| e.get("code")))
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned();
+    let message = message.unwrap_or_else(|| {
+        let body = body.trim();
+        if body.is_empty() {
+            "(empty body)".to_owned()
+        } else {
+            body.chars().take(500).collect()
+        }
+    });
+    (kind, message)
+}
+
+/// A reqwest error in words, with its causes (reqwest's own text is often just "error sending
+/// request").
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_never_shows_in_debug() {
+        let key = ApiKey::new("sk-secret-123");
+        assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
+        let header = key.header_value("Bearer ", "openai").unwrap();
+        assert!(header.is_sensitive());
+        assert!(!format!("{header:?}").contains("secret"));
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        assert!(Transport::new("p", HttpConfig::default(), "http://127.0.0.1:9").is_ok());
+        assert!(Transport::new("p", HttpConfig::default(), "https://api.example.com/v1").is_ok());
+        let err = Transport::new("p", HttpConfig::default(), "api.example.com").unwrap_err();
+        assert!(err.to_string().contains("`api.example.com`"), "{err}");
+        let err = Transport::new("p", HttpConfig::default(), "ftp://example.com").unwrap_err();
+        assert!(err.to_string().contains("http://"), "{err}");
+    }
+
+    #[test]
+    fn missing_key_names_the_variable() {
+        let err = ApiKey::from_env("BA_AGENT_TEST_SURELY_UNSET_KEY", "anthropic").unwrap_err();
+        assert!(err.to_string().contains("BA_AGENT_TEST_SURELY_UNSET_KEY"));
+    }
+
+    #[test]
+    fn provider_error_bodies_are_read() {
+        let (kind, message) = provider_error(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(
+            (kind.as_str(), message.as_str()),
+            ("overloaded_error", "Overloaded")
+        );
+        let (kind, message) = provider_error("<html>bad gateway</html>");
+        assert_eq!(
+            (kind.as_str(), message.as_str()),
+            ("unknown", "<html>bad gateway</html>")
+        );
+    }
+}
