@@ -202,7 +202,7 @@ impl MetricsRecorder {
         let width = tools.keys().map(String::len).max().unwrap_or(4).max(5);
         let _ = writeln!(
             out,
-            "{:<width$}  {:>5}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  {:>9}  {:>10}  {:>11}",
+            "{:<width$}  {:>5}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  {:>9}  {:>10}  {:>14}",
             "tool",
             "calls",
             "ok",
@@ -250,7 +250,7 @@ impl MetricsRecorder {
             for (id, a) in conversations {
                 let _ = writeln!(
                     out,
-                    "  {id}: {} calls, {} failed, {} ms in tools",
+                    "  {id}: calls {}, failed {}, {} ms in tools",
                     a.calls, a.failures, a.total_ms
                 );
             }

@@ -162,7 +162,9 @@ impl ToolRuntime {
             retries = Empty,
             outcome = Empty,
         );
-        self.run_inner(call, ctx, opts).instrument(span).await
+        self.run_inner(call, ctx, opts, &span)
+            .instrument(span.clone())
+            .await
     }
 
     async fn run_inner(
@@ -170,6 +172,7 @@ impl ToolRuntime {
         call: &ToolCall,
         ctx: &InvocationContext,
         opts: CallOptions<'_>,
+        span: &tracing::Span,
     ) -> ToolResult {
         let start = Instant::now();
         let mut level = OutputLevel::Brief;
@@ -196,7 +199,7 @@ impl ToolRuntime {
                 self.config.brief_above_usage,
                 self.config.default_level,
             );
-            tracing::Span::current().record("level", level.as_str());
+            span.record("level", level.as_str());
 
             let key = cache_key(&call.name, &args, opts.idempotency_key, caps.idempotent);
             let data = match key.as_ref().and_then(|k| self.cache.get(k)) {
@@ -307,7 +310,6 @@ impl ToolRuntime {
                 (r, false)
             }
         };
-        let span = tracing::Span::current();
         span.record("retries", retries);
         span.record(
             "outcome",
