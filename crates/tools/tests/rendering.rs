@@ -1,5 +1,8 @@
 //! The same raw data rendered at brief, standard and full (inline and spilled).
 
+// Test helpers outside #[test] functions may fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;

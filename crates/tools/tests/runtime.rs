@@ -1,6 +1,9 @@
 //! The runtime end to end, with fake tools on tokio's paused clock: exact retry, backoff and
 //! timeout timings, spill, bad input, concurrency, idempotency, metrics.
 
+// Test helpers outside #[test] functions may fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
