@@ -13,7 +13,9 @@
 //!   [`levels`] (T2 decision, T3 bounded formatting) → [`spill`] (T4, the [`DataSink`] trait and
 //!   the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at once (T12).
 //! - [`metrics`] — per-call records, per-tool and per-conversation aggregates and a report
-//!   (T10); every call runs in a `tool_call` tracing span (T11).
+//!   (T10); every call runs in a `tool_call` tracing span with one `tool_attempt` span per
+//!   attempt (T11). The `otel` feature (off by default) also publishes the call metrics through
+//!   the OpenTelemetry metrics API.
 //! - [`config`] — [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides.
 //!
 //! The crate depends on `ba-protocol` only. The orchestrator (`ba-agent`) registers its
@@ -60,6 +62,8 @@ pub mod idempotency;
 pub mod levels;
 pub mod lookup;
 pub mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
 pub mod permissions;
 pub mod registry;
 pub mod retry;

@@ -100,12 +100,14 @@ impl Aggregate {
 }
 
 /// Collects call records into aggregates; shared by every call of a runtime, safe to use from
-/// many tasks at once.
+/// many tasks at once. With the `otel` feature, records also go to OpenTelemetry.
 #[derive(Debug, Default)]
 pub struct MetricsRecorder {
     by_tool: DashMap<String, Aggregate>,
     by_conversation: DashMap<String, Aggregate>,
     tokens_counted: std::sync::atomic::AtomicBool,
+    #[cfg(feature = "otel")]
+    otel: std::sync::OnceLock<crate::otel::Instruments>,
 }
 
 impl MetricsRecorder {
@@ -116,6 +118,10 @@ impl MetricsRecorder {
 
     /// Adds one call.
     pub fn record(&self, m: &ToolMetrics) {
+        #[cfg(feature = "otel")]
+        self.otel
+            .get_or_init(crate::otel::Instruments::new)
+            .record(m);
         if m.tokens_in.is_some() {
             self.tokens_counted
                 .store(true, std::sync::atomic::Ordering::Relaxed);
