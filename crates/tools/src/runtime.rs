@@ -62,8 +62,15 @@ impl std::fmt::Debug for ToolRuntime {
 struct Rendered {
     observation: String,
     data_ref: Option<String>,
-    data_summary: Option<String>,
     spilled: bool,
+}
+
+/// What is known of the data a tool returned, kept even when a later layer fails.
+#[derive(Default)]
+struct DataFacts {
+    size: u64,
+    hash: Option<String>,
+    summary: Option<String>,
 }
 
 impl ToolRuntime {
@@ -178,7 +185,7 @@ impl ToolRuntime {
         let mut level = OutputLevel::Brief;
         let mut retries = 0;
         let mut cached = false;
-        let mut data_facts = None;
+        let mut facts = DataFacts::default();
         let outcome: Result<Rendered, ToolError> = async {
             let registered = lookup::lookup(&self.registry, &call.name)?;
             size::check_input_size(&call.arguments, self.config.max_input_bytes)?;
@@ -271,13 +278,11 @@ impl ToolRuntime {
                     data
                 }
             };
-            self.render(&call.id, &data, level, ctx, &mut data_facts)
-                .await
+            self.render(&call.id, &data, level, ctx, &mut facts).await
         }
         .await;
 
         let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (size_bytes, hash) = data_facts.unwrap_or((0, None));
         let (result, spilled) = match outcome {
             Ok(r) => (
                 ToolResult {
@@ -285,9 +290,9 @@ impl ToolRuntime {
                     observation: r.observation,
                     output_level: level,
                     data_ref: r.data_ref,
-                    data_size_bytes: size_bytes,
-                    data_hash: hash,
-                    data_summary: r.data_summary,
+                    data_size_bytes: facts.size,
+                    data_hash: facts.hash,
+                    data_summary: facts.summary,
                     success: true,
                     error: None,
                     retry_count: retries,
@@ -302,11 +307,11 @@ impl ToolRuntime {
                 let mut r = ToolResult::failure(&call.id, e.kind, &e.code, &e.message);
                 r.retry_count = retries;
                 r.duration_ms = duration_ms;
-                r.data_size_bytes = size_bytes;
-                r.data_hash = hash;
-                if e.code == SPILL_FAILED {
-                    r.data_summary = Some(e.detail.clone().unwrap_or_default());
-                }
+                // Data the tool did produce is still described (a failed spill loses nothing
+                // the model could otherwise have had).
+                r.data_size_bytes = facts.size;
+                r.data_hash = facts.hash;
+                r.data_summary = facts.summary;
                 (r, false)
             }
         };
@@ -348,7 +353,7 @@ impl ToolRuntime {
         data: &Value,
         level: OutputLevel,
         ctx: &InvocationContext,
-        facts: &mut Option<(u64, Option<String>)>,
+        facts: &mut DataFacts,
     ) -> Result<Rendered, ToolError> {
         let bytes = serde_json::to_vec(data).map_err(|e| {
             ToolError::execution("the tool returned data that cannot be serialized")
@@ -356,13 +361,13 @@ impl ToolRuntime {
         })?;
         let size = bytes.len() as u64;
         let hash = data_hash(&bytes);
-        *facts = Some((size, Some(hash.clone())));
+        facts.size = size;
+        facts.hash = Some(hash.clone());
         let bounds = &self.config.format;
         if !should_spill(level, size, self.config.spill_threshold_bytes) {
             return Ok(Rendered {
                 observation: format_observation(data, level, bounds),
                 data_ref: None,
-                data_summary: None,
                 spilled: false,
             });
         }
@@ -376,6 +381,7 @@ impl ToolRuntime {
             (None, None) => None,
         };
         let summary = summarize(data);
+        facts.summary = Some(summary.clone());
         let preview = preview(data, bounds);
         let Some(sink) = sink else {
             // Nowhere to put it: show what fits and say so, rather than pretend it was saved.
@@ -392,7 +398,6 @@ impl ToolRuntime {
             return Ok(Rendered {
                 observation: crate::levels::truncate_middle(&shown, cap, usize::MAX).into_owned(),
                 data_ref: None,
-                data_summary: Some(summary),
                 spilled: false,
             });
         };
@@ -401,20 +406,17 @@ impl ToolRuntime {
             Ok(reference) => Ok(Rendered {
                 observation: spill_observation(&reference, size, &summary, &preview),
                 data_ref: Some(reference),
-                data_summary: Some(summary),
                 spilled: true,
             }),
             Err(e) => Err(ToolError::resource(format!(
                 "the result ({size} bytes; {summary}) could not be saved as `{name}`: {e}. \
                  Preview of the data:\n{preview}"
             ))
-            .with_code(SPILL_FAILED)
-            .with_detail(summary)),
+            .with_code("SPILL_FAILED")
+            .with_detail(e.to_string())),
         }
     }
 }
-
-const SPILL_FAILED: &str = "SPILL_FAILED";
 
 fn preview(data: &Value, bounds: &FormatBounds) -> String {
     let b = FormatBounds {
