@@ -414,14 +414,19 @@ mod tests {
                 ..FormatBounds::default()
             };
             let out = format_observation(&value, level, &bounds);
-            prop_assert!(out.len() <= bounds.max_bytes(level), "{} > {}", out.len(), bounds.max_bytes(level));
+            let cap = bounds.max_bytes(level);
+            prop_assert!(out.len() <= cap, "{} > {}", out.len(), cap);
             if level != OutputLevel::Full {
                 prop_assert!(out.lines().count() <= bounds.standard_max_lines.max(1));
             }
         }
 
         #[test]
-        fn truncation_is_bounded_for_any_text(text in "(?s).{0,3000}", max in 128usize..2000, lines in 1usize..50) {
+        fn truncation_is_bounded_for_any_text(
+            text in "(?s).{0,3000}",
+            max in 128usize..2000,
+            lines in 1usize..50,
+        ) {
             let out = truncate_middle(&text, max, lines);
             prop_assert!(out.len() <= max);
         }

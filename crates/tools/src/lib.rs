@@ -1,8 +1,9 @@
 //! # ba-tools
 //!
 //! The tool trait and the tool runtime of the BA-Agent pipeline (SPEC §3). A tool returns raw
-//! JSON data; the runtime turns every call into one protocol [`ToolResult`] whose
-//! `observation` is the single string the model reasons with.
+//! JSON data; the runtime turns every call into one protocol
+//! [`ToolResult`](ba_protocol::ToolResult) whose `observation` is the single string the model
+//! reasons with.
 //!
 //! - [`Tool`] — the async tool trait (T1); [`typed_tool`] makes one from a plain async function
 //!   of a `Deserialize + JsonSchema` argument struct, [`dynamic_tool`] from raw JSON and a

@@ -302,7 +302,9 @@ impl ToolRuntime {
             ),
             Err(e) => {
                 if let Some(detail) = &e.detail {
-                    tracing::warn!(tool = %call.name, call_id = %call.id, %detail, "tool call failed");
+                    tracing::warn!(
+                        tool = %call.name, call_id = %call.id, %detail, "tool call failed"
+                    );
                 }
                 let mut r = ToolResult::failure(&call.id, e.kind, &e.code, &e.message);
                 r.retry_count = retries;

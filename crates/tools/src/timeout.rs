@@ -2,7 +2,7 @@
 //!
 //! A call past its timeout is cancelled (its future is dropped, so it stops at its next await
 //! point) and becomes a `timeout` error carrying whatever partial output the tool had reported
-//! through its [`PartialOutput`](crate::PartialOutput) handle. A tool that panics becomes an
+//! through its [`PartialOutput`] handle. A tool that panics becomes an
 //! `execution_error`; the runtime keeps serving.
 
 use std::any::Any;

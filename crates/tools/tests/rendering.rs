@@ -20,7 +20,10 @@ fn customers() -> Value {
         names
             .iter()
             .enumerate()
-            .map(|(i, n)| json!({"id": i + 1, "name": n, "revenue": (i + 1) * 1250, "region": if i % 2 == 0 { "EMEA" } else { "APAC" }}))
+            .map(|(i, n)| {
+                let region = if i % 2 == 0 { "EMEA" } else { "APAC" };
+                json!({"id": i + 1, "name": n, "revenue": (i + 1) * 1250, "region": region})
+            })
             .collect(),
     )
 }

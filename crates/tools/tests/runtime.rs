@@ -484,7 +484,10 @@ async fn an_unwritable_spill_directory_is_a_resource_error_that_says_what_happen
     );
     assert_eq!(r.data_size_bytes, 81);
     assert!(r.data_hash.is_some());
-    assert_eq!(r.data_summary.as_deref(), Some("List with 30 items. First item: number"));
+    assert_eq!(
+        r.data_summary.as_deref(),
+        Some("List with 30 items. First item: number")
+    );
     // The same call with a writable storage directory spills to a real file.
     let ok_dir = InvocationContext {
         storage_dir: Some(dir.path().join("store").display().to_string()),
