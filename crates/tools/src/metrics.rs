@@ -228,14 +228,21 @@ impl MetricsRecorder {
             };
             let _ = writeln!(
                 out,
-                "{name:<width$}  {:>5}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  {tin:>9}  {tout:>10}  {:>14}",
+                concat!(
+                    "{name:<width$}  {:>5}  {:>4}  {:>6}  {:>7}  {:>7}  {:>7}  ",
+                    "{tin:>9}  {tout:>10}  {levels:>14}"
+                ),
                 a.calls,
                 a.successes,
                 a.failures,
                 a.retries,
                 a.mean_ms(),
                 a.max_ms,
-                format!("{}/{}/{}", a.levels[0], a.levels[1], a.levels[2]),
+                name = name,
+                width = width,
+                tin = tin,
+                tout = tout,
+                levels = format!("{}/{}/{}", a.levels[0], a.levels[1], a.levels[2]),
             );
         };
         for (name, a) in &tools {

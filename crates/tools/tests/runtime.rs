@@ -445,6 +445,38 @@ async fn five_megabytes_spill_and_the_file_holds_the_exact_data() {
     assert!(r.observation.len() < 2000, "{}", r.observation.len());
 }
 
+#[tokio::test]
+async fn five_megabytes_spill_to_a_real_file_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reg = ToolRegistry::new();
+    reg.register(typed_tool("rows", "Rows.", |a: CountArgs, _| async move {
+        Ok((0..a.n)
+            .map(|i| json!({"row": i, "text": "é ✓ x".repeat(8)}))
+            .collect::<Vec<_>>())
+    }))
+    .unwrap();
+    let runtime = ToolRuntime::new(reg, ToolsConfig::default())
+        .unwrap()
+        .with_sink(Arc::new(ba_tools::FsSink::new(dir.path())));
+    let r = runtime
+        .run(&call("c1", "rows", json!({"n": 60_000})), &ctx(1000))
+        .await;
+    assert!(r.success, "{}", r.observation);
+    let path = r.data_ref.clone().unwrap();
+    assert!(path.starts_with(&dir.path().display().to_string()));
+    let expected: Vec<Value> = (0..60_000)
+        .map(|i| json!({"row": i, "text": "é ✓ x".repeat(8)}))
+        .collect();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 5_000_000, "{}", bytes.len());
+    assert_eq!(bytes, serde_json::to_vec(&expected).unwrap());
+    assert_eq!(bytes.len() as u64, r.data_size_bytes);
+    assert!(
+        r.observation
+            .contains(&format!("Data stored in file: {path}"))
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unwritable_spill_directory_is_a_resource_error_that_says_what_happened() {
     let dir = tempfile::tempdir().unwrap();
