@@ -139,14 +139,23 @@ impl ToolRuntime {
 
     /// Runs calls concurrently, at most `max_concurrency` at a time (T12). Results come back in
     /// call order; one failure never cancels the others.
+    ///
+    /// The calls are polled together on the caller's task, so they overlap while they wait
+    /// (I/O, timers); a tool doing long blocking work should move it to a blocking thread
+    /// itself, which also keeps its timeout able to fire.
     pub async fn run_all(
         &self,
         calls: &[ToolCall],
         ctx: &InvocationContext,
         opts: CallOptions<'_>,
     ) -> Vec<ToolResult> {
-        futures::stream::iter(calls)
+        // The futures are made up front (they do nothing until polled): a closure inside the
+        // stream would make the returned future lose `Send` to a higher-ranked lifetime check.
+        let pending: Vec<_> = calls
+            .iter()
             .map(|call| self.run_with(call, ctx, opts))
+            .collect();
+        futures::stream::iter(pending)
             .buffered(self.config.max_concurrency.max(1))
             .collect()
             .await
@@ -427,4 +436,27 @@ fn preview(data: &Value, bounds: &FormatBounds) -> String {
         ..*bounds
     };
     format_standard(data, &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn runtime_is_shareable_and_its_futures_can_be_spawned() {
+        assert_send_sync::<ToolRuntime>();
+        let Ok(runtime) = ToolRuntime::new(ToolRegistry::new(), ToolsConfig::default()) else {
+            panic!("default config is valid");
+        };
+        let call = ToolCall::new("c", "t", Value::Null);
+        let ctx = InvocationContext::default();
+        let one = runtime.run(&call, &ctx);
+        assert_send(&one);
+        let calls = [call.clone()];
+        let all = runtime.run_all(&calls, &ctx, CallOptions::default());
+        assert_send(&all);
+    }
 }

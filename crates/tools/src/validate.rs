@@ -138,6 +138,16 @@ mod tests {
         assert!(missing.message.contains("table"), "{}", missing.message);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_string_arguments_give_an_object_or_a_clear_error(text in "(?s).{0,200}") {
+            match normalize_arguments(Value::String(text)) {
+                Ok(v) => proptest::prop_assert!(v.is_object()),
+                Err(e) => proptest::prop_assert_eq!(e.kind, ba_protocol::ToolErrorKind::InvalidParameters),
+            }
+        }
+    }
+
     #[test]
     fn string_arguments_are_parsed_and_bad_json_is_located() {
         assert_eq!(
