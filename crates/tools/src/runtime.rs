@@ -393,7 +393,7 @@ impl ToolRuntime {
         };
         let summary = summarize(data);
         facts.summary = Some(summary.clone());
-        let preview = preview(data, bounds);
+        let preview = preview(data, level, bounds);
         let Some(sink) = sink else {
             // Nowhere to put it: show what fits and say so, rather than pretend it was saved.
             let note = format!(
@@ -429,7 +429,12 @@ impl ToolRuntime {
     }
 }
 
-fn preview(data: &Value, bounds: &FormatBounds) -> String {
+/// The preview in a spill observation: the brief rendering for a brief call (the model asked
+/// for little), otherwise a short standard rendering.
+fn preview(data: &Value, level: OutputLevel, bounds: &FormatBounds) -> String {
+    if level == OutputLevel::Brief {
+        return crate::levels::format_brief(data, bounds);
+    }
     let b = FormatBounds {
         standard_max_bytes: bounds.preview_max_bytes,
         standard_max_lines: 20,

@@ -565,6 +565,29 @@ async fn level_decision_through_the_runtime() {
     explicit.output_level = Some(OutputLevel::Standard);
     let r = f.runtime.run_with(&explicit, &c, full_context).await;
     assert_eq!(r.output_level, OutputLevel::Standard);
+
+    // A configured tool default wins over the context usage and the global default.
+    let config =
+        ToolsConfig::from_json(r#"{"tools": {"items": {"default_level": "full"}}}"#).unwrap();
+    let f = fixture(config);
+    let r = f
+        .runtime
+        .run_with(&call("c3", "items", json!({"n": 2})), &c, full_context)
+        .await;
+    assert_eq!(r.output_level, OutputLevel::Full);
+    assert!(r.data_ref.is_some(), "full spills to the sink");
+
+    // A brief call whose data is over the spill threshold spills with a brief preview.
+    let mut brief = call("c5", "items", json!({"n": 20_000}));
+    brief.output_level = Some(OutputLevel::Brief);
+    let r = f.runtime.run(&brief, &c).await;
+    assert_eq!(r.output_level, OutputLevel::Brief);
+    assert!(r.data_size_bytes > 1024 * 1024);
+    assert!(
+        r.observation.contains("Preview:\nFound 20000 items\n"),
+        "{}",
+        r.observation
+    );
 }
 
 #[tokio::test(start_paused = true)]
