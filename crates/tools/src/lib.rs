@@ -1,7 +1,88 @@
 //! # ba-tools
 //!
-//! The tool trait and the tool runtime (SPEC §3): lookup, input size check, schema validation,
-//! permissions, idempotency, retry, timeout, output levels and spill, composed as layers.
+//! The tool trait and the tool runtime of the BA-Agent pipeline (SPEC §3). A tool returns raw
+//! JSON data; the runtime turns every call into one protocol
+//! [`ToolResult`](ba_protocol::ToolResult) whose `observation` is the single string the model
+//! reasons with.
 //!
-//! The crate is filled by its own issue; this release only reserves its place in the workspace.
+//! - [`Tool`] — the async tool trait (T1); [`typed_tool`] makes one from a plain async function
+//!   of a `Deserialize + JsonSchema` argument struct, [`dynamic_tool`] from raw JSON and a
+//!   schema (an MCP server's tools). [`ToolRegistry`] holds them with compiled schemas.
+//! - [`ToolRuntime`] — runs a call through the layers, one module each, composed in
+//!   [`runtime`]: [`lookup`] → [`size`] (T7) → [`validate`] → [`permissions`] (T8) →
+//!   [`idempotency`] (T9) → [`retry`] (T5) → [`timeout`] (T6, panic capture) → the tool →
+//!   [`levels`] (T2 decision, T3 bounded formatting) → [`spill`] (T4, the [`DataSink`] trait and
+//!   the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at once (T12).
+//! - [`metrics`] — per-call records, per-tool and per-conversation aggregates and a report
+//!   (T10); every call runs in a `tool_call` tracing span with one `tool_attempt` span per
+//!   attempt (T11). The `otel` feature (off by default) also publishes the call metrics through
+//!   the OpenTelemetry metrics API.
+//! - [`config`] — [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides.
+//!
+//! The crate depends on `ba-protocol` only. The orchestrator (`ba-agent`) registers its
+//! built-in tools, adapts the storage crate's data-file store to [`DataSink`] and the context
+//! crate's counter to [`TokenCounter`](ba_protocol::TokenCounter).
+//!
+//! ```
+//! use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall};
+//! use ba_tools::{typed_tool, ToolRegistry, ToolRuntime, ToolsConfig};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Args { prefix: String }
+//!
+//! let mut registry = ToolRegistry::new();
+//! registry.register(typed_tool("list_customers", "Customers whose name starts with a prefix.",
+//!     |a: Args, _ctx| async move {
+//!         Ok((1..=12).map(|i| format!("{}{i}", a.prefix)).collect::<Vec<_>>())
+//!     }))?;
+//! let runtime = ToolRuntime::new(registry, ToolsConfig::default())?;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let mut call = ToolCall::new("call_1", "list_customers", json!({"prefix": "acme-"}));
+//! call.output_level = Some(OutputLevel::Brief);
+//! let result = runtime.run(&call, &InvocationContext::default()).await;
+//! assert!(result.success);
+//! assert_eq!(result.observation, "Found 12 items");
+//!
+//! let bad = ToolCall::new("call_2", "list_customers", json!({"prefix": 7}));
+//! let result = runtime.run(&bad, &InvocationContext::default()).await;
+//! assert!(!result.success);
+//! assert!(result.observation.contains("Error Type: invalid_parameters"));
+//! assert!(result.observation.contains("/prefix"));
+//! # });
+//! # Ok::<(), ba_tools::ToolsError>(())
+//! ```
 #![deny(missing_docs)]
+
+pub mod config;
+pub mod error;
+pub mod idempotency;
+pub mod levels;
+pub mod lookup;
+pub mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
+pub mod permissions;
+pub mod registry;
+pub mod retry;
+pub mod runtime;
+pub mod size;
+pub mod spill;
+pub mod timeout;
+pub mod tool;
+pub mod typed;
+pub mod validate;
+
+pub use config::{RetryConfig, ToolOverride, ToolsConfig};
+pub use error::{ToolError, ToolsError};
+pub use levels::FormatBounds;
+pub use metrics::{Aggregate, MetricsRecorder, ToolMetrics};
+pub use registry::{RegisteredTool, ToolRegistry, ToolSpec};
+pub use retry::{Jitter, NoJitter, RandomJitter};
+pub use runtime::{CallOptions, ToolRuntime};
+pub use spill::{DataSink, FsSink};
+pub use tool::{CallContext, PartialOutput, Tool, ToolCapabilities};
+pub use typed::{DynamicTool, TypedTool, dynamic_tool, typed_tool};

@@ -1,0 +1,467 @@
+//! The [`ToolRuntime`]: the one place where the layers are composed, in the order of the issue —
+//! lookup → input size → schema → permissions → idempotency → retry → timeout → the tool →
+//! level and formatting → spill → [`ToolResult`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ba_protocol::TokenCounter;
+use ba_protocol::skill::ContextModifier;
+use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall, ToolResult};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::time::Instant;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use crate::config::ToolsConfig;
+use crate::error::{ToolError, ToolsError};
+use crate::idempotency::{IdempotencyCache, cache_key};
+use crate::levels::{FormatBounds, format_observation, format_standard, resolve_level, summarize};
+use crate::metrics::{MetricsRecorder, ToolMetrics};
+use crate::registry::ToolRegistry;
+use crate::retry::{Jitter, RandomJitter, RetrySchedule, run_with_retry};
+use crate::spill::{DataSink, FsSink, data_hash, should_spill, spill_name, spill_observation};
+use crate::tool::{CallContext, PartialOutput};
+use crate::{lookup, permissions, size, timeout, validate};
+
+/// What the caller knows about the moment of a call, beyond the invocation context.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallOptions<'a> {
+    /// How full the model's context is, 0..=1 (T2: above the threshold, `brief` is forced).
+    pub context_usage: f64,
+    /// The active skill's context modifier (T8: its `allowed_tools`).
+    pub modifier: Option<&'a ContextModifier>,
+    /// An explicit idempotency key (T9): a repeated key returns the cached result.
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// Runs tool calls through every layer. Cheap to share behind an `Arc`; all state (cache,
+/// metrics) is safe to use from many tasks at once.
+pub struct ToolRuntime {
+    registry: Arc<ToolRegistry>,
+    config: ToolsConfig,
+    sink: Option<Arc<dyn DataSink>>,
+    jitter: Option<Arc<dyn Jitter>>,
+    counter: Option<Arc<dyn TokenCounter>>,
+    cache: IdempotencyCache,
+    metrics: Arc<MetricsRecorder>,
+}
+
+impl std::fmt::Debug for ToolRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRuntime")
+            .field("tools", &self.registry.names().collect::<Vec<_>>())
+            .field("sink", &self.sink)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the successful half of a call produced before it became a result.
+struct Rendered {
+    observation: String,
+    data_ref: Option<String>,
+    spilled: bool,
+}
+
+/// What is known of the data a tool returned, kept even when a later layer fails.
+#[derive(Default)]
+struct DataFacts {
+    size: u64,
+    hash: Option<String>,
+    summary: Option<String>,
+}
+
+impl ToolRuntime {
+    /// A runtime over `registry` with `config`.
+    ///
+    /// # Errors
+    /// [`ToolsError::InvalidConfig`] when a configuration value is out of range.
+    pub fn new(registry: ToolRegistry, config: ToolsConfig) -> Result<Self, ToolsError> {
+        config.check()?;
+        let cache = IdempotencyCache::new(
+            config.idempotency.capacity,
+            Duration::from_millis(config.idempotency.ttl_ms),
+        );
+        Ok(Self {
+            registry: Arc::new(registry),
+            config,
+            sink: None,
+            jitter: None,
+            counter: None,
+            cache,
+            metrics: Arc::new(MetricsRecorder::new()),
+        })
+    }
+
+    /// Spilled data goes to `sink` (otherwise to an [`FsSink`] at the invocation context's
+    /// `storage_dir`, if it names one).
+    #[must_use]
+    pub fn with_sink(mut self, sink: Arc<dyn DataSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Replaces the random retry jitter (tests make it deterministic).
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: Arc<dyn Jitter>) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
+    /// Counts tokens of arguments and observations for the metrics.
+    #[must_use]
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// The tools.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ToolsConfig {
+        &self.config
+    }
+
+    /// The metrics of every call run so far.
+    pub fn metrics(&self) -> &MetricsRecorder {
+        &self.metrics
+    }
+
+    /// Runs one call with default options.
+    pub async fn run(&self, call: &ToolCall, ctx: &InvocationContext) -> ToolResult {
+        self.run_with(call, ctx, CallOptions::default()).await
+    }
+
+    /// Runs calls concurrently, at most `max_concurrency` at a time (T12). Results come back in
+    /// call order; one failure never cancels the others.
+    ///
+    /// The calls are polled together on the caller's task, so they overlap while they wait
+    /// (I/O, timers); a tool doing long blocking work should move it to a blocking thread
+    /// itself, which also keeps its timeout able to fire.
+    pub async fn run_all(
+        &self,
+        calls: &[ToolCall],
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+    ) -> Vec<ToolResult> {
+        // The futures are made up front (they do nothing until polled): a closure inside the
+        // stream would make the returned future lose `Send` to a higher-ranked lifetime check.
+        let pending: Vec<_> = calls
+            .iter()
+            .map(|call| self.run_with(call, ctx, opts))
+            .collect();
+        futures::stream::iter(pending)
+            .buffered(self.config.max_concurrency.max(1))
+            .collect()
+            .await
+    }
+
+    /// Runs one call through every layer. Never fails: every failure is a failed
+    /// [`ToolResult`] whose observation is the standard error text.
+    pub async fn run_with(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+    ) -> ToolResult {
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %call.name,
+            call_id = %call.id,
+            conversation_id = ctx.conversation_id.as_deref().unwrap_or(""),
+            level = Empty,
+            retries = Empty,
+            outcome = Empty,
+        );
+        self.run_inner(call, ctx, opts, &span)
+            .instrument(span.clone())
+            .await
+    }
+
+    async fn run_inner(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+        span: &tracing::Span,
+    ) -> ToolResult {
+        let start = Instant::now();
+        let mut level = OutputLevel::Brief;
+        let mut retries = 0;
+        let mut cached = false;
+        let mut facts = DataFacts::default();
+        let outcome: Result<Rendered, ToolError> = async {
+            let registered = lookup::lookup(&self.registry, &call.name)?;
+            size::check_input_size(&call.arguments, self.config.max_input_bytes)?;
+            let args = validate::normalize_arguments(call.arguments.clone())?;
+            validate::validate_arguments(registered, &args)?;
+            let tool = registered.tool();
+            let caps = tool.capabilities();
+            permissions::check_permission(&call.name, caps, ctx.permission_level, opts.modifier)?;
+
+            let overrides = self.config.tools.get(call.name.as_str());
+            let tool_default = overrides
+                .and_then(|o| o.default_level)
+                .or_else(|| tool.default_level());
+            level = resolve_level(
+                call.output_level,
+                tool_default,
+                opts.context_usage,
+                self.config.brief_above_usage,
+                self.config.default_level,
+            );
+            span.record("level", level.as_str());
+
+            let key = cache_key(&call.name, &args, opts.idempotency_key, caps.idempotent);
+            let data = match key.as_ref().and_then(|k| self.cache.get(k)) {
+                Some(hit) => {
+                    cached = true;
+                    hit
+                }
+                None => {
+                    let base_timeout = Duration::from_millis(
+                        overrides
+                            .and_then(|o| o.timeout_ms)
+                            .unwrap_or(ctx.timeout_ms),
+                    );
+                    let retry_config = self.config.retry_for(&call.name);
+                    let policy = retry_config.policy();
+                    let random;
+                    let jitter: &dyn Jitter = match &self.jitter {
+                        Some(j) => j.as_ref(),
+                        None => {
+                            random = RandomJitter::new(retry_config.jitter);
+                            &random
+                        }
+                    };
+                    let schedule = RetrySchedule {
+                        policy: &policy,
+                        backoff: retry_config.backoff(),
+                        growth: retry_config.growth(),
+                        jitter,
+                    };
+                    let call_id: Arc<str> = Arc::from(call.id.as_str());
+                    let invocation = Arc::new(ctx.clone());
+                    let partial = PartialOutput::default();
+                    let outcome = run_with_retry(schedule, base_timeout, |attempt, limit| {
+                        partial.clear();
+                        let cctx = CallContext {
+                            call_id: call_id.clone(),
+                            invocation: invocation.clone(),
+                            attempt,
+                            timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                            partial: partial.clone(),
+                        };
+                        let args = args.clone();
+                        let name = call.name.as_str();
+                        let partial = partial.clone();
+                        let span = tracing::debug_span!(
+                            "tool_attempt",
+                            attempt,
+                            timeout_ms = cctx.timeout_ms
+                        );
+                        async move {
+                            timeout::run_attempt(name, tool.call(args, &cctx), limit, &partial)
+                                .await
+                        }
+                        .instrument(span)
+                    })
+                    .await;
+                    retries = outcome.retries;
+                    let data = outcome.result.map_err(|mut e| {
+                        if retries > 0 {
+                            e.message
+                                .push_str(&format!(" (gave up after {retries} retries)"));
+                        }
+                        e
+                    })?;
+                    let data = Arc::new(data);
+                    if let Some(k) = key {
+                        self.cache.insert(k, data.clone());
+                    }
+                    data
+                }
+            };
+            self.render(&call.id, &data, level, ctx, &mut facts).await
+        }
+        .await;
+
+        let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (result, spilled) = match outcome {
+            Ok(r) => (
+                ToolResult {
+                    tool_call_id: call.id.clone(),
+                    observation: r.observation,
+                    output_level: level,
+                    data_ref: r.data_ref,
+                    data_size_bytes: facts.size,
+                    data_hash: facts.hash,
+                    data_summary: facts.summary,
+                    success: true,
+                    error: None,
+                    retry_count: retries,
+                    duration_ms,
+                },
+                r.spilled,
+            ),
+            Err(e) => {
+                if let Some(detail) = &e.detail {
+                    tracing::warn!(
+                        tool = %call.name, call_id = %call.id, %detail, "tool call failed"
+                    );
+                }
+                let mut r = ToolResult::failure(&call.id, e.kind, &e.code, &e.message);
+                r.retry_count = retries;
+                r.duration_ms = duration_ms;
+                // Data the tool did produce is still described (a failed spill loses nothing
+                // the model could otherwise have had).
+                r.data_size_bytes = facts.size;
+                r.data_hash = facts.hash;
+                r.data_summary = facts.summary;
+                (r, false)
+            }
+        };
+        span.record("retries", retries);
+        span.record(
+            "outcome",
+            result.error.as_ref().map_or("ok", |e| e.kind.as_str()),
+        );
+        self.metrics.record(&ToolMetrics {
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            conversation_id: ctx.conversation_id.clone(),
+            duration_ms,
+            tokens_in: self.counter.as_ref().map(|c| {
+                let text = match &call.arguments {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                c.count(&text) as u64
+            }),
+            tokens_out: self
+                .counter
+                .as_ref()
+                .map(|c| c.count(&result.observation) as u64),
+            success: result.success,
+            retries,
+            level: result.output_level,
+            error_kind: result.error.as_ref().map(|e| e.kind),
+            cached,
+            spilled,
+        });
+        result
+    }
+
+    /// Level formatting (T3) and spill (T4).
+    async fn render(
+        &self,
+        call_id: &str,
+        data: &Value,
+        level: OutputLevel,
+        ctx: &InvocationContext,
+        facts: &mut DataFacts,
+    ) -> Result<Rendered, ToolError> {
+        let bytes = serde_json::to_vec(data).map_err(|e| {
+            ToolError::execution("the tool returned data that cannot be serialized")
+                .with_detail(e.to_string())
+        })?;
+        let size = bytes.len() as u64;
+        let hash = data_hash(&bytes);
+        facts.size = size;
+        facts.hash = Some(hash.clone());
+        let bounds = &self.config.format;
+        if !should_spill(level, size, self.config.spill_threshold_bytes) {
+            return Ok(Rendered {
+                observation: format_observation(data, level, bounds),
+                data_ref: None,
+                spilled: false,
+            });
+        }
+        let fs_sink;
+        let sink: Option<&dyn DataSink> = match (&self.sink, &ctx.storage_dir) {
+            (Some(s), _) => Some(s.as_ref()),
+            (None, Some(dir)) => {
+                fs_sink = FsSink::new(dir);
+                Some(&fs_sink)
+            }
+            (None, None) => None,
+        };
+        let summary = summarize(data);
+        facts.summary = Some(summary.clone());
+        let preview = preview(data, level, bounds);
+        let Some(sink) = sink else {
+            // Nowhere to put it: show what fits and say so, rather than pretend it was saved.
+            let note = format!(
+                "Note: the data is {size} bytes and no data store is configured, so it was not \
+                 saved; only part of it is shown.\n"
+            );
+            let shown = if size > self.config.spill_threshold_bytes {
+                format!("{note}{}", format_observation(data, level, bounds))
+            } else {
+                format_observation(data, level, bounds)
+            };
+            let cap = bounds.max_bytes(level);
+            return Ok(Rendered {
+                observation: crate::levels::truncate_middle(&shown, cap, usize::MAX).into_owned(),
+                data_ref: None,
+                spilled: false,
+            });
+        };
+        let name = spill_name(call_id, &hash);
+        match sink.put(&name, &bytes).await {
+            Ok(reference) => Ok(Rendered {
+                observation: spill_observation(&reference, size, &summary, &preview),
+                data_ref: Some(reference),
+                spilled: true,
+            }),
+            Err(e) => Err(ToolError::resource(format!(
+                "the result ({size} bytes; {summary}) could not be saved as `{name}`: {e}. \
+                 Preview of the data:\n{preview}"
+            ))
+            .with_code("SPILL_FAILED")
+            .with_detail(e.to_string())),
+        }
+    }
+}
+
+/// The preview in a spill observation: the brief rendering for a brief call (the model asked
+/// for little), otherwise a short standard rendering.
+fn preview(data: &Value, level: OutputLevel, bounds: &FormatBounds) -> String {
+    if level == OutputLevel::Brief {
+        return crate::levels::format_brief(data, bounds);
+    }
+    let b = FormatBounds {
+        standard_max_bytes: bounds.preview_max_bytes,
+        standard_max_lines: 20,
+        ..*bounds
+    };
+    format_standard(data, &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn runtime_is_shareable_and_its_futures_can_be_spawned() {
+        assert_send_sync::<ToolRuntime>();
+        let Ok(runtime) = ToolRuntime::new(ToolRegistry::new(), ToolsConfig::default()) else {
+            panic!("default config is valid");
+        };
+        let call = ToolCall::new("c", "t", Value::Null);
+        let ctx = InvocationContext::default();
+        let one = runtime.run(&call, &ctx);
+        assert_send(&one);
+        let calls = [call.clone()];
+        let all = runtime.run_all(&calls, &ctx, CallOptions::default());
+        assert_send(&all);
+    }
+}

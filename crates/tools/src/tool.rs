@@ -1,0 +1,178 @@
+//! The [`Tool`] trait (T1) and what a tool sees while it runs ([`CallContext`]).
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel};
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+/// What a tool can do beyond being called. New capabilities are added here with a default, so
+/// adding one breaks no implementor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ToolCapabilities {
+    /// The same arguments always give the same result and running twice does no harm, so a
+    /// repeated call may be answered from the idempotency cache (T9).
+    pub idempotent: bool,
+    /// The lowest caller permission level allowed to run the tool (T8).
+    pub required_permission: PermissionLevel,
+}
+
+impl ToolCapabilities {
+    /// Marks the tool idempotent.
+    #[must_use]
+    pub fn with_idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Sets the lowest permission level that may run the tool.
+    #[must_use]
+    pub fn with_required_permission(mut self, level: PermissionLevel) -> Self {
+        self.required_permission = level;
+        self
+    }
+}
+
+/// A handle through which a running tool reports output as it goes, so that a call cut off by
+/// its timeout can still show the model what it had done (T6).
+#[derive(Debug, Clone, Default)]
+pub struct PartialOutput {
+    text: Arc<Mutex<String>>,
+}
+
+impl PartialOutput {
+    /// Appends `text` to what has been reported.
+    pub fn report(&self, text: &str) {
+        // A poisoned lock only means a previous reporter panicked mid-append; the text is
+        // still the best record there is.
+        let mut guard = self.text.lock().unwrap_or_else(|p| p.into_inner());
+        guard.push_str(text);
+    }
+
+    /// Replaces what has been reported.
+    pub fn set(&self, text: impl Into<String>) {
+        let mut guard = self.text.lock().unwrap_or_else(|p| p.into_inner());
+        *guard = text.into();
+    }
+
+    /// What has been reported so far.
+    pub fn snapshot(&self) -> String {
+        self.text.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Empties the handle (done between attempts so one attempt's output is not mistaken for
+    /// the next one's).
+    pub fn clear(&self) {
+        self.text.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// What a tool sees of the call it is running: the invocation context, the call id, the
+/// attempt number and the partial-output handle. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The call being answered.
+    pub call_id: Arc<str>,
+    /// Caller, permission level, storage directory, conversation.
+    pub invocation: Arc<InvocationContext>,
+    /// 0 for the first attempt, 1 for the first retry, …
+    pub attempt: u32,
+    /// The timeout of this attempt, in milliseconds.
+    pub timeout_ms: u64,
+    /// Where the tool reports output as it goes.
+    pub partial: PartialOutput,
+}
+
+impl CallContext {
+    /// A context for calling a tool directly, outside a runtime (tests, benches).
+    pub fn detached(call_id: &str) -> Self {
+        let invocation = InvocationContext::default();
+        Self {
+            call_id: Arc::from(call_id),
+            timeout_ms: invocation.timeout_ms,
+            invocation: Arc::new(invocation),
+            attempt: 0,
+            partial: PartialOutput::default(),
+        }
+    }
+}
+
+/// A tool the model can call (T1).
+///
+/// Four methods are required; the rest have defaults. The runtime validates the arguments
+/// against [`input_schema`](Tool::input_schema) before [`call`](Tool::call) runs, so a tool
+/// may rely on the shape the schema describes. Most tools are written as plain async functions
+/// with a typed argument struct through [`typed_tool`](crate::typed_tool) instead.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// The JSON Schema of the arguments (a JSON object).
+    fn input_schema(&self) -> Value;
+
+    /// Runs the tool and returns its raw data; the runtime formats it for the model.
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError>;
+
+    /// The level the tool's results are shown at when the call does not ask for one.
+    fn default_level(&self) -> Option<OutputLevel> {
+        None
+    }
+
+    /// What the tool can do beyond being called.
+    fn capabilities(&self) -> ToolCapabilities {
+        ToolCapabilities::default()
+    }
+}
+
+#[async_trait]
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn input_schema(&self) -> Value {
+        (**self).input_schema()
+    }
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        (**self).call(input, ctx).await
+    }
+    fn default_level(&self) -> Option<OutputLevel> {
+        (**self).default_level()
+    }
+    fn capabilities(&self) -> ToolCapabilities {
+        (**self).capabilities()
+    }
+}
+
+#[async_trait]
+impl<T: Tool + ?Sized> Tool for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn input_schema(&self) -> Value {
+        (**self).input_schema()
+    }
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        (**self).call(input, ctx).await
+    }
+    fn default_level(&self) -> Option<OutputLevel> {
+        (**self).default_level()
+    }
+    fn capabilities(&self) -> ToolCapabilities {
+        (**self).capabilities()
+    }
+}
+
+fn _object_safe(_: &dyn Tool) {}
