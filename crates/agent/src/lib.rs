@@ -1,1 +1,2 @@
 //! agent
+pub mod builtin;
