@@ -287,7 +287,7 @@ fn http_error(url: &str, err: &reqwest::Error) -> BuiltinError {
     BuiltinError::Http {
         url: url.to_owned(),
         message: err.to_string(),
-        retryable: err.is_connect() || err.is_timeout() || err.is_request(),
+        retryable: err.is_connect() || err.is_timeout(),
     }
 }
 
