@@ -25,7 +25,8 @@ pub mod text;
 pub mod web_reader;
 pub mod web_search;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ba_protocol::ToolErrorKind;
 use serde::de::DeserializeOwned;
@@ -220,6 +221,105 @@ pub fn parse_args<T: DeserializeOwned>(tool: &'static str, args: Value) -> Resul
 /// The JSON Schema of a tool's argument struct, as the runtime advertises it to the model.
 pub fn args_schema<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// What the runtime needs to advertise one tool to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The tool name.
+    pub name: &'static str,
+    /// The description shown to the model.
+    pub description: &'static str,
+    /// The JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+/// The built-in tools of one deployment; a tool left `None` is not offered.
+#[derive(Debug, Clone, Default)]
+pub struct Builtins {
+    /// `file_reader`.
+    pub file_reader: Option<file_reader::FileReader>,
+    /// `query_database`.
+    pub query_database: Option<query_database::QueryDatabase>,
+    /// `run_python`.
+    pub run_python: Option<run_python::RunPython>,
+    /// `web_reader`.
+    pub web_reader: Option<web_reader::WebReader>,
+    /// `web_search`, only when a backend is configured.
+    pub web_search: Option<web_search::WebSearch>,
+}
+
+impl Builtins {
+    /// The offline demo's set: `file_reader` over `uploads` and `data`, `query_database` on
+    /// `data/sales.db` (see [`demo_data`]), `run_python` with the default allow-list, and no
+    /// network tools.
+    pub fn demo(data: &Path, uploads: &Path) -> Self {
+        let reader_config =
+            file_reader::FileReaderConfig::new(vec![uploads.to_owned(), data.to_owned()]);
+        let uploads = Arc::new(file_reader::DirUploads::new(uploads));
+        Self {
+            file_reader: Some(file_reader::FileReader::new(reader_config, uploads)),
+            query_database: Some(query_database::QueryDatabase::new(
+                query_database::QueryDatabaseConfig::new(data.join(demo_data::DB_FILE)),
+            )),
+            run_python: Some(run_python::RunPython::default()),
+            web_reader: None,
+            web_search: None,
+        }
+    }
+
+    /// The configured tools, in a stable order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        if self.file_reader.is_some() {
+            specs.push(ToolSpec {
+                name: file_reader::NAME,
+                description: file_reader::DESCRIPTION,
+                parameters: file_reader::FileReader::schema(),
+            });
+        }
+        if self.query_database.is_some() {
+            specs.push(ToolSpec {
+                name: query_database::NAME,
+                description: query_database::DESCRIPTION,
+                parameters: query_database::QueryDatabase::schema(),
+            });
+        }
+        if self.run_python.is_some() {
+            specs.push(ToolSpec {
+                name: run_python::NAME,
+                description: run_python::DESCRIPTION,
+                parameters: run_python::RunPython::schema(),
+            });
+        }
+        if self.web_reader.is_some() {
+            specs.push(ToolSpec {
+                name: web_reader::NAME,
+                description: web_reader::DESCRIPTION,
+                parameters: web_reader::WebReader::schema(),
+            });
+        }
+        if self.web_search.is_some() {
+            specs.push(ToolSpec {
+                name: web_search::NAME,
+                description: web_search::DESCRIPTION,
+                parameters: web_search::WebSearch::schema(),
+            });
+        }
+        specs
+    }
+
+    /// Runs tool `name` with JSON `args`; `None` when no such tool is configured.
+    pub async fn call(&self, name: &str, args: Value) -> Option<Result<Value, BuiltinError>> {
+        Some(match name {
+            file_reader::NAME => self.file_reader.as_ref()?.call(args).await,
+            query_database::NAME => self.query_database.as_ref()?.call(args).await,
+            run_python::NAME => self.run_python.as_ref()?.call(args).await,
+            web_reader::NAME => self.web_reader.as_ref()?.call(args).await,
+            web_search::NAME => self.web_search.as_ref()?.call(args).await,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]
