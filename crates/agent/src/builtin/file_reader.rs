@@ -226,8 +226,8 @@ impl FileReader {
             return Err(BuiltinError::InvalidArguments {
                 tool: NAME,
                 message: format!(
-                    "`{}` is an Excel workbook, which file_reader does not read; use run_python \
-                     with openpyxl or pandas.read_excel",
+                    "`{}`: file_reader does not read Excel workbooks; use run_python with \
+                     openpyxl or pandas.read_excel",
                     args.path
                 ),
             });

@@ -15,7 +15,28 @@
 //! - [`demo_data::generate`] — the deterministic sales database and targets file of the demo.
 //!
 //! Every failure is a [`BuiltinError`], whose [`BuiltinError::kind`] is the
-//! [`ToolErrorKind`] the runtime reports and retries on.
+//! [`ToolErrorKind`] the runtime reports and retries on. [`Builtins`] holds the configured set,
+//! lists their [`ToolSpec`]s and dispatches calls by name; the tools crate's `Tool` trait is
+//! meant to wrap it, one adapter per tool.
+//!
+//! ```
+//! use ba_agent::builtin::{Builtins, demo_data, query_database::check_read_only};
+//! use serde_json::json;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! assert!(check_read_only("SELECT region, SUM(amount) FROM sales GROUP BY region").is_ok());
+//! assert!(check_read_only("DELETE FROM sales").is_err());
+//!
+//! let dir = tempfile::tempdir()?;
+//! demo_data::generate(dir.path())?;
+//! let tools = Builtins::demo(dir.path(), dir.path());
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let args = json!({"query": "SELECT COUNT(*) FROM regions"});
+//! let out = rt.block_on(tools.call("query_database", args)).ok_or("no such tool")??;
+//! assert_eq!(out["rows"][0][0], 5);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod demo_data;
 pub mod file_reader;
