@@ -613,4 +613,22 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, BuiltinError::Timeout { .. }), "{err}");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn keyword_check_never_panics(sql in "[A-Za-z ;'\"`\\[\\]()*/é-]{0,60}") {
+            let _ = check_read_only(&sql);
+        }
+
+        #[test]
+        fn no_forbidden_statement_passes(
+            word in proptest::sample::select(FORBIDDEN.to_vec()),
+            tail in "[a-z ]{0,20}"
+        ) {
+            let sql = format!("SELECT 1; {word} {tail}");
+            proptest::prop_assert!(check_read_only(&sql).is_err());
+            let sql = format!("WITH x AS (SELECT 1) {word} {tail}");
+            proptest::prop_assert!(check_read_only(&sql).is_err());
+        }
+    }
 }

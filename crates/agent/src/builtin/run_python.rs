@@ -742,4 +742,11 @@ mod tests {
             assert_eq!(err, rustix::io::Errno::SRCH);
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn import_scanner_never_panics(code in "[a-z .,;:()#'\"\\\n]{0,80}") {
+            let _ = find_imports(&code);
+        }
+    }
 }

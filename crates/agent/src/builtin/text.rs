@@ -223,10 +223,18 @@ pub fn html_to_text(html: &str) -> (Option<String>, String) {
             rest = after.find("-->").map_or("", |end| &after[end + 3..]);
             continue;
         }
-        let Some(gt) = rest.find('>') else {
-            push_text(&mut out, rest);
-            rest = "";
-            break;
+        // As in browsers, `<` starts a tag only before a letter, `/` or `!`, and a tag ends at
+        // the first `>`; otherwise it is text (`a < b`, `<<script>`).
+        let starts_tag = rest[1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!');
+        let gt = rest.find('>');
+        let next_lt = rest[1..].find('<').map(|i| i + 1);
+        let Some(gt) = gt.filter(|&gt| starts_tag && next_lt.is_none_or(|lt| gt < lt)) else {
+            push_text(&mut out, "<");
+            rest = &rest[1..];
+            continue;
         };
         let tag = &rest[1..gt];
         rest = &rest[gt + 1..];
@@ -445,5 +453,48 @@ mod tests {
             decode_entities("a &bogus; b &lt; c & d"),
             "a &bogus; b < c & d"
         );
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn encode(records: &[Vec<String>]) -> String {
+            let mut out = String::new();
+            for record in records {
+                let fields: Vec<String> = record
+                    .iter()
+                    .map(|f| format!("\"{}\"", f.replace('"', "\"\"")))
+                    .collect();
+                out.push_str(&fields.join(","));
+                out.push_str("\r\n");
+            }
+            out
+        }
+
+        proptest! {
+            #[test]
+            fn csv_round_trips_any_quoted_records(
+                records in prop::collection::vec(
+                    prop::collection::vec("[a-z,\"\n\r é]{0,8}", 1..5), 0..6)
+            ) {
+                let parsed = parse_csv(&encode(&records)).unwrap();
+                prop_assert_eq!(parsed, records);
+            }
+
+            #[test]
+            fn csv_never_panics(text in "[a-z,\"\n\r]{0,40}") {
+                let _ = parse_csv(&text);
+            }
+
+            #[test]
+            fn html_to_text_never_panics_and_drops_scripts(
+                html in "[<>/a-z &;#x0-9é\"=!-]{0,80}"
+            ) {
+                let doc = format!("{html}<script>SECRET</script>{html}");
+                let (_, text) = html_to_text(&doc);
+                prop_assert!(!text.contains("SECRET"));
+            }
+        }
     }
 }
