@@ -115,12 +115,17 @@ pub struct RunPython {
 /// name `<ba-guard>` so its own frames can be told apart from the user's.
 const PRELUDE: &str = r#"
 import builtins, sys
-def _ba_install(user_file, allowed):
+def _ba_install(allowed):
     allowed = frozenset(allowed)
+    # Code in the interpreter's own install (stdlib, site-packages) is library code and may
+    # import what it needs; code from anywhere else, or compiled from a string, is the user's.
+    lib_roots = tuple({p.rstrip('/') + '/' for p in
+                       (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)})
     def is_user(frame):
         name = frame.f_code.co_filename
-        return name == user_file or (name.startswith('<') and not name.startswith('<frozen')
-                                     and name != '<ba-guard>')
+        if name == '<ba-guard>' or name.startswith('<frozen'):
+            return False
+        return not name.startswith(lib_roots)
     def refuse(name):
         raise ImportError("import of module '%s' is not allowed; allowed modules: %s"
                           % (name, ', '.join(sorted(allowed))))
@@ -146,7 +151,7 @@ def _ba_install(user_file, allowed):
             return None
     sys.meta_path.insert(0, Guard)
 _ba_user = sys.argv[2]
-_ba_install(_ba_user, sys.argv[3].split(',') + ['__future__'])
+_ba_install(sys.argv[3].split(',') + ['__future__'])
 with open(_ba_user, encoding='utf-8') as _ba_f:
     _ba_code = compile(_ba_f.read(), _ba_user, 'exec')
 sys.argv = [_ba_user]
@@ -639,6 +644,7 @@ mod tests {
         for code in [
             "m = __import__('os')\nprint(m.getcwd())",
             "exec('import socket')",
+            "exec(compile('import socket', '/tmp/lib.py', 'exec'))",
             "import json\nb = json.__builtins__\nb['__import__']('shutil')",
         ] {
             let err = tool.call(json!({"code": code})).await.unwrap_err();
