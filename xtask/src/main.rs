@@ -1,6 +1,7 @@
 //! Project automation, reached as `cargo xtask <task>`:
 //!
 //! - `codegen [--check]` — JSON Schemas of the public protocol types into `docs/schema/`.
+//! - `fixtures` — the demo's sales database and targets file into `fixtures/demo/`.
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
 //! - `ci` — the checks CI runs: format, lints, tests.
 
@@ -34,15 +35,31 @@ fn run() -> anyhow::Result<()> {
                 codegen::Mode::Write
             })
         }
+        Some("fixtures") => fixtures(),
         Some("bench") => bench::run(&args[1..]),
         Some("ci") => ci(),
-        _ => bail!("usage: cargo xtask codegen [--check] | bench [FILTER] | ci"),
+        _ => bail!("usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | ci"),
     }
 }
 
 /// The workspace root (xtask lives one level below it).
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Writes the demo data (see `ba_agent::builtin::demo_data`) into `fixtures/demo/`.
+fn fixtures() -> anyhow::Result<()> {
+    let dir = root().join("fixtures").join("demo");
+    let data = ba_agent::builtin::demo_data::generate(&dir)
+        .with_context(|| format!("generating the demo data in {}", dir.display()))?;
+    println!(
+        "wrote {} ({} sales rows, total {:.2}) and {}",
+        data.db_path.display(),
+        data.sales_rows,
+        data.total_amount,
+        data.csv_path.display()
+    );
+    Ok(())
 }
 
 pub(crate) fn cargo(args: &[&str]) -> anyhow::Result<()> {

@@ -9,6 +9,8 @@
 //!   timeouts) and a replay client that plays a recorded session offline. Requests carry the
 //!   conversation as [`ba_protocol::LogEntry`] values and are converted with
 //!   `ba_protocol::convert`; streams are rebuilt with `ba_protocol::stream`.
+//! - [`builtin`] — the built-in business-analysis tools of seed 003 (`file_reader`,
+//!   `query_database`, `run_python`, `web_reader`, `web_search`) and the demo data generator.
 //!
 //! ```
 //! use ba_agent::model::{ModelClient, ModelRequest, ReplayClient, StopReason};
@@ -30,4 +32,5 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod builtin;
 pub mod model;
