@@ -244,7 +244,7 @@ mod tests {
         let failing = |stack: &ActivationStack| -> Result<()> {
             let _guard = stack.push("a")?;
             let _inner = stack.push("b")?;
-            stack.push("a")?; // cycle: the error leaves through both guards
+            let _cycle = stack.push("a")?; // the error leaves through both guards
             Ok(())
         };
         assert!(failing(&stack).is_err());

@@ -397,13 +397,19 @@ impl SkillSet {
     }
 }
 
-/// One catalogue line: `<skill name="…">description</skill>` with XML escaping, so a
-/// description can never close the catalogue early.
+/// One catalogue line: `<skill name="…">description</skill>`, the description's whitespace runs
+/// folded to single spaces and XML-escaped, so a description can never close the catalogue
+/// early.
 fn catalogue_line(skill: &Skill) -> String {
+    let description = skill
+        .description()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     format!(
         "<skill name=\"{}\">{}</skill>",
         xml_escape(&skill.name),
-        xml_escape(skill.description().trim())
+        xml_escape(&description)
     )
 }
 
