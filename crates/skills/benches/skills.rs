@@ -1,6 +1,9 @@
 //! Level 1 index of 1,000 generated skills from disk, and a Level 2 activation from the cache
 //! against one from disk.
 
+// Helpers outside `#[test]` functions are not covered by clippy.toml's test allowances.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::hint::black_box;
 use std::path::Path;
 

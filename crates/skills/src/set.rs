@@ -128,6 +128,9 @@ pub struct LevelCosts {
     pub level3: Vec<(String, usize)>,
 }
 
+/// A body and the exact skill it was read for.
+type CachedBody = (Arc<Skill>, Arc<str>);
+
 #[derive(Debug, Default)]
 struct Index {
     skills: BTreeMap<String, Arc<Skill>>,
@@ -146,7 +149,7 @@ pub struct SkillSet {
     index: RwLock<Index>,
     // Keyed by name; an entry is valid only for the exact `Arc<Skill>` it was read for, so a
     // reload that replaces a skill makes its cached body stale without a separate sweep.
-    bodies: RwLock<HashMap<String, (Arc<Skill>, Arc<str>)>>,
+    bodies: RwLock<HashMap<String, CachedBody>>,
 }
 
 impl SkillSet {

@@ -1,5 +1,8 @@
 //! Bad input, roots, name clashes, the confined reader and hot reload, on generated skills.
 
+// Helpers outside `#[test]` functions are not covered by clippy.toml's test allowances.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::sync::Arc;
 
