@@ -25,11 +25,14 @@ const SKIPPED_DIRS: [&str; 3] = [".git", "node_modules", "__pycache__"];
 
 /// Lists the skill folders under `roots`, in root order and then path order. A skill folder is
 /// not searched further: its subfolders are its resources. Symlinked folders are followed once
-/// (a link back up the tree is not a loop).
+/// each (a link back to a root or to a folder already followed is not a loop).
 pub fn discover(roots: &[PathBuf], max_depth: usize) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
-    let mut seen = HashSet::new();
+    // Canonical forms of the roots and of every symlinked folder followed. Plain folders need no
+    // entry: without a symlink a tree cannot lead back into itself, and skipping the
+    // canonicalisation of each one keeps a 1,000-skill index fast.
+    let mut seen: HashSet<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
     for (root_index, root) in roots.iter().enumerate() {
         if !root.is_dir() {
             diagnostics.push(Diagnostic::new(
@@ -40,78 +43,77 @@ pub fn discover(roots: &[PathBuf], max_depth: usize) -> (Vec<Found>, Vec<Diagnos
             ));
             continue;
         }
-        walk(
-            root,
+        let mut walker = Walker {
             root_index,
-            0,
             max_depth,
-            &mut seen,
-            &mut found,
-            &mut diagnostics,
-        );
+            seen: &mut seen,
+            found: &mut found,
+            diagnostics: &mut diagnostics,
+        };
+        walker.walk(root, 0);
     }
     (found, diagnostics)
 }
 
-fn walk(
-    dir: &Path,
+struct Walker<'a> {
     root_index: usize,
-    depth: usize,
     max_depth: usize,
-    seen: &mut HashSet<PathBuf>,
-    found: &mut Vec<Found>,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
-    if let Ok(canonical) = dir.canonicalize()
-        && !seen.insert(canonical)
-    {
-        return;
-    }
-    let skill_md = dir.join(SKILL_FILE);
-    if skill_md.is_file() {
-        found.push(Found {
-            root_index,
-            dir: dir.to_path_buf(),
-            skill_md,
-        });
-        return;
-    }
-    if depth >= max_depth {
-        return;
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) => {
-            diagnostics.push(Diagnostic::new(
-                dir,
-                Severity::Error,
-                Rule::Io,
-                format!("could not list {}: {err}", dir.display()),
-            ));
+    seen: &'a mut HashSet<PathBuf>,
+    found: &'a mut Vec<Found>,
+    diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl Walker<'_> {
+    fn walk(&mut self, dir: &Path, depth: usize) {
+        let skill_md = dir.join(SKILL_FILE);
+        if skill_md.is_file() {
+            self.found.push(Found {
+                root_index: self.root_index,
+                dir: dir.to_path_buf(),
+                skill_md,
+            });
             return;
         }
-    };
-    let mut subdirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
+        if depth >= self.max_depth {
+            return;
+        }
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(err) => {
+                self.diagnostics.push(Diagnostic::new(
+                    dir,
+                    Severity::Error,
+                    Rule::Io,
+                    format!("could not list {}: {err}", dir.display()),
+                ));
+                return;
+            }
+        };
+        let mut subdirs: Vec<PathBuf> = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
             let name = name.to_string_lossy();
-            !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref())
-        })
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    subdirs.sort();
-    for sub in subdirs {
-        walk(
-            &sub,
-            root_index,
-            depth + 1,
-            max_depth,
-            seen,
-            found,
-            diagnostics,
-        );
+            if name.starts_with('.') || SKIPPED_DIRS.contains(&name.as_ref()) {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                subdirs.push(path);
+            } else if kind.is_symlink()
+                && path.is_dir()
+                && let Ok(target) = path.canonicalize()
+                && self.seen.insert(target)
+            {
+                subdirs.push(path);
+            }
+        }
+        subdirs.sort();
+        for sub in subdirs {
+            self.walk(&sub, depth + 1);
+        }
     }
 }
 

@@ -102,7 +102,7 @@ fn check_relative(skill: &str, rel: &str) -> Result<PathBuf> {
     }
     // Windows separators and drive letters are refused everywhere, so a path means the same on
     // every platform.
-    if rel.contains('\\') || rel.contains(':') && rel.chars().nth(1) == Some(':') {
+    if rel.contains('\\') || rel.chars().nth(1) == Some(':') {
         return Err(refuse(
             "the path must use `/` separators and no drive letter",
         ));
@@ -140,7 +140,13 @@ pub(crate) fn read(
     let joined = dir.join(&clean);
     let resolved = match joined.canonicalize() {
         Ok(p) => p,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+        // `a.md/b` fails with "not a directory": for the caller that file does not exist either.
+        Err(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             return Err(SkillsError::ResourceNotFound {
                 skill: skill.to_owned(),
                 path: rel.to_owned(),

@@ -59,7 +59,6 @@ pub struct Skill {
     pub root_index: usize,
     /// The frontmatter.
     pub frontmatter: Frontmatter,
-    canonical_dir: PathBuf,
     body_offset: usize,
     file_len: u64,
     modified: Option<SystemTime>,
@@ -342,10 +341,15 @@ impl SkillSet {
     /// symlinks that resolve outside the folder and files over the size limit are refused.
     pub fn read_resource(&self, name: &str, path: &str) -> Result<String> {
         let skill = self.require(name)?;
+        // Resolved at each read, not at load: the folder may have been moved or relinked since.
+        let canonical_dir = skill.dir.canonicalize().map_err(|source| SkillsError::Io {
+            path: skill.dir.clone(),
+            source,
+        })?;
         resource::read(
             &skill.name,
             &skill.dir,
-            &skill.canonical_dir,
+            &canonical_dir,
             path,
             self.options.max_resource_bytes,
         )
@@ -471,7 +475,10 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
         Err(err) => return fail(Rule::Io, format!("could not open SKILL.md: {err}")),
     };
     let meta = file.metadata().ok();
-    let head = match frontmatter::read_head(BufReader::new(file), options.max_frontmatter_bytes) {
+    // Most frontmatters fit in the first 4 KiB; a smaller buffer than the default reads less of
+    // the body.
+    let reader = BufReader::with_capacity(4096, file);
+    let head = match frontmatter::read_head(reader, options.max_frontmatter_bytes) {
         Ok(h) => h,
         Err(HeadError::Io(err)) => {
             return fail(Rule::Io, format!("could not read SKILL.md: {err}"));
@@ -485,14 +492,17 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
         Err(problem) => return fail(frontmatter_rule(&problem), problem.to_string()),
     };
     let (fm, type_findings) = frontmatter::from_mapping(&mapping);
-    let dir_name = found
-        .dir
-        .canonicalize()
-        .ok()
-        .as_deref()
-        .and_then(Path::file_name)
-        .or_else(|| found.dir.file_name())
-        .map(|n| n.to_string_lossy().into_owned());
+    // A root given as `.` has no name of its own; only then is the path resolved.
+    let dir_name = match found.dir.file_name() {
+        Some(name) => Some(name.to_string_lossy().into_owned()),
+        None => found
+            .dir
+            .canonicalize()
+            .ok()
+            .as_deref()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned()),
+    };
     let findings = check(&fm, &type_findings, dir_name.as_deref(), strictness);
     let mut diagnostics = Vec::new();
     let mut usable = true;
@@ -534,10 +544,6 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
             dir: found.dir.clone(),
             skill_md: path.clone(),
             root_index: found.root_index,
-            canonical_dir: found
-                .dir
-                .canonicalize()
-                .unwrap_or_else(|_| found.dir.clone()),
             frontmatter: fm,
             body_offset: head.body_offset,
             file_len,
