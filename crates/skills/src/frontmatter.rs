@@ -199,6 +199,36 @@ pub(crate) fn parse_yaml(yaml: &str) -> Result<Mapping, FrontmatterError> {
     }
 }
 
+/// Reads a frontmatter that strict YAML rejects as plain `key: value` lines, the way many
+/// hand-written skills mean it (`description: Use when: the user asks…` has an unquoted `: `).
+/// Only flat frontmatters qualify: every line a `key: value` at column 0 with a plain value, or
+/// blank, or a comment. Anything structured returns `None` and the YAML error stands.
+pub(crate) fn plain_mapping(yaml: &str) -> Option<Mapping> {
+    let mut map = Mapping::new();
+    for line in yaml.lines() {
+        let line = line.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once(':')?;
+        let value = value.trim();
+        let plain_key = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let structured = value.is_empty()
+            || value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!', '-']);
+        if !plain_key || structured {
+            return None;
+        }
+        map.insert(
+            Value::String(key.to_owned()),
+            Value::String(value.to_owned()),
+        );
+    }
+    Some(map)
+}
+
 fn yaml_message(e: &serde_yaml_ng::Error) -> String {
     let text = e.to_string();
     // The location is reported separately, relative to the file rather than the YAML.
@@ -556,6 +586,22 @@ mod tests {
             parse_yaml("- a\n- b\n").unwrap_err(),
             FrontmatterError::NotMapping { found: "sequence" }
         );
+    }
+
+    #[test]
+    fn plain_lines_when_yaml_refuses() {
+        let yaml = "name: demo\ndescription: Use when: the user asks for a demo\n# note\n";
+        assert!(parse_yaml(yaml).is_err());
+        let map = plain_mapping(yaml).unwrap();
+        let (fm, findings) = from_mapping(&map);
+        assert!(findings.is_empty());
+        assert_eq!(
+            fm.description.as_deref(),
+            Some("Use when: the user asks for a demo")
+        );
+        assert!(plain_mapping("name: a\ndescription: [oops\n").is_none());
+        assert!(plain_mapping("name: a\n  indented: b\n").is_none());
+        assert!(plain_mapping("name: a\nlist:\n- x\n").is_none());
     }
 
     #[test]

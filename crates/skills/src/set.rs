@@ -487,9 +487,21 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
             return fail(frontmatter_rule(&problem), problem.to_string());
         }
     };
+    let mut diagnostics = Vec::new();
     let mapping = match frontmatter::parse_yaml(&head.yaml) {
         Ok(m) => m,
-        Err(problem) => return fail(frontmatter_rule(&problem), problem.to_string()),
+        Err(problem) => match (strictness, frontmatter::plain_mapping(&head.yaml)) {
+            (Strictness::Lenient, Some(plain)) => {
+                diagnostics.push(Diagnostic::new(
+                    path,
+                    Severity::Warning,
+                    Rule::InvalidYaml,
+                    format!("{problem}; the frontmatter was read as plain `key: value` lines"),
+                ));
+                plain
+            }
+            _ => return fail(frontmatter_rule(&problem), problem.to_string()),
+        },
     };
     let (fm, type_findings) = frontmatter::from_mapping(&mapping);
     // A root given as `.` has no name of its own; only then is the path resolved.
@@ -504,7 +516,6 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
             .map(|n| n.to_string_lossy().into_owned()),
     };
     let findings = check(&fm, &type_findings, dir_name.as_deref(), strictness);
-    let mut diagnostics = Vec::new();
     let mut usable = true;
     for Finding { rule, message } in findings {
         let severity = match (strictness, rule) {

@@ -90,6 +90,29 @@ fn one_bad_skill_never_stops_a_load() {
 }
 
 #[test]
+fn an_unquoted_colon_loads_leniently_and_fails_strictly() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("colon/SKILL.md"),
+        "---\nname: colon\ndescription: Use when: the user asks\n---\nbody\n",
+    );
+    let set = SkillSet::load([tmp.path()]);
+    assert_eq!(
+        set.get("colon").unwrap().description(),
+        "Use when: the user asks"
+    );
+    assert_eq!(
+        rules(&set.diagnostics()),
+        vec![("colon".into(), Severity::Warning, Rule::InvalidYaml)]
+    );
+    let strict = ba_skills::validate([tmp.path()], &LoadOptions::default());
+    assert_eq!(
+        rules(&strict),
+        vec![("colon".into(), Severity::Error, Rule::InvalidYaml)]
+    );
+}
+
+#[test]
 fn unknown_keys_load_with_a_warning_and_fail_strict_validation() {
     let tmp = tempfile::tempdir().unwrap();
     skill(
