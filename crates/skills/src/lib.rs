@@ -1,7 +1,69 @@
 //! # ba-skills
 //!
-//! Agent Skills (SPEC §4): discovery of `SKILL.md` folders, progressive disclosure (L1
-//! catalogue, L2 body, L3 resources), the activation stack and the `activate_skill` meta-tool.
+//! Agent Skills (SPEC §4): discovery of `SKILL.md` folders, progressive disclosure, validation
+//! against the public Agent Skills format, the activation stack, per-conversation locks and the
+//! `activate_skill` meta-tool.
 //!
-//! The crate is filled by its own issue; this release only reserves its place in the workspace.
+//! - [`SkillSet`] loads every skill under an ordered list of roots (first root wins a name
+//!   clash; skills may sit at any depth, as in `plugins/*/skills/*/`). Loading is lenient: a
+//!   broken skill becomes a [`Diagnostic`] and the rest load. Level 1 (the frontmatter) is read
+//!   for every skill at load time and rendered by [`SkillSet::render_catalogue`]; Level 2
+//!   ([`SkillSet::body`]) is read on first use and cached; Level 3
+//!   ([`SkillSet::read_resource`]) reads files of the skill folder through a path-confined
+//!   reader. [`SkillSet::reload`] picks up added, changed and deleted skills.
+//! - [`validate()`] applies the specification's rules strictly.
+//! - [`ActivationStack`] refuses cycles (with the full path) and over-deep nesting; its
+//!   [`ActivationGuard`] pops on drop.
+//! - [`ConversationLocks`] serializes injections per conversation.
+//! - [`ActivateSkill`] is the meta-tool's logic, returning the protocol's
+//!   `SkillActivationResult`.
+//!
+//! Neighbours: this crate depends on `ba-protocol` only. Token costs take any
+//! `&dyn ba_protocol::TokenCounter` (the exact counters live in `ba-context`); the agent crate
+//! wraps [`ActivateSkill`] in the tools crate's `Tool` trait.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ba_protocol::skill::SkillActivationRequest;
+//! use ba_protocol::tokens::ApproxCounter;
+//! use ba_skills::{ActivateSkill, SkillSet};
+//!
+//! let root = tempfile::tempdir()?;
+//! std::fs::create_dir_all(root.path().join("report-writer"))?;
+//! std::fs::write(
+//!     root.path().join("report-writer/SKILL.md"),
+//!     "---\nname: report-writer\ndescription: Writes reports.\nallowed-tools: Read Write\n---\n# Steps\n",
+//! )?;
+//!
+//! let skills = Arc::new(SkillSet::load([root.path()]));
+//! assert!(skills.diagnostics().is_empty());
+//! assert_eq!(skills.catalogue(&ApproxCounter)[0].name, "report-writer");
+//!
+//! let tool = ActivateSkill::new(Arc::clone(&skills));
+//! let result = tool.activate(&SkillActivationRequest::new("report-writer"))?;
+//! assert!(result.messages[1].content.contains("# Steps"));
+//! assert!(result.context_modifier.allows("Read"));
+//! assert!(!result.context_modifier.allows("Bash"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+
+pub mod activation;
+pub mod diagnostic;
+pub mod discover;
+mod error;
+pub mod frontmatter;
+pub mod locks;
+pub mod meta_tool;
+pub mod resource;
+mod set;
+pub mod validate;
+
+pub use activation::{ActivationGuard, ActivationStack};
+pub use diagnostic::{Diagnostic, Rule, Severity};
+pub use error::{FrontmatterError, Result, SkillsError};
+pub use frontmatter::Frontmatter;
+pub use locks::{ConversationGuard, ConversationLocks};
+pub use meta_tool::{ACTIVATE_SKILL, ActivateSkill, Invoker};
+pub use resource::ResourceEntry;
+pub use set::{CatalogueEntry, LevelCosts, LoadOptions, ReloadReport, Skill, SkillSet, validate};

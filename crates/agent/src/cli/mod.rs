@@ -5,6 +5,7 @@
 
 mod convert;
 mod input;
+mod skills;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
+    /// List, show and validate Agent Skills.
+    Skills(skills::Args),
 }
 
 /// An error that carries its exit code.
@@ -53,6 +56,7 @@ pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
+        Command::Skills(args) => skills::run(args),
     };
     match result {
         Ok(code) => code,

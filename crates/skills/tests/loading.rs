@@ -1,0 +1,460 @@
+//! Bad input, roots, name clashes, the confined reader and hot reload, on generated skills.
+
+// Helpers outside `#[test]` functions are not covered by clippy.toml's test allowances.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ba_protocol::skill::SkillActivationRequest;
+use ba_skills::meta_tool::Invoker;
+use ba_skills::{
+    ActivateSkill, ActivationStack, ConversationLocks, Diagnostic, LoadOptions, Rule, Severity,
+    SkillSet, SkillsError,
+};
+
+fn write(path: &Path, content: impl AsRef<[u8]>) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn skill(root: &Path, name: &str, extra: &str, body: &str) {
+    write(
+        &root.join(name).join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: Does {name} things.\n{extra}---\n{body}"),
+    );
+}
+
+fn rules(diags: &[Diagnostic]) -> Vec<(String, Severity, Rule)> {
+    diags
+        .iter()
+        .map(|d| {
+            let folder = d.path.parent().unwrap().file_name().unwrap();
+            (folder.to_string_lossy().into_owned(), d.severity, d.rule)
+        })
+        .collect()
+}
+
+#[test]
+fn one_bad_skill_never_stops_a_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    skill(root, "good", "", "# Good\n");
+    write(&root.join("no-front/SKILL.md"), "# Just markdown\n");
+    write(
+        &root.join("unterminated/SKILL.md"),
+        "---\nname: unterminated\ndescription: x\n",
+    );
+    write(
+        &root.join("bad-yaml/SKILL.md"),
+        "---\nname: bad-yaml\ndescription: [oops\n---\nbody\n",
+    );
+    write(
+        &root.join("binary/SKILL.md"),
+        b"\x7fELF\x02\x01\x01\0\0\0\0\xff\xfe",
+    );
+    write(
+        &root.join("no-desc/SKILL.md"),
+        "---\nname: no-desc\n---\nbody\n",
+    );
+    write(&root.join("listy/SKILL.md"), "---\n- a\n- b\n---\n");
+    skill(root, "wrong-folder", "", "");
+    std::fs::rename(root.join("wrong-folder"), root.join("renamed")).unwrap();
+    let set = SkillSet::load([root]);
+    assert_eq!(set.names(), ["good", "wrong-folder"]);
+    let found = rules(&set.diagnostics());
+    let e = Severity::Error;
+    assert_eq!(
+        found,
+        vec![
+            ("bad-yaml".into(), e, Rule::InvalidYaml),
+            ("binary".into(), e, Rule::NotText),
+            ("listy".into(), e, Rule::FrontmatterNotMapping),
+            ("no-desc".into(), e, Rule::DescriptionMissing),
+            ("no-front".into(), e, Rule::MissingFrontmatter),
+            ("renamed".into(), Severity::Warning, Rule::NameMismatch),
+            ("unterminated".into(), e, Rule::UnterminatedFrontmatter),
+        ]
+    );
+    let yaml = set
+        .diagnostics()
+        .into_iter()
+        .find(|d| d.rule == Rule::InvalidYaml)
+        .unwrap();
+    assert!(
+        yaml.message
+            .starts_with("invalid YAML in the frontmatter at line 4: "),
+        "{}",
+        yaml.message
+    );
+}
+
+#[test]
+fn an_unquoted_colon_loads_leniently_and_fails_strictly() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("colon/SKILL.md"),
+        "---\nname: colon\ndescription: Use when: the user asks\n---\nbody\n",
+    );
+    let set = SkillSet::load([tmp.path()]);
+    assert_eq!(
+        set.get("colon").unwrap().description(),
+        "Use when: the user asks"
+    );
+    assert_eq!(
+        rules(&set.diagnostics()),
+        vec![("colon".into(), Severity::Warning, Rule::InvalidYaml)]
+    );
+    let strict = ba_skills::validate([tmp.path()], &LoadOptions::default());
+    assert_eq!(
+        rules(&strict),
+        vec![("colon".into(), Severity::Error, Rule::InvalidYaml)]
+    );
+}
+
+#[test]
+fn unknown_keys_load_with_a_warning_and_fail_strict_validation() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(
+        tmp.path(),
+        "ext",
+        "model: some-model\nwhen_to_use: always\nallowed-tools:\n  - Read\n  - Bash(git log:*)\n",
+        "",
+    );
+    let set = SkillSet::load([tmp.path()]);
+    let s = set.get("ext").unwrap();
+    assert_eq!(s.frontmatter.extra["when_to_use"], "always");
+    assert_eq!(
+        s.frontmatter.allowed_tools.as_ref().unwrap(),
+        &["Read", "Bash(git log:*)"]
+    );
+    let lenient = set.diagnostics();
+    assert_eq!(
+        rules(&lenient),
+        vec![("ext".into(), Severity::Warning, Rule::UnexpectedField)]
+    );
+    assert!(lenient[0].message.contains("`when_to_use`"));
+    let strict = ba_skills::validate([tmp.path()], &LoadOptions::default());
+    assert_eq!(
+        rules(&strict),
+        vec![("ext".into(), Severity::Error, Rule::UnexpectedField)]
+    );
+    assert!(
+        strict[0].message.contains("`model`, `when_to_use`"),
+        "{}",
+        strict[0].message
+    );
+}
+
+#[test]
+fn first_root_wins_a_clash() {
+    let project = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    skill(project.path(), "shared", "", "project body\n");
+    skill(
+        &user.path().join("plugins/p/skills"),
+        "shared",
+        "",
+        "user body\n",
+    );
+    skill(&user.path().join("plugins/p/skills"), "only-user", "", "");
+    let set = SkillSet::load([project.path(), user.path()]);
+    assert_eq!(set.names(), ["only-user", "shared"]);
+    assert_eq!(&*set.body("shared").unwrap(), "project body\n");
+    assert_eq!(set.get("shared").unwrap().root_index, 0);
+    let diags = set.diagnostics();
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].rule, Rule::NameClash);
+    assert_eq!(diags[0].severity, Severity::Warning);
+    assert!(diags[0].path.starts_with(user.path()));
+}
+
+#[test]
+fn crlf_skill_loads() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("crlf/SKILL.md"),
+        "---\r\nname: crlf\r\ndescription: |-\r\n  Line one.\r\n  Line two.\r\n---\r\n# Title\r\n",
+    );
+    let set = SkillSet::load([tmp.path()]);
+    assert!(set.diagnostics().is_empty(), "{:?}", set.diagnostics());
+    assert_eq!(
+        set.get("crlf").unwrap().description(),
+        "Line one.\nLine two."
+    );
+    assert_eq!(&*set.body("crlf").unwrap(), "# Title\n");
+}
+
+#[test]
+fn a_five_megabyte_body_is_a_warning_then_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(tmp.path(), "huge", "", &"x".repeat(5 * 1024 * 1024));
+    let set = SkillSet::load([tmp.path()]);
+    assert_eq!(
+        rules(&set.diagnostics()),
+        vec![("huge".into(), Severity::Warning, Rule::BodyTooLarge)]
+    );
+    let err = set.body("huge").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SkillsError::BodyTooLarge {
+                limit: 1_048_576,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("over the limit of 1048576 bytes"));
+    let tool = ActivateSkill::new(Arc::new(set));
+    let result = tool.activate_or_report(&SkillActivationRequest::new("huge"), Invoker::Model);
+    assert!(!result.success);
+    assert!(result.error.unwrap().contains("over the limit"));
+}
+
+#[test]
+fn the_reader_stays_inside_the_skill_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    skill(&root, "s", "", "");
+    write(&root.join("s/references/a.md"), "inside");
+    write(&tmp.path().join("secret.txt"), "outside");
+    write(&root.join("s/assets/logo.bin"), b"\x89PNG\0\0");
+    let set = SkillSet::load_with(
+        [&root],
+        LoadOptions {
+            max_resource_bytes: 10,
+            ..LoadOptions::default()
+        },
+    );
+    assert_eq!(set.read_resource("s", "references/a.md").unwrap(), "inside");
+    assert_eq!(
+        set.read_resource("s", "./references/a.md").unwrap(),
+        "inside"
+    );
+    for bad in [
+        "../../secret.txt",
+        "references/../../../secret.txt",
+        "/etc/passwd",
+        "",
+    ] {
+        assert!(
+            matches!(
+                set.read_resource("s", bad),
+                Err(SkillsError::InvalidResourcePath { .. })
+            ),
+            "{bad}"
+        );
+    }
+    let abs = tmp.path().join("secret.txt");
+    assert!(set.read_resource("s", abs.to_str().unwrap()).is_err());
+    assert!(matches!(
+        set.read_resource("s", "assets/logo.bin"),
+        Err(SkillsError::ResourceNotText { .. })
+    ));
+    assert!(matches!(
+        set.read_resource("s", "references"),
+        Err(SkillsError::ResourceNotAFile { .. })
+    ));
+    write(&root.join("s/references/big.md"), "0123456789ab");
+    assert!(matches!(
+        set.read_resource("s", "references/big.md"),
+        Err(SkillsError::ResourceTooLarge {
+            size: 12,
+            limit: 10,
+            ..
+        })
+    ));
+    assert!(matches!(
+        set.read_resource("nope", "x"),
+        Err(SkillsError::UnknownSkill { .. })
+    ));
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(tmp.path().join("secret.txt"), root.join("s/leak.txt")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), root.join("s/up")).unwrap();
+        std::os::unix::fs::symlink("references/a.md", root.join("s/alias.md")).unwrap();
+        for escaping in ["leak.txt", "up/secret.txt"] {
+            let err = set.read_resource("s", escaping).unwrap_err();
+            assert!(
+                matches!(err, SkillsError::ResourceEscapes { .. }),
+                "{escaping}: {err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("resource `{escaping}` of skill `s` resolves outside the skill folder")
+            );
+        }
+        assert_eq!(set.read_resource("s", "alias.md").unwrap(), "inside");
+        let listed: Vec<String> = set
+            .resources("s")
+            .unwrap()
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                "alias.md",
+                "assets/logo.bin",
+                "references/a.md",
+                "references/big.md"
+            ]
+        );
+    }
+}
+
+#[test]
+fn reload_picks_up_added_changed_and_deleted_skills() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    skill(root, "stays", "", "same\n");
+    skill(root, "changes", "", "old\n");
+    skill(root, "goes", "", "bye\n");
+    let set = SkillSet::load([root]);
+    let stays = set.body("stays").unwrap();
+    assert_eq!(&*set.body("changes").unwrap(), "old\n");
+
+    skill(root, "changes", "license: MIT\n", "new body\n");
+    std::fs::remove_dir_all(root.join("goes")).unwrap();
+    skill(root, "arrives", "", "hi\n");
+    let report = set.reload();
+    assert_eq!(report.added, ["arrives"]);
+    assert_eq!(report.changed, ["changes"]);
+    assert_eq!(report.removed, ["goes"]);
+    assert_eq!(&*set.body("changes").unwrap(), "new body\n");
+    assert!(
+        Arc::ptr_eq(&stays, &set.body("stays").unwrap()),
+        "unchanged bodies stay cached"
+    );
+    assert!(matches!(
+        set.body("goes"),
+        Err(SkillsError::UnknownSkill { .. })
+    ));
+    assert!(set.reload().is_empty());
+}
+
+#[test]
+fn meta_tool_modifier_and_invocation_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    skill(
+        tmp.path(),
+        "deploy",
+        "allowed-tools: Bash(git push:*) Read\nmodel: big-model\ndisable-model-invocation: true\n",
+        "Deploy steps.\n",
+    );
+    skill(tmp.path(), "open", "", "Open steps.\n");
+    let set = Arc::new(SkillSet::load([tmp.path()]));
+    assert!(!set.render_catalogue().contains("deploy"));
+    let tool = ActivateSkill::new(Arc::clone(&set));
+    assert_eq!(
+        tool.input_schema()["properties"]["skill"]["enum"],
+        serde_json::json!(["open"])
+    );
+    let req = SkillActivationRequest::new("deploy");
+    assert!(matches!(
+        tool.activate(&req),
+        Err(SkillsError::ModelInvocationDisabled { .. })
+    ));
+    let result = tool.activate_as(&req, Invoker::User).unwrap();
+    let m = &result.context_modifier;
+    assert_eq!(
+        m.allowed_tools.as_deref().unwrap(),
+        ["Bash(git push:*)", "Read"]
+    );
+    assert_eq!(m.model.as_deref(), Some("big-model"));
+    assert!(m.disable_model_invocation);
+    let perms = result.messages.last().unwrap();
+    assert_eq!(
+        perms.kind,
+        ba_protocol::skill::SkillMessageKind::Permissions
+    );
+    assert!(perms.content.contains("Bash(git push:*), Read"));
+
+    for (args, msg) in [
+        (
+            serde_json::json!({}),
+            "the required field `skill` is missing",
+        ),
+        (
+            serde_json::json!({"skill": 3}),
+            "field `skill` must be a non-empty string",
+        ),
+        (
+            serde_json::json!({"skill": "open", "load_level": 4}),
+            "field `load_level` must be 1, 2 or 3, not 4",
+        ),
+        (
+            serde_json::json!({"skill": "open", "x": 1}),
+            "unknown field `x`",
+        ),
+        (
+            serde_json::json!([1]),
+            "the arguments must be a JSON object",
+        ),
+    ] {
+        let err = tool.parse_arguments(&args).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("invalid arguments for `activate_skill`: {msg}")
+        );
+    }
+    let mut cyclic = SkillActivationRequest::new("open");
+    cyclic.chain = vec!["open".into()];
+    cyclic.depth = 1;
+    assert_eq!(
+        tool.activate(&cyclic).unwrap_err().to_string(),
+        "skill activation cycle refused: open → open"
+    );
+    let mut level0 = SkillActivationRequest::new("open");
+    level0.load_level = 0;
+    assert!(matches!(
+        tool.activate(&level0),
+        Err(SkillsError::InvalidLoadLevel { level: 0 })
+    ));
+}
+
+/// Eight conversations activate nested skills at the same time: each has its own stack and lock,
+/// so a cycle or a depth error in one never shows in another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_activations_on_different_conversations() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["a", "b", "c", "d"] {
+        skill(tmp.path(), name, "", &format!("{name} body\n"));
+    }
+    let tool = Arc::new(ActivateSkill::new(Arc::new(SkillSet::load([tmp.path()]))));
+    let locks = Arc::new(ConversationLocks::new(4));
+    let mut tasks = Vec::new();
+    for conv in 0..8 {
+        let tool = Arc::clone(&tool);
+        let locks = Arc::clone(&locks);
+        tasks.push(tokio::spawn(async move {
+            let id = format!("conv-{conv}");
+            let stack = ActivationStack::new();
+            let mut guards = Vec::new();
+            for name in ["a", "b", "c"] {
+                let _serialized = locks.lock(&id).await;
+                let request = stack.request(name, 2);
+                let result = tool.activate(&request).unwrap();
+                guards.push(stack.push_with_id(name, result.activation_id).unwrap());
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(stack.chain(), ["a", "b", "c"]);
+            let too_deep = tool.activate(&stack.request("d", 2)).unwrap_err();
+            assert!(matches!(too_deep, SkillsError::DepthExceeded { .. }));
+            if conv % 2 == 0 {
+                let cycle = stack.request("a", 2);
+                let err = tool.activate(&cycle).unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    "skill activation cycle refused: a → b → c → a"
+                );
+            }
+            drop(guards);
+            assert_eq!(stack.depth(), 0);
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
