@@ -49,10 +49,12 @@ pub enum Durability {
 }
 
 /// Makes writes fail after a number of bytes, the way a full disk does (tests of the
-/// no-space path without filling a disk). Clones share the budget.
+/// no-space path without filling a disk), or cuts them into small `write` calls so that a
+/// killed process leaves a torn line behind (crash tests). Clones share the budget.
 #[derive(Debug, Clone)]
 pub struct WriteFault {
     remaining: Arc<AtomicU64>,
+    chunk: Option<usize>,
 }
 
 impl WriteFault {
@@ -60,6 +62,15 @@ impl WriteFault {
     pub fn fail_after(bytes: u64) -> Self {
         Self {
             remaining: Arc::new(AtomicU64::new(bytes)),
+            chunk: None,
+        }
+    }
+
+    /// Writes go out in `write` calls of at most `bytes` bytes (and never fail).
+    pub fn chunked(bytes: usize) -> Self {
+        Self {
+            remaining: Arc::new(AtomicU64::new(u64::MAX)),
+            chunk: Some(bytes.max(1)),
         }
     }
 
@@ -73,6 +84,12 @@ impl WriteFault {
         let len = buf.len() as u64;
         if len <= room {
             self.remaining.fetch_sub(len, Ordering::SeqCst);
+            if let Some(chunk) = self.chunk {
+                for part in buf.chunks(chunk) {
+                    file.write_all(part)?;
+                }
+                return Ok(());
+            }
             return file.write_all(buf);
         }
         self.remaining.store(0, Ordering::SeqCst);
