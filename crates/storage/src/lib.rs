@@ -41,6 +41,7 @@ pub mod conformance;
 pub mod error;
 pub mod file;
 pub mod id;
+pub mod import;
 pub mod store;
 
 pub use error::{Result, StorageError};
