@@ -43,6 +43,7 @@ pub mod file;
 pub mod id;
 pub mod import;
 pub mod store;
+pub mod verify;
 
 pub use error::{Result, StorageError};
 pub use file::{Durability, FileStore, FileStoreOptions, WriteFault};

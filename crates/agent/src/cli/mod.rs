@@ -5,6 +5,7 @@
 
 mod convert;
 mod input;
+mod log;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,9 @@ struct Cli {
 enum Command {
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
+    /// Import, export, list, show and verify stored conversations.
+    #[command(subcommand)]
+    Log(log::Command),
 }
 
 /// An error that carries its exit code.
@@ -53,6 +57,7 @@ pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
+        Command::Log(cmd) => log::run(cmd),
     };
     match result {
         Ok(code) => code,
