@@ -1,4 +1,6 @@
 //! `ba-agent log …` end to end: import, list, show, export, verify, and the bad-input paths.
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -42,12 +42,16 @@ pub mod error;
 pub mod file;
 pub mod id;
 pub mod import;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod store;
 pub mod verify;
 
 pub use error::{Result, StorageError};
 pub use file::{Durability, FileStore, FileStoreOptions, WriteFault};
 pub use id::ConversationId;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
     Loaded, ManualClock, MetaUpdate, NewConversation, Page, StoredEntry, SystemClock,

@@ -5,6 +5,8 @@
 //! The child is this test binary run again with `CRASH_CHILD_DIR` set (see `crash_child`).
 //! Its writes go out in small pieces (64 bytes) so that a kill can land inside a line, the way a crash
 //! of the machine tears a write.
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};

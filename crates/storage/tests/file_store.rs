@@ -1,6 +1,8 @@
 //! `FileStore`: the conformance suite under each durability policy, and the file-level
 //! failure cases (torn tails, garbage lines, non-UTF-8 bytes, bad ids, a full disk, a lost
 //! index, two store instances sharing one folder).
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write as _;
 use std::sync::Arc;

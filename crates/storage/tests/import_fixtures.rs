@@ -1,6 +1,8 @@
 //! Every Claude Code session in the shared fixtures imports into a `FileStore`, loads back
 //! unchanged, exports to Anthropic format with every tool_use answered, and re-imports from
 //! that export to the same conversation.
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 
