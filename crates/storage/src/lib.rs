@@ -9,7 +9,10 @@
 //!   index rebuilt from the files); `PostgresStore` (feature `postgres`) serves shared
 //!   deployments. [`conformance`] is the one test suite every backend passes.
 //! - [`import`]: Claude Code sessions (with their subagent files) and Codex rollouts into
-//!   conversations, listing what the log cannot express.
+//!   conversations, listing what the log cannot express; [`verify`] finds broken tool pairs.
+//! - [`datafile::DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
+//!   metadata, cleanup by age and LRU size cap (in the background or on demand).
+//! - [`code::CodeStore`] (ST3), [`upload::UploadStore`] (ST4), [`events::EventLog`] (ST5).
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -37,14 +40,18 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod code;
 pub mod conformance;
+pub mod datafile;
 pub mod error;
+pub mod events;
 pub mod file;
 pub mod id;
 pub mod import;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod store;
+pub mod upload;
 pub mod verify;
 
 pub use error::{Result, StorageError};
