@@ -776,90 +776,167 @@ fn record_head(line: &[u8]) -> Option<(u64, i64)> {
         .map(|h| (h.seq, h.at))
 }
 
-/// Splits a log file into records, skipping (and reporting) what cannot be read.
-pub(crate) fn parse_log(bytes: &[u8], from_seq: u64) -> Loaded {
-    let mut loaded = Loaded::default();
-    let mut last_seq = 0u64;
-    let mut offset = 0usize;
-    let mut line_no = 0u64;
-    while offset < bytes.len() {
-        line_no += 1;
-        let rest = &bytes[offset..];
-        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-            loaded.diagnostics.push(Diagnostic {
-                kind: DiagnosticKind::TornTail,
-                line: line_no,
-                offset: offset as u64,
-                message: format!(
-                    "the last {} byte(s) have no newline: a write cut short, never acknowledged; skipped",
-                    rest.len()
-                ),
-            });
-            break;
-        };
-        let line = &rest[..nl];
-        let at = offset as u64;
+/// What one line of a log file holds, before sequence numbers are checked.
+enum Parsed {
+    Blank,
+    NotUtf8(usize),
+    /// A record before `from_seq`: only its head was read.
+    Skipped(u64),
+    Record(Box<LineIn>),
+    /// Not a record; the head, when readable, still used its sequence number.
+    Corrupt(Option<u64>, String),
+}
+
+fn parse_line(line: &[u8], from_seq: u64) -> Parsed {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Parsed::Blank;
+    }
+    if let Err(e) = std::str::from_utf8(line) {
+        return Parsed::NotUtf8(e.valid_up_to() + 1);
+    }
+    if let Some((seq, _)) = quick_head(line) {
+        if seq < from_seq {
+            return Parsed::Skipped(seq);
+        }
+    }
+    match serde_json::from_slice::<LineIn>(line) {
+        Ok(rec) => Parsed::Record(Box::new(rec)),
+        Err(e) => Parsed::Corrupt(record_head(line).map(|(seq, _)| seq), e.to_string()),
+    }
+}
+
+/// Parses whole lines (`bytes` ends with a newline or is empty) into (line start, result).
+fn parse_lines(bytes: &[u8], base: usize, from_seq: u64) -> Vec<(usize, Parsed)> {
+    let mut out = Vec::with_capacity(bytes.len() / 128 + 1);
+    let mut offset = 0;
+    while let Some(nl) = bytes[offset..].iter().position(|&b| b == b'\n') {
+        out.push((
+            base + offset,
+            parse_line(&bytes[offset..offset + nl], from_seq),
+        ));
         offset += nl + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if let Err(e) = std::str::from_utf8(line) {
-            loaded.diagnostics.push(Diagnostic {
-                kind: DiagnosticKind::NotUtf8,
-                line: line_no,
-                offset: at,
-                message: format!(
-                    "not UTF-8 (invalid byte at column {}); skipped",
-                    e.valid_up_to() + 1
-                ),
-            });
-            continue;
-        }
-        // Records before `from_seq` need only their head read.
-        if let Some((seq, _)) = quick_head(line) {
-            if seq < from_seq && seq == last_seq + 1 {
-                last_seq = seq;
-                continue;
+    }
+    out
+}
+
+/// Big files are parsed on this many threads at most.
+const MAX_PARSE_THREADS: usize = 4;
+/// Below this size one thread is quicker than starting more.
+const PARALLEL_MIN_BYTES: usize = 4 << 20;
+
+/// Splits a log file into records, skipping (and reporting) what cannot be read.
+///
+/// Lines are parsed in parallel chunks (JSON parsing is the cost of a load); sequence numbers
+/// are then checked in file order.
+pub(crate) fn parse_log(bytes: &[u8], from_seq: u64) -> Loaded {
+    let whole = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |last| last + 1);
+    let (body, torn) = bytes.split_at(whole);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_PARSE_THREADS);
+    let parsed: Vec<(usize, Parsed)> = if threads > 1 && body.len() >= PARALLEL_MIN_BYTES {
+        let mut bounds = vec![0];
+        for k in 1..threads {
+            let guess = body.len() * k / threads;
+            let cut = body[guess..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(body.len(), |p| guess + p + 1);
+            if cut > *bounds.last().unwrap_or(&0) {
+                bounds.push(cut);
             }
         }
-        match serde_json::from_slice::<LineIn>(line) {
-            Ok(rec) => {
+        bounds.push(body.len());
+        bounds.dedup();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let (a, b) = (w[0], w[1]);
+                    scope.spawn(move || parse_lines(&body[a..b], a, from_seq))
+                })
+                .collect();
+            let mut all = Vec::new();
+            for h in handles {
+                match h.join() {
+                    Ok(part) => all.extend(part),
+                    // A parser thread cannot panic on data; if it does, parse here instead.
+                    Err(_) => return parse_lines(body, 0, from_seq),
+                }
+            }
+            all
+        })
+    } else {
+        parse_lines(body, 0, from_seq)
+    };
+    let mut loaded = Loaded::default();
+    let mut last_seq = 0u64;
+    let mut line_no = 0u64;
+    for (at, p) in parsed {
+        line_no += 1;
+        let at = at as u64;
+        let mut diag = |kind, message| {
+            loaded.diagnostics.push(Diagnostic {
+                kind,
+                line: line_no,
+                offset: at,
+                message,
+            });
+        };
+        match p {
+            Parsed::Blank => {}
+            Parsed::NotUtf8(col) => diag(
+                DiagnosticKind::NotUtf8,
+                format!("not UTF-8 (invalid byte at column {col}); skipped"),
+            ),
+            Parsed::Skipped(seq) if seq == last_seq + 1 => last_seq = seq,
+            Parsed::Skipped(seq) => diag(
+                DiagnosticKind::OutOfOrder,
+                format!("sequence number {seq} does not follow {last_seq}; skipped"),
+            ),
+            Parsed::Record(rec) => {
                 if rec.seq != last_seq + 1 {
-                    loaded.diagnostics.push(Diagnostic {
-                        kind: DiagnosticKind::OutOfOrder,
-                        line: line_no,
-                        offset: at,
-                        message: format!(
+                    diag(
+                        DiagnosticKind::OutOfOrder,
+                        format!(
                             "sequence number {} does not follow {last_seq}; skipped",
                             rec.seq
                         ),
-                    });
+                    );
                     continue;
                 }
                 last_seq = rec.seq;
-                if rec.seq >= from_seq {
-                    loaded.entries.push(StoredEntry {
-                        seq: rec.seq,
-                        appended_ms: rec.at,
-                        entry: rec.entry,
-                    });
-                }
-            }
-            Err(e) => {
-                // A readable head still used its sequence number: appends count it too.
-                if let Some((seq, _)) = record_head(line) {
-                    if seq == last_seq + 1 {
-                        last_seq = seq;
-                    }
-                }
-                loaded.diagnostics.push(Diagnostic {
-                    kind: DiagnosticKind::Corrupt,
-                    line: line_no,
-                    offset: at,
-                    message: format!("not a log record ({e}); skipped"),
+                let LineIn { seq, at, entry } = *rec;
+                loaded.entries.push(StoredEntry {
+                    seq,
+                    appended_ms: at,
+                    entry,
                 });
             }
+            Parsed::Corrupt(head, e) => {
+                if head == Some(last_seq + 1) {
+                    last_seq += 1;
+                }
+                diag(
+                    DiagnosticKind::Corrupt,
+                    format!("not a log record ({e}); skipped"),
+                );
+            }
         }
+    }
+    if !torn.is_empty() {
+        loaded.diagnostics.push(Diagnostic {
+            kind: DiagnosticKind::TornTail,
+            line: line_no + 1,
+            offset: whole as u64,
+            message: format!(
+                "the last {} byte(s) have no newline: a write cut short, never acknowledged; skipped",
+                torn.len()
+            ),
+        });
     }
     loaded
 }
