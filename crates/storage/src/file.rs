@@ -829,6 +829,10 @@ const PARALLEL_MIN_BYTES: usize = 4 << 20;
 /// Lines are parsed in parallel chunks (JSON parsing is the cost of a load); sequence numbers
 /// are then checked in file order.
 pub(crate) fn parse_log(bytes: &[u8], from_seq: u64) -> Loaded {
+    parse_log_with(bytes, from_seq, PARALLEL_MIN_BYTES)
+}
+
+fn parse_log_with(bytes: &[u8], from_seq: u64, parallel_min: usize) -> Loaded {
     let whole = bytes
         .iter()
         .rposition(|&b| b == b'\n')
@@ -837,7 +841,7 @@ pub(crate) fn parse_log(bytes: &[u8], from_seq: u64) -> Loaded {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(MAX_PARSE_THREADS);
-    let parsed: Vec<(usize, Parsed)> = if threads > 1 && body.len() >= PARALLEL_MIN_BYTES {
+    let parsed: Vec<(usize, Parsed)> = if threads > 1 && body.len() >= parallel_min {
         let mut bounds = vec![0];
         for k in 1..threads {
             let guess = body.len() * k / threads;
@@ -1064,5 +1068,59 @@ impl ConversationStore for FileStore {
             }
         }
         Ok(gone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record(seq: u64) -> Vec<u8> {
+        let entry = LogEntry::new(format!("m{seq}"), ba_protocol::log::LogRole::User, "t")
+            .with_text(format!("text {seq} é"));
+        let mut line = serde_json::to_vec(&LineOut {
+            seq,
+            at: 7,
+            entry: &entry,
+        })
+        .unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    proptest! {
+        /// Garbage lines between records and a torn tail never cost a whole record, and the
+        /// parallel parse agrees with the single-threaded one.
+        #[test]
+        fn garbage_never_costs_a_good_record(
+            n in 1u64..40,
+            garbage in proptest::collection::vec((0usize..40, proptest::collection::vec(any::<u8>(), 0..30)), 0..6),
+            torn in proptest::collection::vec(any::<u8>(), 0..20),
+            from in 1u64..45,
+        ) {
+            let mut bytes = Vec::new();
+            for seq in 1..=n {
+                for (at, junk) in &garbage {
+                    if *at as u64 == seq {
+                        // Junk never holds a newline or a record head, so it is one bad line.
+                        let mut junk: Vec<u8> = junk.iter().map(|&b| if b == b'\n' { b'x' } else { b }).collect();
+                        junk.insert(0, b'#');
+                        junk.push(b'\n');
+                        bytes.extend(junk);
+                    }
+                }
+                bytes.extend(record(seq));
+            }
+            let torn: Vec<u8> = torn.into_iter().filter(|&b| b != b'\n').collect();
+            bytes.extend(&torn);
+            let seq_load = parse_log_with(&bytes, from, usize::MAX);
+            let par_load = parse_log_with(&bytes, from, 0);
+            prop_assert_eq!(&seq_load, &par_load);
+            let seqs: Vec<u64> = seq_load.entries.iter().map(|e| e.seq).collect();
+            prop_assert_eq!(seqs, (from.min(n + 1)..=n).collect::<Vec<_>>());
+            let torn_reported = seq_load.diagnostics.iter().any(|d| d.kind == DiagnosticKind::TornTail);
+            prop_assert_eq!(torn_reported, !torn.is_empty());
+        }
     }
 }
