@@ -114,6 +114,27 @@ fn load(c: &mut Criterion) {
             assert_eq!(n, 100_000);
         });
     });
+    // The same lines parsed straight into log entries on one thread: the cost of the
+    // protocol's `LogEntry` deserializer, without the store around it.
+    #[derive(serde::Deserialize)]
+    struct Line {
+        #[allow(dead_code)]
+        seq: u64,
+        #[allow(dead_code)]
+        at: i64,
+        #[allow(dead_code)]
+        entry: ba_protocol::LogEntry,
+    }
+    group.bench_function("serde_json_log_entry_one_thread", |b| {
+        b.iter(|| {
+            let lines: Vec<Line> = bytes
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect();
+            assert_eq!(lines.len(), 100_000);
+        });
+    });
     group.bench_function("file_store_load", |b| {
         b.iter(|| {
             let loaded = rt.block_on(store.load(&id)).unwrap();
