@@ -6,6 +6,7 @@
 mod convert;
 mod input;
 mod skills;
+mod log;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,9 @@ enum Command {
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
     Skills(skills::Args),
+    /// Import, export, list, show and verify stored conversations.
+    #[command(subcommand)]
+    Log(log::Command),
 }
 
 /// An error that carries its exit code.
@@ -57,6 +61,7 @@ pub(crate) fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
         Command::Skills(args) => skills::run(args),
+        Command::Log(cmd) => log::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,235 @@
+//! The code store (ST3): code blocks the model writes, saved as files with their language
+//! checked against seed 003's list (unknown languages fall back to Python with a warning) and
+//! metadata with line and character counts, so reports can cite them as `<code_ref>`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::datafile::write_atomic;
+use crate::error::{Result, StorageError};
+use crate::id::check_name;
+
+/// Supported languages (seed 003): canonical name, file extension, accepted aliases.
+pub const LANGUAGES: &[(&str, &str, &[&str])] = &[
+    ("python", "py", &["py", "python3"]),
+    ("javascript", "js", &["js", "node"]),
+    ("html", "html", &["htm"]),
+    ("css", "css", &[]),
+    ("sql", "sql", &[]),
+    ("markdown", "md", &["md"]),
+    ("typescript", "ts", &["ts"]),
+    ("json", "json", &[]),
+    ("yaml", "yaml", &["yml"]),
+    ("xml", "xml", &[]),
+    ("shell", "sh", &["sh", "bash", "zsh"]),
+    ("r", "r", &[]),
+    ("java", "java", &[]),
+    ("c", "c", &[]),
+    ("cpp", "cpp", &["c++", "cc", "cxx"]),
+    ("go", "go", &["golang"]),
+    ("rust", "rs", &["rs"]),
+    ("php", "php", &[]),
+    ("ruby", "rb", &["rb"]),
+];
+
+/// The canonical language and its extension, or `None` when unsupported.
+pub fn language(name: &str) -> Option<(&'static str, &'static str)> {
+    let wanted = name.trim().to_ascii_lowercase();
+    LANGUAGES
+        .iter()
+        .find(|(lang, _, aliases)| *lang == wanted || aliases.contains(&wanted.as_str()))
+        .map(|(lang, ext, _)| (*lang, *ext))
+}
+
+/// Metadata of a saved code block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeMeta {
+    /// The id (`code_sales_analysis`).
+    pub code_id: String,
+    /// Canonical language after validation.
+    pub language: String,
+    /// File name inside the store (`<code_id>.<ext>`).
+    pub file_name: String,
+    /// What the code does.
+    pub description: String,
+    /// Number of lines.
+    pub line_count: usize,
+    /// Number of characters (Unicode scalar values).
+    pub char_count: usize,
+    /// The conversation it belongs to.
+    pub conversation_id: Option<String>,
+}
+
+/// The result of a save: the metadata and, when the language was replaced, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    /// Metadata.
+    pub meta: CodeMeta,
+    /// Set when an unsupported language fell back to Python.
+    pub warning: Option<String>,
+}
+
+/// Code blocks on disk: `<root>/<code_id>.<ext>` and `<root>/<code_id>.meta.json`.
+#[derive(Debug, Clone)]
+pub struct CodeStore {
+    root: PathBuf,
+}
+
+impl CodeStore {
+    /// A store under `root`, created if missing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|e| StorageError::io("creating", &root, e))?;
+        Ok(Self { root })
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn meta_path(&self, code_id: &str) -> PathBuf {
+        self.root.join(format!("{code_id}.meta.json"))
+    }
+
+    /// Saves (or replaces) a code block.
+    pub fn save(
+        &self,
+        code_id: &str,
+        code: &str,
+        language_name: &str,
+        description: &str,
+        conversation_id: Option<&str>,
+    ) -> Result<Saved> {
+        check_name("code id", code_id)?;
+        let (lang, ext, warning) = match language(language_name) {
+            Some((lang, ext)) => (lang, ext, None),
+            None => {
+                let warning = format!(
+                    "code `{code_id}`: language `{language_name}` is not supported; saved as python"
+                );
+                tracing::warn!("{warning}");
+                ("python", "py", Some(warning))
+            }
+        };
+        let file_name = format!("{code_id}.{ext}");
+        let meta = CodeMeta {
+            code_id: code_id.to_owned(),
+            language: lang.to_owned(),
+            file_name: file_name.clone(),
+            description: description.to_owned(),
+            line_count: code.lines().count(),
+            char_count: code.chars().count(),
+            conversation_id: conversation_id.map(str::to_owned),
+        };
+        if let Ok(old) = self.meta(code_id) {
+            if old.file_name != file_name {
+                let _ = std::fs::remove_file(self.root.join(&old.file_name));
+            }
+        }
+        write_atomic(&self.root.join(&file_name), code.as_bytes())?;
+        let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
+            what: format!("metadata of code `{code_id}`"),
+            message: e.to_string(),
+        })?;
+        write_atomic(&self.meta_path(code_id), &json)?;
+        Ok(Saved { meta, warning })
+    }
+
+    /// The metadata of a code block.
+    pub fn meta(&self, code_id: &str) -> Result<CodeMeta> {
+        check_name("code id", code_id)?;
+        let path = self.meta_path(code_id);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StorageError::invalid(
+                    format!("code `{code_id}`"),
+                    "no code block with this id was saved",
+                ));
+            }
+            Err(e) => return Err(StorageError::io("reading", path, e)),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| StorageError::Format {
+            what: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// A code block and its metadata.
+    pub fn get(&self, code_id: &str) -> Result<(CodeMeta, String)> {
+        let meta = self.meta(code_id)?;
+        let path = self.root.join(&meta.file_name);
+        let code =
+            std::fs::read_to_string(&path).map_err(|e| StorageError::io("reading", &path, e))?;
+        Ok((meta, code))
+    }
+
+    /// Every saved block, by id; only those of `conversation_id` when given.
+    pub fn list(&self, conversation_id: Option<&str>) -> Result<Vec<CodeMeta>> {
+        let read = std::fs::read_dir(&self.root)
+            .map_err(|e| StorageError::io("listing", &self.root, e))?;
+        let mut out = Vec::new();
+        for item in read.flatten() {
+            let name = item.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_suffix(".meta.json") {
+                let meta = self.meta(id)?;
+                if conversation_id.is_none_or(|c| meta.conversation_id.as_deref() == Some(c)) {
+                    out.push(meta);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.code_id.cmp(&b.code_id));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_are_validated_and_unknown_falls_back_to_python() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CodeStore::open(dir.path()).unwrap();
+        let saved = store
+            .save(
+                "code_chart",
+                "const a = 1;\nconsole.log(a);\n",
+                "JS",
+                "chart",
+                Some("c1"),
+            )
+            .unwrap();
+        assert_eq!(saved.meta.language, "javascript");
+        assert_eq!(saved.meta.file_name, "code_chart.js");
+        assert_eq!((saved.meta.line_count, saved.meta.char_count), (2, 29));
+        assert!(saved.warning.is_none());
+        let saved = store
+            .save("code_x", "print('é')", "cobol", "x", None)
+            .unwrap();
+        assert_eq!(saved.meta.file_name, "code_x.py");
+        assert_eq!(
+            saved.warning.as_deref(),
+            Some("code `code_x`: language `cobol` is not supported; saved as python")
+        );
+        assert_eq!(saved.meta.char_count, 10);
+        let (meta, code) = store.get("code_chart").unwrap();
+        assert_eq!(meta.description, "chart");
+        assert!(code.starts_with("const"));
+        assert_eq!(store.list(Some("c1")).unwrap().len(), 1);
+        assert_eq!(store.list(None).unwrap().len(), 2);
+        assert!(store.save("../evil", "x", "python", "", None).is_err());
+        assert!(
+            store
+                .get("missing")
+                .unwrap_err()
+                .to_string()
+                .contains("no code block")
+        );
+        for (lang, ext, _) in LANGUAGES {
+            assert_eq!(language(lang), Some((*lang, *ext)));
+        }
+    }
+}

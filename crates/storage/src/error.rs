@@ -1,0 +1,100 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// A conversation id or a file name that could escape its folder or is not allowed.
+    #[error("invalid {what} `{value}`: {reason}")]
+    InvalidId {
+        /// What the value names (`conversation id`, `file name`, …).
+        what: &'static str,
+        /// The value as given.
+        value: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// The conversation does not exist.
+    #[error("conversation `{id}` does not exist")]
+    NotFound {
+        /// The conversation id.
+        id: String,
+    },
+    /// The conversation already exists.
+    #[error("conversation `{id}` already exists")]
+    AlreadyExists {
+        /// The conversation id.
+        id: String,
+    },
+    /// An append expected another last sequence number (optimistic concurrency).
+    #[error(
+        "conversation `{id}`: append expected the last sequence number to be {expected}, but it is {actual}"
+    )]
+    SequenceConflict {
+        /// The conversation id.
+        id: String,
+        /// What the caller expected.
+        expected: u64,
+        /// What the store holds.
+        actual: u64,
+    },
+    /// A file operation failed.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What the store was doing (`appending to`, `reading`, …).
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored record could not be read or written as JSON.
+    #[error("{what}: {message}")]
+    Format {
+        /// Where (`conversation x line 4`, `index`, …).
+        what: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// Bad input given to an import or a store method.
+    #[error("{what}: {message}")]
+    Invalid {
+        /// What was wrong (`line 3`, `field language`, …).
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// A database operation failed.
+    #[error("database: {0}")]
+    Database(String),
+    /// A blocking task could not finish (the runtime shut down).
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+impl StorageError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn invalid(what: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            what: what.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Result with [`StorageError`].
+pub type Result<T> = std::result::Result<T, StorageError>;

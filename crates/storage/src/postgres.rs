@@ -1,0 +1,448 @@
+//! [`PostgresStore`]: the conversation log on PostgreSQL for shared deployments (feature
+//! `postgres`).
+//!
+//! Two tables: `ba_conversations` (metadata and the last sequence number) and `ba_entries`
+//! (one row an entry, primary key `(conversation_id, seq)`, so the database itself refuses a
+//! duplicate sequence number). An append locks the conversation row (`SELECT … FOR UPDATE`),
+//! checks the expected sequence number, inserts the batch and moves `last_seq` in one
+//! transaction. Entries are stored as their JSON text, byte for byte what `FileStore` writes.
+//! Migrations are numbered, kept in this file, and applied once under an advisory lock.
+
+use async_trait::async_trait;
+use ba_protocol::log::{LogEntry, Mode};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use crate::error::{Result, StorageError};
+use crate::id::ConversationId;
+use crate::store::{
+    Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
+    MetaUpdate, NewConversation, Page, SharedClock, StoredEntry, SystemClock,
+};
+
+/// The schema migrations, in order; version `i + 1` is `MIGRATIONS[i]`.
+pub const MIGRATIONS: &[&str] = &["CREATE TABLE ba_conversations (
+        id TEXT PRIMARY KEY,
+        title TEXT,
+        mode TEXT,
+        parent TEXT,
+        created_ms BIGINT NOT NULL,
+        updated_ms BIGINT NOT NULL,
+        last_seq BIGINT NOT NULL DEFAULT 0 CHECK (last_seq >= 0)
+    );
+    CREATE INDEX ba_conversations_updated ON ba_conversations (updated_ms);
+    CREATE TABLE ba_entries (
+        conversation_id TEXT NOT NULL REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        seq BIGINT NOT NULL CHECK (seq > 0),
+        appended_ms BIGINT NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, seq)
+    );"];
+
+/// Options of a [`PostgresStore`].
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// The schema the tables live in (created if missing): lowercase letters, digits, `_`.
+    pub schema: String,
+    /// Connections in the pool.
+    pub pool_size: usize,
+    /// The clock for `created`, `updated` and append times.
+    pub clock: SharedClock,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: "public".to_owned(),
+            pool_size: 16,
+            clock: std::sync::Arc::new(SystemClock),
+        }
+    }
+}
+
+/// The PostgreSQL conversation store. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    clock: SharedClock,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("pool", &self.pool.status())
+            .finish_non_exhaustive()
+    }
+}
+
+fn db(e: impl std::fmt::Display) -> StorageError {
+    StorageError::Database(e.to_string())
+}
+
+fn to_i64(v: u64) -> Result<i64> {
+    i64::try_from(v).map_err(|_| StorageError::invalid("sequence number", "too large"))
+}
+
+fn mode_text(mode: Option<Mode>) -> Option<&'static str> {
+    mode.map(Mode::as_str)
+}
+
+fn mode_of(text: Option<String>) -> Option<Mode> {
+    text.and_then(|t| serde_json::from_value(serde_json::Value::String(t)).ok())
+}
+
+fn meta_of(row: &tokio_postgres::Row) -> ConversationMeta {
+    ConversationMeta {
+        id: row.get("id"),
+        title: row.get("title"),
+        mode: mode_of(row.get("mode")),
+        parent: row.get("parent"),
+        created_ms: row.get("created_ms"),
+        updated_ms: row.get("updated_ms"),
+        last_seq: u64::try_from(row.get::<_, i64>("last_seq")).unwrap_or(0),
+    }
+}
+
+const META_COLUMNS: &str = "id, title, mode, parent, created_ms, updated_ms, last_seq";
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user@host:port/db`), creates the schema and applies the
+    /// migrations it has not seen.
+    pub async fn connect(url: &str, opts: PostgresOptions) -> Result<Self> {
+        let schema = &opts.schema;
+        if schema.is_empty()
+            || schema.len() > 63
+            || !schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(StorageError::InvalidId {
+                what: "schema name",
+                value: schema.clone(),
+                reason: "only lowercase ASCII letters, digits and `_` (at most 63) are allowed",
+            });
+        }
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StorageError::invalid("database URL", format!("{e}")))?;
+        config.options(format!("-c search_path={schema}"));
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(opts.pool_size.max(1))
+            .build()
+            .map_err(db)?;
+        let store = Self {
+            pool,
+            clock: opts.clock,
+        };
+        store.migrate(schema).await?;
+        Ok(store)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(db)
+    }
+
+    /// Applies missing migrations; returns how many ran.
+    async fn migrate(&self, schema: &str) -> Result<usize> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        // One migrator at a time per schema, across processes.
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&schema])
+            .await
+            .map_err(db)?;
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {schema};
+             CREATE TABLE IF NOT EXISTS ba_schema_migrations (
+                 version INT PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             );"
+        ))
+        .await
+        .map_err(db)?;
+        let row = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM ba_schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        let done = usize::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+        let mut ran = 0;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
+            tx.batch_execute(sql).await.map_err(db)?;
+            let version = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            tx.execute(
+                "INSERT INTO ba_schema_migrations (version) VALUES ($1)",
+                &[&version],
+            )
+            .await
+            .map_err(db)?;
+            ran += 1;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(ran)
+    }
+
+    /// The schema version the database is at.
+    pub async fn schema_version(&self) -> Result<usize> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM ba_schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        Ok(usize::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl ConversationStore for PostgresStore {
+    async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
+        let client = self.client().await?;
+        let now = self.clock.now_ms();
+        let rows = client
+            .query(
+                &format!(
+                    "INSERT INTO ba_conversations (id, title, mode, parent, created_ms, updated_ms)
+                     VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING
+                     RETURNING {META_COLUMNS}"
+                ),
+                &[
+                    &id.as_str(),
+                    &new.title,
+                    &mode_text(new.mode),
+                    &new.parent,
+                    &now,
+                ],
+            )
+            .await
+            .map_err(db)?;
+        match rows.first() {
+            Some(row) => Ok(meta_of(row)),
+            None => Err(StorageError::AlreadyExists { id: id.to_string() }),
+        }
+    }
+
+    async fn append_batch(
+        &self,
+        id: &ConversationId,
+        entries: &[LogEntry],
+        expect_last: Option<u64>,
+    ) -> Result<Appended> {
+        if entries.is_empty() {
+            return Err(StorageError::invalid(
+                format!("append to `{id}`"),
+                "the batch holds no entries",
+            ));
+        }
+        let mut texts = Vec::with_capacity(entries.len());
+        for entry in entries {
+            texts.push(
+                serde_json::to_string(entry).map_err(|e| StorageError::Format {
+                    what: format!("entry `{}` of `{id}`", entry.id),
+                    message: e.to_string(),
+                })?,
+            );
+        }
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let row = tx
+            .query_opt(
+                "SELECT last_seq FROM ba_conversations WHERE id = $1 FOR UPDATE",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .ok_or_else(|| StorageError::NotFound { id: id.to_string() })?;
+        let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        if let Some(expected) = expect_last {
+            if expected != last {
+                return Err(StorageError::SequenceConflict {
+                    id: id.to_string(),
+                    expected,
+                    actual: last,
+                });
+            }
+        }
+        let now = self.clock.now_ms();
+        let insert = tx
+            .prepare(
+                "INSERT INTO ba_entries (conversation_id, seq, appended_ms, entry)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .await
+            .map_err(db)?;
+        for (i, text) in texts.iter().enumerate() {
+            let seq = to_i64(last + 1 + i as u64)?;
+            if let Err(e) = tx.execute(&insert, &[&id.as_str(), &seq, &now, text]).await {
+                if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
+                    return Err(StorageError::SequenceConflict {
+                        id: id.to_string(),
+                        expected: last,
+                        actual: last + 1,
+                    });
+                }
+                return Err(db(e));
+            }
+        }
+        let new_last = last + entries.len() as u64;
+        tx.execute(
+            "UPDATE ba_conversations SET last_seq = $2, updated_ms = GREATEST(updated_ms, $3)
+             WHERE id = $1",
+            &[&id.as_str(), &to_i64(new_last)?, &now],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(Appended {
+            first_seq: last + 1,
+            last_seq: new_last,
+        })
+    }
+
+    async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
+        let mut client = self.client().await?;
+        // One snapshot for the existence check and the rows.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db)?;
+        if tx
+            .query_opt(
+                "SELECT 1 FROM ba_conversations WHERE id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .is_none()
+        {
+            return Err(StorageError::NotFound { id: id.to_string() });
+        }
+        let rows = tx
+            .query(
+                "SELECT seq, appended_ms, entry FROM ba_entries
+                 WHERE conversation_id = $1 AND seq >= $2 ORDER BY seq",
+                &[&id.as_str(), &to_i64(from_seq)?],
+            )
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        let mut loaded = Loaded::default();
+        for row in rows {
+            let seq = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+            let text: &str = row.get(2);
+            match LogEntry::from_json(text) {
+                Ok(entry) => loaded.entries.push(StoredEntry {
+                    seq,
+                    appended_ms: row.get(1),
+                    entry,
+                }),
+                Err(e) => loaded.diagnostics.push(Diagnostic {
+                    kind: DiagnosticKind::Corrupt,
+                    line: seq,
+                    offset: 0,
+                    message: format!("entry {seq} is not a log entry ({e}); skipped"),
+                }),
+            }
+        }
+        Ok(loaded)
+    }
+
+    async fn list(&self, page: Page) -> Result<ListPage> {
+        let client = self.client().await?;
+        let limit = page.limit.max(1);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {META_COLUMNS} FROM ba_conversations
+                     WHERE $1::TEXT IS NULL OR id > $1 ORDER BY id LIMIT $2"
+                ),
+                &[&page.after, &i64::try_from(limit + 1).unwrap_or(i64::MAX)],
+            )
+            .await
+            .map_err(db)?;
+        let mut items: Vec<ConversationMeta> = rows.iter().map(meta_of).collect();
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(ListPage { items, next })
+    }
+
+    async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!("SELECT {META_COLUMNS} FROM ba_conversations WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .ok_or_else(|| StorageError::NotFound { id: id.to_string() })?;
+        Ok(meta_of(&row))
+    }
+
+    async fn update_metadata(
+        &self,
+        id: &ConversationId,
+        update: MetaUpdate,
+    ) -> Result<ConversationMeta> {
+        let client = self.client().await?;
+        let now = self.clock.now_ms();
+        let row = client
+            .query_opt(
+                &format!(
+                    "UPDATE ba_conversations
+                     SET title = COALESCE($2, title), mode = COALESCE($3, mode),
+                         updated_ms = GREATEST(updated_ms, $4)
+                     WHERE id = $1 RETURNING {META_COLUMNS}"
+                ),
+                &[&id.as_str(), &update.title, &mode_text(update.mode), &now],
+            )
+            .await
+            .map_err(db)?
+            .ok_or_else(|| StorageError::NotFound { id: id.to_string() })?;
+        Ok(meta_of(&row))
+    }
+
+    async fn delete(&self, id: &ConversationId) -> Result<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "DELETE FROM ba_conversations WHERE id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(n > 0)
+    }
+
+    async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "DELETE FROM ba_conversations WHERE updated_ms < $1 RETURNING id",
+                &[&cutoff_ms],
+            )
+            .await
+            .map_err(db)?;
+        let mut ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        ids.sort();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,335 @@
+//! The [`ConversationStore`] trait (ST1) and the types its methods exchange.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use async_trait::async_trait;
+use ba_protocol::log::{LogEntry, Mode};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::id::ConversationId;
+
+/// A log entry with the sequence number the store gave it (1 for the first entry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEntry {
+    /// Position in the conversation, counting from 1, without gaps.
+    pub seq: u64,
+    /// When the store accepted it (milliseconds since the Unix epoch).
+    pub appended_ms: i64,
+    /// The entry.
+    pub entry: LogEntry,
+}
+
+/// What a new conversation starts with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewConversation {
+    /// A title for lists.
+    pub title: Option<String>,
+    /// The active mode (chat, agent, run).
+    pub mode: Option<Mode>,
+    /// The conversation this one was spawned from (a subagent's parent session).
+    pub parent: Option<String>,
+}
+
+/// Changes to a conversation's metadata; `None` fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaUpdate {
+    /// New title.
+    pub title: Option<String>,
+    /// New active mode.
+    pub mode: Option<Mode>,
+}
+
+/// What a store knows about a conversation besides its entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationMeta {
+    /// The id.
+    pub id: String,
+    /// Title, if one was set.
+    pub title: Option<String>,
+    /// Active mode, if one was set.
+    pub mode: Option<Mode>,
+    /// Parent conversation, for subagents.
+    pub parent: Option<String>,
+    /// Creation time (ms since the Unix epoch).
+    pub created_ms: i64,
+    /// Time of the last append or metadata change (ms since the Unix epoch).
+    pub updated_ms: i64,
+    /// Sequence number of the last entry; 0 when empty. Also the number of entries.
+    pub last_seq: u64,
+}
+
+/// One page request of [`ConversationStore::list`]: conversations in id order, after `after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// Start after this id (the `next` of the previous page); `None` for the first page.
+    pub after: Option<String>,
+    /// At most this many items (at least 1 is used).
+    pub limit: usize,
+}
+
+impl Page {
+    /// The first page of `limit` items.
+    pub fn first(limit: usize) -> Self {
+        Self { after: None, limit }
+    }
+}
+
+/// One page of conversations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListPage {
+    /// The conversations, by id.
+    pub items: Vec<ConversationMeta>,
+    /// Where the next page starts, or `None` when this was the last.
+    pub next: Option<String>,
+}
+
+/// What kind of problem a load met in a stored file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// The last line has no newline: a write cut short by a crash. It was never acknowledged.
+    TornTail,
+    /// A torn tail that an append moved aside into the `.torn` file next to the log.
+    Quarantined,
+    /// A complete line that is not a valid record.
+    Corrupt,
+    /// A line that is not UTF-8.
+    NotUtf8,
+    /// A record whose sequence number does not follow the previous one.
+    OutOfOrder,
+}
+
+/// A problem found while loading; the line was skipped and nothing else was lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// What kind.
+    pub kind: DiagnosticKind,
+    /// 1-based line number in the file (0 when not about one line).
+    pub line: u64,
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// What was wrong, as a sentence.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(
+                f,
+                "line {} (byte {}): {}",
+                self.line, self.offset, self.message
+            )
+        } else {
+            f.write_str(&self.message)
+        }
+    }
+}
+
+/// The entries of a conversation and what was skipped while reading them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    /// Entries in sequence order.
+    pub entries: Vec<StoredEntry>,
+    /// Skipped lines (always empty for the database backend).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// The log entries without their sequence numbers.
+    pub fn into_entries(self) -> Vec<LogEntry> {
+        self.entries.into_iter().map(|s| s.entry).collect()
+    }
+}
+
+/// Sequence numbers given to an appended batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Sequence number of the first entry of the batch.
+    pub first_seq: u64,
+    /// Sequence number of the last entry of the batch.
+    pub last_seq: u64,
+}
+
+/// A source of the current time, so retention can be tested without waiting.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock showing `ms`.
+    pub fn new(ms: i64) -> Self {
+        Self(AtomicI64::new(ms))
+    }
+    /// Moves the clock forward by `ms`.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Formats milliseconds since the epoch as RFC 3339 (UTC).
+pub fn rfc3339(ms: i64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// A durable conversation log (ST1).
+///
+/// Every backend gives the entries of a conversation gap-free sequence numbers from 1, makes an
+/// append durable before it returns, and refuses an append whose `expect_last` is not the
+/// current last sequence number. The conformance suite in [`crate::conformance`] checks this.
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Creates an empty conversation; fails with `AlreadyExists` when the id is taken.
+    async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta>;
+
+    /// Appends `entries` in order as one unit. With `expect_last`, fails with
+    /// `SequenceConflict` unless the conversation's last sequence number is that value.
+    async fn append_batch(
+        &self,
+        id: &ConversationId,
+        entries: &[LogEntry],
+        expect_last: Option<u64>,
+    ) -> Result<Appended>;
+
+    /// Entries with a sequence number of at least `from_seq`.
+    async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded>;
+
+    /// One page of conversations in id order.
+    async fn list(&self, page: Page) -> Result<ListPage>;
+
+    /// The metadata of one conversation.
+    async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta>;
+
+    /// Changes the title or the active mode.
+    async fn update_metadata(
+        &self,
+        id: &ConversationId,
+        update: MetaUpdate,
+    ) -> Result<ConversationMeta>;
+
+    /// Deletes a conversation; `false` when there was none.
+    async fn delete(&self, id: &ConversationId) -> Result<bool>;
+
+    /// Deletes every conversation last updated before `cutoff_ms`; returns their ids.
+    async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>>;
+
+    /// Appends one entry; returns its sequence number.
+    async fn append(
+        &self,
+        id: &ConversationId,
+        entry: &LogEntry,
+        expect_last: Option<u64>,
+    ) -> Result<u64> {
+        let done = self
+            .append_batch(id, std::slice::from_ref(entry), expect_last)
+            .await?;
+        Ok(done.last_seq)
+    }
+
+    /// Every entry.
+    async fn load(&self, id: &ConversationId) -> Result<Loaded> {
+        self.load_from(id, 1).await
+    }
+
+    /// Every conversation, page after page.
+    async fn list_all(&self) -> Result<Vec<ConversationMeta>> {
+        let mut out = Vec::new();
+        let mut page = Page::first(500);
+        loop {
+            let got = self.list(page.clone()).await?;
+            out.extend(got.items);
+            match got.next {
+                Some(next) => page.after = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+}
+
+macro_rules! forward {
+    ($ty:ty) => {
+        #[async_trait]
+        impl<T: ConversationStore + ?Sized> ConversationStore for $ty {
+            async fn create(
+                &self,
+                id: &ConversationId,
+                new: NewConversation,
+            ) -> Result<ConversationMeta> {
+                (**self).create(id, new).await
+            }
+            async fn append_batch(
+                &self,
+                id: &ConversationId,
+                entries: &[LogEntry],
+                expect_last: Option<u64>,
+            ) -> Result<Appended> {
+                (**self).append_batch(id, entries, expect_last).await
+            }
+            async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
+                (**self).load_from(id, from_seq).await
+            }
+            async fn list(&self, page: Page) -> Result<ListPage> {
+                (**self).list(page).await
+            }
+            async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta> {
+                (**self).metadata(id).await
+            }
+            async fn update_metadata(
+                &self,
+                id: &ConversationId,
+                update: MetaUpdate,
+            ) -> Result<ConversationMeta> {
+                (**self).update_metadata(id, update).await
+            }
+            async fn delete(&self, id: &ConversationId) -> Result<bool> {
+                (**self).delete(id).await
+            }
+            async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
+                (**self).delete_older_than(cutoff_ms).await
+            }
+        }
+    };
+}
+
+forward!(Arc<T>);
+forward!(Box<T>);
+
+fn _object_safe(_: &dyn ConversationStore) {}
+
+/// Shared by the clocks of the backends.
+pub(crate) type SharedClock = Arc<dyn Clock>;

@@ -1,0 +1,249 @@
+//! `FileStore`: the conformance suite under each durability policy, and the file-level
+//! failure cases (torn tails, garbage lines, non-UTF-8 bytes, bad ids, a full disk, a lost
+//! index, two store instances sharing one folder).
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use ba_protocol::log::{LogEntry, LogRole};
+use ba_storage::conformance::{self, text_entry};
+use ba_storage::{
+    ConversationId, ConversationStore, DiagnosticKind, Durability, FileStore, FileStoreOptions,
+    NewConversation, StorageError, WriteFault,
+};
+
+fn entry(i: u64) -> LogEntry {
+    text_entry(
+        &format!("m{i}"),
+        LogRole::User,
+        &format!("entry number {i}"),
+    )
+}
+
+async fn run_conformance(durability: Durability) {
+    let dirs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = dirs.clone();
+    conformance::run_all(move |clock| {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = FileStoreOptions::default()
+            .with_durability(durability)
+            .with_clock(clock);
+        let store = FileStore::open_with(dir.path(), opts).unwrap();
+        keep.lock().unwrap().push(dir);
+        async move { store }
+    })
+    .await
+    .unwrap();
+    drop(dirs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_group_commit() {
+    run_conformance(Durability::GroupCommit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_every_append() {
+    run_conformance(Durability::EveryAppend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_os_buffered() {
+    run_conformance(Durability::OsBuffered).await;
+}
+
+async fn store_with(n: u64) -> (tempfile::TempDir, FileStore, ConversationId) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    let id = ConversationId::new("c1").unwrap();
+    store.create(&id, NewConversation::default()).await.unwrap();
+    for i in 1..=n {
+        store.append(&id, &entry(i), None).await.unwrap();
+    }
+    (dir, store, id)
+}
+
+fn append_raw(store: &FileStore, id: &ConversationId, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(store.log_path(id))
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_tail_is_reported_skipped_and_moved_aside_by_the_next_append() {
+    let (_dir, store, id) = store_with(3).await;
+    append_raw(
+        &store,
+        &id,
+        br#"{"seq":4,"at":1,"entry":{"schema_version":1,"id":"m4","ro"#,
+    );
+    let loaded = store.load(&id).await.unwrap();
+    assert_eq!(loaded.entries.len(), 3);
+    assert_eq!(loaded.diagnostics.len(), 1);
+    assert_eq!(loaded.diagnostics[0].kind, DiagnosticKind::TornTail);
+    assert_eq!(loaded.diagnostics[0].line, 4);
+    // A reopened store (a new process) appends after the last whole line.
+    let reopened = FileStore::open(store.root()).unwrap();
+    assert_eq!(reopened.append(&id, &entry(4), None).await.unwrap(), 4);
+    let loaded = reopened.load(&id).await.unwrap();
+    let seqs: Vec<u64> = loaded.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(loaded.entries[3].entry, entry(4));
+    assert_eq!(loaded.diagnostics.len(), 1, "{:?}", loaded.diagnostics);
+    assert_eq!(loaded.diagnostics[0].kind, DiagnosticKind::Quarantined);
+    let torn = std::fs::read_to_string(store.root().join("conversations/c1.torn")).unwrap();
+    assert!(torn.starts_with(r#"{"seq":4,"at":1"#), "{torn}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_and_non_utf8_lines_in_the_middle_are_reported_and_skipped() {
+    let (_dir, store, id) = store_with(2).await;
+    append_raw(&store, &id, b"this is not json\n");
+    append_raw(&store, &id, b"\xff\xfe binary \xc3\x28\n");
+    assert_eq!(store.append(&id, &entry(3), None).await.unwrap(), 3);
+    let loaded = store.load(&id).await.unwrap();
+    let seqs: Vec<u64> = loaded.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    let kinds: Vec<_> = loaded
+        .diagnostics
+        .iter()
+        .map(|d| (d.kind, d.line))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(DiagnosticKind::Corrupt, 3), (DiagnosticKind::NotUtf8, 4)]
+    );
+    assert!(
+        loaded.diagnostics[0]
+            .to_string()
+            .starts_with("line 3 (byte "),
+        "{}",
+        loaded.diagnostics[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_entry_with_a_readable_head_keeps_its_sequence_number() {
+    let (_dir, store, id) = store_with(1).await;
+    append_raw(&store, &id, br#"{"seq":2,"at":5,"entry":{"id":"x"}}"#);
+    append_raw(&store, &id, b"\n");
+    assert_eq!(store.append(&id, &entry(3), None).await.unwrap(), 3);
+    let loaded = store.load(&id).await.unwrap();
+    let seqs: Vec<u64> = loaded.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 3]);
+    assert_eq!(loaded.diagnostics.len(), 1);
+    assert_eq!(loaded.diagnostics[0].kind, DiagnosticKind::Corrupt);
+}
+
+#[test]
+fn ids_that_escape_are_refused() {
+    let err = ConversationId::new("../etc/passwd").unwrap_err();
+    assert!(matches!(err, StorageError::InvalidId { .. }));
+    assert_eq!(
+        err.to_string(),
+        "invalid conversation id `../etc/passwd`: it contains `..`"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_the_append_and_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = WriteFault::fail_after(u64::MAX);
+    let store = FileStore::open_with(
+        dir.path(),
+        FileStoreOptions::default().with_fault(fault.clone()),
+    )
+    .unwrap();
+    let id = ConversationId::new("full").unwrap();
+    store.create(&id, NewConversation::default()).await.unwrap();
+    for i in 1..=3 {
+        store.append(&id, &entry(i), None).await.unwrap();
+    }
+    fault.set_remaining(20);
+    let batch = [entry(4), entry(5)];
+    let err = store.append_batch(&id, &batch, None).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("appending to "), "{text}");
+    assert!(
+        text.contains("c") && text.contains("no space left on device"),
+        "{text}"
+    );
+    let loaded = store.load(&id).await.unwrap();
+    assert_eq!(loaded.entries.len(), 3);
+    assert!(
+        loaded.diagnostics.is_empty(),
+        "the partial write was taken back: {:?}",
+        loaded.diagnostics
+    );
+    fault.set_remaining(u64::MAX);
+    let done = store.append_batch(&id, &batch, Some(3)).await.unwrap();
+    assert_eq!((done.first_seq, done.last_seq), (4, 5));
+    assert_eq!(store.load(&id).await.unwrap().entries.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_is_rebuilt_from_the_files() {
+    let (dir, store, id) = store_with(4).await;
+    store
+        .create(
+            &ConversationId::new("c2").unwrap(),
+            NewConversation {
+                title: Some("second".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let before = store.list_all().await.unwrap();
+    drop(store);
+    std::fs::write(dir.path().join("index.json"), b"{broken").unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    assert_eq!(store.list_all().await.unwrap(), before);
+    std::fs::remove_file(dir.path().join("index.json")).unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    assert_eq!(store.rebuild_index().await.unwrap(), 2);
+    let after = store.list_all().await.unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after[0].last_seq, 4);
+    assert_eq!(store.metadata(&id).await.unwrap().last_seq, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_store_instances_on_one_folder_never_interleave() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FileStore::open(dir.path()).unwrap();
+    let b = FileStore::open(dir.path()).unwrap();
+    let id = ConversationId::new("shared").unwrap();
+    a.create(&id, NewConversation::default()).await.unwrap();
+    let mut tasks = Vec::new();
+    for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone()]
+        .into_iter()
+        .enumerate()
+    {
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                let e = text_entry(&format!("w{n}-{i}"), LogRole::User, "x");
+                store.append(&id, &e, None).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let loaded = b.load(&id).await.unwrap();
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let seqs: Vec<u64> = loaded.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=100).collect::<Vec<_>>());
+    assert_eq!(a.metadata(&id).await.unwrap().last_seq, 100);
+    // A conversation deleted by one instance is gone for the other, even with a file open.
+    assert!(a.delete(&id).await.unwrap());
+    assert!(matches!(
+        b.append(&id, &entry(1), None).await,
+        Err(StorageError::NotFound { .. })
+    ));
+}

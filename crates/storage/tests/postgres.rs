@@ -1,0 +1,78 @@
+//! The conformance suite on a real PostgreSQL server. The server comes from
+//! `BA_AGENT_TEST_DATABASE_URL` (`.ci/postgres.sh` starts one and prints it); without it the
+//! tests say they are skipped.
+#![cfg(feature = "postgres")]
+// Helpers outside `#[test]` functions are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use ba_protocol::log::LogRole;
+use ba_storage::conformance::{self, text_entry};
+use ba_storage::{
+    ConversationId, ConversationStore, NewConversation, PostgresOptions, PostgresStore,
+};
+
+fn url() -> Option<String> {
+    match std::env::var("BA_AGENT_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!(
+                "skipping: BA_AGENT_TEST_DATABASE_URL is not set (run `eval \"$(bash .ci/postgres.sh)\"` to start a server)"
+            );
+            None
+        }
+    }
+}
+
+fn schema() -> String {
+    format!("ba_test_{}", uuid::Uuid::new_v4().simple())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_on_postgres() {
+    let Some(url) = url() else { return };
+    conformance::run_all(|clock| {
+        let url = url.clone();
+        async move {
+            let opts = PostgresOptions {
+                schema: schema(),
+                clock,
+                ..PostgresOptions::default()
+            };
+            PostgresStore::connect(&url, opts).await.unwrap()
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_run_once_and_two_stores_share_one_log() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let opts = PostgresOptions {
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    };
+    let a = PostgresStore::connect(&url, opts.clone()).await.unwrap();
+    let b = PostgresStore::connect(&url, opts).await.unwrap();
+    assert_eq!(
+        b.schema_version().await.unwrap(),
+        ba_storage::postgres::MIGRATIONS.len()
+    );
+    let id = ConversationId::new("shared").unwrap();
+    a.create(&id, NewConversation::default()).await.unwrap();
+    let e = text_entry("x", LogRole::User, "hello");
+    assert_eq!(a.append(&id, &e, Some(0)).await.unwrap(), 1);
+    assert_eq!(b.append(&id, &e, None).await.unwrap(), 2);
+    assert!(b.append(&id, &e, Some(1)).await.is_err());
+    assert_eq!(a.load(&id).await.unwrap().entries.len(), 2);
+    let bad = PostgresOptions {
+        schema: "Robert'); DROP".to_owned(),
+        ..PostgresOptions::default()
+    };
+    let err = PostgresStore::connect(&url, bad).await.unwrap_err();
+    assert!(err.to_string().starts_with("invalid schema name"), "{err}");
+    let _ = Arc::new(a);
+}
