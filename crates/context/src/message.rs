@@ -131,8 +131,9 @@ fn hash_block(block: &ContentBlock, h: &mut DefaultHasher) {
     }
 }
 
-/// The pieces of text an entry sends to the model, and its images.
-fn entry_pieces(entry: &LogEntry) -> (Vec<std::borrow::Cow<'_, str>>, usize) {
+/// The pieces of text an entry sends to the model (content, thinking, tool results, a recorded
+/// failure; not the role, name or calls), and how many images it carries.
+pub fn entry_texts(entry: &LogEntry) -> (Vec<std::borrow::Cow<'_, str>>, usize) {
     use std::borrow::Cow;
     let mut pieces: Vec<Cow<'_, str>> = Vec::new();
     let mut images = 0;
@@ -242,7 +243,7 @@ impl MessageCounter {
 
     /// Tokens of one entry without the cache.
     pub fn entry_uncached(&self, entry: &LogEntry) -> usize {
-        let (pieces, images) = entry_pieces(entry);
+        let (pieces, images) = entry_texts(entry);
         let refs: Vec<&str> = pieces.iter().map(AsRef::as_ref).collect();
         let calls: Vec<(&str, &str)> = entry
             .calls()

@@ -3,8 +3,10 @@
 //! Contract: results go to stdout, errors to stderr as one `error: …` line naming the file,
 //! line or field, with exit code 1 for a failed check and 2 for bad input or usage.
 
+mod context;
 mod convert;
 mod input;
+mod tokens;
 
 use std::process::ExitCode;
 
@@ -22,6 +24,11 @@ struct Cli {
 enum Command {
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
+    /// Count the tokens of a text or a conversation.
+    Tokens(tokens::Args),
+    /// Build a request context within a token budget.
+    #[command(subcommand)]
+    Context(context::Command),
 }
 
 /// An error that carries its exit code.
@@ -53,6 +60,8 @@ pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(args) => convert::run(args),
+        Command::Tokens(args) => tokens::run(args),
+        Command::Context(command) => context::run(command),
     };
     match result {
         Ok(code) => code,

@@ -107,12 +107,22 @@ impl CompressionStrategy for ImportanceStrategy {
         order.sort_by_key(|&i| (levels[i], i));
         let mut used = window.tokens();
         let mut keep = vec![true; window.units.len()];
+        let mut gone = Vec::new();
         for i in order {
             if used <= cx.target {
                 break;
             }
             keep[i] = false;
             used -= window.units[i].tokens;
+            gone.push(i);
+        }
+        // A large unit dropped late may have freed more than needed: bring back, most
+        // important first, what fits again.
+        for &i in gone.iter().rev() {
+            if used + window.units[i].tokens <= cx.target {
+                keep[i] = true;
+                used += window.units[i].tokens;
+            }
         }
         window.retain(DropReason::LowImportance, |i, _| keep[i]);
         Ok(window)
