@@ -1,5 +1,8 @@
 //! `ba-agent tokens` and `ba-agent context build`.
 
+// Helpers outside #[test] fns fail loudly too: this is a test crate.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 

@@ -1,6 +1,9 @@
 //! Every strategy on random conversations (proptest) and on the long Claude Code sessions of
 //! the shared fixtures (snapshots of the debug summary).
 
+// Helpers outside #[test] fns fail loudly too: this is a test crate.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::HashSet;
 use std::path::Path;
 

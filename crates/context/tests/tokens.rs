@@ -1,5 +1,8 @@
 //! Token counts against the shared vectors and against tiktoken-rs on real transcripts.
 
+// Helpers outside #[test] fns fail loudly too: this is a test crate.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 use ba_context::message::entry_texts;

@@ -9,6 +9,9 @@ use crate::error::Result;
 use crate::message::MessageCounter;
 use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
 
+/// Characters of each entry the text signals of a score read.
+pub const SCORE_CHARS: usize = 2_000;
+
 /// The score of a unit, with the part each signal contributed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score {
@@ -93,8 +96,22 @@ fn has_numbers(text: &str) -> bool {
 impl KeyMessages {
     /// Scores the unit at `index` of `n` units: keywords, file paths, code, numbers, recency,
     /// final answers and errors raise it; large tool results lower it.
+    ///
+    /// The text signals are read from the first [`SCORE_CHARS`] characters of each entry: a
+    /// keyword or a path far inside a long tool output says little, and reading only the head
+    /// keeps scoring a long conversation cheap.
     pub fn score(&self, unit: &Unit, index: usize, n: usize) -> Score {
-        let text = unit.text();
+        let mut text = String::new();
+        for e in &unit.entries {
+            let t = e.text();
+            let end = t
+                .char_indices()
+                .nth(SCORE_CHARS)
+                .map_or(t.len(), |(i, _)| i);
+            text.push_str(&t[..end]);
+            text.push('\n');
+        }
+        let text = text.trim_end().to_owned();
         let lower = text.to_lowercase();
         let mut parts = Vec::new();
         let hits = self
