@@ -308,22 +308,22 @@ impl ContextBuilder {
             .sum();
         let mut count = included.len();
         let mut total_chars = chars;
-        let mut cut = 0;
-        for (k, &i) in included.iter().enumerate() {
-            if count <= s.max_messages && total_chars <= s.max_chars {
-                break;
-            }
-            let next_is_user = included
-                .get(k + 1)
-                .is_some_and(|&j| out[j].role == LogRole::User);
+        let mut need = 0;
+        while need < included.len() && (count > s.max_messages || total_chars > s.max_chars) {
             count -= 1;
-            total_chars -= out[i].text().chars().count();
-            if next_is_user {
-                cut = k + 1;
-            }
+            total_chars -= out[included[need]].text().chars().count();
+            need += 1;
         }
-        // Never cut past the latest user entry.
+        // Cut at the first user entry at or after that point, so no round (and no tool group)
+        // is split; never past the latest user entry.
         let latest_user = included.iter().rposition(|&i| out[i].role == LogRole::User);
+        let mut cut = if need == 0 {
+            0
+        } else {
+            (need..included.len())
+                .find(|&k| out[included[k]].role == LogRole::User)
+                .unwrap_or(included.len())
+        };
         if let Some(l) = latest_user {
             cut = cut.min(l);
         }
@@ -356,5 +356,168 @@ impl ContextBuilder {
             },
             system,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block_on;
+    use crate::tokens::Encoding;
+    use ba_protocol::LogToolCall;
+
+    fn builder(settings: BuilderSettings) -> ContextBuilder {
+        let prompts = PromptParts {
+            base_rules: "Answer with evidence.".into(),
+            tool_policy: "Use at most six tools a round.".into(),
+            persona: Some("You are Ada, a retail analyst.".into()),
+            run_directive: Some("Produce the monthly report.".into()),
+            node_brief: Some("Node 2: load the sales table.".into()),
+            step_context: Some("Step 2 of 5.".into()),
+            post_run_protocol: Some("Answer questions about the report only.".into()),
+        };
+        ContextBuilder::new(
+            prompts,
+            settings,
+            ContextBudget::new(4_000, 500),
+            Pipeline::named("key-messages", None).unwrap(),
+            MessageCounter::exact(Encoding::Cl100kBase),
+        )
+    }
+
+    fn user(id: &str, text: &str) -> LogEntry {
+        LogEntry::new(id, LogRole::User, "t").with_text(text)
+    }
+
+    #[test]
+    fn system_prompt_per_mode() {
+        let b = builder(BuilderSettings::default());
+        let log = vec![user("u1", "hi")];
+        let mut req = BuildRequest {
+            entries: &log,
+            files: vec![SessionFile {
+                path: "code/q1.py".into(),
+                kind: "code".into(),
+                description: "sales by region".into(),
+            }],
+            ..BuildRequest::default()
+        };
+        let chat = b.system_prompt(&req);
+        assert!(!chat.contains("Ada") && !chat.contains("RUN_DIRECTIVE"));
+        req.mode = Mode::Agent;
+        assert!(b.system_prompt(&req).contains("You are Ada"));
+        req.mode = Mode::Run;
+        let active = b.system_prompt(&req);
+        req.run_state = RunState::Completed;
+        let done = b.system_prompt(&req);
+        assert!(done.contains("POST_RUN_PROTOCOL") && !done.contains("NODE_BRIEF"));
+        insta::assert_snapshot!("chat", chat);
+        insta::assert_snapshot!("run_active", active);
+    }
+
+    #[test]
+    fn refocus_every_n_rounds() {
+        let b = builder(BuilderSettings {
+            refocus_every: 2,
+            ..BuilderSettings::default()
+        });
+        let one = vec![user("u1", "a")];
+        let two = vec![user("u1", "a"), user("u2", "b")];
+        let task = Some("Compare Q1 and Q2 revenue.".to_owned());
+        let req = |entries| BuildRequest {
+            entries,
+            task: task.clone(),
+            ..BuildRequest::default()
+        };
+        assert!(!b.system_prompt(&req(&one)).contains("REFOCUS"));
+        assert!(
+            b.system_prompt(&req(&two))
+                .contains("REFOCUS: the task is still: Compare Q1")
+        );
+    }
+
+    #[test]
+    fn earlier_reads_become_synopses_and_long_outputs_previews() {
+        let b = builder(BuilderSettings {
+            tool_preview_chars: 100,
+            ..BuilderSettings::default()
+        });
+        let mut log = vec![user("u1", "read it")];
+        for k in 0..2 {
+            let mut a = LogEntry::new(format!("a{k}"), LogRole::Assistant, "t");
+            a.tool_calls = Some(vec![LogToolCall::new(
+                format!("c{k}"),
+                "read_file",
+                &serde_json::json!({"path": "data/sales.csv"}),
+            )]);
+            let mut r = LogEntry::new(format!("r{k}"), LogRole::Tool, "t")
+                .with_text("region,amount\n".repeat(20));
+            r.tool_call_id = Some(format!("c{k}"));
+            r.extra.insert("data_ref".into(), "tool-data/r.txt".into());
+            log.push(a);
+            log.push(r);
+        }
+        log.push(user("u2", "and now?"));
+        let req = BuildRequest {
+            entries: &log,
+            read_files: vec![ReadFile {
+                path: "data/sales.csv".into(),
+                synopsis: "20 rows of region and amount.".into(),
+            }],
+            ..BuildRequest::default()
+        };
+        let built = block_on(b.build(&req)).unwrap();
+        let r0 = built
+            .entries
+            .iter()
+            .find(|e| e.id == "r0")
+            .unwrap()
+            .text()
+            .into_owned();
+        let r1 = built
+            .entries
+            .iter()
+            .find(|e| e.id == "r1")
+            .unwrap()
+            .text()
+            .into_owned();
+        assert!(r0.starts_with("[synopsis of data/sales.csv"), "{r0}");
+        assert!(
+            r1.contains("characters left out") && r1.ends_with("[full output: tool-data/r.txt]"),
+            "{r1}"
+        );
+        assert_eq!(built.debug.kept.len(), 6);
+        assert!(built.debug.usage.used <= 3_500);
+    }
+
+    #[test]
+    fn message_cap_cuts_before_a_user_entry() {
+        let b = builder(BuilderSettings {
+            max_messages: 3,
+            ..BuilderSettings::default()
+        });
+        let log: Vec<LogEntry> = (0..6)
+            .map(|i| {
+                let role = if i % 2 == 0 {
+                    LogRole::User
+                } else {
+                    LogRole::Assistant
+                };
+                LogEntry::new(format!("m{i}"), role, "t").with_text("x")
+            })
+            .collect();
+        let req = BuildRequest {
+            entries: &log,
+            ..BuildRequest::default()
+        };
+        let built = block_on(b.build(&req)).unwrap();
+        assert_eq!(built.debug.kept, ["m4", "m5"]);
+        assert!(
+            built
+                .debug
+                .dropped
+                .iter()
+                .all(|d| d.reason == crate::DropReason::Excluded)
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! hash, and a ledger that makes a new turn cost only its new entries.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use ba_protocol::content::ToolResultContent;
@@ -76,9 +76,53 @@ impl MessageOverhead {
     }
 }
 
+/// A fast 64-bit hasher (multiply-rotate over 8-byte words) for cache keys.
+///
+/// The count cache hashes every entry of a conversation on each build, so SipHash's
+/// resistance to chosen collisions costs more than it buys here: the key is also the entry
+/// id, and the inputs are the application's own log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FastHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        // A final avalanche so that nearby inputs spread over the whole range.
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+        self.add(bytes.len() as u64);
+    }
+}
+
 /// A stable fingerprint of what an entry sends to the model; any edit changes it.
 pub fn entry_hash(entry: &LogEntry) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FastHasher::default();
     entry.id.hash(&mut h);
     entry.role.as_str().hash(&mut h);
     match &entry.content {
@@ -109,7 +153,7 @@ pub fn entry_hash(entry: &LogEntry) -> u64 {
     h.finish()
 }
 
-fn hash_block(block: &ContentBlock, h: &mut DefaultHasher) {
+fn hash_block(block: &ContentBlock, h: &mut FastHasher) {
     block.type_name().hash(h);
     match block {
         ContentBlock::Text(b) => b.text.hash(h),
@@ -390,6 +434,24 @@ mod tests {
         let args = Encoding::Cl100kBase.count(r#"{"city":"Paris"}"#);
         let name = Encoding::Cl100kBase.count("get_weather");
         assert_eq!(with_call, bare + args + name + 1);
+    }
+
+    #[test]
+    fn hash_sees_small_edits() {
+        let a = entry_hash(&user("a", "the quarterly revenue grew by 12%"));
+        assert_ne!(
+            a,
+            entry_hash(&user("a", "the quarterly revenue grew by 13%"))
+        );
+        assert_ne!(
+            a,
+            entry_hash(&user("b", "the quarterly revenue grew by 12%"))
+        );
+        assert_ne!(entry_hash(&user("a", "ab")), entry_hash(&user("a", "ab\0")));
+        assert_eq!(
+            a,
+            entry_hash(&user("a", "the quarterly revenue grew by 12%"))
+        );
     }
 
     #[test]
