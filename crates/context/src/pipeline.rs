@@ -109,6 +109,7 @@ impl Pipeline {
             _ => limit,
         };
         let compressed = window.tokens() > trigger;
+        let dropped_on_read = window.dropped.len();
         if compressed {
             for strategy in &self.strategies {
                 if window.tokens() <= target {
@@ -135,6 +136,9 @@ impl Pipeline {
                 needed: window.tokens(),
                 available: limit,
             });
+        }
+        if window.dropped.len() > dropped_on_read {
+            window.open_with_user(counter, limit);
         }
         window
             .check(Some(&latest), limit)

@@ -137,6 +137,8 @@ pub enum ChangeKind {
     Compressed,
     /// The summary entry a summarizer wrote.
     SummaryInserted,
+    /// A user entry opening a window whose older turns were cut away.
+    ResumeInserted,
 }
 
 /// An entry that was added or changed.
@@ -164,6 +166,10 @@ pub struct Window {
     /// The reply priming of the request.
     pub reply_priming: usize,
 }
+
+/// The text of the user entry that opens a window whose older turns were cut away.
+pub const RESUME_TEXT: &str =
+    "[Earlier turns of this conversation were left out to fit the context window.]";
 
 /// Whether a system entry's text makes it summary-class.
 pub fn is_summary_text(text: &str) -> bool {
@@ -378,6 +384,46 @@ impl Window {
             }
         }
         true
+    }
+
+    /// Makes the window open with a user message (summaries aside: they render as system
+    /// text), as providers require once older turns were cut away: a short synthetic user
+    /// entry saying that earlier turns were left out goes in front of the first assistant
+    /// unit, or, when it does not fit within `limit`, opening assistant units leave until it
+    /// does or a user message opens the window.
+    pub fn open_with_user(&mut self, counter: &MessageCounter, limit: usize) {
+        loop {
+            let Some(first) = self.units.iter().position(|u| u.kind != UnitKind::Summary) else {
+                return;
+            };
+            if self.units[first].kind == UnitKind::User {
+                return;
+            }
+            let entry = LogEntry::new(
+                format!("resume-{}", self.units[first].id()),
+                LogRole::User,
+                self.units[first]
+                    .entries
+                    .first()
+                    .map_or("", |e| e.created_at.as_str()),
+            )
+            .with_text(RESUME_TEXT);
+            let unit = Unit::new(
+                vec![entry],
+                UnitKind::User,
+                self.units[first].round,
+                counter,
+            );
+            if self.tokens() + unit.tokens <= limit {
+                self.changed.push(Changed {
+                    id: unit.id().to_owned(),
+                    kind: ChangeKind::ResumeInserted,
+                });
+                self.units.insert(first, unit);
+                return;
+            }
+            self.drop_unit(first, DropReason::OverBudget);
+        }
     }
 
     /// Checks the invariants (C4) against a limit for the messages: every call has exactly
