@@ -6,7 +6,7 @@ mod summary;
 mod truncate;
 
 pub use importance::{Importance, ImportanceStrategy};
-pub use key_messages::{KeyMessages, Score};
+pub use key_messages::{KeyMessages, SCORE_CHARS, Score};
 pub use summary::{ExtractiveSummarizer, Summarizer, SummaryError, SummaryStrategy};
 pub use truncate::Truncate;
 

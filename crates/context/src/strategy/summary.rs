@@ -266,6 +266,90 @@ impl CompressionStrategy for SummaryStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::MessageCounter;
+    use crate::tokens::Encoding;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Debug, Default)]
+    struct Counting(AtomicUsize, bool);
+
+    #[async_trait]
+    impl Summarizer for Counting {
+        async fn summarize(
+            &self,
+            entries: &[LogEntry],
+            _max_tokens: usize,
+        ) -> std::result::Result<String, SummaryError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            if self.1 {
+                return Err("model unavailable".into());
+            }
+            Ok(format!("{} entries about revenue", entries.len()))
+        }
+    }
+
+    fn long_log() -> Vec<LogEntry> {
+        (0..30)
+            .map(|i| {
+                let role = if i % 2 == 0 {
+                    LogRole::User
+                } else {
+                    LogRole::Assistant
+                };
+                LogEntry::new(format!("m{i}"), role, "t")
+                    .with_text("revenue grew in the north ".repeat(20))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn summaries_are_cached_and_marked() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let summarizer = Arc::new(Counting::default());
+        let strategy = SummaryStrategy::new(summarizer.clone());
+        let cx = CompressCx {
+            counter: &counter,
+            target: 1_000,
+            limit: 2_000,
+        };
+        let log = long_log();
+        let a = strategy
+            .compress(Window::prepare(&log, &counter), cx)
+            .await
+            .unwrap();
+        let b = strategy
+            .compress(Window::prepare(&log, &counter), cx)
+            .await
+            .unwrap();
+        assert_eq!(
+            summarizer.0.load(Ordering::SeqCst),
+            1,
+            "second run served from the cache"
+        );
+        assert_eq!(strategy.cached(), 1);
+        let first = &a.units[0].entries[0];
+        assert_eq!(first.role, LogRole::System);
+        assert!(first.text().starts_with("CONVERSATION_SUMMARY\n"));
+        assert!(a.dropped.iter().all(|d| d.reason == DropReason::Summarized));
+        assert_eq!(a.kept_ids(), b.kept_ids());
+        assert!(a.tokens() <= 1_000);
+    }
+
+    #[tokio::test]
+    async fn a_failing_summarizer_is_a_typed_error() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let strategy = SummaryStrategy::new(Arc::new(Counting(AtomicUsize::new(0), true)));
+        let cx = CompressCx {
+            counter: &counter,
+            target: 1_000,
+            limit: 2_000,
+        };
+        let err = strategy
+            .compress(Window::prepare(&long_log(), &counter), cx)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("model unavailable"), "{err}");
+    }
 
     #[tokio::test]
     async fn extractive_summary_is_deterministic_and_bounded() {
