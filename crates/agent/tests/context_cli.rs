@@ -47,7 +47,7 @@ fn tokens_of_a_text() {
     );
     assert_eq!(
         stdout(&o),
-        "{\"bytes\":11,\"encoding\":\"o200k_base\",\"tokens\":2}\n"
+        "{\"tokens\":2,\"encoding\":\"o200k_base\",\"bytes\":11}\n"
     );
     // Special-token text is ordinary text.
     let o = run(&["tokens", "-"], Some("<|endoftext|>"));

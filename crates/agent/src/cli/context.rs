@@ -8,7 +8,7 @@ use ba_context::builder::{BuildRequest, BuilderSettings, ContextBuilder, PromptP
 use ba_context::{ContextBudget, ExtractiveSummarizer, MessageCounter, Pipeline, block_on};
 use ba_protocol::convert::{log_to_anthropic, log_to_openai};
 use ba_protocol::{LogEntry, LogRole, Mode};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::input::{self, InputFormat};
 use super::{CliError, CliResult};
@@ -87,6 +87,30 @@ pub(crate) fn run(command: Command) -> CliResult {
     match command {
         Command::Build(args) => build(args),
     }
+}
+
+/// The printed result; fields in the documented order.
+#[derive(serde::Serialize)]
+struct Output {
+    system: Value,
+    messages: Value,
+    usage: Usage,
+    kept: Vec<String>,
+    dropped: Vec<Dropped>,
+    strategy: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct Usage {
+    used: usize,
+    budget: usize,
+    percent: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Dropped {
+    id: String,
+    reason: &'static str,
 }
 
 fn build(args: BuildArgs) -> CliResult {
@@ -177,24 +201,26 @@ fn build(args: BuildArgs) -> CliResult {
             )
         }
     };
-    let dropped: Vec<Value> = out
-        .window
-        .dropped
-        .iter()
-        .map(|d| json!({"id": d.id, "reason": d.reason.as_str()}))
-        .collect();
-    let result = json!({
-        "system": system_json,
-        "messages": messages,
-        "usage": {
-            "used": out.used,
-            "budget": args.budget,
-            "percent": (out.usage.percent * 100.0).round() / 100.0,
+    let result = Output {
+        system: system_json,
+        messages,
+        usage: Usage {
+            used: out.used,
+            budget: args.budget,
+            percent: (out.usage.percent * 100.0).round() / 100.0,
         },
-        "kept": out.window.kept_ids(),
-        "dropped": dropped,
-        "strategy": args.strategy.name(),
-    });
+        kept: out.window.kept_ids(),
+        dropped: out
+            .window
+            .dropped
+            .iter()
+            .map(|d| Dropped {
+                id: d.id.clone(),
+                reason: d.reason.as_str(),
+            })
+            .collect(),
+        strategy: args.strategy.name(),
+    };
     println!(
         "{}",
         serde_json::to_string_pretty(&result).context("writing JSON")?

@@ -62,12 +62,12 @@ pub(crate) fn run(args: Args) -> CliResult {
         tok.count(&text)
     };
     if args.json {
-        let out = serde_json::json!({
-            "tokens": tokens,
-            "encoding": tok.encoding.as_str(),
-            "bytes": text.len(),
-        });
-        println!("{out}");
+        // Written by hand to keep the documented key order.
+        println!(
+            "{{\"tokens\":{tokens},\"encoding\":\"{}\",\"bytes\":{}}}",
+            tok.encoding.as_str(),
+            text.len()
+        );
     } else {
         println!("{tokens}");
     }
