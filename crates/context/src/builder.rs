@@ -341,7 +341,24 @@ impl ContextBuilder {
             .pipeline
             .run(&entries, &system, &self.budget, &self.counter)
             .await?;
-        let w = c.window;
+        let mut w = c.window;
+        // Entries the caps took out were marked as not for the context; say why instead.
+        let capped: std::collections::HashSet<&str> = request
+            .entries
+            .iter()
+            .zip(&entries)
+            .filter(|(before, after)| {
+                before.include_in_context
+                    && !after.include_in_context
+                    && after.collapsed != Some(true)
+            })
+            .map(|(before, _)| before.id.as_str())
+            .collect();
+        for d in &mut w.dropped {
+            if capped.contains(d.id.as_str()) {
+                d.reason = crate::window::DropReason::MessageLimit;
+            }
+        }
         Ok(BuiltContext {
             entries: w.entries(),
             debug: DebugData {
@@ -517,7 +534,7 @@ mod tests {
                 .debug
                 .dropped
                 .iter()
-                .all(|d| d.reason == crate::DropReason::Excluded)
+                .all(|d| d.reason == crate::DropReason::MessageLimit)
         );
     }
 }

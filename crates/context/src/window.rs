@@ -95,6 +95,8 @@ pub enum DropReason {
     Summarized,
     /// Dropped, oldest first, to fit the budget.
     OverBudget,
+    /// Beyond the builder's message or character cap.
+    MessageLimit,
 }
 
 impl DropReason {
@@ -110,6 +112,7 @@ impl DropReason {
             Self::LowImportance => "low_importance",
             Self::Summarized => "summarized",
             Self::OverBudget => "over_budget",
+            Self::MessageLimit => "message_limit",
         }
     }
 }
