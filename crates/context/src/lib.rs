@@ -1,8 +1,89 @@
 //! # ba-context
 //!
 //! Token counting, context budgets, compression strategies and the context builder (SPEC §5).
-//! It implements [`ba_protocol::TokenCounter`] with exact tiktoken encodings and turns the
-//! conversation log into a request window that fits a budget without splitting tool pairs.
 //!
-//! The crate is filled by its own issue; this release only reserves its place in the workspace.
+//! - [`tokens`] — exact tiktoken encodings ([`Encoding`]: `cl100k_base`, `o200k_base`) that
+//!   implement [`ba_protocol::TokenCounter`], and the model → encoding map with the Claude
+//!   safety margin ([`ModelTokenizer`]).
+//! - [`message`] — per-message counts with the OpenAI cookbook overhead, cached by entry id and
+//!   content hash ([`MessageCounter`]), and the [`TokenLedger`] that makes a new turn cost only
+//!   its new entries.
+//! - [`budget`] — [`ContextBudget`] and [`ContextUsage`] (C2).
+//! - [`window`] — the log cut into units kept or dropped whole (a tool group is the assistant
+//!   entry with its results), repair on read and the invariants (C4).
+//! - [`strategy`] — the [`CompressionStrategy`] trait and its implementations: truncate,
+//!   key-messages, importance, summary (through the [`Summarizer`] trait) and hybrid (C3).
+//! - [`pipeline`] — strategies in order until the window fits ([`Pipeline`]).
+//! - [`builder`] — the per-mode system prompt, file list, refocus, read-file synopsis and debug
+//!   data around the pipeline ([`ContextBuilder`], C5–C6).
+//!
+//! The crate reads [`ba_protocol::LogEntry`] slices and returns entries; it depends on
+//! `ba-protocol` only. The orchestrator (`ba-agent`) implements [`Summarizer`] with a model and
+//! renders the window in a provider's wire format.
+//!
+//! ```
+//! use ba_context::{block_on, ContextBudget, Encoding, MessageCounter, Pipeline};
+//! use ba_protocol::{LogEntry, LogRole};
+//!
+//! let log: Vec<LogEntry> = (0..40)
+//!     .map(|i| {
+//!         let role = if i % 2 == 0 { LogRole::User } else { LogRole::Assistant };
+//!         LogEntry::new(format!("m{i}"), role, "2026-01-01T00:00:00Z")
+//!             .with_text("a fairly long message about quarterly revenue ".repeat(10))
+//!     })
+//!     .collect();
+//! let counter = MessageCounter::exact(Encoding::Cl100kBase);
+//! let budget = ContextBudget::new(2_000, 500);
+//! let pipeline = Pipeline::named("key-messages", None)?;
+//! let out = block_on(pipeline.run(&log, "Be brief.", &budget, &counter))?;
+//! assert!(out.used <= 1_500);
+//! let kept = out.window.kept_ids();
+//! assert!(kept.len() < log.len());
+//! assert!(kept.iter().any(|id| id == "m38")); // the latest user message
+//! # Ok::<(), ba_context::ContextError>(())
+//! ```
 #![deny(missing_docs)]
+
+pub mod budget;
+pub mod builder;
+pub mod error;
+pub mod message;
+pub mod pipeline;
+pub mod strategy;
+pub mod tokens;
+pub mod window;
+
+pub use budget::{ContextBudget, ContextUsage, UsageStatus};
+pub use builder::{BuilderSettings, BuiltContext, ContextBuilder, DebugData, PromptParts};
+pub use error::{ContextError, Result};
+pub use message::{MessageCounter, MessageOverhead, TokenLedger};
+pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES};
+pub use strategy::{CompressionStrategy, ExtractiveSummarizer, Summarizer};
+pub use tokens::{Encoding, ModelTokenizer};
+pub use window::{DropReason, Window};
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake};
+
+/// Runs a future to completion on the current thread.
+///
+/// The strategies are async only because a [`Summarizer`] may call a model; callers without a
+/// runtime (the CLI, with the offline summarizer) drive them with this.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Arc::new(Unpark(std::thread::current())).into();
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}

@@ -97,10 +97,6 @@ pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
 pub(crate) struct Loaded {
     pub(crate) entries: Vec<LogEntry>,
     pub(crate) losses: Vec<Loss>,
-    #[allow(
-        dead_code,
-        reason = "read by the commands that default to the input format"
-    )]
     pub(crate) format: InputFormat,
 }
 

@@ -3,10 +3,12 @@
 //! Contract: results go to stdout, errors to stderr as one `error: …` line naming the file,
 //! line or field, with exit code 1 for a failed check and 2 for bad input or usage.
 
+mod context;
 mod convert;
 mod input;
 mod skills;
 mod log;
+mod tokens;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,11 @@ enum Command {
     /// Import, export, list, show and verify stored conversations.
     #[command(subcommand)]
     Log(log::Command),
+    /// Count the tokens of a text or a conversation.
+    Tokens(tokens::Args),
+    /// Build a request context within a token budget.
+    #[command(subcommand)]
+    Context(context::Command),
 }
 
 /// An error that carries its exit code.
@@ -62,6 +69,8 @@ pub(crate) fn main() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Skills(args) => skills::run(args),
         Command::Log(cmd) => log::run(cmd),
+        Command::Tokens(args) => tokens::run(args),
+        Command::Context(command) => context::run(command),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,540 @@
+//! The context builder (C5–C6): the system prompt composed per mode, the session's file list,
+//! tool outputs as preview + path, read-file synopses, refocus reminders, then the budgeted
+//! window and its debug data.
+
+use ba_protocol::{Content, LogEntry, LogRole, Mode};
+use serde::Serialize;
+
+use crate::budget::{ContextBudget, ContextUsage};
+use crate::error::Result;
+use crate::message::MessageCounter;
+use crate::pipeline::Pipeline;
+use crate::strategy::head_tail;
+use crate::window::{Changed, Dropped};
+
+/// The pieces the system prompt is made of.
+#[derive(Debug, Clone, Default)]
+pub struct PromptParts {
+    /// Rules for every mode.
+    pub base_rules: String,
+    /// How tools may be used.
+    pub tool_policy: String,
+    /// The agent's persona (agent mode).
+    pub persona: Option<String>,
+    /// The run's directive (run mode).
+    pub run_directive: Option<String>,
+    /// The active node's brief (run mode, while a step is active).
+    pub node_brief: Option<String>,
+    /// The active step's context (run mode, while a step is active).
+    pub step_context: Option<String>,
+    /// What to do once the run completed (post-completion profile).
+    pub post_run_protocol: Option<String>,
+}
+
+/// Where a workflow run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunState {
+    /// A step is active: the node brief and step context are injected.
+    #[default]
+    Active,
+    /// The run completed: only the directive and the post-run protocol.
+    Completed,
+}
+
+/// A file of the session (code written or a user upload).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionFile {
+    /// Its path.
+    pub path: String,
+    /// `code` or `upload`.
+    pub kind: String,
+    /// One line about it.
+    pub description: String,
+}
+
+/// A file that was read in full, and the synopsis later windows carry instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadFile {
+    /// Its path, as the read tool's arguments name it.
+    pub path: String,
+    /// The synopsis.
+    pub synopsis: String,
+}
+
+/// Settings of the builder (seed 002 §7).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BuilderSettings {
+    /// Entries in a window at most.
+    pub max_messages: usize,
+    /// Characters of the window at most, a fallback when no exact count is wanted.
+    pub max_chars: usize,
+    /// Whether tool results are sent (otherwise a one-line stand-in).
+    pub include_tool_results: bool,
+    /// Whether collapsed UI-only entries are sent.
+    pub include_collapsed: bool,
+    /// A task reminder every this many user rounds (0: never).
+    pub refocus_every: usize,
+    /// Tool outputs longer than this are sent as a preview with the path of the full output.
+    pub tool_preview_chars: usize,
+}
+
+impl Default for BuilderSettings {
+    fn default() -> Self {
+        Self {
+            max_messages: 80,
+            max_chars: 120_000,
+            include_tool_results: true,
+            include_collapsed: false,
+            refocus_every: 5,
+            tool_preview_chars: 4_000,
+        }
+    }
+}
+
+/// What one build needs.
+#[derive(Debug, Clone, Default)]
+pub struct BuildRequest<'a> {
+    /// The conversation log.
+    pub entries: &'a [LogEntry],
+    /// The mode.
+    pub mode: Mode,
+    /// The run's state (run mode).
+    pub run_state: RunState,
+    /// The session's files.
+    pub files: Vec<SessionFile>,
+    /// The task, for refocus reminders.
+    pub task: Option<String>,
+    /// Files read in full, with their synopses.
+    pub read_files: Vec<ReadFile>,
+}
+
+/// Debug data of a build.
+#[derive(Debug, Clone, Serialize)]
+pub struct DebugData {
+    /// Ids of the entries kept.
+    pub kept: Vec<String>,
+    /// Entries dropped, with the reason.
+    pub dropped: Vec<Dropped>,
+    /// Entries added or changed.
+    pub changed: Vec<Changed>,
+    /// Message tokens before compression.
+    pub tokens_before: usize,
+    /// Message tokens after.
+    pub tokens_after: usize,
+    /// Tokens of the system prompt.
+    pub system_tokens: usize,
+    /// Strategies applied.
+    pub strategies: Vec<String>,
+    /// Usage of the budget.
+    pub usage: ContextUsage,
+}
+
+/// The result of a build.
+#[derive(Debug, Clone)]
+pub struct BuiltContext {
+    /// The system prompt.
+    pub system: String,
+    /// The window.
+    pub entries: Vec<LogEntry>,
+    /// What happened.
+    pub debug: DebugData,
+}
+
+/// Builds request contexts.
+#[derive(Debug)]
+pub struct ContextBuilder {
+    /// The prompt pieces.
+    pub prompts: PromptParts,
+    /// The settings.
+    pub settings: BuilderSettings,
+    /// The budget.
+    pub budget: ContextBudget,
+    pipeline: Pipeline,
+    counter: MessageCounter,
+}
+
+fn push_part(out: &mut String, part: &str) {
+    if part.trim().is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(part.trim_end());
+}
+
+impl ContextBuilder {
+    /// A builder.
+    pub fn new(
+        prompts: PromptParts,
+        settings: BuilderSettings,
+        budget: ContextBudget,
+        pipeline: Pipeline,
+        counter: MessageCounter,
+    ) -> Self {
+        Self {
+            prompts,
+            settings,
+            budget,
+            pipeline,
+            counter,
+        }
+    }
+
+    /// The system prompt of `request`: base rules, tool policy and mode banner; the persona in
+    /// agent mode; the run directive (with node brief and step context while a step is active,
+    /// or the post-run protocol once completed) in run mode; the session's files; a refocus
+    /// reminder every N rounds.
+    pub fn system_prompt(&self, request: &BuildRequest<'_>) -> String {
+        let p = &self.prompts;
+        let mut out = String::new();
+        push_part(&mut out, &p.base_rules);
+        push_part(&mut out, &p.tool_policy);
+        push_part(&mut out, &format!("MODE: {}", request.mode.as_str()));
+        match request.mode {
+            Mode::Chat => {}
+            Mode::Agent => push_part(&mut out, p.persona.as_deref().unwrap_or("")),
+            Mode::Run => {
+                if let Some(d) = &p.run_directive {
+                    push_part(&mut out, &format!("RUN_DIRECTIVE\n{d}"));
+                }
+                match request.run_state {
+                    RunState::Active => {
+                        if let Some(b) = &p.node_brief {
+                            push_part(&mut out, &format!("NODE_BRIEF\n{b}"));
+                        }
+                        if let Some(s) = &p.step_context {
+                            push_part(&mut out, &format!("STEP_CONTEXT\n{s}"));
+                        }
+                    }
+                    RunState::Completed => {
+                        if let Some(r) = &p.post_run_protocol {
+                            push_part(&mut out, &format!("POST_RUN_PROTOCOL\n{r}"));
+                        }
+                    }
+                }
+            }
+        }
+        if !request.files.is_empty() {
+            let mut list = String::from("SESSION FILES");
+            for f in &request.files {
+                list.push_str(&format!("\n- {} ({}): {}", f.path, f.kind, f.description));
+            }
+            push_part(&mut out, &list);
+        }
+        let rounds = request
+            .entries
+            .iter()
+            .filter(|e| e.role == LogRole::User && e.include_in_context)
+            .count();
+        if let Some(task) = &request.task {
+            let every = self.settings.refocus_every;
+            if every > 0 && rounds > 0 && rounds % every == 0 {
+                push_part(&mut out, &format!("REFOCUS: the task is still: {task}"));
+            }
+        }
+        out
+    }
+
+    /// The entries as they go to the pipeline: collapsed entries out unless wanted, tool
+    /// outputs as preview + path, earlier reads of a file replaced by its synopsis, and the
+    /// message and character caps applied from the oldest end.
+    pub fn prepare_entries(&self, request: &BuildRequest<'_>) -> Vec<LogEntry> {
+        let s = &self.settings;
+        let mut out: Vec<LogEntry> = request.entries.to_vec();
+        // The latest read of each file stays whole; earlier ones become its synopsis.
+        let mut last_read: std::collections::HashMap<&str, String> = Default::default();
+        let mut call_path: std::collections::HashMap<String, String> = Default::default();
+        for e in request.entries {
+            for c in e.calls() {
+                if let Ok(args) = c.arguments_json() {
+                    let path = args.get("path").or_else(|| args.get("file_path"));
+                    if let Some(p) = path.and_then(|p| p.as_str()) {
+                        call_path.insert(c.id.clone(), p.to_owned());
+                    }
+                }
+            }
+        }
+        for e in request.entries.iter().filter(|e| e.role == LogRole::Tool) {
+            if let Some(p) = e.tool_call_id.as_ref().and_then(|id| call_path.get(id)) {
+                if let Some(rf) = request.read_files.iter().find(|r| &r.path == p) {
+                    last_read.insert(rf.path.as_str(), e.id.clone());
+                }
+            }
+        }
+        for e in &mut out {
+            if e.collapsed == Some(true) && !s.include_collapsed {
+                e.include_in_context = false;
+            }
+            if e.role != LogRole::Tool {
+                continue;
+            }
+            let path = e.tool_call_id.as_ref().and_then(|id| call_path.get(id));
+            if let Some(rf) = path.and_then(|p| request.read_files.iter().find(|r| &r.path == p)) {
+                if last_read.get(rf.path.as_str()) != Some(&e.id) {
+                    e.content = Some(Content::Text(format!(
+                        "[synopsis of {} (read in full later)]\n{}",
+                        rf.path, rf.synopsis
+                    )));
+                    continue;
+                }
+            }
+            if !s.include_tool_results {
+                e.content = Some(Content::Text("[tool result not included]".to_owned()));
+                continue;
+            }
+            let text = e.text();
+            if let Some(short) = head_tail(&text, s.tool_preview_chars, 0.7) {
+                let data_ref = e
+                    .extra
+                    .get("data_ref")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned);
+                let tail = match data_ref {
+                    Some(p) => format!("\n[full output: {p}]"),
+                    None => String::new(),
+                };
+                e.content = Some(Content::Text(format!("{short}{tail}")));
+            }
+        }
+        // Message and character caps, oldest first, keeping tool groups whole by only cutting
+        // before a user entry.
+        let included: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].include_in_context)
+            .collect();
+        let chars: usize = included
+            .iter()
+            .map(|&i| out[i].text().chars().count())
+            .sum();
+        let mut count = included.len();
+        let mut total_chars = chars;
+        let mut need = 0;
+        while need < included.len() && (count > s.max_messages || total_chars > s.max_chars) {
+            count -= 1;
+            total_chars -= out[included[need]].text().chars().count();
+            need += 1;
+        }
+        // Cut at the first user entry at or after that point, so no round (and no tool group)
+        // is split; never past the latest user entry.
+        let latest_user = included.iter().rposition(|&i| out[i].role == LogRole::User);
+        let mut cut = if need == 0 {
+            0
+        } else {
+            (need..included.len())
+                .find(|&k| out[included[k]].role == LogRole::User)
+                .unwrap_or(included.len())
+        };
+        if let Some(l) = latest_user {
+            cut = cut.min(l);
+        }
+        for &i in &included[..cut] {
+            out[i].include_in_context = false;
+        }
+        out
+    }
+
+    /// Builds the context of `request`.
+    pub async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext> {
+        let system = self.system_prompt(request);
+        let entries = self.prepare_entries(request);
+        let c = self
+            .pipeline
+            .run(&entries, &system, &self.budget, &self.counter)
+            .await?;
+        let mut w = c.window;
+        // Entries the caps took out were marked as not for the context; say why instead.
+        let capped: std::collections::HashSet<&str> = request
+            .entries
+            .iter()
+            .zip(&entries)
+            .filter(|(before, after)| {
+                before.include_in_context
+                    && !after.include_in_context
+                    && after.collapsed != Some(true)
+            })
+            .map(|(before, _)| before.id.as_str())
+            .collect();
+        for d in &mut w.dropped {
+            if capped.contains(d.id.as_str()) {
+                d.reason = crate::window::DropReason::MessageLimit;
+            }
+        }
+        Ok(BuiltContext {
+            entries: w.entries(),
+            debug: DebugData {
+                kept: w.kept_ids(),
+                dropped: w.dropped.clone(),
+                changed: w.changed.clone(),
+                tokens_before: w.tokens_before,
+                tokens_after: w.tokens(),
+                system_tokens: c.system_tokens,
+                strategies: w.strategies.clone(),
+                usage: c.usage,
+            },
+            system,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block_on;
+    use crate::tokens::Encoding;
+    use ba_protocol::LogToolCall;
+
+    fn builder(settings: BuilderSettings) -> ContextBuilder {
+        let prompts = PromptParts {
+            base_rules: "Answer with evidence.".into(),
+            tool_policy: "Use at most six tools a round.".into(),
+            persona: Some("You are Ada, a retail analyst.".into()),
+            run_directive: Some("Produce the monthly report.".into()),
+            node_brief: Some("Node 2: load the sales table.".into()),
+            step_context: Some("Step 2 of 5.".into()),
+            post_run_protocol: Some("Answer questions about the report only.".into()),
+        };
+        ContextBuilder::new(
+            prompts,
+            settings,
+            ContextBudget::new(4_000, 500),
+            Pipeline::named("key-messages", None).unwrap(),
+            MessageCounter::exact(Encoding::Cl100kBase),
+        )
+    }
+
+    fn user(id: &str, text: &str) -> LogEntry {
+        LogEntry::new(id, LogRole::User, "t").with_text(text)
+    }
+
+    #[test]
+    fn system_prompt_per_mode() {
+        let b = builder(BuilderSettings::default());
+        let log = vec![user("u1", "hi")];
+        let mut req = BuildRequest {
+            entries: &log,
+            files: vec![SessionFile {
+                path: "code/q1.py".into(),
+                kind: "code".into(),
+                description: "sales by region".into(),
+            }],
+            ..BuildRequest::default()
+        };
+        let chat = b.system_prompt(&req);
+        assert!(!chat.contains("Ada") && !chat.contains("RUN_DIRECTIVE"));
+        req.mode = Mode::Agent;
+        assert!(b.system_prompt(&req).contains("You are Ada"));
+        req.mode = Mode::Run;
+        let active = b.system_prompt(&req);
+        req.run_state = RunState::Completed;
+        let done = b.system_prompt(&req);
+        assert!(done.contains("POST_RUN_PROTOCOL") && !done.contains("NODE_BRIEF"));
+        insta::assert_snapshot!("chat", chat);
+        insta::assert_snapshot!("run_active", active);
+    }
+
+    #[test]
+    fn refocus_every_n_rounds() {
+        let b = builder(BuilderSettings {
+            refocus_every: 2,
+            ..BuilderSettings::default()
+        });
+        let one = vec![user("u1", "a")];
+        let two = vec![user("u1", "a"), user("u2", "b")];
+        let task = Some("Compare Q1 and Q2 revenue.".to_owned());
+        let req = |entries| BuildRequest {
+            entries,
+            task: task.clone(),
+            ..BuildRequest::default()
+        };
+        assert!(!b.system_prompt(&req(&one)).contains("REFOCUS"));
+        assert!(
+            b.system_prompt(&req(&two))
+                .contains("REFOCUS: the task is still: Compare Q1")
+        );
+    }
+
+    #[test]
+    fn earlier_reads_become_synopses_and_long_outputs_previews() {
+        let b = builder(BuilderSettings {
+            tool_preview_chars: 100,
+            ..BuilderSettings::default()
+        });
+        let mut log = vec![user("u1", "read it")];
+        for k in 0..2 {
+            let mut a = LogEntry::new(format!("a{k}"), LogRole::Assistant, "t");
+            a.tool_calls = Some(vec![LogToolCall::new(
+                format!("c{k}"),
+                "read_file",
+                &serde_json::json!({"path": "data/sales.csv"}),
+            )]);
+            let mut r = LogEntry::new(format!("r{k}"), LogRole::Tool, "t")
+                .with_text("region,amount\n".repeat(20));
+            r.tool_call_id = Some(format!("c{k}"));
+            r.extra.insert("data_ref".into(), "tool-data/r.txt".into());
+            log.push(a);
+            log.push(r);
+        }
+        log.push(user("u2", "and now?"));
+        let req = BuildRequest {
+            entries: &log,
+            read_files: vec![ReadFile {
+                path: "data/sales.csv".into(),
+                synopsis: "20 rows of region and amount.".into(),
+            }],
+            ..BuildRequest::default()
+        };
+        let built = block_on(b.build(&req)).unwrap();
+        let r0 = built
+            .entries
+            .iter()
+            .find(|e| e.id == "r0")
+            .unwrap()
+            .text()
+            .into_owned();
+        let r1 = built
+            .entries
+            .iter()
+            .find(|e| e.id == "r1")
+            .unwrap()
+            .text()
+            .into_owned();
+        assert!(r0.starts_with("[synopsis of data/sales.csv"), "{r0}");
+        assert!(
+            r1.contains("characters left out") && r1.ends_with("[full output: tool-data/r.txt]"),
+            "{r1}"
+        );
+        assert_eq!(built.debug.kept.len(), 6);
+        assert!(built.debug.usage.used <= 3_500);
+    }
+
+    #[test]
+    fn message_cap_cuts_before_a_user_entry() {
+        let b = builder(BuilderSettings {
+            max_messages: 3,
+            ..BuilderSettings::default()
+        });
+        let log: Vec<LogEntry> = (0..6)
+            .map(|i| {
+                let role = if i % 2 == 0 {
+                    LogRole::User
+                } else {
+                    LogRole::Assistant
+                };
+                LogEntry::new(format!("m{i}"), role, "t").with_text("x")
+            })
+            .collect();
+        let req = BuildRequest {
+            entries: &log,
+            ..BuildRequest::default()
+        };
+        let built = block_on(b.build(&req)).unwrap();
+        assert_eq!(built.debug.kept, ["m4", "m5"]);
+        assert!(
+            built
+                .debug
+                .dropped
+                .iter()
+                .all(|d| d.reason == crate::DropReason::MessageLimit)
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! The error type of the crate.
+
+/// What can go wrong while counting, budgeting or compressing a conversation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContextError {
+    /// The encoding name is not one this crate implements.
+    #[error("unknown encoding `{name}`: expected cl100k_base or o200k_base")]
+    UnknownEncoding {
+        /// The name given.
+        name: String,
+    },
+    /// The budget leaves no room for any message.
+    #[error(
+        "the budget of {total} tokens with {reserved} reserved for the response leaves no room for the conversation"
+    )]
+    EmptyBudget {
+        /// The total budget.
+        total: usize,
+        /// Tokens reserved for the response.
+        reserved: usize,
+    },
+    /// The system prompt alone does not fit.
+    #[error("the system prompt takes {system} tokens, more than the {available} tokens available")]
+    SystemTooLarge {
+        /// Tokens of the system prompt.
+        system: usize,
+        /// Tokens available after the response reserve.
+        available: usize,
+    },
+    /// The conversation has nothing the model could answer.
+    #[error("the conversation has no user message to answer")]
+    NoUserMessage,
+    /// The latest user message alone does not fit.
+    #[error(
+        "the latest user message `{id}` needs {needed} tokens, more than the {available} tokens left for messages"
+    )]
+    LatestUserTooLarge {
+        /// The log entry id of the latest user message.
+        id: String,
+        /// Tokens the mandatory part of the window needs.
+        needed: usize,
+        /// Tokens left for messages.
+        available: usize,
+    },
+    /// A strategy returned a window that breaks an invariant (C4); a bug in that strategy.
+    #[error("strategy `{strategy}` broke an invariant: {detail}")]
+    Invariant {
+        /// The strategy's name.
+        strategy: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The summarizer failed.
+    #[error("summarizing {entries} entries failed: {message}")]
+    Summary {
+        /// How many entries were to be summarized.
+        entries: usize,
+        /// What the summarizer said.
+        message: String,
+    },
+    /// The strategy name is not one this crate implements.
+    #[error(
+        "unknown strategy `{name}`: expected truncate, key-messages, importance, summary or hybrid"
+    )]
+    UnknownStrategy {
+        /// The name given.
+        name: String,
+    },
+}
+
+/// Result with [`ContextError`].
+pub type Result<T, E = ContextError> = std::result::Result<T, E>;

@@ -1,0 +1,158 @@
+//! The pipeline: strategies in order until the window is under the target, the invariants
+//! checked after each, and a last fit to the hard limit.
+
+use std::sync::Arc;
+
+use ba_protocol::LogEntry;
+
+use crate::budget::{ContextBudget, ContextUsage};
+use crate::error::{ContextError, Result};
+use crate::message::MessageCounter;
+use crate::strategy::{
+    CompressCx, CompressionStrategy, ExtractiveSummarizer, ImportanceStrategy, KeyMessages,
+    Summarizer, SummaryStrategy, Truncate,
+};
+use crate::window::{DropReason, Window};
+
+/// The names [`Pipeline::named`] accepts.
+pub const STRATEGY_NAMES: &[&str] = &[
+    "truncate",
+    "key-messages",
+    "importance",
+    "summary",
+    "hybrid",
+];
+
+/// A window that fits its budget.
+#[derive(Debug, Clone)]
+pub struct Compressed {
+    /// The window.
+    pub window: Window,
+    /// Tokens of the system prompt.
+    pub system_tokens: usize,
+    /// Tokens of the whole request: system prompt, messages and reply priming.
+    pub used: usize,
+    /// `used` against the budget.
+    pub usage: ContextUsage,
+    /// Whether usage was over the trigger, so strategies ran.
+    pub compressed: bool,
+}
+
+/// Strategies applied in order.
+#[derive(Debug, Default)]
+pub struct Pipeline {
+    strategies: Vec<Box<dyn CompressionStrategy>>,
+}
+
+impl Pipeline {
+    /// A pipeline of `strategies`, tried in order.
+    pub fn new(strategies: Vec<Box<dyn CompressionStrategy>>) -> Self {
+        Self { strategies }
+    }
+
+    /// The pipeline of one named strategy (see [`STRATEGY_NAMES`]); `summary` and `hybrid` use
+    /// `summarizer`, or the [`ExtractiveSummarizer`] when none is given.
+    pub fn named(name: &str, summarizer: Option<Arc<dyn Summarizer>>) -> Result<Self> {
+        let summarizer = summarizer.unwrap_or_else(|| Arc::new(ExtractiveSummarizer));
+        let s: Box<dyn CompressionStrategy> = match name {
+            "truncate" => Box::new(Truncate::default()),
+            "key-messages" => Box::new(KeyMessages::default()),
+            "importance" => Box::new(ImportanceStrategy::default()),
+            "summary" => Box::new(SummaryStrategy::new(summarizer)),
+            "hybrid" => Box::new(SummaryStrategy::hybrid(summarizer)),
+            _ => {
+                return Err(ContextError::UnknownStrategy {
+                    name: name.to_owned(),
+                });
+            }
+        };
+        Ok(Self::new(vec![s]))
+    }
+
+    /// The strategies' names.
+    pub fn names(&self) -> Vec<&str> {
+        self.strategies.iter().map(|s| s.name()).collect()
+    }
+
+    /// Builds the window of `entries` for a request whose system prompt is `system`.
+    ///
+    /// Below the trigger the window is the repaired log. Above it, strategies run in order
+    /// until the window is under the target; the invariants are checked after each one, and
+    /// what is still over the hard limit is dropped oldest first. Errors: an empty budget, a
+    /// system prompt that does not fit, no user message, a latest user message that does not
+    /// fit.
+    pub async fn run(
+        &self,
+        entries: &[LogEntry],
+        system: &str,
+        budget: &ContextBudget,
+        counter: &MessageCounter,
+    ) -> Result<Compressed> {
+        let available = budget.available()?;
+        let system_tokens = counter.system(system);
+        if system_tokens >= available {
+            return Err(ContextError::SystemTooLarge {
+                system: system_tokens,
+                available,
+            });
+        }
+        let limit = available - system_tokens;
+        let mut window = Window::prepare(entries, counter);
+        let latest = window
+            .latest_user()
+            .and_then(|i| window.units[i].entries.first())
+            .map(|e| e.id.clone())
+            .ok_or(ContextError::NoUserMessage)?;
+        let trigger = budget.trigger_tokens().saturating_sub(system_tokens);
+        let target = match budget.target_tokens().checked_sub(system_tokens) {
+            Some(t) if t > 0 => t,
+            _ => limit,
+        };
+        let compressed = window.tokens() > trigger;
+        let dropped_on_read = window.dropped.len();
+        if compressed {
+            for strategy in &self.strategies {
+                if window.tokens() <= target {
+                    break;
+                }
+                let cx = CompressCx {
+                    counter,
+                    target,
+                    limit,
+                };
+                window = strategy.compress(window, cx).await?;
+                window.strategies.push(strategy.name().to_owned());
+                window.check(Some(&latest), usize::MAX).map_err(|detail| {
+                    ContextError::Invariant {
+                        strategy: strategy.name().to_owned(),
+                        detail,
+                    }
+                })?;
+            }
+        }
+        if !window.fit(limit, DropReason::OverBudget) {
+            return Err(ContextError::LatestUserTooLarge {
+                id: latest,
+                needed: window.tokens(),
+                available: limit,
+            });
+        }
+        if window.dropped.len() > dropped_on_read {
+            window.open_with_user(counter, limit);
+        }
+        window
+            .check(Some(&latest), limit)
+            .map_err(|detail| ContextError::Invariant {
+                strategy: "pipeline".to_owned(),
+                detail,
+            })?;
+        let used = system_tokens + window.tokens();
+        Ok(Compressed {
+            usage: budget.usage(used),
+            used,
+            system_tokens,
+            window,
+            compressed,
+        })
+    }
+}

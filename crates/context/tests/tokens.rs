@@ -1,0 +1,156 @@
+//! Token counts against the shared vectors and against tiktoken-rs on real transcripts.
+
+// Helpers outside #[test] fns fail loudly too: this is a test crate.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use ba_context::message::entry_texts;
+use ba_context::{Encoding, MessageOverhead};
+use serde_json::Value;
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures"
+    ));
+    dir.is_dir().then(|| dir.to_path_buf())
+}
+
+fn vectors() -> Option<Value> {
+    let Some(dir) = fixtures() else {
+        eprintln!("skipping: shared fixtures not found");
+        return None;
+    };
+    let text = std::fs::read_to_string(dir.join("tokens/vectors.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn every_vector_matches_exactly() {
+    let Some(all) = vectors() else { return };
+    let list = all["vectors"].as_array().unwrap();
+    assert!(list.len() >= 100);
+    for v in list {
+        let enc: Encoding = v["encoding"].as_str().unwrap().parse().unwrap();
+        let text = v["text"].as_str().unwrap();
+        let want = ids(v);
+        let name = v["id"].as_str().unwrap();
+        match v["allowed_special"].as_str().unwrap() {
+            "none" => {
+                assert_eq!(enc.encode(text), want, "{name}: ids");
+                assert_eq!(enc.count(text), want.len(), "{name}: count");
+            }
+            "all" => {
+                assert_eq!(enc.encode_with_special_tokens(text), want, "{name}: ids");
+                // Counting treats special-token text as plain text; it equals ordinary encoding.
+                assert_eq!(enc.count(text), enc.encode(text).len(), "{name}: count");
+            }
+            other => panic!("{name}: unknown allowed_special {other}"),
+        }
+        assert_eq!(v["count"].as_u64().unwrap() as usize, want.len(), "{name}");
+        assert_eq!(enc.decode(&want).as_deref(), Some(text), "{name}: decode");
+    }
+}
+
+#[test]
+fn message_count_vectors_match_the_cookbook_scheme() {
+    let Some(all) = vectors() else { return };
+    for v in all["message_count_vectors"].as_array().unwrap() {
+        let enc: Encoding = v["encoding"].as_str().unwrap().parse().unwrap();
+        let model = v["model"].as_str().unwrap();
+        let overhead = MessageOverhead::for_model(model);
+        if let Some(n) = v["tokens_per_message"].as_i64() {
+            assert_eq!(overhead.per_message, n, "{model}");
+            assert_eq!(
+                overhead.per_name,
+                v["tokens_per_name"].as_i64().unwrap(),
+                "{model}"
+            );
+            assert_eq!(
+                overhead.reply_priming,
+                v["reply_priming"].as_i64().unwrap(),
+                "{model}"
+            );
+        }
+        let mut total = overhead.reply_priming as usize;
+        for m in v["messages"].as_array().unwrap() {
+            let content = m["content"].as_str().unwrap_or("");
+            let call = m.get("function_call").map(|f| {
+                (
+                    f["name"].as_str().unwrap(),
+                    f["arguments"].as_str().unwrap(),
+                )
+            });
+            let calls: Vec<(&str, &str)> = call.into_iter().collect();
+            total += overhead.message(
+                &enc,
+                m["role"].as_str().unwrap(),
+                &[content],
+                m["name"].as_str(),
+                &calls,
+            );
+        }
+        assert_eq!(total, v["count"].as_u64().unwrap() as usize, "{}", v["id"]);
+    }
+}
+
+fn transcripts() -> Vec<PathBuf> {
+    let Some(dir) = fixtures() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join("transcripts")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn transcript_counts_equal_tiktoken_rs() {
+    let files = transcripts();
+    if files.is_empty() {
+        eprintln!("skipping: transcripts not found");
+        return;
+    }
+    let mut pieces = 0usize;
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let log = ba_protocol::claude_code::session_to_log(&text).value;
+        for entry in &log {
+            let (texts, _) = entry_texts(entry);
+            let args = entry.calls().iter().map(|c| c.function.arguments.as_str());
+            for t in texts.iter().map(|t| t.as_ref()).chain(args) {
+                for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+                    assert_eq!(
+                        enc.count(t),
+                        enc.encode(t).len(),
+                        "{} entry {} ({enc})",
+                        path.display(),
+                        entry.id
+                    );
+                }
+                pieces += 1;
+            }
+        }
+    }
+    assert!(pieces > 1_000, "only {pieces} texts compared");
+}
