@@ -6,8 +6,8 @@
 mod context;
 mod convert;
 mod input;
-mod skills;
 mod log;
+mod skills;
 mod tokens;
 
 use std::process::ExitCode;

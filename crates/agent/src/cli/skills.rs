@@ -12,10 +12,9 @@ use serde_json::json;
 
 use super::{CliError, CliResult};
 
-/// The token counter for level costs. The approximate counter stands in until the exact
-/// `cl100k_base` counter of `ba-context` is wired here when the crates are merged.
+/// The token counter for level costs: the exact `cl100k_base` encoding.
 fn counter() -> Box<dyn TokenCounter> {
-    Box::new(ba_protocol::tokens::ApproxCounter)
+    Box::new(ba_context::Encoding::Cl100kBase)
 }
 
 /// Arguments of `skills`.
