@@ -256,10 +256,10 @@ impl ContextBuilder {
             }
         }
         for e in request.entries.iter().filter(|e| e.role == LogRole::Tool) {
-            if let Some(p) = e.tool_call_id.as_ref().and_then(|id| call_path.get(id)) {
-                if let Some(rf) = request.read_files.iter().find(|r| &r.path == p) {
-                    last_read.insert(rf.path.as_str(), e.id.clone());
-                }
+            if let Some(p) = e.tool_call_id.as_ref().and_then(|id| call_path.get(id))
+                && let Some(rf) = request.read_files.iter().find(|r| &r.path == p)
+            {
+                last_read.insert(rf.path.as_str(), e.id.clone());
             }
         }
         for e in &mut out {
@@ -270,14 +270,14 @@ impl ContextBuilder {
                 continue;
             }
             let path = e.tool_call_id.as_ref().and_then(|id| call_path.get(id));
-            if let Some(rf) = path.and_then(|p| request.read_files.iter().find(|r| &r.path == p)) {
-                if last_read.get(rf.path.as_str()) != Some(&e.id) {
-                    e.content = Some(Content::Text(format!(
-                        "[synopsis of {} (read in full later)]\n{}",
-                        rf.path, rf.synopsis
-                    )));
-                    continue;
-                }
+            if let Some(rf) = path.and_then(|p| request.read_files.iter().find(|r| &r.path == p))
+                && last_read.get(rf.path.as_str()) != Some(&e.id)
+            {
+                e.content = Some(Content::Text(format!(
+                    "[synopsis of {} (read in full later)]\n{}",
+                    rf.path, rf.synopsis
+                )));
+                continue;
             }
             if !s.include_tool_results {
                 e.content = Some(Content::Text("[tool result not included]".to_owned()));

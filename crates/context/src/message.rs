@@ -307,10 +307,10 @@ impl MessageCounter {
     /// Tokens of one entry; a cached count is reused while the entry's content hash is the same.
     pub fn entry(&self, entry: &LogEntry) -> usize {
         let hash = entry_hash(entry);
-        if let Some(&(h, n)) = self.lock().get(&entry.id) {
-            if h == hash {
-                return n;
-            }
+        if let Some(&(h, n)) = self.lock().get(&entry.id)
+            && h == hash
+        {
+            return n;
         }
         let n = self.entry_uncached(entry);
         self.lock().insert(entry.id.clone(), (hash, n));

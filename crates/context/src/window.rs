@@ -460,14 +460,13 @@ impl Window {
                 ));
             }
         }
-        if let Some(id) = latest_user_id {
-            if !self
+        if let Some(id) = latest_user_id
+            && !self
                 .units
                 .iter()
                 .any(|u| u.entries.iter().any(|e| e.id == id))
-            {
-                return Err(format!("the latest user message `{id}` was dropped"));
-            }
+        {
+            return Err(format!("the latest user message `{id}` was dropped"));
         }
         if self.tokens() > limit {
             return Err(format!(

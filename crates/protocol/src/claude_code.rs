@@ -132,14 +132,13 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                     .get("id")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                if kind == "assistant" {
-                    if let Some(&at) = message_id
+                if kind == "assistant"
+                    && let Some(&at) = message_id
                         .as_ref()
                         .and_then(|mid| assistant_by_message.get(mid))
-                    {
-                        merge_assistant(&mut entries[at], &message);
-                        continue;
-                    }
+                {
+                    merge_assistant(&mut entries[at], &message);
+                    continue;
                 }
                 let request = AnthropicRequest {
                     system: None,

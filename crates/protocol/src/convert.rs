@@ -135,11 +135,11 @@ pub fn anthropic_to_log(
                 out[position].merge_with_previous = Some(should_merge);
             }
         }
-        if !message.extra.is_empty() {
-            if let Some(e) = out.get_mut(first) {
-                e.anthropic
-                    .insert("message".to_owned(), Value::Object(message.extra.clone()));
-            }
+        if !message.extra.is_empty()
+            && let Some(e) = out.get_mut(first)
+        {
+            e.anthropic
+                .insert("message".to_owned(), Value::Object(message.extra.clone()));
         }
     }
     Ok(Converted { value: out, losses })

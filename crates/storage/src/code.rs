@@ -123,10 +123,10 @@ impl CodeStore {
             char_count: code.chars().count(),
             conversation_id: conversation_id.map(str::to_owned),
         };
-        if let Ok(old) = self.meta(code_id) {
-            if old.file_name != file_name {
-                let _ = std::fs::remove_file(self.root.join(&old.file_name));
-            }
+        if let Ok(old) = self.meta(code_id)
+            && old.file_name != file_name
+        {
+            let _ = std::fs::remove_file(self.root.join(&old.file_name));
         }
         write_atomic(&self.root.join(&file_name), code.as_bytes())?;
         let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {

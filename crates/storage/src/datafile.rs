@@ -207,10 +207,10 @@ impl DataFileStore {
         let read = std::fs::read_dir(&dir).map_err(|e| StorageError::io("listing", &dir, e))?;
         for item in read.flatten() {
             let file = item.file_name().to_string_lossy().into_owned();
-            if let Some(name) = file.strip_suffix(".json") {
-                if let Ok(meta) = self.meta(name) {
-                    out.insert(name.to_owned(), meta);
-                }
+            if let Some(name) = file.strip_suffix(".json")
+                && let Ok(meta) = self.meta(name)
+            {
+                out.insert(name.to_owned(), meta);
             }
         }
         Ok(out.into_values().collect())

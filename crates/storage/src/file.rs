@@ -356,10 +356,10 @@ impl FileStore {
             let item = item.map_err(|e| StorageError::io("listing", dir, e))?;
             let name = item.file_name();
             let Some(name) = name.to_str() else { continue };
-            if let Some(id) = name.strip_suffix(".jsonl") {
-                if crate::id::check_name("conversation id", id).is_ok() {
-                    ids.push(id.to_owned());
-                }
+            if let Some(id) = name.strip_suffix(".jsonl")
+                && crate::id::check_name("conversation id", id).is_ok()
+            {
+                ids.push(id.to_owned());
             }
         }
         ids.sort();
@@ -525,14 +525,14 @@ impl FileStore {
             self.quarantine(&file, &path, id.as_str(), &mut tail)?;
         }
         state.known = Some(tail);
-        if let Some(expected) = expect_last {
-            if expected != tail.last_seq {
-                return Err(StorageError::SequenceConflict {
-                    id: id.to_string(),
-                    expected,
-                    actual: tail.last_seq,
-                });
-            }
+        if let Some(expected) = expect_last
+            && expected != tail.last_seq
+        {
+            return Err(StorageError::SequenceConflict {
+                id: id.to_string(),
+                expected,
+                actual: tail.last_seq,
+            });
         }
         let at = self.now();
         let mut buf = Vec::with_capacity(256 * entries.len());
@@ -718,10 +718,10 @@ fn open_current(state: &mut FileState, path: &Path, id: &ConversationId) -> Resu
         }
         Err(e) => return Err(StorageError::io("reading", path, e)),
     };
-    if let Some(file) = &state.file {
-        if state.identity == on_disk {
-            return Ok(file.clone());
-        }
+    if let Some(file) = &state.file
+        && state.identity == on_disk
+    {
+        return Ok(file.clone());
     }
     let file = OpenOptions::new()
         .append(true)
@@ -755,11 +755,11 @@ fn scan_tail(file: &File, path: &Path, from: Tail) -> Result<Tail> {
         let line = &bytes[offset..offset + nl];
         offset += nl + 1;
         tail.len += nl as u64 + 1;
-        if let Some((seq, at)) = record_head(line) {
-            if seq == tail.last_seq + 1 {
-                tail.last_seq = seq;
-                tail.last_at = at;
-            }
+        if let Some((seq, at)) = record_head(line)
+            && seq == tail.last_seq + 1
+        {
+            tail.last_seq = seq;
+            tail.last_at = at;
         }
     }
     tail.torn = (bytes.len() - offset) as u64;
@@ -794,10 +794,10 @@ fn parse_line(line: &[u8], from_seq: u64) -> Parsed {
     if let Err(e) = std::str::from_utf8(line) {
         return Parsed::NotUtf8(e.valid_up_to() + 1);
     }
-    if let Some((seq, _)) = quick_head(line) {
-        if seq < from_seq {
-            return Parsed::Skipped(seq);
-        }
+    if let Some((seq, _)) = quick_head(line)
+        && seq < from_seq
+    {
+        return Parsed::Skipped(seq);
     }
     match serde_json::from_slice::<LineIn>(line) {
         Ok(rec) => Parsed::Record(Box::new(rec)),

@@ -265,14 +265,14 @@ impl ConversationStore for PostgresStore {
             .map_err(db)?
             .ok_or_else(|| StorageError::NotFound { id: id.to_string() })?;
         let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-        if let Some(expected) = expect_last {
-            if expected != last {
-                return Err(StorageError::SequenceConflict {
-                    id: id.to_string(),
-                    expected,
-                    actual: last,
-                });
-            }
+        if let Some(expected) = expect_last
+            && expected != last
+        {
+            return Err(StorageError::SequenceConflict {
+                id: id.to_string(),
+                expected,
+                actual: last,
+            });
         }
         let now = self.clock.now_ms();
         let insert = tx

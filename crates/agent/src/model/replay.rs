@@ -62,13 +62,13 @@ impl ExpectedRequest {
                 ),
             ));
         }
-        if let Some(text) = &self.text {
-            if Some(text) != found.text.as_ref() {
-                return Some((
-                    format!("text {:?}", clip(text)),
-                    format!("text {:?}", clip(found.text.as_deref().unwrap_or(""))),
-                ));
-            }
+        if let Some(text) = &self.text
+            && Some(text) != found.text.as_ref()
+        {
+            return Some((
+                format!("text {:?}", clip(text)),
+                format!("text {:?}", clip(found.text.as_deref().unwrap_or(""))),
+            ));
         }
         None
     }

@@ -110,10 +110,11 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// first, then `retry-after`.
 pub(crate) fn retry_after_of(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     get("retry-after").and_then(|v| parse_retry_after(v, SystemTime::now()))
 }
