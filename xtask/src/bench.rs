@@ -22,6 +22,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut cargo_args = vec![
         "bench",
         "--workspace",
+        "--all-features",
+        "--bench",
+        "*",
         "--",
         "--warm-up-time",
         "1",

@@ -1,4 +1,5 @@
-//! The dependency rules of the workspace, checked with `cargo tree`.
+//! The dependency rules of the workspace (ARCHITECTURE.md), checked with `cargo tree` in one
+//! place for every crate.
 
 #[cfg(test)]
 mod tests {
@@ -44,6 +45,41 @@ mod tests {
         let deps = direct_deps("ba-protocol");
         let extra: Vec<_> = deps.difference(&allowed).collect();
         assert!(extra.is_empty(), "ba-protocol grew dependencies: {extra:?}");
+    }
+
+    /// Every package in the normal dependency tree of `package`.
+    fn all_deps(package: &str) -> BTreeSet<String> {
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "tree",
+                "-p",
+                package,
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "--offline",
+            ])
+            .current_dir(crate::root())
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn context_needs_no_async_runtime() {
+        assert!(
+            !all_deps("ba-context").contains("tokio"),
+            "ba-context grew a tokio dependency"
+        );
     }
 
     #[test]

@@ -20,6 +20,10 @@ use crate::log::{LogEntry, LogRole};
 /// keeps (C4).
 pub const SUMMARY_PREFIX: &str = "CONVERSATION_SUMMARY";
 
+/// Key of the entry's `anthropic` map that keeps a recorded response's metadata (`id`, `model`,
+/// `usage`, `stop_reason`, …): kept in the log, never sent back in a request.
+pub const RESPONSE_KEY: &str = "response";
+
 /// Uses each record's `uuid` and `timestamp` for the entries it yields.
 struct RecordStamp {
     id: String,
@@ -140,6 +144,10 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                     merge_assistant(&mut entries[at], &message);
                     continue;
                 }
+                // A recorded message carries the response's metadata (`id`, `model`, `usage`,
+                // `stop_reason`, …), which a request must not send back: keep it apart.
+                let mut message = message;
+                let response = std::mem::take(&mut message.extra);
                 let request = AnthropicRequest {
                     system: None,
                     messages: vec![message],
@@ -161,6 +169,10 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                         e.part_type = Some("meta".to_owned());
                     }
                     entries.push(e);
+                }
+                if let Some(e) = entries.get_mut(first).filter(|_| !response.is_empty()) {
+                    e.anthropic
+                        .insert(RESPONSE_KEY.to_owned(), Value::Object(response));
                 }
                 if let (Some(mid), "assistant") = (message_id, kind.as_str()) {
                     assistant_by_message.insert(mid, first);

@@ -310,8 +310,9 @@ fn take_cache_control<E: serde::de::Error>(f: &mut Fields) -> Result<Option<Cach
     f.opt("cache_control")
 }
 
-/// A short name of a JSON value's kind, for error messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
+/// A short name of a JSON value's kind with its article (`a string`, `an object`), for error
+/// messages that say what was found.
+pub fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -291,6 +291,7 @@ pub fn log_to_anthropic(entries: &[LogEntry]) -> Converted<AnthropicRequest> {
                     .remove("cache_control")
                     .and_then(|v| serde_json::from_value::<CacheControl>(v).ok());
                 extra.remove("message");
+                extra.remove(crate::claude_code::RESPONSE_KEY);
                 let content = e
                     .content
                     .clone()

@@ -130,6 +130,8 @@ async fn every_fixture_session_round_trips() {
                 e.created_at.clear();
                 e.merge_with_previous = None;
                 e.part_type = None;
+                // A recorded response's metadata stays in the log and is never exported.
+                e.anthropic.remove(ba_protocol::claude_code::RESPONSE_KEY);
                 e
             };
             let a: Vec<LogEntry> = messages(&conv.entries).iter().map(strip).collect();

@@ -38,20 +38,9 @@ fn require_object(value: Value) -> Result<Value, ToolError> {
     } else {
         Err(ToolError::invalid_parameters(format!(
             "the arguments must be a JSON object, not {}",
-            json_type(&value)
+            ba_protocol::content::kind_of(&value)
         ))
         .with_code("INVALID_ARGUMENTS"))
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
