@@ -9,6 +9,7 @@
 //!   timeouts) and a replay client that plays a recorded session offline. Requests carry the
 //!   conversation as [`ba_protocol::LogEntry`] values and are converted with
 //!   `ba_protocol::convert`; streams are rebuilt with `ba_protocol::stream`.
+//! - [`adapters`] — the built-in tools as `ba_tools::Tool`s for the tool runtime.
 //! - [`builtin`] — the built-in business-analysis tools of seed 003 (`file_reader`,
 //!   `query_database`, `run_python`, `web_reader`, `web_search`) and the demo data generator.
 //!
@@ -32,5 +33,6 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod adapters;
 pub mod builtin;
 pub mod model;
