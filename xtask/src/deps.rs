@@ -6,21 +6,23 @@ mod tests {
     use std::collections::BTreeSet;
     use std::process::Command;
 
-    /// The direct normal dependencies of `package`.
-    fn direct_deps(package: &str) -> BTreeSet<String> {
+    /// The packages in the normal dependency tree of `package`: direct ones only, or all.
+    fn deps(package: &str, direct_only: bool) -> BTreeSet<String> {
+        let mut args = vec![
+            "tree",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ];
+        if direct_only {
+            args.extend(["--depth", "1"]);
+        }
         let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "tree",
-                "-p",
-                package,
-                "-e",
-                "normal",
-                "--depth",
-                "1",
-                "--prefix",
-                "none",
-                "--offline",
-            ])
+            .args(args)
             .current_dir(crate::root())
             .output()
             .expect("cargo tree runs");
@@ -42,42 +44,15 @@ mod tests {
             .into_iter()
             .map(String::from)
             .collect();
-        let deps = direct_deps("ba-protocol");
+        let deps = deps("ba-protocol", true);
         let extra: Vec<_> = deps.difference(&allowed).collect();
         assert!(extra.is_empty(), "ba-protocol grew dependencies: {extra:?}");
-    }
-
-    /// Every package in the normal dependency tree of `package`.
-    fn all_deps(package: &str) -> BTreeSet<String> {
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "tree",
-                "-p",
-                package,
-                "-e",
-                "normal",
-                "--prefix",
-                "none",
-                "--offline",
-            ])
-            .current_dir(crate::root())
-            .output()
-            .expect("cargo tree runs");
-        assert!(
-            out.status.success(),
-            "cargo tree failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
-            .collect()
     }
 
     #[test]
     fn context_needs_no_async_runtime() {
         assert!(
-            !all_deps("ba-context").contains("tokio"),
+            !deps("ba-context", false).contains("tokio"),
             "ba-context grew a tokio dependency"
         );
     }
@@ -86,7 +61,7 @@ mod tests {
     fn middle_crates_never_depend_on_each_other() {
         let middle = ["ba-context", "ba-tools", "ba-skills", "ba-storage"];
         for package in middle {
-            let deps = direct_deps(package);
+            let deps = deps(package, true);
             for other in middle.iter().filter(|o| **o != package) {
                 assert!(!deps.contains(*other), "{package} depends on {other}");
             }

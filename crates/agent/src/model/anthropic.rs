@@ -145,13 +145,10 @@ impl ModelClient for AnthropicClient {
             )
             .await;
         }
-        let text = self.transport.body_text(response, deadline).await?;
-        let parsed: AnthropicResponse =
-            serde_json::from_str(&text).map_err(|e| ModelError::InvalidResponse {
-                provider: PROVIDER.to_owned(),
-                message: format!("the response body is not a Messages response: {e}"),
-                partial: None,
-            })?;
+        let parsed: AnthropicResponse = self
+            .transport
+            .body_json(response, deadline, "a Messages response")
+            .await?;
         Ok(to_response(parsed, retries, Vec::new()))
     }
 }

@@ -214,6 +214,22 @@ impl Transport {
         }
     }
 
+    /// The whole body read within the deadline and parsed as JSON; `what` names the expected
+    /// document in the error (`a Messages response`).
+    pub(crate) async fn body_json<T: serde::de::DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+        deadline: Instant,
+        what: &str,
+    ) -> Result<T, ModelError> {
+        let text = self.body_text(response, deadline).await?;
+        serde_json::from_str(&text).map_err(|e| ModelError::InvalidResponse {
+            provider: self.provider.to_owned(),
+            message: format!("the response body is not {what}: {e}"),
+            partial: None,
+        })
+    }
+
     /// The error of a failure status, and the provider's `x-should-retry` hint.
     async fn status_error(
         &self,

@@ -173,13 +173,10 @@ impl ModelClient for OpenAiClient {
             )
             .await;
         }
-        let text = self.transport.body_text(response, deadline).await?;
-        let parsed: ChatResponse =
-            serde_json::from_str(&text).map_err(|e| ModelError::InvalidResponse {
-                provider: PROVIDER.to_owned(),
-                message: format!("the response body is not a chat completion: {e}"),
-                partial: None,
-            })?;
+        let parsed: ChatResponse = self
+            .transport
+            .body_json(response, deadline, "a chat completion")
+            .await?;
         to_response(parsed, retries, Vec::new())
     }
 }
