@@ -9,7 +9,11 @@
 //!   timeouts) and a replay client that plays a recorded session offline. Requests carry the
 //!   conversation as [`ba_protocol::LogEntry`] values and are converted with
 //!   `ba_protocol::convert`; streams are rebuilt with `ba_protocol::stream`.
-//! - [`adapters`] — the built-in tools as `ba_tools::Tool`s for the tool runtime.
+//! - [`agent`] — the ReAct orchestrator: [`agent::Agent`] and its builder, runs as async
+//!   streams of [`agent::AgentEvent`]s, response processing, the metrics report, the `task`
+//!   sub-agent tool and the prompt texts.
+//! - [`adapters`] — the built-in tools and `activate_skill` as `ba_tools::Tool`s, data files as
+//!   the runtime's data sink, a model as the context crate's summarizer.
 //! - [`builtin`] — the built-in business-analysis tools of seed 003 (`file_reader`,
 //!   `query_database`, `run_python`, `web_reader`, `web_search`) and the demo data generator.
 //!
@@ -34,5 +38,6 @@
 #![deny(missing_docs)]
 
 pub mod adapters;
+pub mod agent;
 pub mod builtin;
 pub mod model;

@@ -1,0 +1,188 @@
+//! What a run tells its consumer as it goes: typed events, in order, ending with
+//! [`AgentEvent::Finished`].
+
+use ba_protocol::Mode;
+use ba_protocol::structured::ApiResponse;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// The run began: a new user message, a `continue`, or a resume from the log.
+    RunStarted {
+        /// The conversation.
+        conversation_id: String,
+        /// The mode the run is in.
+        mode: Mode,
+        /// How the run began.
+        input: InputKind,
+    },
+    /// A round (one model call and its tool calls) begins.
+    RoundStarted {
+        /// Round number within the task, from 1.
+        round: u32,
+        /// The model asked (after any skill's model override).
+        model: String,
+    },
+    /// The context went over its trigger and was compressed before the call.
+    ContextCompressed {
+        /// Round.
+        round: u32,
+        /// Message tokens before compression.
+        tokens_before: usize,
+        /// Message tokens after.
+        tokens_after: usize,
+        /// Strategies applied.
+        strategies: Vec<String>,
+        /// Entries left out of the window.
+        dropped: usize,
+        /// Active skills whose instructions were put back into the system prompt because
+        /// their activation left the window.
+        skills_reinjected: Vec<String>,
+    },
+    /// More thinking streamed.
+    ThinkingDelta {
+        /// Round.
+        round: u32,
+        /// The text.
+        text: String,
+    },
+    /// More answer text streamed.
+    TextDelta {
+        /// Round.
+        round: u32,
+        /// The text.
+        text: String,
+    },
+    /// The model answered (the answer is in the log).
+    ModelAnswered {
+        /// Round.
+        round: u32,
+        /// Why it stopped (`end_turn`, `tool_use`, …).
+        stop_reason: String,
+        /// Input tokens billed.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Retries of the call.
+        retries: u32,
+    },
+    /// A structured answer's analysis and plan (structured mode).
+    Plan {
+        /// Round.
+        round: u32,
+        /// The model's reading of the task.
+        task_analysis: String,
+        /// Its plan across rounds.
+        execution_plan: String,
+    },
+    /// A tool call is about to run.
+    ToolCallStarted {
+        /// Round.
+        round: u32,
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// A tool call finished and its result is in the log.
+    ToolResult {
+        /// Round.
+        round: u32,
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it succeeded.
+        success: bool,
+        /// What the model reads.
+        observation: String,
+        /// Where spilled data went.
+        data_ref: Option<String>,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// A skill was activated; its modifier now applies.
+    SkillActivated {
+        /// Round.
+        round: u32,
+        /// The skill.
+        skill: String,
+        /// The activation id.
+        activation_id: String,
+        /// Tools the skill allows (`None`: all).
+        allowed_tools: Option<Vec<String>>,
+        /// The model the skill asks for.
+        model: Option<String>,
+    },
+    /// The answer is final.
+    FinalAnswer {
+        /// Round.
+        round: u32,
+        /// The answer as the model wrote it.
+        text: String,
+        /// The processed answer (placeholders, code and file lists, HTML flag).
+        response: ApiResponse,
+    },
+    /// Something went wrong; `resumable` failures are in the log and `continue` resumes.
+    Error {
+        /// Round (0 before the first).
+        round: u32,
+        /// A short kind (`rate_limited`, `stream_cut`, `round_limit`, `context`, `store`, …).
+        kind: String,
+        /// What happened.
+        message: String,
+        /// Whether `continue` (or a resume) can pick up from here.
+        resumable: bool,
+    },
+    /// The run is over; always the last event.
+    Finished(RunSummary),
+}
+
+/// How a run began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// A new user message.
+    Message,
+    /// `continue` after a failure.
+    Continue,
+    /// A resume from the log alone (after a crash or a cancellation).
+    Resume,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// A final answer was given.
+    Answered,
+    /// The round limit was reached first.
+    RoundLimit,
+    /// The model failed; the failure is in the log and `continue` resumes.
+    ModelFailed,
+    /// Something else failed (store, context, configuration); see the error event.
+    Failed,
+}
+
+/// The end of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// The conversation.
+    pub conversation_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Rounds run (model calls made) by this run.
+    pub rounds: u32,
+    /// The final answer, when there is one.
+    pub final_answer: Option<String>,
+    /// The processed final answer.
+    pub response: Option<ApiResponse>,
+    /// The error, when the run failed.
+    pub error: Option<String>,
+}
