@@ -40,4 +40,5 @@
 pub mod adapters;
 pub mod agent;
 pub mod builtin;
+pub mod demo;
 pub mod model;

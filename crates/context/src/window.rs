@@ -368,13 +368,31 @@ impl Window {
 
     /// Drops units oldest first — everything before the latest user message, then what follows
     /// it — until the window is within `limit` tokens. The latest user message is never dropped.
-    /// Returns whether the window fits.
+    /// A tool group that ends the window after it (the results the model is about to read in
+    /// an agent loop) goes last. Returns whether the window fits.
     pub fn fit(&mut self, limit: usize, reason: DropReason) -> bool {
+        self.fit_inner(limit, reason, true)
+    }
+
+    /// [`Window::fit`] that never drops the tool group ending the window after the latest user
+    /// message: for strategies aiming at their target, which is not a hard limit.
+    pub fn fit_keeping_pending(&mut self, limit: usize, reason: DropReason) -> bool {
+        self.fit_inner(limit, reason, false)
+    }
+
+    fn fit_inner(&mut self, limit: usize, reason: DropReason, drop_pending: bool) -> bool {
         while self.tokens() > limit {
             let latest = self.latest_user();
+            let pending = self
+                .units
+                .last()
+                .is_some_and(|u| u.kind == UnitKind::ToolGroup)
+                && latest.is_some_and(|l| l + 1 < self.units.len());
+            let protected_tail = usize::from(pending);
             let victim = match latest {
                 Some(l) if l > 0 => Some(0),
-                Some(l) if self.units.len() > l + 1 => Some(l + 1),
+                Some(l) if self.units.len() > l + 1 + protected_tail => Some(l + 1),
+                Some(l) if pending && drop_pending => Some(l + 1),
                 Some(_) => None,
                 None if !self.units.is_empty() => Some(0),
                 None => None,
@@ -559,16 +577,35 @@ mod tests {
             e("u1", LogRole::User, &"old ".repeat(100)),
             e("a1", LogRole::Assistant, &"reply ".repeat(100)),
             e("u2", LogRole::User, "latest"),
-            call("a2", &["c9"]),
+            call("a2", &["c8"]),
+            result("r8", "c8"),
+            call("a3", &["c9"]),
             result("r9", "c9"),
         ];
         let mut w = Window::prepare(&log, &counter);
-        let small = w.units[2].tokens + w.units[3].tokens + w.reply_priming;
+        let small = w.units[2].tokens + w.units[4].tokens + w.reply_priming;
         assert!(w.fit(small, DropReason::OverBudget));
-        assert_eq!(w.kept_ids(), ["u2", "a2", "r9"]);
+        assert_eq!(w.kept_ids(), ["u2", "a3", "r9"]);
+        // The results the model is about to read stay while a strategy aims at its target…
+        assert!(!w.fit_keeping_pending(1, DropReason::OverBudget));
+        assert_eq!(w.kept_ids(), ["u2", "a3", "r9"]);
+        // …and go last under the hard limit.
         assert!(!w.fit(1, DropReason::OverBudget));
         assert_eq!(w.kept_ids(), ["u2"]);
         let ids: Vec<&str> = w.dropped.iter().map(|d| d.id.as_str()).collect();
-        assert_eq!(ids, ["u1", "a1", "a2", "r9"]);
+        assert_eq!(ids, ["u1", "a1", "a2", "r8", "a3", "r9"]);
+    }
+
+    #[test]
+    fn fit_drops_a_final_tool_group_that_is_not_after_the_latest_user_message() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let log = vec![
+            call("a1", &["c1"]),
+            result("r1", "c1"),
+            e("u2", LogRole::User, "latest"),
+        ];
+        let mut w = Window::prepare(&log, &counter);
+        assert!(!w.fit(1, DropReason::OverBudget));
+        assert_eq!(w.kept_ids(), ["u2"]);
     }
 }

@@ -147,7 +147,8 @@ impl ReplayTurn {
 
 /// Plays a recording (a JSON list of [`ReplayTurn`]s) turn by turn. A request that does not
 /// match its turn's expectation fails with [`ModelError::ReplayDiverged`] naming the turn; a
-/// request past the end fails with [`ModelError::ReplayExhausted`].
+/// request past the end fails with [`ModelError::ReplayExhausted`]. A turn recorded without
+/// token figures reports the request and the answer counted with `cl100k_base`.
 #[derive(Debug)]
 pub struct ReplayClient {
     turns: Vec<ReplayTurn>,
@@ -180,6 +181,13 @@ impl ReplayClient {
             message: e.to_string(),
         })?;
         Self::from_json(&text, &path.display().to_string())
+    }
+
+    /// The same client with its first `played` turns marked as played: for a conversation
+    /// resumed from a log that already holds their answers.
+    pub fn with_played(self, played: usize) -> Self {
+        *self.next.lock().unwrap_or_else(|p| p.into_inner()) = played.min(self.turns.len());
+        self
     }
 
     /// The turns of the recording.
@@ -239,15 +247,48 @@ impl ModelClient for ReplayClient {
                 }
             }
         }
+        let usage = if recorded.usage == Usage::default() {
+            estimated_usage(request, &recorded.message)
+        } else {
+            recorded.usage
+        };
         Ok(ModelResponse {
             message: recorded.message.clone(),
             stop_reason: recorded.stop_reason.clone(),
-            usage: recorded.usage,
+            usage,
             id: recorded.id.clone(),
             model: recorded.model.clone(),
             retries: 0,
             problems: Vec::new(),
         })
+    }
+}
+
+/// Token figures for a turn recorded without them: the request's system prompt, messages and
+/// tools, and the answer, counted with `cl100k_base` (the figures a provider would bill, near
+/// enough for a report; never sent anywhere).
+fn estimated_usage(request: &ModelRequest, answer: &Message) -> Usage {
+    let counter = ba_context::MessageCounter::exact(ba_context::Encoding::Cl100kBase);
+    let mut input = request.system.as_deref().map_or(0, |s| counter.system(s));
+    input += counter.entries(&request.context_entries());
+    for tool in &request.tools {
+        input += counter.text(&tool.name) + counter.text(&tool.description);
+        input += counter.text(&tool.input_schema.to_string());
+    }
+    let mut output = 0;
+    for block in &answer.content {
+        output += match block {
+            ContentBlock::Text(t) => counter.text(&t.text),
+            ContentBlock::Thinking(t) => counter.text(&t.thinking),
+            ContentBlock::ToolUse(u) => counter.text(&u.name) + counter.text(&u.input.to_string()),
+            _ => 0,
+        };
+    }
+    Usage {
+        input_tokens: input as u64,
+        output_tokens: output as u64,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
     }
 }
 

@@ -314,7 +314,9 @@ impl CompressionStrategy for KeyMessages {
                 u.kind == UnitKind::Summary || u.round >= first
             });
         }
-        window.fit(cx.target, DropReason::OverBudget);
+        // The target is not a hard limit: the results the model is about to read stay, and the
+        // pipeline's final fit decides about them.
+        window.fit_keeping_pending(cx.target, DropReason::OverBudget);
         Ok(window)
     }
 }

@@ -201,7 +201,7 @@ impl CompressionStrategy for SummaryStrategy {
         let mut window = match &self.selector {
             Selector::Recent => {
                 let mut w = window;
-                w.fit(verbatim_target, DropReason::Summarized);
+                w.fit_keeping_pending(verbatim_target, DropReason::Summarized);
                 w
             }
             Selector::Key(km) => km.compress(window, inner).await?,

@@ -51,7 +51,7 @@ impl CompressionStrategy for Truncate {
         window.retain(DropReason::OutsideRecentRounds, |_, u| {
             u.kind == UnitKind::Summary || u.round >= first
         });
-        window.fit(cx.target, DropReason::OverBudget);
+        window.fit_keeping_pending(cx.target, DropReason::OverBudget);
         Ok(window)
     }
 }
