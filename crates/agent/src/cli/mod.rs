@@ -3,10 +3,13 @@
 //! Contract: results go to stdout, errors to stderr as one `error: …` line naming the file,
 //! line or field, with exit code 1 for a failed check and 2 for bad input or usage.
 
+mod agent;
+mod config;
 mod context;
 mod convert;
 mod input;
 mod log;
+mod print;
 mod skills;
 mod tokens;
 
@@ -24,6 +27,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the offline demo: a recorded sales analysis against the real tools.
+    Demo(agent::DemoArgs),
+    /// Run one task (or resume or continue a conversation) and print the final report.
+    Run(agent::RunArgs),
+    /// Chat interactively with streaming output.
+    Chat(agent::ChatArgs),
+    /// Print the metrics report of a stored conversation.
+    Inspect(agent::InspectArgs),
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
@@ -66,6 +77,10 @@ pub(crate) type CliResult = Result<ExitCode, CliError>;
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => agent::demo(args),
+        Command::Run(args) => agent::run(args),
+        Command::Chat(args) => agent::chat(args),
+        Command::Inspect(args) => agent::inspect(args),
         Command::Convert(args) => convert::run(args),
         Command::Skills(args) => skills::run(args),
         Command::Log(cmd) => log::run(cmd),
