@@ -78,8 +78,9 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoErr
 }
 
 /// Sets the demo up in `dir` (created if missing; earlier demo files in it are replaced):
-/// `data/` with the sales database and targets file, `skills/sales-report/`, `store/` (the
-/// conversation log), `code/` (saved code) and `data/spill/` (large tool results). `budget`
+/// `data/` with the sales database and targets file, `skills/sales-report/`, the conversation
+/// store at the folder's root (`conversations/`, `index.json`), `code/` (saved code) and
+/// `data/spill/` (large tool results). `budget`
 /// replaces [`DEMO_BUDGET`].
 ///
 /// # Errors
@@ -94,11 +95,17 @@ pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError>
     demo_data::generate(&data).map_err(io("writing the demo data into", &data))?;
     let skill = skill_dir.join("SKILL.md");
     std::fs::write(&skill, SKILL_MD).map_err(io("writing", &skill))?;
-    let store_dir = dir.join("store");
-    if store_dir.exists() {
-        std::fs::remove_dir_all(&store_dir).map_err(io("clearing", &store_dir))?;
+    // The folder is the store's root, as `home` is for the other commands; an earlier demo's
+    // conversations go.
+    let conversations = dir.join("conversations");
+    if conversations.exists() {
+        std::fs::remove_dir_all(&conversations).map_err(io("clearing", &conversations))?;
     }
-    let store = Arc::new(FileStore::open(&store_dir)?);
+    let index = dir.join("index.json");
+    if index.exists() {
+        std::fs::remove_file(&index).map_err(io("clearing", &index))?;
+    }
+    let store = Arc::new(FileStore::open(dir)?);
     let code = CodeStore::open(dir.join("code"))?;
     let spill = DataFileStore::open(data.join("spill"))?;
     let skills = Arc::new(SkillSet::load([dir.join("skills")]));
