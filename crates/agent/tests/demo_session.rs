@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 //! The offline demo end to end: the event stream (snapshotted with timings, ids, paths and
 //! token figures redacted), the log it leaves, and the `demo` and `inspect` commands.
 
@@ -86,12 +91,21 @@ async fn demo_session_end_to_end() {
     assert_eq!(response.metadata.code_refs[0].code_id, "code_west_growth");
     assert_eq!(response.metadata.code_refs[0].language, "python");
     assert_eq!(response.metadata.saved_codes[0].code_id, "code_west_growth");
-    assert!(d.agent.code_store().unwrap().get("code_west_growth").is_ok());
+    assert!(
+        d.agent
+            .code_store()
+            .unwrap()
+            .get("code_west_growth")
+            .is_ok()
+    );
     let compressions: Vec<&AgentEvent> = events
         .iter()
         .filter(|e| matches!(e, AgentEvent::ContextCompressed { .. }))
         .collect();
-    assert!(!compressions.is_empty(), "the small budget forces a compression");
+    assert!(
+        !compressions.is_empty(),
+        "the small budget forces a compression"
+    );
     for c in compressions {
         let AgentEvent::ContextCompressed {
             tokens_before,
@@ -163,12 +177,21 @@ fn demo_and_inspect_commands() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rounds = stdout.find("── Round 5").expect("five rounds printed");
-    let report = stdout.find("\nFinal report\n============\n").expect("report heading");
+    let report = stdout
+        .find("\nFinal report\n============\n")
+        .expect("report heading");
     let metrics = stdout.find("Metrics of conversation").expect("metrics");
     assert!(rounds < report && report < metrics, "{stdout}");
-    assert!(stdout.contains("```python\nimport json"), "code expanded: {stdout}");
+    assert!(
+        stdout.contains("```python\nimport json"),
+        "code expanded: {stdout}"
+    );
     assert!(stdout.contains("context compressed"), "{stdout}");
     let id = stdout
         .lines()
@@ -181,7 +204,11 @@ fn demo_and_inspect_commands() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["model_calls"], 5);
     assert_eq!(report["skills"][0], "sales-report");
