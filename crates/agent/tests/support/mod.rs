@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -89,6 +89,7 @@ impl Received {
 pub struct MockServer {
     pub base_url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 impl MockServer {
@@ -98,6 +99,8 @@ impl MockServer {
         let addr = listener.local_addr().unwrap();
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&received);
+        let arrived = Arc::new(tokio::sync::Notify::new());
+        let notify = Arc::clone(&arrived);
         tokio::spawn(async move {
             let mut replies = replies.into_iter();
             loop {
@@ -108,12 +111,25 @@ impl MockServer {
                     .next()
                     .unwrap_or_else(|| Reply::json(418, r#"{"error":"no more replies"}"#));
                 let log = Arc::clone(&log);
-                tokio::spawn(async move { serve(stream, reply, log).await });
+                let notify = Arc::clone(&notify);
+                tokio::spawn(async move { serve(stream, reply, log, notify).await });
             }
         });
         Self {
             base_url: format!("http://{addr}"),
             received,
+            arrived,
+        }
+    }
+
+    /// Waits until at least `n` requests have arrived.
+    pub async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let notified = self.arrived.notified();
+            if self.received.lock().unwrap().len() >= n {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -122,11 +138,17 @@ impl MockServer {
     }
 }
 
-async fn serve(mut stream: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Received>>>) {
+async fn serve(
+    mut stream: TcpStream,
+    reply: Reply,
+    log: Arc<Mutex<Vec<Received>>>,
+    arrived: Arc<tokio::sync::Notify>,
+) {
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
     log.lock().unwrap().push(request);
+    arrived.notify_waiters();
     if reply.end == End::Silent {
         std::future::pending::<()>().await;
     }
@@ -226,4 +248,78 @@ pub fn fixtures() -> Option<PathBuf> {
 /// Reads a fixture file as text.
 pub fn read(path: &PathBuf) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One SSE event of the Messages API.
+pub fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// A block of an answer: text, or a tool call whose input streams in `pieces`.
+pub enum Block<'a> {
+    Text(&'a str),
+    Tool(&'a str, &'a str, Vec<&'a str>),
+}
+
+/// The SSE body of an answer made of `blocks`; `complete: false` stops before the last
+/// piece of the last block (and before the message's end), as a connection cut would.
+pub fn answer(id: &str, blocks: &[Block<'_>], stop: &str, complete: bool) -> String {
+    let mut out = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+    );
+    for (index, block) in blocks.iter().enumerate() {
+        let last = index + 1 == blocks.len();
+        match block {
+            Block::Text(text) => {
+                out += &event(
+                    "content_block_start",
+                    json!({"type": "content_block_start",
+                    "index": index, "content_block": {"type": "text", "text": ""}}),
+                );
+                out += &event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta",
+                    "index": index, "delta": {"type": "text_delta", "text": text}}),
+                );
+            }
+            Block::Tool(call, name, pieces) => {
+                out += &event(
+                    "content_block_start",
+                    json!({"type": "content_block_start",
+                    "index": index, "content_block": {"type": "tool_use", "id": call,
+                    "name": name, "input": {}}}),
+                );
+                let n = if complete || !last {
+                    pieces.len()
+                } else {
+                    pieces.len() - 1
+                };
+                for piece in &pieces[..n] {
+                    out += &event(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta",
+                        "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    );
+                }
+            }
+        }
+        if complete || !last {
+            out += &event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            );
+        }
+    }
+    if complete {
+        out += &event(
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 42}}),
+        );
+        out += &event("message_stop", json!({"type": "message_stop"}));
+    }
+    out
 }
