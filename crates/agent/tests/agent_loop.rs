@@ -1,0 +1,355 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+//! The loop's rules with a replay client: calls without results resumed, the round limit,
+//! structured answers that need a correction, sub-agents, skill modifiers, compaction, modes.
+
+use std::sync::Arc;
+
+use ba_agent::agent::{Agent, AgentEvent, Input, ResponseMode, RunStatus, TASK_TOOL};
+use ba_agent::model::{
+    DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
+};
+use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode};
+use ba_storage::{ConversationId, ConversationStore, FileStore, NewConversation};
+use ba_tools::typed_tool;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Deserialize, JsonSchema)]
+struct Lookup {
+    key: String,
+}
+
+fn lookup() -> impl ba_tools::Tool {
+    typed_tool("lookup", "Looks a key up.", |a: Lookup, _| async move {
+        Ok(json!({"key": a.key, "value": a.key.len()}))
+    })
+}
+
+fn tool_turn(call: &str, key: &str, expect: Value) -> Value {
+    json!({"expect": expect, "response": {"message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": call, "name": "lookup", "input": {"key": key}}]},
+        "stop_reason": "tool_use"}})
+}
+
+fn text_turn(text: &str, expect: Value) -> Value {
+    json!({"expect": expect, "response": {"message": {"role": "assistant", "content": text},
+        "stop_reason": "end_turn"}})
+}
+
+/// Records the tools and model of every request, then lets the replay client answer.
+#[derive(Debug)]
+struct Recording {
+    inner: ReplayClient,
+    seen: std::sync::Mutex<Vec<(String, Vec<String>)>>,
+}
+
+#[async_trait::async_trait]
+impl ModelClient for Recording {
+    fn provider(&self) -> &str {
+        "recording"
+    }
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((request.model.clone(), tools));
+        self.inner.complete_streaming(request, on_delta).await
+    }
+}
+
+fn agent(
+    dir: &std::path::Path,
+    turns: &[Value],
+    f: impl FnOnce(ba_agent::agent::AgentBuilder) -> ba_agent::agent::AgentBuilder,
+) -> Agent {
+    let client =
+        ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap();
+    f(Agent::builder(Arc::new(client))
+        .store(Arc::new(FileStore::open(dir).unwrap()))
+        .tool(lookup()))
+    .build()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn resume_runs_the_calls_that_have_no_result_then_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = [text_turn(
+        "Both keys are short.",
+        json!({"role": "tool", "tool_call_id": "c2"}),
+    )];
+    let agent = agent(dir.path(), &turns, |b| b);
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    // A log cut after the first of two results, as a crash would leave it.
+    let mut call = LogEntry::new("a1", LogRole::Assistant, "t");
+    call.tool_calls = Some(vec![
+        LogToolCall::new("c1", "lookup", &json!({"key": "ab"})),
+        LogToolCall::new("c2", "lookup", &json!({"key": "abc"})),
+    ]);
+    let mut done = LogEntry::new("r1", LogRole::Tool, "t").with_text("{\"value\": 2}");
+    done.tool_call_id = Some("c1".into());
+    let user = LogEntry::new("u1", LogRole::User, "t").with_text("Look both up.");
+    agent
+        .store()
+        .append_batch(&id, &[user, call, done], Some(0))
+        .await
+        .unwrap();
+
+    let events = agent.send(&id, Input::Resume).collect_events().await;
+    let ran: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCallStarted { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran, ["c2"], "only the call without a result runs again");
+    let Some(AgentEvent::Finished(s)) = events.last() else {
+        panic!()
+    };
+    assert_eq!(s.status, RunStatus::Answered);
+    assert_eq!(s.final_answer.as_deref(), Some("Both keys are short."));
+
+    // Resuming a finished conversation gives its answer back without calling the model.
+    let again = agent.send(&id, Input::Resume).finish().await;
+    assert_eq!(again.status, RunStatus::Answered);
+    assert_eq!(again.rounds, 0);
+    assert_eq!(again.final_answer.as_deref(), Some("Both keys are short."));
+}
+
+#[tokio::test]
+async fn the_round_limit_stops_a_run_and_continue_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = [
+        tool_turn("c1", "a", json!({"role": "user"})),
+        tool_turn("c2", "b", json!({"tool_call_id": "c1"})),
+        text_turn("Done.", json!({"role": "user", "text": "continue"})),
+    ];
+    let agent = agent(dir.path(), &turns, |b| b.configure(|s| s.max_rounds = 2));
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let first = agent.send(&id, Input::message("Go.")).finish().await;
+    assert_eq!(first.status, RunStatus::RoundLimit);
+    assert_eq!(first.rounds, 2);
+    assert!(first.error.unwrap().contains("round limit of 2"));
+    let second = agent.send(&id, Input::Continue).finish().await;
+    assert_eq!(second.status, RunStatus::Answered);
+    let entries = agent.entries(&id).await.unwrap();
+    assert!(ba_protocol::validate::check_log(&entries).is_empty());
+}
+
+#[tokio::test]
+async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = json!({"task_analysis": "t", "execution_plan": "R1", "current_round": 1,
+        "action": {"type": "complete", "content": "<div>chart</div> see <code_ref>code_a</code_ref>",
+                   "code_blocks": [{"code_id": "code_a", "language": "sql", "code": "SELECT 1", "description": "one"}]}});
+    let turns = [
+        text_turn(
+            "{\"task_analysis\": \"t\", \"current_round\": 1}",
+            json!({"role": "user", "text": "Q"}),
+        ),
+        text_turn(&good.to_string(), json!({"role": "user"})),
+    ];
+    let code_dir = dir.path().join("code");
+    let agent = agent(dir.path(), &turns, |b| {
+        b.configure(|s| s.response_mode = ResponseMode::Structured)
+            .code_store(ba_storage::code::CodeStore::open(&code_dir).unwrap())
+    });
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let events = agent.send(&id, Input::message("Q")).collect_events().await;
+    assert!(events.iter().any(|e| matches!(e,
+        AgentEvent::Error { kind, message, .. } if kind == "format" && message.contains("execution_plan"))));
+    let Some(AgentEvent::Finished(s)) = events.last() else {
+        panic!()
+    };
+    assert_eq!(s.status, RunStatus::Answered, "{s:#?}");
+    let r = s.response.as_ref().unwrap();
+    assert_eq!(r.response, "<div>chart</div> see {{CODE:0}}");
+    assert!(r.metadata.contains_html);
+    assert_eq!(r.metadata.code_refs[0].language, "sql");
+    let entries = agent.entries(&id).await.unwrap();
+    let fix = entries
+        .iter()
+        .find(|e| e.extra.get("kind") == Some(&json!("format_error")))
+        .unwrap();
+    assert!(fix.text().starts_with("FORMAT_ERROR"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_tool_runs_a_child_agent_in_its_own_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = [
+        json!({"expect": {"role": "user", "text": "Delegate it."},
+               "response": {"message": {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "t1", "name": TASK_TOOL,
+                    "input": {"description": "count", "prompt": "Count to three."}}]},
+                   "stop_reason": "tool_use"}}),
+        // The child's turn: it sees only its own prompt.
+        text_turn(
+            "One, two, three.",
+            json!({"role": "user", "text": "Count to three."}),
+        ),
+        text_turn(
+            "The sub-agent counted.",
+            json!({"role": "tool", "tool_call_id": "t1"}),
+        ),
+    ];
+    let agent = agent(dir.path(), &turns, |b| b.sub_agents(true));
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let events = agent
+        .send(&id, Input::message("Delegate it."))
+        .collect_events()
+        .await;
+    let observation = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolResult {
+                name, observation, ..
+            } if name == TASK_TOOL => Some(observation.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let report: Value = serde_json::from_str(&observation).unwrap();
+    assert_eq!(report["report"], "One, two, three.");
+    let child = ConversationId::new(report["conversation_id"].as_str().unwrap()).unwrap();
+    let meta = agent.store().metadata(&child).await.unwrap();
+    assert_eq!(meta.parent.as_deref(), Some(id.as_str()));
+    let Some(AgentEvent::Finished(s)) = events.last() else {
+        panic!()
+    };
+    assert_eq!(s.final_answer.as_deref(), Some("The sub-agent counted."));
+}
+
+#[tokio::test]
+async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = [
+        text_turn(
+            "First answer.",
+            json!({"text": "First question about revenue."}),
+        ),
+        text_turn("Second answer.", json!({"text": "Second question."})),
+    ];
+    let agent = agent(dir.path(), &turns, |b| b);
+    let id = agent
+        .new_conversation(NewConversation {
+            mode: Some(Mode::Chat),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    agent
+        .send(&id, Input::message("First question about revenue."))
+        .finish()
+        .await;
+    let c = agent.compact(&id).await.unwrap();
+    assert_eq!(c.entries, 2);
+    agent.set_mode(&id, Mode::Agent).await.unwrap();
+    let s = agent
+        .send(&id, Input::message("Second question."))
+        .finish()
+        .await;
+    assert_eq!(s.status, RunStatus::Answered);
+    let entries = agent.entries(&id).await.unwrap();
+    let boundary = entries.iter().find(|e| e.role == LogRole::System).unwrap();
+    assert!(boundary.text().contains("First question about revenue."));
+    assert_eq!(entries.last().unwrap().mode, Some(Mode::Agent));
+    let report = agent.report(&id).await.unwrap();
+    assert_eq!((report.compactions, report.user_messages), (1, 2));
+}
+
+#[tokio::test]
+async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills/narrow");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: narrow\ndescription: Use only lookup, on the small model.\nallowed-tools: lookup\nmodel: small-model\n---\nOnly look things up.\n",
+    )
+    .unwrap();
+    let turns = [
+        json!({"response": {"message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "s1", "name": "activate_skill", "input": {"skill": "narrow"}},
+            {"type": "tool_use", "id": "s2", "name": "activate_skill", "input": {"skill": "missing"}}]},
+            "stop_reason": "tool_use"}}),
+        text_turn("Done.", json!({"tool_call_id": "s2"})),
+    ];
+    let other = typed_tool("other", "Another tool.", |a: Lookup, _| async move {
+        Ok(json!(a.key))
+    });
+    let client = Arc::new(Recording {
+        inner: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap(),
+        seen: Default::default(),
+    });
+    let agent = Agent::builder(client.clone())
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .tool(lookup())
+        .tool(other)
+        .skills(Arc::new(ba_skills::SkillSet::load([dir
+            .path()
+            .join("skills")])))
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let events = agent
+        .send(&id, Input::message("Go."))
+        .collect_events()
+        .await;
+    let seen = client.seen.lock().unwrap().clone();
+    assert_eq!(seen[0].0, "claude-sonnet-4-5");
+    assert_eq!(seen[0].1, ["lookup", "other", "activate_skill"]);
+    // While the skill is active: its model, its tools (and the meta-tool).
+    assert_eq!(seen[1].0, "small-model");
+    assert_eq!(seen[1].1, ["lookup", "activate_skill"]);
+    let models: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::RoundStarted { model, .. } => Some(model.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(models, ["claude-sonnet-4-5", "small-model"]);
+    let results: Vec<(&str, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult {
+                call_id, success, ..
+            } => Some((call_id.as_str(), *success)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [("s1", true), ("s2", false)]);
+    let entries = agent.entries(&id).await.unwrap();
+    let failed = entries
+        .iter()
+        .find(|e| e.tool_call_id.as_deref() == Some("s2"))
+        .unwrap();
+    assert!(failed.text().contains("missing"), "{}", failed.text());
+}
