@@ -76,15 +76,13 @@ impl Printer {
                 self.line(&text);
             }
             AgentEvent::ThinkingDelta { .. } => {}
-            AgentEvent::TextDelta { text, .. } => {
-                if self.deltas {
-                    if !self.open_line {
-                        print!("   ");
-                    }
-                    print!("{}", text.replace('\n', "\n   "));
-                    let _ = std::io::stdout().flush();
-                    self.open_line = true;
+            AgentEvent::TextDelta { text, .. } if self.deltas => {
+                if !self.open_line {
+                    print!("   ");
                 }
+                print!("{}", text.replace('\n', "\n   "));
+                let _ = std::io::stdout().flush();
+                self.open_line = true;
             }
             AgentEvent::ModelAnswered {
                 input_tokens,
@@ -145,11 +143,9 @@ impl Printer {
                 }
                 self.line(&text);
             }
-            AgentEvent::FinalAnswer { .. } => {
-                if self.open_line {
-                    println!();
-                    self.open_line = false;
-                }
+            AgentEvent::FinalAnswer { .. } if self.open_line => {
+                println!();
+                self.open_line = false;
             }
             AgentEvent::Error {
                 kind,
