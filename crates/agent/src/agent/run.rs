@@ -630,7 +630,7 @@ impl Runner {
             .find(|e| starts_task(e))
             .map(|e| e.text().into_owned());
         let request = BuildRequest {
-            entries: &view,
+            entries: view,
             mode: self.mode,
             task,
             ..BuildRequest::default()
@@ -651,7 +651,7 @@ impl Runner {
         }
         let mut prepared = inner.builder.prepare_entries(&request);
         // Skill instructions are read in full while their activation is in the window.
-        for (out, original) in prepared.iter_mut().zip(&view) {
+        for (out, original) in prepared.iter_mut().zip(view) {
             if original.extra.contains_key(keys::SKILL) {
                 out.content.clone_from(&original.content);
             }
@@ -858,12 +858,12 @@ fn tool_entry(
 
 /// The entries the context is built from: everything after the last compaction, starting with
 /// its summary.
-pub(crate) fn context_view(log: &[LogEntry]) -> Vec<LogEntry> {
+pub(crate) fn context_view(log: &[LogEntry]) -> &[LogEntry] {
     let start = log
         .iter()
         .rposition(|e| e.extra.get(keys::KIND).and_then(Value::as_str) == Some("compact_boundary"))
         .unwrap_or(0);
-    log[start..].to_vec()
+    &log[start..]
 }
 
 /// Rounds already made for the current task (assistant entries since it started).
@@ -934,7 +934,11 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
     let last_seq = loaded.entries.last().map_or(0, |s| s.seq);
     let log = loaded.into_entries();
     let view = context_view(&log);
-    let entries: Vec<LogEntry> = view.into_iter().filter(|e| e.include_in_context).collect();
+    let entries: Vec<LogEntry> = view
+        .iter()
+        .filter(|e| e.include_in_context)
+        .cloned()
+        .collect();
     if entries.is_empty() {
         return Err(AgentError::Context(ba_context::ContextError::NoUserMessage));
     }
