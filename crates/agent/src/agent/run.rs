@@ -587,15 +587,9 @@ impl Runner {
         while let Some((result, activation)) = results.next().await {
             let Some(call) = calls.get(index) else { break };
             index += 1;
-            let entry = tool_entry(call, &result, activation.as_ref());
-            // Appending needs `&mut self` while the stream borrows locals only.
-            let seq = self
-                .inner
-                .store
-                .append(&self.id, &entry, Some(self.last_seq))
+            // The stream borrows locals only, so the runner can append meanwhile.
+            self.append(tool_entry(call, &result, activation.as_ref()))
                 .await?;
-            self.last_seq = seq;
-            self.log.push(entry);
             self.emit(AgentEvent::ToolResult {
                 round: self.round,
                 call_id: call.id.clone(),
