@@ -353,3 +353,53 @@ async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
         .unwrap();
     assert!(failed.text().contains("missing"), "{}", failed.text());
 }
+
+/// A model that never answers.
+#[derive(Debug)]
+struct Silent;
+
+#[async_trait::async_trait]
+impl ModelClient for Silent {
+    fn provider(&self) -> &str {
+        "silent"
+    }
+    async fn complete_streaming(
+        &self,
+        _request: &ModelRequest,
+        _on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let stuck = Agent::builder(Arc::new(Silent))
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .build()
+        .unwrap();
+    let id = stuck
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let mut run = stuck.send(&id, Input::message("Total sales?"));
+    while let Some(event) = run.next().await {
+        if matches!(event, AgentEvent::RoundStarted { .. }) {
+            break;
+        }
+    }
+    drop(run);
+    let entries = stuck.entries(&id).await.unwrap();
+    assert_eq!(entries.len(), 1, "only the question was stored");
+
+    let turns = [text_turn(
+        "42.",
+        json!({"role": "user", "text": "Total sales?"}),
+    )];
+    let agent = agent(dir.path(), &turns, |b| b);
+    let s = agent.send(&id, Input::Resume).finish().await;
+    assert_eq!(s.status, RunStatus::Answered, "{s:#?}");
+    assert_eq!(s.final_answer.as_deref(), Some("42."));
+}
