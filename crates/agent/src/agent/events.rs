@@ -186,3 +186,17 @@ pub struct RunSummary {
     /// The error, when the run failed.
     pub error: Option<String>,
 }
+
+impl RunSummary {
+    /// A run of `conversation_id` that failed before any round, with `error`.
+    pub fn failed(conversation_id: impl Into<String>, error: impl Into<String>) -> Self {
+        Self {
+            conversation_id: conversation_id.into(),
+            status: RunStatus::Failed,
+            rounds: 0,
+            final_answer: None,
+            response: None,
+            error: Some(error.into()),
+        }
+    }
+}

@@ -540,7 +540,6 @@ impl Agent {
         AgentRun {
             rx,
             task: Some(task),
-            summary: None,
         }
     }
 
@@ -571,13 +570,15 @@ impl Agent {
     }
 }
 
+/// The error of a run whose stream ended without [`AgentEvent::Finished`].
+pub const NO_SUMMARY: &str = "the run ended without a summary (it was cancelled or panicked)";
+
 /// A running conversation turn: a stream of [`AgentEvent`]s ending with
 /// [`AgentEvent::Finished`]. Dropping it cancels the run.
 #[derive(Debug)]
 pub struct AgentRun {
     rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     task: Option<tokio::task::JoinHandle<()>>,
-    summary: Option<RunSummary>,
 }
 
 impl AgentRun {
@@ -589,14 +590,7 @@ impl AgentRun {
                 return summary;
             }
         }
-        self.summary.take().unwrap_or_else(|| RunSummary {
-            conversation_id: String::new(),
-            status: RunStatus::Failed,
-            rounds: 0,
-            final_answer: None,
-            response: None,
-            error: Some("the run ended without a summary (it was cancelled or panicked)".into()),
-        })
+        RunSummary::failed("", NO_SUMMARY)
     }
 
     /// Collects every event up to the end.

@@ -110,14 +110,10 @@ pub(crate) async fn run(
             message: message.clone(),
             resumable: false,
         });
-        let _ = tx.send(AgentEvent::Finished(RunSummary {
-            conversation_id: id.to_string(),
-            status: RunStatus::Failed,
-            rounds: 0,
-            final_answer: None,
-            response: None,
-            error: Some(message),
-        }));
+        let _ = tx.send(AgentEvent::Finished(RunSummary::failed(
+            id.as_str(),
+            message,
+        )));
         return;
     };
     let mut runner = Runner {
@@ -291,11 +287,7 @@ impl Runner {
     /// One model call and what follows from its answer.
     async fn round_once(&mut self) -> Result<Next, Stop> {
         let active = active_skills(&self.log);
-        let modifier = active
-            .iter()
-            .rev()
-            .find(|s| s.modifier.allowed_tools.is_some() || s.modifier.model.is_some())
-            .map(|s| s.modifier.clone());
+        let modifier = current_modifier(&active);
         let model = modifier
             .as_ref()
             .and_then(|m| m.model.clone())
@@ -529,12 +521,7 @@ impl Runner {
     /// call order as soon as it and the ones before it are in.
     async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
         let inner = Arc::clone(&self.inner);
-        let active = active_skills(&self.log);
-        let modifier = active
-            .iter()
-            .rev()
-            .find(|s| s.modifier.allowed_tools.is_some())
-            .map(|s| s.modifier.clone());
+        let modifier = current_modifier(&active_skills(&self.log));
         let ctx = InvocationContext {
             caller_id: "agent".into(),
             permission_level: inner.settings.permission_level,
@@ -860,9 +847,33 @@ pub(crate) fn context_view(log: &[LogEntry]) -> &[LogEntry] {
     &log[start..]
 }
 
+/// Where the current task starts: its user message (0 when there is none).
+fn task_start(log: &[LogEntry]) -> usize {
+    log.iter().rposition(starts_task).unwrap_or(0)
+}
+
+/// The modifier in force: each field as the latest skill that sets it left it, so the tools
+/// offered to the model and the tools the runtime lets run always agree.
+fn current_modifier(active: &[ActiveSkill]) -> Option<ContextModifier> {
+    active.iter().fold(None, |acc: Option<ContextModifier>, s| {
+        let m = &s.modifier;
+        if m.allowed_tools.is_none() && m.model.is_none() {
+            return acc;
+        }
+        let mut out = acc.unwrap_or_default();
+        if m.allowed_tools.is_some() {
+            out.allowed_tools.clone_from(&m.allowed_tools);
+        }
+        if m.model.is_some() {
+            out.model.clone_from(&m.model);
+        }
+        Some(out)
+    })
+}
+
 /// Rounds already made for the current task (assistant entries since it started).
 fn rounds_in_task(log: &[LogEntry]) -> u32 {
-    let start = log.iter().rposition(starts_task).unwrap_or(0);
+    let start = task_start(log);
     let n = log[start..]
         .iter()
         .filter(|e| e.role == LogRole::Assistant)
@@ -872,7 +883,7 @@ fn rounds_in_task(log: &[LogEntry]) -> u32 {
 
 /// Skills activated since the current task started, oldest first.
 pub(crate) fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
-    let start = log.iter().rposition(starts_task).unwrap_or(0);
+    let start = task_start(log);
     log[start..]
         .iter()
         .filter_map(|e| {

@@ -8,7 +8,7 @@ use anyhow::{Context as _, anyhow};
 use ba_agent::agent::{Agent, AgentEvent, Input, RunStatus, RunSummary};
 use ba_agent::demo;
 use ba_protocol::{LogRole, Mode};
-use ba_storage::{ConversationId, ConversationStore, FileStore, NewConversation};
+use ba_storage::{ConversationId, ConversationStore, NewConversation};
 use futures::StreamExt;
 
 use super::config::Config;
@@ -139,14 +139,7 @@ async fn drive(
             summary = Some(s);
         }
     }
-    summary.unwrap_or_else(|| RunSummary {
-        conversation_id: id.to_string(),
-        status: RunStatus::Failed,
-        rounds: 0,
-        final_answer: None,
-        response: None,
-        error: Some("the run ended without a summary".into()),
-    })
+    summary.unwrap_or_else(|| RunSummary::failed(id.as_str(), ba_agent::agent::NO_SUMMARY))
 }
 
 pub(crate) fn demo(args: DemoArgs) -> CliResult {
@@ -216,8 +209,7 @@ async fn open_conversation(
     title: Option<String>,
 ) -> anyhow::Result<(Agent, ConversationId)> {
     let home = config.home();
-    let store =
-        FileStore::open(&home).with_context(|| format!("opening the store {}", home.display()))?;
+    let store = config.store()?;
     let (id, played) = match given {
         Some(id) => {
             let id = ConversationId::new(id)?;
@@ -230,7 +222,7 @@ async fn open_conversation(
         }
         None => (None, 0),
     };
-    let agent = config.agent(config.client(played)?)?;
+    let agent = config.agent(config.client(played)?, store)?;
     let id = match id {
         Some(id) => {
             if let Some(mode) = mode {
@@ -375,8 +367,7 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
     let home = config.home();
     let rt = runtime()?;
     rt.block_on(async {
-        let store = FileStore::open(&home)
-            .with_context(|| format!("opening the store {}", home.display()))?;
+        let store = config.store()?;
         let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
         let meta = store
             .metadata(&id)

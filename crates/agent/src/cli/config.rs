@@ -162,11 +162,21 @@ impl Config {
         }
     }
 
-    /// The agent the configuration describes, over `client`.
-    pub(crate) fn agent(&self, client: Arc<dyn ModelClient>) -> anyhow::Result<Agent> {
+    /// The conversation store under `home`.
+    pub(crate) fn store(&self) -> anyhow::Result<Arc<FileStore>> {
         let home = self.home();
         let store = FileStore::open(&home)
             .with_context(|| format!("opening the store {}", home.display()))?;
+        Ok(Arc::new(store))
+    }
+
+    /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]).
+    pub(crate) fn agent(
+        &self,
+        client: Arc<dyn ModelClient>,
+        store: Arc<FileStore>,
+    ) -> anyhow::Result<Agent> {
+        let home = self.home();
         let uploads_dir = home.join("uploads");
         let spill_dir = home.join("data-files");
         let mut roots = vec![uploads_dir.clone(), spill_dir.clone()];
@@ -189,7 +199,7 @@ impl Config {
         };
         let model = self.default_model();
         let mut builder: AgentBuilder = Agent::builder(Arc::clone(&client))
-            .store(Arc::new(store))
+            .store(store)
             .builtins(Arc::new(builtins))
             .code_store(CodeStore::open(home.join("code"))?)
             .uploads(UploadStore::open(&uploads_dir)?)
