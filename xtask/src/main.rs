@@ -47,10 +47,10 @@ pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Writes the demo data (see `ba_agent::builtin::demo_data`) into `fixtures/demo/`.
+/// Writes the demo data (see `ba_builtins::demo_data`) into `fixtures/demo/`.
 fn fixtures() -> anyhow::Result<()> {
     let dir = root().join("fixtures").join("demo");
-    let data = ba_agent::builtin::demo_data::generate(&dir)
+    let data = ba_builtins::demo_data::generate(&dir)
         .with_context(|| format!("generating the demo data in {}", dir.display()))?;
     println!(
         "wrote {} ({} sales rows, total {:.2}) and {}",

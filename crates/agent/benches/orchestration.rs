@@ -28,8 +28,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ba_agent::agent::{Agent, Input, RunStatus};
-use ba_agent::model::{
+use ba_agent::{Agent, Input, RunStatus};
+use ba_model::{
     ExpectedRequest, ModelClient, ModelRequest, RecordedResponse, ReplayClient, ReplayOutcome,
     ReplayTurn, StopReason, ToolSpec, Usage,
 };

@@ -1,44 +1,71 @@
 //! # ba-agent
 //!
-//! The BA-Agent orchestrator crate. It composes the lower crates (`ba-protocol` for the wire
-//! and log types; context, tools, skills and storage as they land) and owns what sits on top:
-//! the model clients, the ReAct loop, the built-in tools and the `ba-agent` CLI binary.
+//! The thin orchestrator of the BA-Agent pipeline: the ReAct loop (O1) and the adapters where
+//! the middle crates meet. It is generic over the model (`ba-model`'s `ModelClient`, with no
+//! provider compiled in unless the caller asks for one), the tools (any `ba_tools::Tool`; the
+//! business-analysis tools of `ba-builtins` are one choice), the store (`ba-storage`'s
+//! `ConversationStore`), the skills (`ba-skills`) and the context strategy (`ba-context`).
 //!
-//! - [`model`] — the [`model::ModelClient`] trait and its implementations: Anthropic Messages,
-//!   OpenAI-compatible Chat Completions (both over HTTP, streaming or not, with retries and
-//!   timeouts) and a replay client that plays a recorded session offline. Requests carry the
-//!   conversation as [`ba_protocol::LogEntry`] values and are converted with
-//!   `ba_protocol::convert`; streams are rebuilt with `ba_protocol::stream`.
-//! - [`agent`] — the ReAct orchestrator: [`agent::Agent`] and its builder, runs as async
-//!   streams of [`agent::AgentEvent`]s, response processing, the metrics report, the `task`
-//!   sub-agent tool and the prompt texts.
-//! - [`adapters`] — the built-in tools and `activate_skill` as `ba_tools::Tool`s, data files as
-//!   the runtime's data sink, a model as the context crate's summarizer.
-//! - [`builtin`] — the built-in business-analysis tools of seed 003 (`file_reader`,
-//!   `query_database`, `run_python`, `web_reader`, `web_search`) and the demo data generator.
+//! - [`Agent`], built once by an [`AgentBuilder`], runs a conversation's turn as an [`AgentRun`]:
+//!   an async stream of typed [`AgentEvent`]s ending with [`AgentEvent::Finished`]. Dropping it
+//!   cancels the run; what was appended stays and [`Input::Resume`] goes on from it.
+//! - Each round builds the window with the context crate's `ContextBuilder` (system prompt per
+//!   mode with the skills catalogue, budgeted window, compression), calls the model (deltas
+//!   become events), appends the answer before its tool calls run, runs the calls in parallel
+//!   through the tool runtime and appends each result as it is in.
+//! - [`response`] turns a final answer into the API response of seed 003 (code blocks saved,
+//!   `<code_ref>`/`<file_ref>` placeholders, HTML detection); [`ConversationReport`] is the
+//!   metrics report, computed from the log alone; [`Prompts`] holds the prompt texts.
+//! - [`records`] are the loop's own typed records in log entries' `extra` map.
+//! - Adapters: [`SkillTool`] (`activate_skill`), [`DataFileSink`] (spilled tool data into the
+//!   storage crate's data files), [`ModelSummarizer`] (a model as the context crate's
+//!   summarizer) and [`TaskTool`] (a child agent on a sub-task).
 //!
 //! ```
-//! use ba_agent::model::{ModelClient, ModelRequest, ReplayClient, StopReason};
-//! use ba_protocol::{LogEntry, LogRole};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use ba_agent::{Agent, Input, RunStatus};
+//! use ba_model::ReplayClient;
+//! use ba_storage::{FileStore, NewConversation};
 //!
 //! let recording = r#"[{"expect": {"role": "user", "text": "Hello"},
-//!                      "response": {"message": {"role": "assistant", "content": "Hi there."},
-//!                                   "stop_reason": "end_turn"}}]"#;
-//! let client = ReplayClient::from_json(recording, "inline")?;
-//! let request = ModelRequest::new(
-//!     "any-model",
-//!     vec![LogEntry::new("m1", LogRole::User, "2025-01-01T00:00:00Z").with_text("Hello")],
-//! );
-//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-//! let answer = runtime.block_on(client.complete(&request))?;
-//! assert_eq!(answer.message.text(), "Hi there.");
-//! assert_eq!(answer.stop_reason, StopReason::EndTurn);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//!     "response": {"message": {"role": "assistant", "content": "Hi, what shall we analyse?"},
+//!                  "stop_reason": "end_turn"}}]"#;
+//! let dir = tempfile::tempdir()?;
+//! let agent = Agent::builder(Arc::new(ReplayClient::from_json(recording, "inline")?))
+//!     .store(Arc::new(FileStore::open(dir.path())?))
+//!     .build()?;
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let summary = rt.block_on(async {
+//!     let id = agent.new_conversation(NewConversation::default()).await?;
+//!     Ok::<_, ba_agent::AgentError>(agent.send(&id, Input::message("Hello")).finish().await)
+//! })?;
+//! assert_eq!(summary.status, RunStatus::Answered);
+//! assert_eq!(summary.final_answer.as_deref(), Some("Hi, what shall we analyse?"));
+//! # Ok(())
+//! # }
 //! ```
 #![deny(missing_docs)]
 
-pub mod adapters;
-pub mod agent;
-pub mod builtin;
-pub mod demo;
-pub mod model;
+mod adapters;
+mod agent;
+mod compact;
+mod events;
+mod history;
+mod prompts;
+pub mod records;
+mod report;
+pub mod response;
+mod run;
+
+pub use adapters::{
+    DataFileSink, ModelSummarizer, SUMMARY_INSTRUCTION, SkillTool, TASK_TOOL, TaskTool,
+    activation_text, transcript,
+};
+pub use agent::{
+    Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,
+    ResponseMode,
+};
+pub use events::{AgentEvent, InputKind, RunStatus, RunSummary};
+pub use prompts::{BUILTIN_PROMPTS, Prompts};
+pub use report::ConversationReport;

@@ -8,14 +8,14 @@
 //! parallel tool calls, a stream cut in the middle of a tool input (persisted with its partial
 //! output), `continue`, a second tool round and the final answer.
 
-mod support;
+use ba_testkit as support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ba_agent::agent::{Agent, AgentEvent, Input, RunStatus};
-use ba_agent::builtin::{Builtins, demo_data};
-use ba_agent::model::{AnthropicClient, ApiKey, HttpConfig, RetryPolicy};
+use ba_agent::{Agent, AgentEvent, Input, RunStatus};
+use ba_builtins::{demo_data, demo_tools};
+use ba_model::{AnthropicClient, ApiKey, HttpConfig, RetryPolicy};
 use ba_protocol::{LlmErrorKind, LogRole};
 use ba_storage::{FileStore, NewConversation};
 use support::{Block, End, MockServer, Reply, answer};
@@ -116,7 +116,7 @@ async fn live_provider_rounds_failures_and_continue() {
     let store = Arc::new(FileStore::open(dir.path().join("store")).unwrap());
     let agent = Agent::builder(Arc::new(client))
         .store(store)
-        .builtins(Arc::new(Builtins::demo(dir.path(), dir.path())))
+        .tools(demo_tools(dir.path(), dir.path()))
         .model("claude-test")
         .build()
         .unwrap();

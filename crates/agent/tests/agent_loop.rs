@@ -9,10 +9,8 @@
 
 use std::sync::Arc;
 
-use ba_agent::agent::{Agent, AgentEvent, Input, ResponseMode, RunStatus, TASK_TOOL};
-use ba_agent::model::{
-    DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
-};
+use ba_agent::{Agent, AgentEvent, Input, ResponseMode, RunStatus, TASK_TOOL};
+use ba_model::{DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient};
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode};
 use ba_storage::{ConversationId, ConversationStore, FileStore, NewConversation};
 use ba_tools::typed_tool;
@@ -71,7 +69,7 @@ impl ModelClient for Recording {
 fn agent(
     dir: &std::path::Path,
     turns: &[Value],
-    f: impl FnOnce(ba_agent::agent::AgentBuilder) -> ba_agent::agent::AgentBuilder,
+    f: impl FnOnce(ba_agent::AgentBuilder) -> ba_agent::AgentBuilder,
 ) -> Agent {
     let client =
         ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap();

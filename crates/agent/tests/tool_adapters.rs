@@ -9,15 +9,16 @@
 
 use std::sync::Arc;
 
-use ba_agent::adapters::register_builtins;
-use ba_agent::builtin::{Builtins, demo_data};
+use ba_builtins::{demo_data, demo_tools};
 use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use serde_json::json;
 
 fn runtime(data: &std::path::Path, uploads: &std::path::Path) -> ToolRuntime {
     let mut registry = ToolRegistry::new();
-    register_builtins(&mut registry, Arc::new(Builtins::demo(data, uploads))).unwrap();
+    for tool in demo_tools(data, uploads) {
+        registry.register_arc(tool).unwrap();
+    }
     ToolRuntime::new(registry, ToolsConfig::default()).unwrap()
 }
 
@@ -122,17 +123,15 @@ async fn read_only_tools_run_at_the_restricted_level_and_code_does_not() {
 
 #[tokio::test]
 async fn spilled_data_goes_to_the_data_file_store_and_file_reader_can_read_it() {
-    use ba_agent::adapters::DataFileSink;
+    use ba_agent::DataFileSink;
     use ba_storage::datafile::DataFileStore;
     let data = tempfile::tempdir().unwrap();
     let uploads = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
     let mut registry = ToolRegistry::new();
-    register_builtins(
-        &mut registry,
-        Arc::new(Builtins::demo(data.path(), uploads.path())),
-    )
-    .unwrap();
+    for tool in demo_tools(data.path(), uploads.path()) {
+        registry.register_arc(tool).unwrap();
+    }
     let files = DataFileStore::open(data.path().join("spill")).unwrap();
     let config = ToolsConfig {
         spill_threshold_bytes: 1024,
@@ -169,7 +168,7 @@ async fn spilled_data_goes_to_the_data_file_store_and_file_reader_can_read_it() 
 
 #[tokio::test]
 async fn activate_skill_runs_as_a_tool_and_refusals_are_tool_errors() {
-    use ba_agent::adapters::SkillTool;
+    use ba_agent::SkillTool;
     let dir = tempfile::tempdir().unwrap();
     let skill = dir.path().join("tidy");
     std::fs::create_dir_all(&skill).unwrap();
@@ -222,9 +221,9 @@ async fn activate_skill_runs_as_a_tool_and_refusals_are_tool_errors() {
 
 #[tokio::test]
 async fn the_model_summarizer_sends_a_transcript_and_returns_the_text() {
-    use ba_agent::adapters::{ModelSummarizer, transcript};
-    use ba_agent::model::ReplayClient;
+    use ba_agent::{ModelSummarizer, transcript};
     use ba_context::Summarizer;
+    use ba_model::ReplayClient;
     use ba_protocol::{LogEntry, LogRole, LogToolCall};
     let recording = r#"[{"expect": {"role": "user"}, "response": {"message": {"role": "assistant",
         "content": "West tripled in Q3 (query on sales)."}, "stop_reason": "end_turn"}}]"#;

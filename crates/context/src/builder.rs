@@ -106,6 +106,13 @@ pub struct BuildRequest<'a> {
     pub task: Option<String>,
     /// Files read in full, with their synopses.
     pub read_files: Vec<ReadFile>,
+    /// Sections the caller adds after the composed system prompt (a skills catalogue, a reply
+    /// format, instructions put back after a compression), each appended verbatim after a
+    /// blank line, in order.
+    pub system_sections: Vec<String>,
+    /// Ids of entries whose text goes to the model whole: no preview, no synopsis, no
+    /// stand-in (a skill's instructions, say). They can still be dropped by compression.
+    pub pinned: Vec<String>,
 }
 
 /// Debug data of a build.
@@ -125,6 +132,8 @@ pub struct DebugData {
     pub system_tokens: usize,
     /// Strategies applied.
     pub strategies: Vec<String>,
+    /// Whether the window went over the trigger and was compressed.
+    pub compressed: bool,
     /// Usage of the budget.
     pub usage: ContextUsage,
 }
@@ -181,10 +190,21 @@ impl ContextBuilder {
         }
     }
 
+    /// The token counter of the windows this builder makes; its per-entry cache is the one
+    /// cache a caller should count the same entries with.
+    pub fn counter(&self) -> &MessageCounter {
+        &self.counter
+    }
+
+    /// The compression pipeline.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
     /// The system prompt of `request`: base rules, tool policy and mode banner; the persona in
     /// agent mode; the run directive (with node brief and step context while a step is active,
     /// or the post-run protocol once completed) in run mode; the session's files; a refocus
-    /// reminder every N rounds.
+    /// reminder every N rounds; then the request's own sections.
     pub fn system_prompt(&self, request: &BuildRequest<'_>) -> String {
         let p = &self.prompts;
         let mut out = String::new();
@@ -233,6 +253,10 @@ impl ContextBuilder {
                 push_part(&mut out, &format!("REFOCUS: the task is still: {task}"));
             }
         }
+        for section in request.system_sections.iter().filter(|s| !s.is_empty()) {
+            out.push_str("\n\n");
+            out.push_str(section);
+        }
         out
     }
 
@@ -266,7 +290,7 @@ impl ContextBuilder {
             if e.collapsed == Some(true) && !s.include_collapsed {
                 e.include_in_context = false;
             }
-            if e.role != LogRole::Tool {
+            if e.role != LogRole::Tool || request.pinned.contains(&e.id) {
                 continue;
             }
             let path = e.tool_call_id.as_ref().and_then(|id| call_path.get(id));
@@ -369,6 +393,7 @@ impl ContextBuilder {
                 tokens_after: w.tokens(),
                 system_tokens: c.system_tokens,
                 strategies: w.strategies.clone(),
+                compressed: c.compressed,
                 usage: c.usage,
             },
             system,

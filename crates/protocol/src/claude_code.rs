@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::anthropic::{AnthropicMessage, AnthropicRequest};
+use crate::anthropic::AnthropicMessage;
 use crate::content::{Content, JsonMap};
-use crate::convert::{Converted, Loss, Stamp, anthropic_to_log};
+use crate::convert::{Converted, Loss, Stamp, message_to_log};
 use crate::log::{LogEntry, LogRole};
 
 /// Prefix of the system entry a compaction summary becomes: the summary class that compression
@@ -148,12 +148,7 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                 // `stop_reason`, …), which a request must not send back: keep it apart.
                 let mut message = message;
                 let response = std::mem::take(&mut message.extra);
-                let request = AnthropicRequest {
-                    system: None,
-                    messages: vec![message],
-                    extra: JsonMap::new(),
-                };
-                let converted = match anthropic_to_log(&request, &mut stamp) {
+                let converted = match message_to_log(&message, &mut stamp) {
                     Ok(c) => c,
                     Err(e) => {
                         losses.push(Loss {
@@ -164,7 +159,7 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                     }
                 };
                 let first = entries.len();
-                for mut e in converted.value {
+                for mut e in converted {
                     if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
                         e.part_type = Some("meta".to_owned());
                     }
@@ -242,15 +237,10 @@ fn merge_assistant(entry: &mut LogEntry, message: &AnthropicMessage) {
         content: Content::Blocks(blocks),
         extra: JsonMap::new(),
     };
-    let request = AnthropicRequest {
-        system: None,
-        messages: vec![merged],
-        extra: JsonMap::new(),
-    };
     let mut stamp = crate::convert::SequentialStamp::default();
-    if let Some(rebuilt) = anthropic_to_log(&request, &mut stamp)
+    if let Some(rebuilt) = message_to_log(&merged, &mut stamp)
         .ok()
-        .and_then(|c| c.value.into_iter().next())
+        .and_then(|c| c.into_iter().next())
     {
         entry.content = rebuilt.content;
         entry.tool_calls = rebuilt.tool_calls;

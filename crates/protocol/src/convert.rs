@@ -115,34 +115,59 @@ pub fn anthropic_to_log(
         out.push(e);
     }
     for (i, message) in req.messages.iter().enumerate() {
-        let first = out.len();
-        match message.role {
-            Role::System => {
-                return Err(ProtocolError::invalid(
-                    format!("messages[{i}].role"),
-                    "role `system` is not allowed in Anthropic messages; put it in `system`",
-                ));
-            }
-            Role::Assistant => out.push(assistant_to_entry(&message.content, stamp)),
-            Role::User => user_to_entries(&message.content, stamp, &mut out),
-        }
-        for position in first..out.len() {
-            let is_tool = out[position].role == LogRole::Tool;
-            let prev_is_tool = position > 0 && out[position - 1].role == LogRole::Tool;
-            let default_merges = is_tool && prev_is_tool;
-            let should_merge = position > first;
-            if should_merge != default_merges {
-                out[position].merge_with_previous = Some(should_merge);
-            }
-        }
-        if !message.extra.is_empty()
-            && let Some(e) = out.get_mut(first)
-        {
-            e.anthropic
-                .insert("message".to_owned(), Value::Object(message.extra.clone()));
-        }
+        push_message(message, &format!("messages[{i}].role"), stamp, &mut out)?;
     }
     Ok(Converted { value: out, losses })
+}
+
+/// Converts one Anthropic message to log entries: an assistant message becomes one entry with
+/// its tool calls; a user message becomes one entry per run of ordinary blocks and one `tool`
+/// entry per tool result, in order. Fields of the message this crate does not know are kept
+/// in the first entry's `anthropic` map. This is the conversion a model's answer goes through
+/// before it is appended to a conversation.
+///
+/// # Errors
+/// [`ProtocolError`] when the message has the `system` role, which Anthropic messages do not
+/// allow.
+pub fn message_to_log(message: &AnthropicMessage, stamp: &mut dyn Stamp) -> Result<Vec<LogEntry>> {
+    let mut out = Vec::with_capacity(1);
+    push_message(message, "role", stamp, &mut out)?;
+    Ok(out)
+}
+
+fn push_message(
+    message: &AnthropicMessage,
+    role_path: &str,
+    stamp: &mut dyn Stamp,
+    out: &mut Vec<LogEntry>,
+) -> Result<()> {
+    let first = out.len();
+    match message.role {
+        Role::System => {
+            return Err(ProtocolError::invalid(
+                role_path,
+                "role `system` is not allowed in Anthropic messages; put it in `system`",
+            ));
+        }
+        Role::Assistant => out.push(assistant_to_entry(&message.content, stamp)),
+        Role::User => user_to_entries(&message.content, stamp, out),
+    }
+    for position in first..out.len() {
+        let is_tool = out[position].role == LogRole::Tool;
+        let prev_is_tool = position > 0 && out[position - 1].role == LogRole::Tool;
+        let default_merges = is_tool && prev_is_tool;
+        let should_merge = position > first;
+        if should_merge != default_merges {
+            out[position].merge_with_previous = Some(should_merge);
+        }
+    }
+    if !message.extra.is_empty()
+        && let Some(e) = out.get_mut(first)
+    {
+        e.anthropic
+            .insert("message".to_owned(), Value::Object(message.extra.clone()));
+    }
+    Ok(())
 }
 
 fn assistant_to_entry(content: &Content, stamp: &mut dyn Stamp) -> LogEntry {

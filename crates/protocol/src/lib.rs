@@ -10,7 +10,8 @@
 //! - [`log`] — the unified conversation log entry [`LogEntry`] (P9), versioned (P12).
 //! - [`anthropic`], [`openai`] — provider wire types, each keeping unknown fields.
 //! - [`convert`] — Anthropic ⇄ log ⇄ OpenAI (P3), reporting what a target cannot express.
-//! - [`claude_code`] — Claude Code session transcripts → log entries.
+//! - [`claude_code`] — Claude Code session transcripts → log entries; [`codex`] — Codex
+//!   rollouts → log entries.
 //! - [`stream`] — SSE parsing and accumulators that rebuild a final message from a stream.
 //! - [`tool`], [`skill`], [`round`] — tool calls and results (P4–P6), skill activation (P7),
 //!   the ReAct round (P8).
@@ -48,6 +49,7 @@
 
 pub mod anthropic;
 pub mod claude_code;
+pub mod codex;
 pub mod content;
 pub mod convert;
 pub mod error;
@@ -68,4 +70,4 @@ pub use error::{ProtocolError, Result};
 pub use log::{LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode};
 pub use message::{Message, Role};
 pub use tokens::TokenCounter;
-pub use tool::{OutputLevel, ToolCall, ToolErrorKind, ToolResult};
+pub use tool::{OutputLevel, ToolCall, ToolErrorKind, ToolResult, ToolSpec};

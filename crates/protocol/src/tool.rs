@@ -126,6 +126,30 @@ impl ToolCall {
     }
 }
 
+/// How a tool is described to a model: its name, what it does, and the JSON Schema of its
+/// input. Every provider's tool list is made of these; the tool runtime lists its tools as
+/// these, and the model clients send them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolSpec {
+    /// The name the model calls the tool by.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the arguments (an `object` schema).
+    pub input_schema: Value,
+}
+
+impl ToolSpec {
+    /// A tool with the given name, description and input schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema,
+        }
+    }
+}
+
 /// Who may run what (P4, T8).
 #[derive(
     Debug,

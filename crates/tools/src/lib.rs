@@ -76,11 +76,12 @@ pub mod tool;
 pub mod typed;
 pub mod validate;
 
+pub use ba_protocol::ToolSpec;
 pub use config::{RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
 pub use levels::FormatBounds;
 pub use metrics::{Aggregate, MetricsRecorder, ToolMetrics};
-pub use registry::{RegisteredTool, ToolRegistry, ToolSpec};
+pub use registry::{RegisteredTool, ToolRegistry};
 pub use retry::{Jitter, NoJitter, RandomJitter};
 pub use runtime::{CallOptions, ToolRuntime};
 pub use spill::{DataSink, FsSink};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use ba_protocol::ToolSpec;
 use serde_json::Value;
 
 use crate::error::ToolsError;
@@ -48,17 +48,6 @@ impl RegisteredTool {
     pub(crate) fn validator(&self) -> &jsonschema::Validator {
         &self.validator
     }
-}
-
-/// How a tool is described to a model: name, description and argument schema.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// The tool's name.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// The JSON Schema of its arguments.
-    pub input_schema: Value,
 }
 
 /// The tools a runtime can run, by name. Names are unique; listing order is alphabetical so the

@@ -1,0 +1,58 @@
+//! `/compact`: the conversation so far summarised into one entry that later requests start
+//! from.
+
+use std::sync::Arc;
+
+use ba_protocol::{LogEntry, LogRole};
+use ba_storage::ConversationId;
+
+use crate::agent::{AgentError, Compaction, Inner};
+use crate::history::context_view;
+use crate::records::{self, EntryKind, keys};
+use crate::run::{new_id, now};
+
+pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compaction, AgentError> {
+    let _running = inner
+        .runs
+        .try_lock(id.as_str())
+        .ok_or_else(|| AgentError::Config {
+            message: format!("conversation {id} has a run going; compact it when the run is over"),
+        })?;
+    let loaded = inner.store.load(id).await?;
+    let last_seq = loaded.entries.last().map_or(0, |s| s.seq);
+    let log = loaded.into_entries();
+    let view = context_view(&log);
+    let entries: Vec<LogEntry> = view
+        .iter()
+        .filter(|e| e.include_in_context)
+        .cloned()
+        .collect();
+    if entries.is_empty() {
+        return Err(AgentError::Context(ba_context::ContextError::NoUserMessage));
+    }
+    let counter = inner.builder.counter();
+    let tokens_before = counter.entries(&entries);
+    let summarizer: Arc<dyn ba_context::Summarizer> = inner
+        .summarizer
+        .clone()
+        .unwrap_or_else(|| Arc::new(ba_context::ExtractiveSummarizer));
+    let max = (inner.settings.budget.target_tokens() / 4).clamp(200, 4_000);
+    let text = summarizer.summarize(&entries, max).await.map_err(|e| {
+        ba_context::ContextError::Summary {
+            entries: entries.len(),
+            message: e.to_string(),
+        }
+    })?;
+    let mut entry = LogEntry::new(new_id(), LogRole::System, now()).with_text(format!(
+        "{}\n{text}",
+        ba_protocol::claude_code::SUMMARY_PREFIX
+    ));
+    records::put(&mut entry, keys::KIND, &EntryKind::CompactBoundary);
+    let tokens_after = counter.entry(&entry);
+    inner.store.append(id, &entry, Some(last_seq)).await?;
+    Ok(Compaction {
+        entries: entries.len(),
+        tokens_before,
+        tokens_after,
+    })
+}

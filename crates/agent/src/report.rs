@@ -1,0 +1,191 @@
+//! The per-conversation metrics report (O7), computed from the log alone, so it is the same at
+//! the end of a run and later through `ba-agent inspect`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use ba_protocol::{LogEntry, LogRole};
+use serde::Serialize;
+
+use crate::history::starts_task;
+use crate::records::{self, EntryKind, keys};
+
+/// Totals of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ToolStats {
+    /// Calls.
+    pub calls: u64,
+    /// Failed calls.
+    pub failures: u64,
+    /// Retries.
+    pub retries: u64,
+    /// Summed duration, ms.
+    pub total_ms: u64,
+    /// Longest call, ms.
+    pub max_ms: u64,
+}
+
+/// One compression.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompressionRecord {
+    /// Round it happened in.
+    pub round: u64,
+    /// Message tokens before.
+    pub tokens_before: u64,
+    /// Message tokens after.
+    pub tokens_after: u64,
+    /// Strategies applied.
+    pub strategies: Vec<String>,
+}
+
+/// What a conversation cost and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ConversationReport {
+    /// The conversation.
+    pub conversation_id: String,
+    /// Entries in the log.
+    pub entries: usize,
+    /// User messages typed (not `continue`s or corrections).
+    pub user_messages: usize,
+    /// Model calls answered.
+    pub model_calls: u64,
+    /// Model calls that failed.
+    pub model_errors: u64,
+    /// Retries of model calls.
+    pub model_retries: u64,
+    /// Input tokens billed.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Per tool.
+    pub tools: BTreeMap<String, ToolStats>,
+    /// Skills activated, in order.
+    pub skills: Vec<String>,
+    /// Compressions.
+    pub compressions: Vec<CompressionRecord>,
+    /// `/compact`s.
+    pub compactions: u64,
+    /// Final answers.
+    pub final_answers: u64,
+}
+
+impl ConversationReport {
+    /// The report of `entries`.
+    pub fn from_log(conversation_id: &str, entries: &[LogEntry]) -> Self {
+        let mut r = Self {
+            conversation_id: conversation_id.to_owned(),
+            entries: entries.len(),
+            ..Self::default()
+        };
+        for e in entries {
+            match e.role {
+                LogRole::User if starts_task(e) => r.user_messages += 1,
+                LogRole::Assistant => {
+                    if e.llm_error.is_some() {
+                        r.model_errors += 1;
+                    } else {
+                        r.model_calls += 1;
+                        if e.calls().is_empty() {
+                            r.final_answers += 1;
+                        }
+                    }
+                    r.model_retries += records::number(e, keys::RETRIES);
+                    if let Some(u) = records::usage(e) {
+                        r.input_tokens += u.input_tokens;
+                        r.output_tokens += u.output_tokens;
+                        r.cache_read_tokens += u.cache_read_tokens;
+                    }
+                    if let Some(c) = records::context(e).filter(|c| c.compressed) {
+                        r.compressions.push(CompressionRecord {
+                            round: records::number(e, keys::ROUND),
+                            tokens_before: c.tokens_before as u64,
+                            tokens_after: c.tokens_after as u64,
+                            strategies: c.strategies,
+                        });
+                    }
+                }
+                LogRole::Tool => {
+                    let name = e.tool_name.clone().unwrap_or_else(|| "(unknown)".into());
+                    let t = r.tools.entry(name).or_default();
+                    t.calls += 1;
+                    if e.is_error == Some(true) {
+                        t.failures += 1;
+                    }
+                    t.retries += records::number(e, keys::TOOL_RETRIES);
+                    let ms = e.duration_ms.unwrap_or(0);
+                    t.total_ms += ms;
+                    t.max_ms = t.max_ms.max(ms);
+                    if let Some(s) = records::skill(e) {
+                        r.skills.push(s.name);
+                    }
+                }
+                LogRole::System if records::kind(e) == Some(EntryKind::CompactBoundary) => {
+                    r.compactions += 1;
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// The report as text; `timings: false` leaves durations out (for stable output).
+    pub fn render(&self, timings: bool) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Metrics of conversation {}", self.conversation_id);
+        let _ = writeln!(
+            out,
+            "  entries {} · user messages {} · final answers {}",
+            self.entries, self.user_messages, self.final_answers
+        );
+        let _ = writeln!(
+            out,
+            "  model: {} calls, {} failed, {} retries · tokens in {} / out {} (cache read {})",
+            self.model_calls,
+            self.model_errors,
+            self.model_retries,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens
+        );
+        let calls: u64 = self.tools.values().map(|t| t.calls).sum();
+        let failures: u64 = self.tools.values().map(|t| t.failures).sum();
+        let _ = writeln!(out, "  tools: {calls} calls, {failures} failed");
+        for (name, t) in &self.tools {
+            let _ = write!(
+                out,
+                "    {name:<16} {:>3} calls {:>3} failed {:>3} retries",
+                t.calls, t.failures, t.retries
+            );
+            if timings {
+                let mean = t.total_ms.checked_div(t.calls).unwrap_or(0);
+                let _ = write!(out, " · mean {mean} ms, max {} ms", t.max_ms);
+            }
+            out.push('\n');
+        }
+        let skills = if self.skills.is_empty() {
+            "none".to_owned()
+        } else {
+            self.skills.join(", ")
+        };
+        let _ = writeln!(out, "  skills activated: {skills}");
+        let _ = writeln!(
+            out,
+            "  compressions: {} · compactions: {}",
+            self.compressions.len(),
+            self.compactions
+        );
+        for c in &self.compressions {
+            let _ = writeln!(
+                out,
+                "    round {}: {} → {} tokens ({})",
+                c.round,
+                c.tokens_before,
+                c.tokens_after,
+                c.strategies.join(", ")
+            );
+        }
+        out
+    }
+}

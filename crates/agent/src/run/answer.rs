@@ -1,0 +1,205 @@
+//! What the model said: a failure (appended with its partial output), tool calls (native, or
+//! read from a structured answer), a malformed structured answer (sent back for a fix), or the
+//! final answer (processed into the API response of seed 003).
+
+use ba_model::{ModelError, ModelResponse};
+use ba_protocol::LogToolCall;
+use ba_protocol::structured::{Action, StructuredResponse};
+use serde_json::Value;
+
+use super::{LiveStamp, Next, Runner, Stop, new_id, now};
+use crate::agent::ResponseMode;
+use crate::events::{AgentEvent, RunStatus};
+use crate::history::call_ids;
+use crate::records::{self, ContextRecord, EntryKind, ModelRecord, keys};
+use crate::response::{Stores, process_final};
+
+impl Runner {
+    pub(super) async fn model_failed(
+        &mut self,
+        err: ModelError,
+        record: ContextRecord,
+    ) -> Result<Next, Stop> {
+        let mut entry = err.to_log_entry(new_id(), now());
+        records::put(&mut entry, keys::ROUND, &self.round);
+        records::put(&mut entry, keys::CONTEXT, &record);
+        let model = ModelRecord {
+            provider: self.inner.client.provider().to_owned(),
+            name: None,
+        };
+        records::put(&mut entry, keys::MODEL, &model);
+        self.append(entry).await?;
+        let message = err.to_string();
+        self.emit(AgentEvent::Error {
+            round: self.round,
+            kind: llm_kind(&err),
+            message: message.clone(),
+            resumable: true,
+        });
+        Ok(Next::Done(Box::new(self.summary(
+            RunStatus::ModelFailed,
+            None,
+            Some(message),
+        ))))
+    }
+
+    pub(super) async fn answered(
+        &mut self,
+        response: ModelResponse,
+        record: ContextRecord,
+    ) -> Result<Next, Stop> {
+        let mut entries = response.to_log_entries(&mut LiveStamp).map_err(|e| Stop {
+            kind: "model",
+            message: e.to_string(),
+        })?;
+        let Some(mut entry) = entries.pop() else {
+            return Err(Stop {
+                kind: "model",
+                message: "the model's answer became no log entry".into(),
+            });
+        };
+        entry.mode = Some(self.mode);
+        let stop_reason = stop_reason_name(&response);
+        records::put(&mut entry, keys::ROUND, &self.round);
+        records::put(&mut entry, keys::STOP_REASON, &stop_reason);
+        records::put(&mut entry, keys::RETRIES, &response.retries);
+        records::put(&mut entry, keys::USAGE, &response.usage);
+        let model = ModelRecord {
+            provider: self.inner.client.provider().to_owned(),
+            name: Some(response.model.clone()),
+        };
+        records::put(&mut entry, keys::MODEL, &model);
+        records::put(&mut entry, keys::CONTEXT, &record);
+        if !response.problems.is_empty() {
+            records::put(&mut entry, keys::PROBLEMS, &response.problems);
+        }
+        let model_answered = AgentEvent::ModelAnswered {
+            round: self.round,
+            stop_reason,
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+            retries: response.retries,
+        };
+        let text = entry.text().into_owned();
+        let mut structured: Option<StructuredResponse> = None;
+        if self.inner.settings.response_mode == ResponseMode::Structured && entry.calls().is_empty()
+        {
+            match StructuredResponse::parse_lenient(&text) {
+                Ok(s) => {
+                    if let Action::ToolCall { content } = &s.action {
+                        entry.tool_calls = Some(self.structured_calls(content));
+                    }
+                    self.emit(AgentEvent::Plan {
+                        round: self.round,
+                        task_analysis: s.task_analysis.clone(),
+                        execution_plan: s.execution_plan.clone(),
+                    });
+                    structured = Some(s);
+                }
+                Err(err) if self.format_retries < self.inner.settings.format_retries => {
+                    self.format_retries += 1;
+                    self.append(entry).await?;
+                    self.emit(model_answered);
+                    self.emit(AgentEvent::Error {
+                        round: self.round,
+                        kind: "format".into(),
+                        message: format!("the answer is not the structured JSON: {err}"),
+                        resumable: true,
+                    });
+                    let fix = self.user_entry(
+                        &format!(
+                            "FORMAT_ERROR: your answer could not be read as the JSON format ({err}). \
+                             Reply again with one JSON object in the required format."
+                        ),
+                        Some(EntryKind::FormatError),
+                    );
+                    self.append(fix).await?;
+                    return Ok(Next::Again);
+                }
+                Err(_) => {}
+            }
+        }
+        let calls = entry.calls().to_vec();
+        if !calls.is_empty() {
+            self.append(entry).await?;
+            self.emit(model_answered);
+            return Ok(Next::Calls(calls));
+        }
+        // A final answer.
+        let answer = match &structured {
+            Some(StructuredResponse {
+                action: Action::Complete { content, .. },
+                ..
+            }) => content.clone(),
+            _ => text,
+        };
+        let processed = process_final(
+            &answer,
+            structured.as_ref(),
+            Stores {
+                code: self.inner.code.as_ref(),
+                uploads: self.inner.uploads.as_ref(),
+                conversation_id: Some(self.id.as_str()),
+            },
+        );
+        for w in &processed.warnings {
+            tracing::warn!(conversation = %self.id, "{w}");
+        }
+        records::put(&mut entry, keys::API_RESPONSE, &processed.response);
+        if !processed.warnings.is_empty() {
+            records::put(&mut entry, keys::WARNINGS, &processed.warnings);
+        }
+        self.append(entry).await?;
+        self.emit(model_answered);
+        self.emit(AgentEvent::FinalAnswer {
+            round: self.round,
+            text: answer.clone(),
+            response: processed.response.clone(),
+        });
+        Ok(Next::Done(Box::new(self.summary(
+            RunStatus::Answered,
+            Some((answer, processed.response)),
+            None,
+        ))))
+    }
+
+    /// The calls of a structured answer as log calls; an id that is empty or already used
+    /// (in the log or earlier in the answer) is replaced by `call_r{round}_{n}`.
+    fn structured_calls(
+        &self,
+        content: &[ba_protocol::structured::StructuredToolCall],
+    ) -> Vec<LogToolCall> {
+        let used = call_ids(&self.log);
+        let mut calls: Vec<LogToolCall> = Vec::new();
+        for (n, c) in content.iter().enumerate() {
+            let mut id = c.tool_call_id.trim().to_owned();
+            if id.is_empty() || used.contains(&id) || calls.iter().any(|x| x.id == id) {
+                id = format!("call_r{}_{}", self.round, n + 1);
+            }
+            calls.push(LogToolCall::new(id, c.tool_name.clone(), &c.arguments));
+        }
+        calls
+    }
+}
+
+fn stop_reason_name(response: &ModelResponse) -> String {
+    serde_json::to_value(&response.stop_reason)
+        .ok()
+        .and_then(|v| match v {
+            Value::String(s) => Some(s),
+            Value::Object(m) => m
+                .values()
+                .next()
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            _ => None,
+        })
+        .unwrap_or_else(|| "other".to_owned())
+}
+
+fn llm_kind(err: &ModelError) -> String {
+    serde_json::to_value(err.kind())
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "other".to_owned())
+}

@@ -1,0 +1,165 @@
+//! The context of one call, built by the context crate's [`ba_context::ContextBuilder`] (one
+//! window algorithm, one token cache): the system prompt for the mode with the skills catalogue
+//! and, in structured mode, the reply format; the budgeted window; and the instructions of
+//! active skills when a compression took their activation out.
+
+use std::collections::HashSet;
+
+use ba_context::BuiltContext;
+use ba_context::builder::BuildRequest;
+use ba_protocol::LogEntry;
+
+use super::{Runner, Stop};
+use crate::agent::{AgentError, ResponseMode};
+use crate::events::AgentEvent;
+use crate::history::{ActiveSkill, context_view, current_task};
+use crate::records::{self, ContextRecord};
+
+/// The context of one call.
+pub(super) struct Built {
+    pub(super) system: String,
+    pub(super) entries: Vec<LogEntry>,
+    /// The share of the budget used.
+    pub(super) usage: f64,
+    pub(super) record: ContextRecord,
+}
+
+impl Runner {
+    /// Builds the context of the next call.
+    pub(super) async fn build_context(&self, active: &[ActiveSkill]) -> Result<Built, Stop> {
+        let inner = &self.inner;
+        let view = context_view(&self.log);
+        let mut sections = Vec::new();
+        if let Some(skills) = &inner.skills {
+            let catalogue = skills.skills().render_catalogue();
+            if !catalogue.trim().is_empty() {
+                sections.push(format!(
+                    "SKILLS\nActivate a skill with the activate_skill tool before a task it covers.\n{}",
+                    catalogue.trim_end()
+                ));
+            }
+        }
+        if inner.settings.response_mode == ResponseMode::Structured {
+            sections.push(format!(
+                "RESPONSE FORMAT\n{}",
+                inner.prompts.structured_format
+            ));
+        }
+        // A skill's instructions are read in full while its activation is in the window.
+        let pinned = view
+            .iter()
+            .filter(|e| records::skill(e).is_some())
+            .map(|e| e.id.clone())
+            .collect();
+        let mut request = BuildRequest {
+            entries: view,
+            mode: self.mode,
+            task: current_task(view),
+            system_sections: sections,
+            pinned,
+            ..BuildRequest::default()
+        };
+        let mut built = self.build(&request).await?;
+        let mut reinjected = Vec::new();
+        if built.debug.compressed {
+            let kept: HashSet<&str> = built.debug.kept.iter().map(String::as_str).collect();
+            let missing: Vec<&ActiveSkill> = active
+                .iter()
+                .filter(|s| !kept.contains(s.entry_id.as_str()))
+                .collect();
+            if !missing.is_empty() {
+                request
+                    .system_sections
+                    .extend(self.reinjection(&missing, &mut reinjected));
+                if !reinjected.is_empty() {
+                    built = self.build(&request).await?;
+                }
+            }
+            self.emit(AgentEvent::ContextCompressed {
+                round: self.round,
+                tokens_before: built.debug.tokens_before,
+                tokens_after: built.debug.tokens_after,
+                strategies: built.debug.strategies.clone(),
+                dropped: built.debug.dropped.len(),
+                skills_reinjected: reinjected.clone(),
+            });
+        }
+        let debug = &built.debug;
+        let record = ContextRecord {
+            compressed: debug.compressed,
+            tokens_before: debug.tokens_before,
+            tokens_after: debug.tokens_after,
+            system_tokens: debug.system_tokens,
+            used: debug.usage.used,
+            strategies: debug.strategies.clone(),
+            dropped: debug.dropped.len(),
+            skills_reinjected: reinjected,
+        };
+        let total = inner.settings.budget.total;
+        let usage = if total == 0 {
+            0.0
+        } else {
+            debug.usage.used as f64 / total as f64
+        };
+        Ok(Built {
+            system: built.system,
+            entries: built.entries,
+            usage,
+            record,
+        })
+    }
+
+    async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext, Stop> {
+        Ok(self
+            .inner
+            .builder
+            .build(request)
+            .await
+            .map_err(AgentError::from)?)
+    }
+
+    /// The instructions of `skills` as system sections, each cut to the per-skill cap, all
+    /// within the total cap; the names of the skills put back go to `names`.
+    fn reinjection(&self, skills: &[&ActiveSkill], names: &mut Vec<String>) -> Vec<String> {
+        let settings = &self.inner.settings;
+        let counter = self.inner.builder.counter();
+        let mut left = settings.skill_reinject_total;
+        let mut out = Vec::new();
+        for s in skills {
+            let Some(entry) = self.log.iter().find(|e| e.id == s.entry_id) else {
+                continue;
+            };
+            let text = entry.text();
+            let cap = settings.skill_reinject_tokens.min(left);
+            if cap == 0 {
+                break;
+            }
+            let body = cut_to_tokens(&text, cap, |t| counter.text(t));
+            let used = counter.text(&body);
+            left = left.saturating_sub(used);
+            out.push(format!(
+                "ACTIVE SKILL {} (instructions kept after compression)\n{}",
+                s.name, body
+            ));
+            names.push(s.name.clone());
+        }
+        out
+    }
+}
+
+/// The longest prefix of `text` (on a line boundary when possible) within `max` tokens.
+fn cut_to_tokens(text: &str, max: usize, count: impl Fn(&str) -> usize) -> String {
+    if count(text) <= max {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    for line in text.lines() {
+        let candidate = format!("{out}{line}\n");
+        if count(&candidate) > max {
+            break;
+        }
+        out = candidate;
+    }
+    out.push_str("[… cut to fit]");
+    out
+}

@@ -1,0 +1,326 @@
+//! One run of a conversation: the state machine that turns an [`Input`] into rounds (context →
+//! model → tool calls) until a final answer, the round limit, a failure or cancellation.
+//!
+//! The pieces of a round live beside it: `context` assembles the window, `answer` reads what
+//! the model said (structured parsing, format corrections, the final answer's processing) and
+//! `tools` runs the calls. Everything is appended to the store as it happens.
+
+mod answer;
+mod context;
+mod tools;
+
+use std::sync::Arc;
+
+use ba_model::{ModelRequest, StreamDelta};
+use ba_protocol::convert::Stamp;
+use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode};
+use ba_storage::{Clock, ConversationId, SystemClock};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::agent::{AgentError, Inner, Input};
+use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
+use crate::history::{active_skills, current_modifier, rounds_in_task, unanswered_calls};
+use crate::records::{self, EntryKind, keys};
+use crate::response::{Stores, process_final};
+
+/// Ids and times of new entries.
+pub(crate) struct LiveStamp;
+
+impl Stamp for LiveStamp {
+    fn next_id(&mut self) -> String {
+        new_id()
+    }
+    fn now(&mut self) -> String {
+        now()
+    }
+}
+
+pub(crate) fn new_id() -> String {
+    format!("e_{}", uuid::Uuid::new_v4().simple())
+}
+
+pub(crate) fn now() -> String {
+    ba_storage::store::rfc3339(SystemClock.now_ms())
+}
+
+/// Why a run stopped early, beyond the model failures the log records.
+pub(crate) struct Stop {
+    pub(crate) kind: &'static str,
+    pub(crate) message: String,
+}
+
+impl From<AgentError> for Stop {
+    fn from(e: AgentError) -> Self {
+        let kind = match &e {
+            AgentError::Store(_) => "store",
+            AgentError::Context(_) => "context",
+            AgentError::Config { .. } | AgentError::Tools(_) => "config",
+        };
+        Self {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ba_storage::StorageError> for Stop {
+    fn from(e: ba_storage::StorageError) -> Self {
+        AgentError::from(e).into()
+    }
+}
+
+/// What follows a round.
+pub(crate) enum Next {
+    /// Run these calls, then call the model again.
+    Calls(Vec<LogToolCall>),
+    /// Call the model again (after a format correction).
+    Again,
+    /// The run is over.
+    Done(Box<RunSummary>),
+}
+
+pub(crate) struct Runner {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) id: ConversationId,
+    tx: UnboundedSender<AgentEvent>,
+    pub(crate) log: Vec<LogEntry>,
+    last_seq: u64,
+    pub(crate) mode: Mode,
+    pub(crate) round: u32,
+    rounds_run: u32,
+    pub(crate) format_retries: u32,
+    /// The share of the budget the last window used (drives the tools' output levels).
+    pub(crate) usage: f64,
+}
+
+pub(crate) async fn run(
+    inner: Arc<Inner>,
+    id: ConversationId,
+    input: Input,
+    tx: UnboundedSender<AgentEvent>,
+) {
+    let Some(running) = inner.runs.try_lock(id.as_str()) else {
+        let message = format!("conversation {id} already has a run going");
+        let _ = tx.send(AgentEvent::Error {
+            round: 0,
+            kind: "busy".into(),
+            message: message.clone(),
+            resumable: false,
+        });
+        let _ = tx.send(AgentEvent::Finished(RunSummary::failed(
+            id.as_str(),
+            message,
+        )));
+        return;
+    };
+    let mut runner = Runner {
+        inner,
+        id,
+        tx,
+        log: Vec::new(),
+        last_seq: 0,
+        mode: Mode::default(),
+        round: 0,
+        rounds_run: 0,
+        format_retries: 0,
+        usage: 0.0,
+    };
+    let summary = match runner.go(input).await {
+        Ok(summary) => summary,
+        Err(stop) => {
+            runner.emit(AgentEvent::Error {
+                round: runner.round,
+                kind: stop.kind.to_owned(),
+                message: stop.message.clone(),
+                resumable: false,
+            });
+            runner.summary(RunStatus::Failed, None, Some(stop.message))
+        }
+    };
+    // The conversation is free again before the consumer hears the run is over, so a run
+    // started on `Finished` (or on the end of the stream) is never refused as busy.
+    drop(running);
+    runner.emit(AgentEvent::Finished(summary));
+}
+
+impl Runner {
+    pub(crate) fn emit(&self, event: AgentEvent) {
+        // A closed receiver means the caller stopped listening; the run goes on to a
+        // consistent point anyway (it is aborted at the next await).
+        let _ = self.tx.send(event);
+    }
+
+    pub(crate) fn summary(
+        &self,
+        status: RunStatus,
+        answer: Option<(String, ba_protocol::structured::ApiResponse)>,
+        error: Option<String>,
+    ) -> RunSummary {
+        let (final_answer, response) = match answer {
+            Some((text, response)) => (Some(text), Some(response)),
+            None => (None, None),
+        };
+        RunSummary {
+            conversation_id: self.id.to_string(),
+            status,
+            rounds: self.rounds_run,
+            final_answer,
+            response,
+            error,
+        }
+    }
+
+    pub(crate) async fn append(&mut self, entry: LogEntry) -> Result<(), Stop> {
+        let seq = self
+            .inner
+            .store
+            .append(&self.id, &entry, Some(self.last_seq))
+            .await?;
+        self.last_seq = seq;
+        self.log.push(entry);
+        Ok(())
+    }
+
+    pub(crate) fn user_entry(&self, text: &str, kind: Option<EntryKind>) -> LogEntry {
+        let mut e = LogEntry::new(new_id(), LogRole::User, now()).with_text(text);
+        e.mode = Some(self.mode);
+        if let Some(kind) = kind {
+            records::put(&mut e, keys::KIND, &kind);
+        }
+        e
+    }
+
+    async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
+        let meta = self.inner.store.metadata(&self.id).await?;
+        self.mode = meta.mode.unwrap_or_default();
+        let loaded = self.inner.store.load(&self.id).await?;
+        self.last_seq = loaded.entries.last().map_or(0, |s| s.seq);
+        self.log = loaded.into_entries();
+        let kind = match &input {
+            Input::Message(_) => InputKind::Message,
+            Input::Continue => InputKind::Continue,
+            Input::Resume => InputKind::Resume,
+        };
+        self.emit(AgentEvent::RunStarted {
+            conversation_id: self.id.to_string(),
+            mode: self.mode,
+            input: kind,
+        });
+        let mut pending: Vec<LogToolCall> = Vec::new();
+        match input {
+            Input::Message(text) => {
+                if text.trim().is_empty() {
+                    return Err(Stop {
+                        kind: "input",
+                        message: "the message is empty".into(),
+                    });
+                }
+                let e = self.user_entry(&text, None);
+                self.append(e).await?;
+            }
+            Input::Continue => {
+                let e = self.user_entry("continue", Some(EntryKind::Continue));
+                self.append(e).await?;
+            }
+            Input::Resume => {
+                let Some(last) = self.log.last().cloned() else {
+                    return Err(Stop {
+                        kind: "input",
+                        message: "the conversation is empty: there is nothing to resume".into(),
+                    });
+                };
+                self.round = rounds_in_task(&self.log);
+                match last.role {
+                    LogRole::Assistant if last.llm_error.is_some() => {
+                        let e = self.user_entry("continue", Some(EntryKind::Continue));
+                        self.append(e).await?;
+                    }
+                    LogRole::Assistant if last.calls().is_empty() => {
+                        let text = last.text().into_owned();
+                        let response = records::api_response(&last).unwrap_or_else(|| {
+                            process_final(&text, None, Stores::default()).response
+                        });
+                        self.emit(AgentEvent::FinalAnswer {
+                            round: self.round,
+                            text: text.clone(),
+                            response: response.clone(),
+                        });
+                        return Ok(self.summary(RunStatus::Answered, Some((text, response)), None));
+                    }
+                    _ => pending = unanswered_calls(&self.log),
+                }
+            }
+        }
+        if !matches!(kind, InputKind::Resume) {
+            self.round = rounds_in_task(&self.log);
+        }
+        loop {
+            if !pending.is_empty() {
+                let calls = std::mem::take(&mut pending);
+                self.run_calls(&calls).await?;
+            }
+            if self.rounds_run >= self.inner.settings.max_rounds {
+                let message = format!(
+                    "the round limit of {} was reached before a final answer; send `continue` to go on",
+                    self.inner.settings.max_rounds
+                );
+                self.emit(AgentEvent::Error {
+                    round: self.round,
+                    kind: "round_limit".into(),
+                    message: message.clone(),
+                    resumable: true,
+                });
+                return Ok(self.summary(RunStatus::RoundLimit, None, Some(message)));
+            }
+            self.round += 1;
+            self.rounds_run += 1;
+            match self.round_once().await? {
+                Next::Calls(calls) => pending = calls,
+                Next::Again => {}
+                Next::Done(summary) => return Ok(*summary),
+            }
+        }
+    }
+
+    /// One model call and what follows from its answer.
+    async fn round_once(&mut self) -> Result<Next, Stop> {
+        let active = active_skills(&self.log);
+        let modifier = current_modifier(&active);
+        let model = modifier
+            .as_ref()
+            .and_then(|m| m.model.clone())
+            .filter(|m| !m.is_empty() && m != "inherit")
+            .unwrap_or_else(|| self.inner.settings.model.clone());
+        self.emit(AgentEvent::RoundStarted {
+            round: self.round,
+            model: model.clone(),
+        });
+        let built = self.build_context(&active).await?;
+        self.usage = built.usage;
+        let settings = &self.inner.settings;
+        let mut request = ModelRequest::new(model, built.entries)
+            .with_system(built.system)
+            .with_tools(self.tool_specs(modifier.as_ref()))
+            .with_max_tokens(settings.max_tokens)
+            .with_stream(settings.stream);
+        request.thinking_budget = settings.thinking_budget;
+        let round = self.round;
+        let tx = self.tx.clone();
+        let result = self
+            .inner
+            .client
+            .complete_streaming(&request, &mut |delta| {
+                let event = match delta {
+                    StreamDelta::Text { text, .. } => AgentEvent::TextDelta { round, text },
+                    StreamDelta::Thinking { text, .. } => AgentEvent::ThinkingDelta { round, text },
+                    _ => return,
+                };
+                let _ = tx.send(event);
+            })
+            .await;
+        match result {
+            Err(err) => self.model_failed(err, built.record).await,
+            Ok(response) => self.answered(response, built.record).await,
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The tool calls of a round: the tools offered to the model, and the calls run in parallel
+//! through the runtime (the `activate_skill` meta-tool directly, to keep its modifier), each
+//! result appended in call order as soon as it and the ones before it are in.
+
+use std::sync::Arc;
+
+use ba_protocol::skill::{ContextModifier, SkillActivationResult};
+use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
+use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
+use ba_tools::{CallOptions, Tool as _};
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::{Runner, Stop, new_id, now};
+use crate::adapters::activation_text;
+use crate::events::AgentEvent;
+use crate::history::{active_skills, current_modifier};
+use crate::records::{self, SkillActivationRecord, keys};
+
+impl Runner {
+    /// The tools offered this round: the runtime's, filtered by the active skill's
+    /// `allowed_tools`, and `activate_skill` when skills are configured.
+    pub(super) fn tool_specs(&self, modifier: Option<&ContextModifier>) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self
+            .inner
+            .runtime
+            .registry()
+            .specs()
+            .into_iter()
+            .filter(|s| modifier.is_none_or(|m| m.allows(&s.name)))
+            .collect();
+        if let Some(skills) = &self.inner.skills {
+            specs.push(ToolSpec::new(
+                skills.name(),
+                skills.description(),
+                skills.input_schema(),
+            ));
+        }
+        specs
+    }
+
+    /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
+    /// call order as soon as it and the ones before it are in.
+    pub(super) async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
+        let inner = Arc::clone(&self.inner);
+        let modifier = current_modifier(&active_skills(&self.log));
+        let ctx = InvocationContext {
+            caller_id: "agent".into(),
+            permission_level: inner.settings.permission_level,
+            storage_dir: inner
+                .settings
+                .storage_dir
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            conversation_id: Some(self.id.to_string()),
+            ..InvocationContext::default()
+        };
+        let opts = CallOptions {
+            context_usage: self.usage,
+            modifier: modifier.as_ref(),
+            idempotency_key: None,
+        };
+        for c in calls {
+            self.emit(AgentEvent::ToolCallStarted {
+                round: self.round,
+                call_id: c.id.clone(),
+                name: c.function.name.clone(),
+                arguments: arguments_of(c),
+            });
+        }
+        let conversation = self.id.to_string();
+        let pending: Vec<_> = calls
+            .iter()
+            .map(|c| {
+                let inner = &inner;
+                let ctx = &ctx;
+                let conversation = conversation.as_str();
+                async move {
+                    let arguments = arguments_of(c);
+                    if c.function.name == ba_skills::ACTIVATE_SKILL
+                        && let Some(skills) = &inner.skills
+                    {
+                        let start = std::time::Instant::now();
+                        let result = skills.activate(&arguments, Some(conversation)).await;
+                        let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        return (skill_tool_result(&c.id, &result, ms), Some(result));
+                    }
+                    let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments);
+                    (inner.runtime.run_with(&call, ctx, opts).await, None)
+                }
+            })
+            .collect();
+        let concurrency = inner.runtime.config().max_concurrency.max(1);
+        let mut results = futures::stream::iter(pending).buffered(concurrency);
+        let mut index = 0;
+        while let Some((result, activation)) = results.next().await {
+            let Some(call) = calls.get(index) else { break };
+            index += 1;
+            // The stream borrows locals only, so the runner can append meanwhile.
+            self.append(tool_entry(call, &result, activation.as_ref()))
+                .await?;
+            self.emit(AgentEvent::ToolResult {
+                round: self.round,
+                call_id: call.id.clone(),
+                name: call.function.name.clone(),
+                success: result.success,
+                observation: result.observation.clone(),
+                data_ref: result.data_ref.clone(),
+                duration_ms: result.duration_ms,
+            });
+            if let Some(a) = activation.filter(|a| a.success) {
+                self.emit(AgentEvent::SkillActivated {
+                    round: self.round,
+                    skill: a.skill_name,
+                    activation_id: a.activation_id,
+                    allowed_tools: a.context_modifier.allowed_tools,
+                    model: a.context_modifier.model,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn arguments_of(call: &LogToolCall) -> Value {
+    call.arguments_json()
+        .unwrap_or_else(|_| Value::String(call.function.arguments.clone()))
+}
+
+fn skill_tool_result(call_id: &str, result: &SkillActivationResult, ms: u64) -> ToolResult {
+    let text = activation_text(result);
+    if result.success {
+        ToolResult {
+            tool_call_id: call_id.to_owned(),
+            observation: text,
+            output_level: ba_protocol::OutputLevel::Full,
+            data_ref: None,
+            data_size_bytes: 0,
+            data_hash: None,
+            data_summary: None,
+            success: true,
+            error: None,
+            retry_count: 0,
+            duration_ms: ms,
+        }
+    } else {
+        let mut r = ToolResult::failure(
+            call_id,
+            ba_protocol::ToolErrorKind::InvalidParameters,
+            "SKILL_NOT_ACTIVATED",
+            text,
+        );
+        r.duration_ms = ms;
+        r
+    }
+}
+
+fn tool_entry(
+    call: &LogToolCall,
+    result: &ToolResult,
+    activation: Option<&SkillActivationResult>,
+) -> LogEntry {
+    let mut e = LogEntry::new(new_id(), LogRole::Tool, now());
+    e.content = Some(Content::Text(result.observation.clone()));
+    e.tool_call_id = Some(call.id.clone());
+    e.tool_name = Some(call.function.name.clone());
+    e.duration_ms = Some(result.duration_ms);
+    if !result.success {
+        e.is_error = Some(true);
+    }
+    if let Some(r) = &result.data_ref {
+        records::put(&mut e, keys::DATA_REF, r);
+    }
+    if result.retry_count > 0 {
+        records::put(&mut e, keys::TOOL_RETRIES, &result.retry_count);
+    }
+    if let Some(err) = &result.error {
+        records::put(&mut e, keys::ERROR_KIND, &err.kind.as_str());
+    }
+    if let Some(a) = activation.filter(|a| a.success) {
+        let record = SkillActivationRecord {
+            name: a.skill_name.clone(),
+            activation_id: a.activation_id.clone(),
+            allowed_tools: a.context_modifier.allowed_tools.clone(),
+            model: a.context_modifier.model.clone(),
+        };
+        records::put(&mut e, keys::SKILL, &record);
+    }
+    e
+}

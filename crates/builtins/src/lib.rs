@@ -1,0 +1,322 @@
+//! # ba-builtins
+//!
+//! The business-analysis tools of seed 003 (O8) and the demo data they run on. Each tool is a
+//! [`ba_tools::Tool`]: it names itself, publishes the JSON Schema of its typed argument struct
+//! (field names and defaults as in seed 003's parameter spec), declares its own capabilities
+//! (idempotent, the permission level it needs) and returns its raw data as JSON. Formatting by
+//! output level, timeouts, retries and permission checks belong to the tool runtime
+//! (`ba-tools`); these types only do the work and say precisely why they refused it.
+//!
+//! - [`file_reader::FileReader`] — csv / json / text / markdown / python / sql files, confined to
+//!   configured roots, `upload_xxx` ids through an [`file_reader::UploadResolver`].
+//! - [`query_database::QueryDatabase`] (feature `sqlite`) — one read-only SELECT/WITH/EXPLAIN on
+//!   a SQLite file.
+//! - [`run_python::RunPython`] (feature `python`) — a `python3` subprocess in a scratch
+//!   directory, imports limited to an allow-list, killed with its whole process group at the
+//!   timeout.
+//! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and HTML to text, private addresses
+//!   refused.
+//! - [`web_search::WebSearch`] (feature `web`) — a [`web_search::SearchBackend`] chosen by the
+//!   caller.
+//! - [`demo_data::generate`] (feature `sqlite`) — the deterministic sales database and targets
+//!   file of the demo; [`demo_tools`] — the demo's set of tools over them.
+//!
+//! Every failure is a [`BuiltinError`], whose [`BuiltinError::kind`] is the
+//! [`ToolErrorKind`] the runtime reports and retries on; it converts into a
+//! [`ba_tools::ToolError`].
+//!
+//! ```
+//! # #[cfg(all(feature = "sqlite", feature = "python"))]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use ba_builtins::{demo_data, query_database::check_read_only, query_database::QueryDatabase};
+//! use ba_builtins::query_database::QueryDatabaseConfig;
+//! use ba_tools::{CallContext, Tool};
+//! use serde_json::json;
+//!
+//! assert!(check_read_only("SELECT region, SUM(amount) FROM sales GROUP BY region").is_ok());
+//! assert!(check_read_only("DELETE FROM sales").is_err());
+//!
+//! let dir = tempfile::tempdir()?;
+//! demo_data::generate(dir.path())?;
+//! let tool = QueryDatabase::new(QueryDatabaseConfig::new(dir.path().join(demo_data::DB_FILE)));
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let args = json!({"query": "SELECT COUNT(*) FROM regions"});
+//! let out = rt.block_on(tool.call(args, &CallContext::detached("call_1")))?;
+//! assert_eq!(out["rows"][0][0], 5);
+//! # Ok(())
+//! # }
+//! # #[cfg(not(all(feature = "sqlite", feature = "python")))]
+//! # fn main() {}
+//! ```
+#![deny(missing_docs)]
+
+#[cfg(feature = "sqlite")]
+pub mod demo_data;
+pub mod file_reader;
+#[cfg(feature = "sqlite")]
+pub mod query_database;
+#[cfg(feature = "python")]
+pub mod run_python;
+pub mod text;
+#[cfg(feature = "web")]
+pub mod web_reader;
+#[cfg(feature = "web")]
+pub mod web_search;
+
+use std::path::PathBuf;
+
+use ba_protocol::ToolErrorKind;
+use ba_tools::ToolError;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Why a built-in tool refused or failed a call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinError {
+    /// The arguments did not match the tool's parameters.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool name.
+        tool: &'static str,
+        /// What was wrong, naming the field.
+        message: String,
+    },
+    /// A path points outside the roots the tool may read.
+    #[error("path `{path}` is outside the allowed directories ({reason})")]
+    PathOutsideRoots {
+        /// The path as given.
+        path: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A file or upload does not exist.
+    #[error("file `{path}` was not found in the allowed directories")]
+    NotFound {
+        /// The path or upload id as given.
+        path: String,
+    },
+    /// Reading a file failed.
+    #[error("could not read `{}`: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is larger than the configured limit.
+    #[error("`{path}` is {size} bytes, more than the limit of {limit} bytes")]
+    TooLarge {
+        /// The file or URL.
+        path: String,
+        /// Its size (or the bytes read before stopping).
+        size: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+    /// The text encoding is unknown or the bytes are not valid in it.
+    #[error("cannot decode `{path}`: {message}")]
+    Encoding {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The file content does not parse in the requested format.
+    #[error("could not parse `{path}` as {format}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The format tried.
+        format: &'static str,
+        /// Where and why parsing stopped.
+        message: String,
+    },
+    /// The SQL is not a single read-only query.
+    #[error("query refused: {reason}")]
+    QueryRefused {
+        /// Why.
+        reason: String,
+    },
+    /// SQLite reported an error.
+    #[error("database error on `{}`: {message}", path.display())]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's message.
+        message: String,
+    },
+    /// The Python code imports a module outside the allow-list.
+    #[error("import of module `{module}` is not allowed (line {line}); allowed modules: {allowed}")]
+    ImportRefused {
+        /// The module imported.
+        module: String,
+        /// The 1-based line of the import.
+        line: usize,
+        /// The allow-list, comma separated.
+        allowed: String,
+    },
+    /// The Python interpreter is not installed.
+    #[error("the Python interpreter `{program}` was not found; install python3 to use run_python")]
+    PythonMissing {
+        /// The program looked for.
+        program: String,
+    },
+    /// The Python code exited with an error.
+    #[error("the Python code failed with exit status {status}: {stderr}")]
+    ScriptFailed {
+        /// Exit code, or a description of the signal.
+        status: String,
+        /// The end of its standard error.
+        stderr: String,
+    },
+    /// The work ran past its time limit and was stopped.
+    #[error("`{tool}` ran past its timeout of {seconds} s and was stopped")]
+    Timeout {
+        /// The tool name.
+        tool: &'static str,
+        /// The limit.
+        seconds: u64,
+    },
+    /// A URL was refused before any request was sent.
+    #[error("URL `{url}` refused: {reason}")]
+    UrlRefused {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The HTTP request failed (connection, DNS, TLS) or returned an error status.
+    #[error("fetching `{url}` failed: {message}")]
+    Http {
+        /// The URL.
+        url: String,
+        /// What happened.
+        message: String,
+        /// Whether a retry may succeed (connection errors, 429 and 5xx).
+        retryable: bool,
+    },
+    /// The search backend failed.
+    #[error("search backend `{backend}` failed: {message}")]
+    Search {
+        /// The backend name.
+        backend: String,
+        /// What happened.
+        message: String,
+        /// Whether a retry may succeed.
+        retryable: bool,
+    },
+    /// Setting up the run (scratch directory, process spawn, worker thread) failed.
+    #[error("`{tool}` could not run: {message}")]
+    Environment {
+        /// The tool name.
+        tool: &'static str,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl BuiltinError {
+    /// The runtime's error kind, which decides retries and how the model is told.
+    pub fn kind(&self) -> ToolErrorKind {
+        match self {
+            Self::InvalidArguments { .. }
+            | Self::NotFound { .. }
+            | Self::Encoding { .. }
+            | Self::Parse { .. }
+            | Self::ImportRefused { .. } => ToolErrorKind::InvalidParameters,
+            Self::PathOutsideRoots { .. } | Self::QueryRefused { .. } | Self::UrlRefused { .. } => {
+                ToolErrorKind::PermissionDenied
+            }
+            Self::Timeout { .. } => ToolErrorKind::Timeout,
+            Self::TooLarge { .. } | Self::PythonMissing { .. } | Self::Environment { .. } => {
+                ToolErrorKind::ResourceError
+            }
+            Self::Http { retryable, .. } | Self::Search { retryable, .. } => {
+                if *retryable {
+                    ToolErrorKind::ResourceError
+                } else {
+                    ToolErrorKind::ExecutionError
+                }
+            }
+            Self::Io { .. } | Self::Database { .. } | Self::ScriptFailed { .. } => {
+                ToolErrorKind::ExecutionError
+            }
+        }
+    }
+}
+
+/// Parses a JSON argument object into a tool's argument struct, naming the tool and the field
+/// in the error.
+pub fn parse_args<T: DeserializeOwned>(tool: &'static str, args: Value) -> Result<T, BuiltinError> {
+    serde_json::from_value(args).map_err(|err| BuiltinError::InvalidArguments {
+        tool,
+        message: err.to_string(),
+    })
+}
+
+/// The JSON Schema of a tool's argument struct, as the runtime advertises it to the model.
+pub fn args_schema<T: schemars::JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+impl From<BuiltinError> for ToolError {
+    fn from(err: BuiltinError) -> Self {
+        ToolError::new(err.kind(), err.to_string())
+    }
+}
+
+/// The offline demo's tools: `file_reader` over `uploads` and `data`, `query_database` on
+/// `data/sales.db` (see [`demo_data`]) and `run_python` with the default allow-list; no network
+/// tools.
+#[cfg(all(feature = "sqlite", feature = "python"))]
+pub fn demo_tools(
+    data: &std::path::Path,
+    uploads: &std::path::Path,
+) -> Vec<std::sync::Arc<dyn ba_tools::Tool>> {
+    use std::sync::Arc;
+    let reader_config =
+        file_reader::FileReaderConfig::new(vec![uploads.to_owned(), data.to_owned()]);
+    let resolver = Arc::new(file_reader::DirUploads::new(uploads));
+    vec![
+        Arc::new(file_reader::FileReader::new(reader_config, resolver)),
+        Arc::new(query_database::QueryDatabase::new(
+            query_database::QueryDatabaseConfig::new(data.join(demo_data::DB_FILE)),
+        )),
+        Arc::new(run_python::RunPython::default()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_retry_rules() {
+        let timeout = BuiltinError::Timeout {
+            tool: "run_python",
+            seconds: 1,
+        };
+        assert!(timeout.kind().is_retryable());
+        let refused = BuiltinError::QueryRefused {
+            reason: "INSERT".into(),
+        };
+        assert_eq!(refused.kind(), ToolErrorKind::PermissionDenied);
+        let http = BuiltinError::Http {
+            url: "https://x".into(),
+            message: "503".into(),
+            retryable: true,
+        };
+        assert_eq!(http.kind(), ToolErrorKind::ResourceError);
+    }
+
+    #[test]
+    fn parse_args_names_the_tool_and_field() {
+        let err = parse_args::<file_reader::FileReaderArgs>("file_reader", serde_json::json!({}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("file_reader") && err.contains("path"), "{err}");
+    }
+}

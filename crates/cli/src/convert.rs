@@ -1,0 +1,81 @@
+//! `ba-agent convert`: conversations between Anthropic, OpenAI and log formats.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use ba_protocol::convert::{log_to_anthropic, log_to_openai};
+use ba_protocol::log::LogEntry;
+
+use crate::cli::CliResult;
+use crate::input::{self, InputFormat};
+
+/// Output formats of `convert`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// `{"system":…, "messages":[…]}` (no `system` key when there is none).
+    Anthropic,
+    /// `{"messages":[…]}`.
+    Openai,
+    /// JSONL, one log entry a line.
+    Log,
+}
+
+/// Arguments of `convert`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Input format.
+    #[arg(long, value_enum, default_value = "auto")]
+    from: InputFormat,
+    /// Output format.
+    #[arg(long, value_enum)]
+    to: OutputFormat,
+    /// Print what the target format could not express to stderr.
+    #[arg(long)]
+    report_losses: bool,
+    /// Input file, or `-` for stdin.
+    #[arg(default_value = "-")]
+    file: String,
+}
+
+pub(crate) fn run(args: Args) -> CliResult {
+    let text = input::read_text(&args.file)?;
+    let loaded = input::load(&text, args.from)
+        .with_context(|| format!("reading {}", display(&args.file)))?;
+    let (out, mut losses) = render(&loaded.entries, args.to)?;
+    losses.splice(0..0, loaded.losses);
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes()).context("writing stdout")?;
+    if args.report_losses {
+        for loss in losses {
+            eprintln!("lost: {}: {}", loss.path, loss.what);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders log entries in `format`; JSON outputs end with a newline.
+pub(crate) fn render(
+    entries: &[LogEntry],
+    format: OutputFormat,
+) -> anyhow::Result<(String, Vec<ba_protocol::convert::Loss>)> {
+    Ok(match format {
+        OutputFormat::Log => (LogEntry::to_jsonl(entries), Vec::new()),
+        OutputFormat::Anthropic => {
+            let converted = log_to_anthropic(entries);
+            let mut text = serde_json::to_string_pretty(&converted.value.conversation())?;
+            text.push('\n');
+            (text, converted.losses)
+        }
+        OutputFormat::Openai => {
+            let converted = log_to_openai(entries);
+            let mut text = serde_json::to_string_pretty(&converted.value.conversation())?;
+            text.push('\n');
+            (text, converted.losses)
+        }
+    })
+}
+
+fn display(file: &str) -> &str {
+    if file == "-" { "stdin" } else { file }
+}

@@ -1,0 +1,141 @@
+//! The offline demo: a recorded business-analysis session played against the real built-in
+//! tools, a real file store and a project-written skill, all set up in one folder.
+//!
+//! The recording ([`RECORDING`]) is in the structured-JSON mode of seed 003: the model activates
+//! the `sales-report` skill, reads the targets file and queries the quarterly actuals in
+//! parallel, breaks West's Q3 down by product and month, computes the growth figures with
+//! `run_python`, and answers with a report that cites the saved code as a `<code_ref>`. The
+//! context budget is small on purpose, so the later rounds are compressed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ba_context::{ContextBudget, Encoding};
+use ba_protocol::Mode;
+use ba_skills::SkillSet;
+use ba_storage::code::CodeStore;
+use ba_storage::datafile::DataFileStore;
+use ba_storage::{ConversationId, FileStore, NewConversation};
+
+use ba_agent::{Agent, AgentError, DataFileSink, ResponseMode};
+use ba_builtins::{demo_data, demo_tools};
+use ba_model::{ModelError, ReplayClient};
+
+/// The question of the recorded session.
+pub const QUESTION: &str = "Why did the West region's sales jump in Q3 2024, and did it beat its target? \
+Give me a short report with the figures and the code behind them.";
+
+/// The recorded model turns.
+pub const RECORDING: &str = include_str!("../demo/recording.json");
+
+/// The demo's skill.
+pub const SKILL_MD: &str = include_str!("../demo/skills/sales-report/SKILL.md");
+
+/// The context window of the demo, small enough that the session is compressed.
+pub const DEMO_BUDGET: usize = 4_000;
+
+/// Why the demo could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// A file or folder could not be written.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The recording could not be read.
+    #[error(transparent)]
+    Recording(#[from] ModelError),
+    /// The agent could not be built.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// A store could not be opened.
+    #[error(transparent)]
+    Store(#[from] ba_storage::StorageError),
+}
+
+/// A demo set up in a folder.
+#[derive(Debug)]
+pub struct Demo {
+    /// The folder.
+    pub dir: PathBuf,
+    /// The agent.
+    pub agent: Agent,
+    /// The conversation to run the question in.
+    pub conversation: ConversationId,
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoError + use<> {
+    let path = path.to_owned();
+    move |source| DemoError::Io { what, path, source }
+}
+
+/// Sets the demo up in `dir` (created if missing; earlier demo files in it are replaced):
+/// `data/` with the sales database and targets file, `skills/sales-report/`, the conversation
+/// store at the folder's root (`conversations/`, `index.json`), `code/` (saved code) and
+/// `data/spill/` (large tool results). `budget`
+/// replaces [`DEMO_BUDGET`].
+///
+/// # Errors
+/// [`DemoError`] naming the file that could not be written or the part that failed.
+pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError> {
+    let data = dir.join("data");
+    let uploads = dir.join("uploads");
+    let skill_dir = dir.join("skills").join("sales-report");
+    for d in [&data, &uploads, &skill_dir] {
+        std::fs::create_dir_all(d).map_err(io("creating", d))?;
+    }
+    demo_data::generate(&data).map_err(io("writing the demo data into", &data))?;
+    let skill = skill_dir.join("SKILL.md");
+    std::fs::write(&skill, SKILL_MD).map_err(io("writing", &skill))?;
+    // The folder is the store's root, as `home` is for the other commands; an earlier demo's
+    // conversations go.
+    let conversations = dir.join("conversations");
+    if conversations.exists() {
+        std::fs::remove_dir_all(&conversations).map_err(io("clearing", &conversations))?;
+    }
+    let index = dir.join("index.json");
+    if index.exists() {
+        std::fs::remove_file(&index).map_err(io("clearing", &index))?;
+    }
+    let store = Arc::new(FileStore::open(dir)?);
+    let code = CodeStore::open(dir.join("code"))?;
+    let spill = DataFileStore::open(data.join("spill"))?;
+    let skills = Arc::new(SkillSet::load([dir.join("skills")]));
+    let client = Arc::new(
+        ReplayClient::from_json(RECORDING, "the demo recording")?
+            .with_token_counter(Arc::new(Encoding::Cl100kBase)),
+    );
+    let total = budget.unwrap_or(DEMO_BUDGET);
+    let agent = Agent::builder(client)
+        .store(store)
+        .code_store(code)
+        .skills(skills)
+        .tools(demo_tools(&data, &uploads))
+        .data_sink(Arc::new(DataFileSink::new(spill)))
+        .configure(|s| {
+            s.model = "demo-recording".into();
+            s.response_mode = ResponseMode::Structured;
+            s.budget = ContextBudget::new(total, total / 6);
+            s.max_rounds = 8;
+        })
+        .build()?;
+    let conversation = agent
+        .new_conversation(NewConversation {
+            title: Some("West Q3 2024 sales".into()),
+            mode: Some(Mode::Agent),
+            parent: None,
+        })
+        .await?;
+    Ok(Demo {
+        dir: dir.to_owned(),
+        agent,
+        conversation,
+    })
+}

@@ -1,0 +1,240 @@
+//! `ba-agent log`: the conversation store from the command line (import, export, list, show,
+//! verify). The store is a `FileStore` folder, `.ba-agent/` in the working directory unless
+//! `--store` names another.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, anyhow};
+use ba_storage::import::{read_claude_code, read_codex, store_imported};
+use ba_storage::store::rfc3339;
+use ba_storage::verify::broken_pairs;
+use ba_storage::{ConversationId, ConversationStore, FileStore};
+
+use crate::cli::{CliError, CliResult};
+use crate::convert::{self, OutputFormat};
+
+/// Formats `log import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ImportFormat {
+    /// A Claude Code session (JSONL), with its `<session>/subagents/` files.
+    ClaudeCode,
+    /// A Codex rollout (JSONL).
+    Codex,
+}
+
+/// The store folder option shared by every subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StoreArg {
+    /// The store folder.
+    #[arg(long, default_value = ".ba-agent")]
+    store: PathBuf,
+}
+
+/// Subcommands of `log`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    /// Import a session file into a new conversation; prints its id.
+    Import {
+        /// Format of the file.
+        #[arg(long)]
+        from: ImportFormat,
+        /// The session file.
+        file: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Print a conversation as a request body (what `convert --to` prints).
+    Export {
+        /// Conversation id.
+        conv: String,
+        /// Output format.
+        #[arg(long, value_enum)]
+        to: OutputFormat,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// List conversations: id, entries, last update, title.
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Print a conversation one entry a line.
+    Show {
+        /// Conversation id.
+        conv: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Report torn or corrupt lines and broken tool-call pairs; exit 1 when there are any.
+    Verify {
+        /// Conversation id.
+        conv: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+pub(crate) fn run(cmd: Command) -> CliResult {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(run_async(cmd))
+}
+
+fn open(store: &StoreArg) -> Result<FileStore, CliError> {
+    FileStore::open(&store.store).map_err(CliError::input)
+}
+
+fn conv_id(conv: &str) -> Result<ConversationId, CliError> {
+    ConversationId::new(conv).map_err(CliError::input)
+}
+
+fn out(text: &str) -> Result<(), CliError> {
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing stdout")
+        .map_err(CliError::input)
+}
+
+async fn run_async(cmd: Command) -> CliResult {
+    match cmd {
+        Command::Import { from, file, store } => {
+            let imported = match from {
+                ImportFormat::ClaudeCode => read_claude_code(&file),
+                ImportFormat::Codex => read_codex(&file),
+            }
+            .map_err(CliError::input)?;
+            if imported.main.entries.is_empty() {
+                return Err(CliError::input(anyhow!(
+                    "{}: no conversation records found (is it a {} file?)",
+                    file.display(),
+                    match from {
+                        ImportFormat::ClaudeCode => "Claude Code session",
+                        ImportFormat::Codex => "Codex rollout",
+                    }
+                )));
+            }
+            let store = open(&store)?;
+            let ids = store_imported(&store, &imported, None)
+                .await
+                .map_err(|e| CliError::input(anyhow!(e)))?;
+            for conv in std::iter::once(&imported.main).chain(&imported.subagents) {
+                for loss in &conv.losses {
+                    eprintln!(
+                        "dropped: {}: {}: {}",
+                        conv.source.display(),
+                        loss.path,
+                        loss.what
+                    );
+                }
+            }
+            for (id, sub) in ids.iter().skip(1).zip(&imported.subagents) {
+                eprintln!(
+                    "subagent: {id} ({} entries from {})",
+                    sub.entries.len(),
+                    sub.source.display()
+                );
+            }
+            let main = ids
+                .first()
+                .ok_or_else(|| CliError::input(anyhow!("nothing imported")))?;
+            out(&format!("{main}\n"))?;
+        }
+        Command::Export { conv, to, store } => {
+            let id = conv_id(&conv)?;
+            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            for d in &loaded.diagnostics {
+                eprintln!("warning: {conv}: {d}");
+            }
+            let (text, _losses) = convert::render(&loaded.into_entries(), to)?;
+            out(&text)?;
+        }
+        Command::List { store } => {
+            let metas = open(&store)?.list_all().await.map_err(CliError::input)?;
+            let mut text = String::new();
+            for m in metas {
+                text.push_str(&format!(
+                    "{}\t{}\t{}\t{}\n",
+                    m.id,
+                    m.last_seq,
+                    rfc3339(m.updated_ms),
+                    m.title.unwrap_or_default()
+                ));
+            }
+            out(&text)?;
+        }
+        Command::Show { conv, store } => {
+            let id = conv_id(&conv)?;
+            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            for d in &loaded.diagnostics {
+                eprintln!("warning: {conv}: {d}");
+            }
+            let mut text = String::new();
+            for s in &loaded.entries {
+                let e = &s.entry;
+                let mut line = format!("{:>4} {:<9}", s.seq, e.role.as_str());
+                if let Some(call) = &e.tool_call_id {
+                    line.push_str(&format!(" [result {call}]"));
+                }
+                for c in e.calls() {
+                    line.push_str(&format!(" [call {} {}]", c.id, c.function.name));
+                }
+                if !e.include_in_context {
+                    line.push_str(" [ui]");
+                }
+                let body = e.text();
+                let first = body.lines().next().unwrap_or("");
+                let mut short: String = first.chars().take(100).collect();
+                if short.len() < body.len() {
+                    short.push('…');
+                }
+                if !short.is_empty() {
+                    line.push(' ');
+                    line.push_str(&short);
+                }
+                text.push_str(line.trim_end());
+                text.push('\n');
+            }
+            out(&text)?;
+        }
+        Command::Verify { conv, store } => {
+            let id = conv_id(&conv)?;
+            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            let mut text = String::new();
+            for d in &loaded.diagnostics {
+                text.push_str(&format!("{}: {d}\n", kind_name(d.kind)));
+            }
+            let entries: Vec<_> = loaded.entries.iter().map(|s| s.entry.clone()).collect();
+            let pairs = broken_pairs(&entries);
+            for b in &pairs {
+                let seq = loaded.entries.get(b.position - 1).map_or(0, |s| s.seq);
+                text.push_str(&format!("broken pair: entry {seq}: {}\n", b.message));
+            }
+            let problems = loaded.diagnostics.len() + pairs.len();
+            text.push_str(&format!(
+                "{conv}: {} entries, {problems} problem(s)\n",
+                loaded.entries.len()
+            ));
+            out(&text)?;
+            if problems > 0 {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kind_name(kind: ba_storage::DiagnosticKind) -> &'static str {
+    use ba_storage::DiagnosticKind as K;
+    match kind {
+        K::TornTail => "torn tail",
+        K::Quarantined => "quarantined",
+        K::Corrupt => "corrupt line",
+        K::NotUtf8 => "not utf-8",
+        K::OutOfOrder => "out of order",
+        _ => "problem",
+    }
+}

@@ -1,0 +1,21 @@
+//! `ba-agent`: the command-line interface of the BA-Agent pipeline. Each subcommand lives in
+//! its own module; `cli` parses the arguments and dispatches. The crates below it
+//! (`ba-agent`, `ba-model`, `ba-builtins`, …) are what other projects use; this package's small
+//! library only sets the offline demo up, for the binary and its tests.
+
+mod agent;
+mod cli;
+mod config;
+mod context;
+mod convert;
+mod input;
+mod log;
+mod print;
+mod skills;
+mod tokens;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}

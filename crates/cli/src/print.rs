@@ -1,0 +1,197 @@
+//! How the agent commands show a run: one line per step for people, or one JSON object per
+//! event (`--json`) for scripts.
+
+use std::io::Write as _;
+
+use ba_agent::response::render_for_terminal;
+use ba_agent::{AgentEvent, RunSummary};
+use ba_storage::code::CodeStore;
+
+/// Prints events as they come.
+pub(crate) struct Printer {
+    /// One JSON object per line.
+    pub json: bool,
+    /// Print text deltas as they stream (native mode); structured answers show their plan.
+    pub deltas: bool,
+    /// Whether the last thing printed was a delta without its newline.
+    open_line: bool,
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &one_line[..cut]),
+        None => one_line,
+    }
+}
+
+impl Printer {
+    pub(crate) fn new(json: bool, deltas: bool) -> Self {
+        Self {
+            json,
+            deltas,
+            open_line: false,
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        if self.open_line {
+            println!();
+            self.open_line = false;
+        }
+        println!("{text}");
+    }
+
+    /// Prints one event; the final report is printed by [`Printer::final_report`].
+    pub(crate) fn event(&mut self, event: &AgentEvent) {
+        if self.json {
+            if let Ok(text) = serde_json::to_string(event) {
+                println!("{text}");
+            }
+            return;
+        }
+        match event {
+            AgentEvent::RunStarted { .. } | AgentEvent::Finished(_) => {}
+            AgentEvent::RoundStarted { round, model } => {
+                self.line(&format!("── Round {round} · {model}"));
+            }
+            AgentEvent::ContextCompressed {
+                tokens_before,
+                tokens_after,
+                strategies,
+                dropped,
+                skills_reinjected,
+                ..
+            } => {
+                let mut text = format!(
+                    "   ⇣ context compressed: {tokens_before} → {tokens_after} message tokens ({}), {dropped} entries left out",
+                    strategies.join(", ")
+                );
+                if !skills_reinjected.is_empty() {
+                    text.push_str(&format!(
+                        "; skill instructions kept: {}",
+                        skills_reinjected.join(", ")
+                    ));
+                }
+                self.line(&text);
+            }
+            AgentEvent::ThinkingDelta { .. } => {}
+            AgentEvent::TextDelta { text, .. } if self.deltas => {
+                if !self.open_line {
+                    print!("   ");
+                }
+                print!("{}", text.replace('\n', "\n   "));
+                let _ = std::io::stdout().flush();
+                self.open_line = true;
+            }
+            AgentEvent::ModelAnswered {
+                input_tokens,
+                output_tokens,
+                retries,
+                ..
+            } => {
+                let retries = if *retries > 0 {
+                    format!(", {retries} retries")
+                } else {
+                    String::new()
+                };
+                self.line(&format!(
+                    "   model: {input_tokens} tokens in, {output_tokens} out{retries}"
+                ));
+            }
+            AgentEvent::Plan { task_analysis, .. } => {
+                self.line(&format!("   thinking: {}", clip(task_analysis, 160)));
+            }
+            AgentEvent::ToolCallStarted {
+                name, arguments, ..
+            } => {
+                self.line(&format!(
+                    "   ⇢ {name} {}",
+                    clip(&arguments.to_string(), 140)
+                ));
+            }
+            AgentEvent::ToolResult {
+                name,
+                success,
+                observation,
+                data_ref,
+                duration_ms,
+                ..
+            } => {
+                let mark = if *success { "✓" } else { "✗" };
+                let mut text = format!(
+                    "   {mark} {name} ({duration_ms} ms): {}",
+                    clip(observation, 120)
+                );
+                if let Some(r) = data_ref {
+                    text.push_str(&format!(" [data: {r}]"));
+                }
+                self.line(&text);
+            }
+            AgentEvent::SkillActivated {
+                skill,
+                allowed_tools,
+                model,
+                ..
+            } => {
+                let mut text = format!("   ★ skill {skill} active");
+                if let Some(tools) = allowed_tools {
+                    text.push_str(&format!(" (tools: {})", tools.join(", ")));
+                }
+                if let Some(m) = model {
+                    text.push_str(&format!(" (model: {m})"));
+                }
+                self.line(&text);
+            }
+            AgentEvent::FinalAnswer { .. } if self.open_line => {
+                println!();
+                self.open_line = false;
+            }
+            AgentEvent::Error {
+                kind,
+                message,
+                resumable,
+                ..
+            } => {
+                let hint = if *resumable {
+                    " (send `continue` to resume)"
+                } else {
+                    ""
+                };
+                self.line(&format!("   ! {kind}: {message}{hint}"));
+            }
+            _ => {}
+        }
+    }
+
+    /// Prints the final report under its heading, with saved code expanded.
+    pub(crate) fn final_report(&mut self, summary: &RunSummary, code: Option<&CodeStore>) {
+        if self.json {
+            return;
+        }
+        let Some(response) = &summary.response else {
+            return;
+        };
+        self.line("");
+        println!("Final report");
+        println!("============");
+        println!("{}", render_for_terminal(response, code));
+        let m = &response.metadata;
+        if !m.saved_codes.is_empty() {
+            println!();
+            for c in &m.saved_codes {
+                println!(
+                    "Saved code: {} ({}, {} lines) — {}",
+                    c.code_id, c.language, c.line_count, c.description
+                );
+            }
+        }
+        if !m.recommended_questions.is_empty() {
+            println!();
+            println!("Follow-up questions:");
+            for q in &m.recommended_questions {
+                println!("  - {q}");
+            }
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! The OpenAI Chat Completions client, for OpenAI and any compatible server.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use ba_protocol::convert::log_to_openai;
+use ba_protocol::openai::{ChatMessage, ChatResponse, ChatUsage};
+use ba_protocol::stream::openai::{ChatChunk, OpenAiAccumulator};
+use ba_protocol::stream::partial_json;
+use ba_protocol::stream::sse::SseEvent;
+use ba_protocol::{ContentBlock, LogRole, Message, Role};
+use serde_json::{Value, json};
+
+use super::error::{ModelError, PartialOutput, PartialToolCall};
+use super::http::{ApiKey, HttpConfig, Transport};
+use super::sse::{StreamState, read_stream};
+use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta, Usage};
+
+const PROVIDER: &str = "openai";
+
+/// Block indexes of OpenAI deltas: the stream has no blocks, so text, reasoning and each tool
+/// call get fixed indexes.
+const TEXT_INDEX: usize = 0;
+const REASONING_INDEX: usize = 1;
+const FIRST_CALL_INDEX: usize = 2;
+
+/// A client of the Chat Completions API (`POST {base}/chat/completions`).
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    transport: Transport,
+    key: Option<ApiKey>,
+    base_url: String,
+    max_completion_tokens: bool,
+    reasoning_effort: bool,
+}
+
+impl OpenAiClient {
+    /// The public API.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    /// The environment variable the key is read from by [`OpenAiClient::from_env`].
+    pub const KEY_VAR: &'static str = "OPENAI_API_KEY";
+
+    /// A client with this key (`None` for a local server that wants none), the public base
+    /// URL and default timeouts and retries.
+    pub fn new(key: Option<ApiKey>) -> Result<Self, ModelError> {
+        Ok(Self {
+            transport: Transport::new(PROVIDER, HttpConfig::default(), Self::DEFAULT_BASE_URL)?,
+            key,
+            base_url: Self::DEFAULT_BASE_URL.to_owned(),
+            max_completion_tokens: false,
+            reasoning_effort: true,
+        })
+    }
+
+    /// A client with the key from `OPENAI_API_KEY`.
+    pub fn from_env() -> Result<Self, ModelError> {
+        Self::new(Some(ApiKey::from_env(Self::KEY_VAR, PROVIDER)?))
+    }
+
+    /// Sends to another base URL (the part before `/chat/completions`); a trailing `/` is
+    /// ignored. Fails when it is not an `http` or `https` URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Result<Self, ModelError> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        self.transport = Transport::new(PROVIDER, self.transport.config, &base_url)?;
+        self.base_url = base_url;
+        Ok(self)
+    }
+
+    /// Sets the timeouts and retry policy.
+    pub fn with_http(mut self, config: HttpConfig) -> Self {
+        self.transport.config = config;
+        self
+    }
+
+    /// Sends the output cap as `max_completion_tokens` (OpenAI's reasoning models require it)
+    /// instead of `max_tokens` (which every compatible server reads).
+    pub fn with_max_completion_tokens(mut self, yes: bool) -> Self {
+        self.max_completion_tokens = yes;
+        self
+    }
+
+    /// Whether a thinking budget is sent as `reasoning_effort` (on by default; servers that
+    /// reject the field need it off).
+    pub fn with_reasoning_effort(mut self, yes: bool) -> Self {
+        self.reasoning_effort = yes;
+        self
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let converted = log_to_openai(&request.context_entries());
+        for loss in &converted.losses {
+            tracing::debug!(path = %loss.path, what = %loss.what, "not sent to OpenAI");
+        }
+        let mut body = converted.value;
+        if let Some(system) = &request.system {
+            body.messages
+                .insert(0, ChatMessage::new(LogRole::System, system.clone()));
+        }
+        let extra = &mut body.extra;
+        extra.insert("model".to_owned(), json!(request.model));
+        let cap = if self.max_completion_tokens {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        extra.insert(cap.to_owned(), json!(request.max_tokens));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    }})
+                })
+                .collect();
+            extra.insert("tools".to_owned(), Value::Array(tools));
+        }
+        if let (Some(budget), true) = (request.thinking_budget, self.reasoning_effort) {
+            // Chat Completions has no token budget for reasoning, only an effort level.
+            let effort = match budget {
+                0..2048 => "low",
+                2048..8192 => "medium",
+                _ => "high",
+            };
+            extra.insert("reasoning_effort".to_owned(), json!(effort));
+        }
+        if request.stream {
+            extra.insert("stream".to_owned(), Value::Bool(true));
+            extra.insert("stream_options".to_owned(), json!({"include_usage": true}));
+        }
+        serde_json::to_value(&body).unwrap_or(Value::Null)
+    }
+}
+
+#[async_trait]
+impl ModelClient for OpenAiClient {
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = self.request_body(request);
+        let url = format!("{}/chat/completions", self.base_url);
+        let key = match &self.key {
+            Some(key) => Some(key.header_value("Bearer ", PROVIDER)?),
+            None => None,
+        };
+        let (response, retries, deadline) = self
+            .transport
+            .send(|| {
+                let builder = self.transport.client.post(&url).json(&body);
+                match &key {
+                    Some(key) => builder.header(reqwest::header::AUTHORIZATION, key.clone()),
+                    None => builder,
+                }
+            })
+            .await?;
+        if request.stream {
+            return read_stream(
+                &self.transport,
+                response,
+                OpenAiStream::default(),
+                on_delta,
+                retries,
+            )
+            .await;
+        }
+        let parsed: ChatResponse = self
+            .transport
+            .body_json(response, deadline, "a chat completion")
+            .await?;
+        to_response(parsed, retries, Vec::new())
+    }
+}
+
+/// The reasoning text compatible servers stream beside the content.
+fn reasoning_of(extra: &ba_protocol::JsonMap) -> Option<&str> {
+    extra
+        .get("reasoning_content")
+        .or_else(|| extra.get("reasoning"))
+        .and_then(Value::as_str)
+}
+
+fn to_response(
+    parsed: ChatResponse,
+    retries: u32,
+    mut problems: Vec<String>,
+) -> Result<ModelResponse, ModelError> {
+    let choice = parsed
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| ModelError::InvalidResponse {
+            provider: PROVIDER.to_owned(),
+            message: "the response has no choice".to_owned(),
+            partial: None,
+        })?;
+    let message = to_message(&choice.message, &mut problems);
+    Ok(ModelResponse {
+        message: message.with_id(parsed.id.clone()),
+        stop_reason: choice.finish_reason.as_deref().map_or(
+            StopReason::Other("none".to_owned()),
+            StopReason::from_provider,
+        ),
+        usage: parsed.usage.as_ref().map(usage).unwrap_or_default(),
+        id: parsed.id,
+        model: parsed.model,
+        retries,
+        problems,
+    })
+}
+
+fn to_message(message: &ChatMessage, problems: &mut Vec<String>) -> Message {
+    let mut blocks = Vec::new();
+    if let Some(reasoning) = reasoning_of(&message.extra).filter(|r| !r.is_empty()) {
+        blocks.push(ContentBlock::thinking(reasoning, None));
+    }
+    if let Some(content) = &message.content {
+        let text = content.to_text();
+        if !text.is_empty() {
+            blocks.push(ContentBlock::text(text.into_owned()));
+        }
+    }
+    if let Some(refusal) = message.extra.get("refusal").and_then(Value::as_str) {
+        blocks.push(ContentBlock::text(refusal));
+    }
+    for call in message.tool_calls.iter().flatten() {
+        let raw = &call.function.arguments;
+        let input = if raw.trim().is_empty() {
+            json!({})
+        } else {
+            match serde_json::from_str(raw) {
+                Ok(value) => value,
+                Err(e) => {
+                    problems.push(format!(
+                        "arguments of tool call `{}` are not valid JSON ({e}); repaired as far as they go",
+                        call.id
+                    ));
+                    partial_json::repair(raw).unwrap_or_else(|| Value::String(raw.clone()))
+                }
+            }
+        };
+        blocks.push(ContentBlock::tool_use(
+            call.id.clone(),
+            call.function.name.clone(),
+            input,
+        ));
+    }
+    Message::new(Role::Assistant, blocks)
+}
+
+fn usage(u: &ChatUsage) -> Usage {
+    let cached = u
+        .extra
+        .get("prompt_tokens_details")
+        .and_then(|d| d.get("cached_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Usage {
+        // OpenAI counts cache reads inside the prompt; split them out as Anthropic does.
+        input_tokens: u.prompt_tokens.saturating_sub(cached),
+        output_tokens: u.completion_tokens,
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
+}
+
+/// One chunk stream: the protocol accumulator, plus what the deltas need (which calls have
+/// been announced, their raw arguments so far).
+#[derive(Debug, Default)]
+struct OpenAiStream {
+    acc: OpenAiAccumulator,
+    calls: BTreeMap<usize, PartialToolCall>,
+    announced: BTreeMap<usize, bool>,
+    finish_reason: Option<String>,
+}
+
+impl StreamState for OpenAiStream {
+    fn push(&mut self, event: &SseEvent, on_delta: &mut DeltaSink<'_>) -> Result<(), ModelError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return self.acc.push_sse(event).map_err(|e| invalid(e.to_string()));
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
+        if let Some(error) = value.get("error") {
+            let (kind, message) = super::http::provider_error(&json!({"error": error}).to_string());
+            return Err(ModelError::Server {
+                provider: PROVIDER.to_owned(),
+                status: 500,
+                message: format!("{kind}: {message}"),
+                attempts: 1,
+                partial: None,
+            });
+        }
+        let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
+            invalid(format!(
+                "a stream chunk is not a chat.completion.chunk: {e}"
+            ))
+        })?;
+        for choice in chunk.choices.iter().filter(|c| c.index == 0) {
+            let delta = &choice.delta;
+            if let Some(text) = reasoning_of(&delta.extra).filter(|t| !t.is_empty()) {
+                on_delta(StreamDelta::Thinking {
+                    index: REASONING_INDEX,
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(text) = delta.content.as_ref().filter(|t| !t.is_empty()) {
+                on_delta(StreamDelta::Text {
+                    index: TEXT_INDEX,
+                    text: text.clone(),
+                });
+            }
+            for call in delta.tool_calls.iter().flatten() {
+                let index = FIRST_CALL_INDEX + call.index;
+                let entry = self.calls.entry(index).or_insert_with(|| PartialToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    partial_json: String::new(),
+                });
+                if let Some(id) = &call.id {
+                    entry.id.clone_from(id);
+                }
+                let function = call.function.as_ref();
+                if let Some(name) = function.and_then(|f| f.name.as_ref()) {
+                    entry.name.push_str(name);
+                }
+                let announced = self.announced.entry(index).or_default();
+                if !*announced && !entry.id.is_empty() && !entry.name.is_empty() {
+                    *announced = true;
+                    on_delta(StreamDelta::ToolCallStarted {
+                        index,
+                        id: entry.id.clone(),
+                        name: entry.name.clone(),
+                    });
+                }
+                if let Some(args) = function.and_then(|f| f.arguments.as_ref()) {
+                    entry.partial_json.push_str(args);
+                    if !args.is_empty() {
+                        on_delta(StreamDelta::ToolInput {
+                            index,
+                            partial_json: args.clone(),
+                        });
+                    }
+                }
+            }
+            if choice.finish_reason.is_some() {
+                self.finish_reason.clone_from(&choice.finish_reason);
+            }
+        }
+        self.acc.push(chunk);
+        Ok(())
+    }
+
+    fn into_partial(self) -> PartialOutput {
+        let text = self.acc.partial_text();
+        let mut ignored = Vec::new();
+        let message = self
+            .acc
+            .finish()
+            .ok()
+            .and_then(|a| a.message.choices.into_iter().next())
+            .map(|choice| to_message(&choice.message, &mut ignored));
+        let cut_tool_calls = self
+            .calls
+            .into_values()
+            .filter(|c| serde_json::from_str::<Value>(&c.partial_json).is_err())
+            .collect();
+        PartialOutput {
+            text,
+            message,
+            cut_tool_calls,
+        }
+    }
+
+    fn finish(self, retries: u32) -> Result<ModelResponse, ModelError> {
+        if self.finish_reason.is_none() && !self.acc.saw_done() {
+            let message = "the stream ended without a finish_reason or [DONE]".to_owned();
+            return Err(ModelError::StreamCut {
+                provider: PROVIDER.to_owned(),
+                message,
+                partial: Box::new(self.into_partial()),
+            });
+        }
+        let accumulated = self.acc.finish().map_err(|e| ModelError::StreamCut {
+            provider: PROVIDER.to_owned(),
+            message: e.to_string(),
+            partial: Box::default(),
+        })?;
+        let response = to_response(accumulated.message, retries, accumulated.problems)?;
+        if response.message.content.is_empty() && response.usage == Usage::default() {
+            return Err(ModelError::InvalidResponse {
+                provider: PROVIDER.to_owned(),
+                message: "the stream carried no content".to_owned(),
+                partial: None,
+            });
+        }
+        Ok(response)
+    }
+}
+
+fn invalid(message: String) -> ModelError {
+    ModelError::InvalidResponse {
+        provider: PROVIDER.to_owned(),
+        message,
+        partial: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolSpec;
+    use ba_protocol::LogEntry;
+
+    #[test]
+    fn body_has_system_first_tools_as_functions_and_usage_in_streams() {
+        let client = OpenAiClient::new(None).unwrap();
+        let request = ModelRequest::new(
+            "gpt-x",
+            vec![LogEntry::new("u", LogRole::User, "t").with_text("Hi")],
+        )
+        .with_system("Be brief.")
+        .with_tools(vec![ToolSpec::new(
+            "calc",
+            "Adds.",
+            json!({"type": "object"}),
+        )])
+        .with_thinking_budget(4000)
+        .with_stream(true);
+        let body = client.request_body(&request);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+        );
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            json!({"type": "object"})
+        );
+        assert_eq!(body["reasoning_effort"], json!("medium"));
+        assert_eq!(body["stream_options"]["include_usage"], json!(true));
+        assert_eq!(body["max_tokens"], json!(4096));
+        let body = client
+            .with_max_completion_tokens(true)
+            .request_body(&request);
+        assert_eq!(body["max_completion_tokens"], json!(4096));
+        assert!(body.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_split_out() {
+        let u: ChatUsage = serde_json::from_value(json!({
+            "prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
+            "prompt_tokens_details": {"cached_tokens": 60}
+        }))
+        .unwrap();
+        assert_eq!(
+            usage(&u),
+            Usage {
+                input_tokens: 40,
+                output_tokens: 7,
+                cache_read_tokens: 60,
+                cache_write_tokens: 0
+            }
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! Codex rollouts (JSONL of `{timestamp, type, payload}` records, as the Codex CLI writes
+//! them) → log entries. A pure conversion: reading the file is the caller's business.
+
+use serde_json::Value;
+
+use crate::claude_code::SUMMARY_PREFIX;
+use crate::content::{Content, ContentBlock};
+use crate::convert::{Converted, Loss};
+use crate::log::{LogEntry, LogRole, LogToolCall};
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Converts a Codex rollout (JSONL of `{timestamp, type, payload}` records) to log entries.
+///
+/// `session_meta` becomes a UI-only system entry holding the metadata; `response_item`
+/// messages become entries of their role, `function_call` / `custom_tool_call` /
+/// `local_shell_call` become tool calls of the assistant entry before them (or of a new one),
+/// their outputs become `tool` entries; `compacted` becomes a summary system entry. Encrypted
+/// reasoning, `event_msg` and `turn_context` records are listed as losses.
+pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
+    let mut entries: Vec<LogEntry> = Vec::new();
+    let mut losses = Vec::new();
+    let mut skipped: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut loss = |line: usize, what: String| {
+        losses.push(Loss {
+            path: format!("line {line}"),
+            what,
+        });
+    };
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                loss(n, format!("not valid JSON ({e}); skipped"));
+                continue;
+            }
+        };
+        let time = str_of(&record, "timestamp").unwrap_or("").to_owned();
+        let payload = record.get("payload").cloned().unwrap_or(Value::Null);
+        let new = |role| LogEntry::new(format!("codex-{n}"), role, time.clone());
+        match str_of(&record, "type").unwrap_or("") {
+            "session_meta" => {
+                let mut e = new(LogRole::System);
+                e.content = Some(Content::Text(payload.to_string()));
+                e.part_type = Some("session_meta".to_owned());
+                e.include_in_context = false;
+                entries.push(e);
+            }
+            "compacted" => {
+                let summary = str_of(&payload, "message").unwrap_or("");
+                let mut e = new(LogRole::System);
+                e.content = Some(Content::Text(format!("{SUMMARY_PREFIX}\n{summary}")));
+                e.part_type = Some("compact_summary".to_owned());
+                entries.push(e);
+            }
+            "response_item" => {
+                let kind = str_of(&payload, "type").unwrap_or("");
+                match kind {
+                    "message" => {
+                        let role = match str_of(&payload, "role") {
+                            Some("user") => LogRole::User,
+                            Some("assistant") => LogRole::Assistant,
+                            Some("developer") => LogRole::Developer,
+                            Some("system") => LogRole::System,
+                            other => {
+                                loss(n, format!("message with role {other:?}; skipped"));
+                                continue;
+                            }
+                        };
+                        let mut e = new(role);
+                        e.content = Some(codex_content(&payload, n, &mut loss));
+                        entries.push(e);
+                    }
+                    "function_call" | "custom_tool_call" | "local_shell_call" => {
+                        let call_id = str_of(&payload, "call_id")
+                            .or_else(|| str_of(&payload, "id"))
+                            .unwrap_or("")
+                            .to_owned();
+                        let (name, arguments) = match kind {
+                            "function_call" => (
+                                str_of(&payload, "name").unwrap_or("").to_owned(),
+                                str_of(&payload, "arguments").unwrap_or("{}").to_owned(),
+                            ),
+                            "custom_tool_call" => {
+                                loss(
+                                    n,
+                                    "custom tool call input wrapped as {\"input\": …}".to_owned(),
+                                );
+                                let input = payload.get("input").cloned().unwrap_or(Value::Null);
+                                (
+                                    str_of(&payload, "name").unwrap_or("").to_owned(),
+                                    serde_json::json!({ "input": input }).to_string(),
+                                )
+                            }
+                            _ => (
+                                "local_shell".to_owned(),
+                                payload
+                                    .get("action")
+                                    .cloned()
+                                    .unwrap_or(Value::Null)
+                                    .to_string(),
+                            ),
+                        };
+                        let mut call = LogToolCall::new(call_id, name, &Value::Null);
+                        call.function.arguments = arguments;
+                        match entries.last_mut() {
+                            Some(last)
+                                if last.role == LogRole::Assistant && last.llm_error.is_none() =>
+                            {
+                                last.tool_calls.get_or_insert_with(Vec::new).push(call);
+                            }
+                            _ => {
+                                let mut e = new(LogRole::Assistant);
+                                e.tool_calls = Some(vec![call]);
+                                entries.push(e);
+                            }
+                        }
+                    }
+                    "function_call_output" | "custom_tool_call_output" => {
+                        let mut e = new(LogRole::Tool);
+                        e.tool_call_id = str_of(&payload, "call_id").map(str::to_owned);
+                        let output = payload.get("output").cloned().unwrap_or(Value::Null);
+                        let (text, success) = match output {
+                            Value::String(s) => (s, None),
+                            Value::Object(o) => (
+                                o.get("content")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_owned)
+                                    .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
+                                o.get("success").and_then(Value::as_bool),
+                            ),
+                            other => (other.to_string(), None),
+                        };
+                        e.content = Some(Content::Text(text));
+                        e.is_error = success.map(|ok| !ok);
+                        entries.push(e);
+                    }
+                    "reasoning" => {
+                        let summary: Vec<&str> = payload
+                            .get("summary")
+                            .and_then(Value::as_array)
+                            .map(|a| a.iter().filter_map(|s| str_of(s, "text")).collect())
+                            .unwrap_or_default();
+                        loss(
+                            n,
+                            format!(
+                                "reasoning item left out (encrypted; {} summary part(s) of {} chars)",
+                                summary.len(),
+                                summary.iter().map(|s| s.len()).sum::<usize>()
+                            ),
+                        );
+                    }
+                    other => {
+                        *skipped.entry(format!("response_item {other}")).or_default() += 1;
+                    }
+                }
+            }
+            other => {
+                let other = if other.is_empty() { "untyped" } else { other };
+                *skipped.entry(other.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    for (kind, count) in skipped {
+        losses.push(Loss {
+            path: "rollout".to_owned(),
+            what: format!("{count} `{kind}` record(s) are not conversation; left out"),
+        });
+    }
+    Converted {
+        value: entries,
+        losses,
+    }
+}
+
+fn codex_content(payload: &Value, line: usize, loss: &mut impl FnMut(usize, String)) -> Content {
+    let Some(items) = payload.get("content").and_then(Value::as_array) else {
+        return Content::Text(str_of(payload, "content").unwrap_or("").to_owned());
+    };
+    let mut blocks = Vec::new();
+    for item in items {
+        match str_of(item, "type") {
+            Some("input_text" | "output_text" | "text") => {
+                blocks.push(ContentBlock::text(str_of(item, "text").unwrap_or("")));
+            }
+            Some("input_image") => {
+                let url = str_of(item, "image_url").unwrap_or("");
+                let block =
+                    serde_json::json!({"type": "image", "source": {"type": "url", "url": url}});
+                match serde_json::from_value::<ContentBlock>(block) {
+                    Ok(b) => blocks.push(b),
+                    Err(e) => loss(line, format!("image left out ({e})")),
+                }
+            }
+            other => {
+                loss(
+                    line,
+                    format!("content item {other:?} kept as an unknown block"),
+                );
+                if let Value::Object(map) = item {
+                    blocks.push(ContentBlock::Unknown(map.clone()));
+                }
+            }
+        }
+    }
+    match blocks.as_slice() {
+        [ContentBlock::Text(t)] if t.extra.is_empty() && t.cache_control.is_none() => {
+            Content::Text(t.text.clone())
+        }
+        _ => Content::Blocks(blocks),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLLOUT: &str = r#"{"timestamp":"2025-09-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0198f0a4-1111-7000-8000-000000000001","timestamp":"2025-09-01T10:00:00.000Z","cwd":"/home/ana/sales","originator":"codex_cli_rs","cli_version":"0.36.0","instructions":null}}
+{"timestamp":"2025-09-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Which region grew fastest?"}]}}
+{"timestamp":"2025-09-01T10:00:01.500Z","type":"turn_context","payload":{"cwd":"/home/ana/sales","approval_policy":"on-request","model":"gpt-5"}}
+{"timestamp":"2025-09-01T10:00:02.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"Look at the CSV."}],"content":null,"encrypted_content":"gAAAAB..."}}
+{"timestamp":"2025-09-01T10:00:03.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"cat\",\"sales.csv\"]}","call_id":"call_A"}}
+{"timestamp":"2025-09-01T10:00:03.100Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"wc\",\"-l\",\"sales.csv\"]}","call_id":"call_B"}}
+{"timestamp":"2025-09-01T10:00:04.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_A","output":"{\"output\":\"region,q1,q2\\nnorth,10,14\\n\",\"metadata\":{\"exit_code\":0}}"}}
+{"timestamp":"2025-09-01T10:00:04.100Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_B","output":{"content":"3 sales.csv","success":false}}}
+{"timestamp":"2025-09-01T10:00:05.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}
+{"timestamp":"2025-09-01T10:00:06.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"North grew 40%."}]}}
+{"timestamp":"2025-09-01T10:00:07.000Z","type":"compacted","payload":{"message":"User asked about regional growth; north grew 40%."}}
+{"timestamp":"2025-09-01T10:00:08.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Chart it"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}}
+not json at all
+"#;
+
+    #[test]
+    fn codex_rollout_becomes_log_entries() {
+        let got = rollout_to_log(ROLLOUT);
+        let roles: Vec<_> = got.value.iter().map(|e| e.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant",
+                "system",
+                "user"
+            ]
+        );
+        let call = &got.value[2];
+        let ids: Vec<_> = call.calls().iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_A", "call_B"]);
+        assert_eq!(
+            call.calls()[0].function.arguments,
+            r#"{"command":["cat","sales.csv"]}"#
+        );
+        assert_eq!(got.value[3].tool_call_id.as_deref(), Some("call_A"));
+        assert_eq!(got.value[4].is_error, Some(true));
+        assert_eq!(got.value[4].text(), "3 sales.csv");
+        assert!(got.value[6].text().starts_with(SUMMARY_PREFIX));
+        assert!(!got.value[0].include_in_context);
+        assert!(matches!(&got.value[7].content, Some(Content::Blocks(b)) if b.len() == 2));
+        assert_eq!(got.value[1].created_at, "2025-09-01T10:00:01.000Z");
+        let losses: Vec<_> = got
+            .losses
+            .iter()
+            .map(|l| format!("{}: {}", l.path, l.what))
+            .collect();
+        assert!(
+            losses
+                .iter()
+                .any(|l| l.starts_with("line 4: reasoning item left out")),
+            "{losses:?}"
+        );
+        assert!(
+            losses
+                .iter()
+                .any(|l| l.starts_with("line 13: not valid JSON")),
+            "{losses:?}"
+        );
+        assert!(
+            losses.iter().any(|l| l.contains("1 `event_msg` record(s)")),
+            "{losses:?}"
+        );
+        assert!(
+            losses
+                .iter()
+                .any(|l| l.contains("1 `turn_context` record(s)")),
+            "{losses:?}"
+        );
+        // Every call is answered: the export pairs them.
+        let anthropic = crate::convert::log_to_anthropic(&got.value).value;
+        let json = anthropic.conversation_json().to_string();
+        assert!(json.contains(r#""tool_use_id":"call_B""#), "{json}");
+    }
+}

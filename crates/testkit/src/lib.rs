@@ -1,0 +1,332 @@
+//! Test support shared by the workspace's suites (a dev-dependency only): a tiny HTTP/1.1
+//! server on 127.0.0.1 that answers requests with scripted replies, one per connection, and
+//! records what it received; plus fixture helpers.
+
+// Test scaffolding: a failure here should stop the test loudly.
+#![allow(
+    missing_docs,
+    missing_debug_implementations,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a reply's body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The body is complete (sent with its `content-length`).
+    Complete,
+    /// No `content-length`: the body runs until the server closes the connection.
+    Close,
+    /// A `content-length` longer than what is sent, then the connection closes: the client
+    /// sees the body break.
+    CutShort,
+    /// The pieces are sent, then nothing more, with the connection held open.
+    Hang,
+    /// Not even the status line is sent; the connection is held open.
+    Silent,
+}
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// The body, in the pieces it is written in.
+    pub pieces: Vec<Vec<u8>>,
+    pub end: End,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: &str) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            pieces: vec![body.as_bytes().to_vec()],
+            end: End::Complete,
+        }
+    }
+
+    /// An SSE body written in pieces of `piece` bytes (splitting lines, events and UTF-8
+    /// characters wherever the cut falls).
+    pub fn sse(text: &str, piece: usize, end: End) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            pieces: text
+                .as_bytes()
+                .chunks(piece.max(1))
+                .map(<[u8]>::to_vec)
+                .collect(),
+            end,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct MockServer {
+    pub base_url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    arrived: Arc<tokio::sync::Notify>,
+}
+
+impl MockServer {
+    /// Serves `replies` in order, one per connection; past the end it answers 418.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&received);
+        let arrived = Arc::new(tokio::sync::Notify::new());
+        let notify = Arc::clone(&arrived);
+        tokio::spawn(async move {
+            let mut replies = replies.into_iter();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let reply = replies
+                    .next()
+                    .unwrap_or_else(|| Reply::json(418, r#"{"error":"no more replies"}"#));
+                let log = Arc::clone(&log);
+                let notify = Arc::clone(&notify);
+                tokio::spawn(async move { serve(stream, reply, log, notify).await });
+            }
+        });
+        Self {
+            base_url: format!("http://{addr}"),
+            received,
+            arrived,
+        }
+    }
+
+    /// Waits until at least `n` requests have arrived.
+    pub async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let notified = self.arrived.notified();
+            if self.received.lock().unwrap().len() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    reply: Reply,
+    log: Arc<Mutex<Vec<Received>>>,
+    arrived: Arc<tokio::sync::Notify>,
+) {
+    let Some(request) = read_request(&mut stream).await else {
+        return;
+    };
+    log.lock().unwrap().push(request);
+    arrived.notify_waiters();
+    if reply.end == End::Silent {
+        std::future::pending::<()>().await;
+    }
+    let total: usize = reply.pieces.iter().map(Vec::len).sum();
+    let mut head = format!("HTTP/1.1 {} Mock\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    match reply.end {
+        End::Complete => head.push_str(&format!("content-length: {total}\r\n")),
+        End::CutShort | End::Hang => {
+            head.push_str(&format!("content-length: {}\r\n", total + 1000))
+        }
+        End::Close | End::Silent => {}
+    }
+    head.push_str("connection: close\r\n\r\n");
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for piece in &reply.pieces {
+        if stream.write_all(piece).await.is_err() {
+            return;
+        }
+        let _ = stream.flush().await;
+        // Let the client read each piece on its own.
+        tokio::task::yield_now().await;
+    }
+    if reply.end == End::Hang {
+        // The declared length is not reached, so the client keeps waiting for more.
+        std::future::pending::<()>().await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(pos) = find(&buf, b"\r\n\r\n") {
+            break pos;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_owned();
+    let path = first.next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Received {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The shared fixtures folder, or `None` (with a message) when it is absent.
+pub fn fixtures() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures"
+    ));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: fixtures folder {} not found", dir.display());
+        None
+    }
+}
+
+/// Reads a fixture file as text.
+pub fn read(path: &PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One SSE event of the Messages API.
+pub fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// A block of an answer: text, or a tool call whose input streams in `pieces`.
+pub enum Block<'a> {
+    Text(&'a str),
+    Tool(&'a str, &'a str, Vec<&'a str>),
+}
+
+/// The SSE body of an answer made of `blocks`; `complete: false` stops before the last
+/// piece of the last block (and before the message's end), as a connection cut would.
+pub fn answer(id: &str, blocks: &[Block<'_>], stop: &str, complete: bool) -> String {
+    let mut out = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+    );
+    for (index, block) in blocks.iter().enumerate() {
+        let last = index + 1 == blocks.len();
+        match block {
+            Block::Text(text) => {
+                out += &event(
+                    "content_block_start",
+                    json!({"type": "content_block_start",
+                    "index": index, "content_block": {"type": "text", "text": ""}}),
+                );
+                out += &event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta",
+                    "index": index, "delta": {"type": "text_delta", "text": text}}),
+                );
+            }
+            Block::Tool(call, name, pieces) => {
+                out += &event(
+                    "content_block_start",
+                    json!({"type": "content_block_start",
+                    "index": index, "content_block": {"type": "tool_use", "id": call,
+                    "name": name, "input": {}}}),
+                );
+                let n = if complete || !last {
+                    pieces.len()
+                } else {
+                    pieces.len() - 1
+                };
+                for piece in &pieces[..n] {
+                    out += &event(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta",
+                        "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    );
+                }
+            }
+        }
+        if complete || !last {
+            out += &event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            );
+        }
+    }
+    if complete {
+        out += &event(
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 42}}),
+        );
+        out += &event("message_stop", json!({"type": "message_stop"}));
+    }
+    out
+}
