@@ -13,6 +13,7 @@ use futures::StreamExt;
 
 use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::out::{out, outln};
 use crate::print::Printer;
 
 /// `ba-agent demo`.
@@ -153,12 +154,12 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
             .with_context(|| format!("setting the demo up in {}", dir.display()))?;
         let mut printer = Printer::new(args.json, false);
         if !args.json {
-            println!("BA-Agent demo: a recorded analysis session (no network, no API key) run");
-            println!("against the real tools, a file store and the sales-report skill.");
-            println!("Folder: {}", dir.display());
-            println!();
-            println!("Question: {}", demo::QUESTION);
-            println!();
+            outln!("BA-Agent demo: a recorded analysis session (no network, no API key) run");
+            outln!("against the real tools, a file store and the sales-report skill.");
+            outln!("Folder: {}", dir.display());
+            outln!();
+            outln!("Question: {}", demo::QUESTION);
+            outln!();
         }
         let summary = drive(
             &d.agent,
@@ -170,12 +171,12 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
         printer.final_report(&summary, d.agent.code_store());
         let report = d.agent.report(&d.conversation).await?;
         if args.json {
-            println!("{}", serde_json::to_string(&report)?);
+            outln!("{}", serde_json::to_string(&report)?);
         } else {
-            println!();
-            print!("{}", report.render(true));
-            println!();
-            println!(
+            outln!();
+            out!("{}", report.render(true));
+            outln!();
+            outln!(
                 "Inspect it again with: ba-agent inspect {} --home {}",
                 d.conversation,
                 dir.display()
@@ -263,16 +264,16 @@ pub(crate) fn run(args: RunArgs) -> CliResult {
         let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
         let mut printer = Printer::new(args.opts.json, streaming);
         if !args.opts.json {
-            println!("Conversation {id}");
+            outln!("Conversation {id}");
         }
         let summary = drive(&agent, &id, input, &mut printer).await;
         printer.final_report(&summary, agent.code_store());
         let report = agent.report(&id).await?;
         if args.opts.json {
-            println!("{}", serde_json::to_string(&report)?);
+            outln!("{}", serde_json::to_string(&report)?);
         } else {
-            println!();
-            print!("{}", report.render(true));
+            outln!();
+            out!("{}", report.render(true));
         }
         Ok::<_, anyhow::Error>(exit_code(&summary))
     })
@@ -294,7 +295,7 @@ pub(crate) fn chat(args: ChatArgs) -> CliResult {
     ))?;
     let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
     let mut printer = Printer::new(args.opts.json, streaming);
-    println!("Conversation {id}. {CHAT_HELP}");
+    outln!("Conversation {id}. {CHAT_HELP}");
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     loop {
@@ -311,13 +312,13 @@ pub(crate) fn chat(args: ChatArgs) -> CliResult {
         {
             ("/exit" | "/quit", _) => break,
             ("/help", _) => {
-                println!("{CHAT_HELP}");
+                outln!("{CHAT_HELP}");
                 continue;
             }
             ("/skills", _) => {
                 match agent.skills() {
-                    Some(skills) if !skills.is_empty() => print!("{}", skills.render_catalogue()),
-                    _ => println!("No skills are configured (`skills:` in the configuration)."),
+                    Some(skills) if !skills.is_empty() => out!("{}", skills.render_catalogue()),
+                    _ => outln!("No skills are configured (`skills:` in the configuration)."),
                 }
                 continue;
             }
@@ -327,28 +328,30 @@ pub(crate) fn chat(args: ChatArgs) -> CliResult {
                     "agent" => Mode::Agent,
                     "run" => Mode::Run,
                     other => {
-                        println!("unknown mode `{other}`: use chat, agent or run");
+                        outln!("unknown mode `{other}`: use chat, agent or run");
                         continue;
                     }
                 };
                 rt.block_on(agent.set_mode(&id, mode))
                     .map_err(anyhow::Error::from)?;
-                println!("mode: {}", mode.as_str());
+                outln!("mode: {}", mode.as_str());
                 continue;
             }
             ("/compact", _) => {
                 match rt.block_on(agent.compact(&id)) {
-                    Ok(c) => println!(
+                    Ok(c) => outln!(
                         "compacted {} entries: {} → {} tokens",
-                        c.entries, c.tokens_before, c.tokens_after
+                        c.entries,
+                        c.tokens_before,
+                        c.tokens_after
                     ),
-                    Err(e) => println!("cannot compact: {e}"),
+                    Err(e) => outln!("cannot compact: {e}"),
                 }
                 continue;
             }
             ("/continue", _) => Input::Continue,
             (cmd, _) if cmd.starts_with('/') => {
-                println!("unknown command {cmd}. {CHAT_HELP}");
+                outln!("unknown command {cmd}. {CHAT_HELP}");
                 continue;
             }
             _ => Input::message(text),
@@ -381,12 +384,12 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
             .into_entries();
         let report = ba_agent::ConversationReport::from_log(id.as_str(), &entries);
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?
             );
         } else {
-            println!(
+            outln!(
                 "{} · mode {} · {} entries{}",
                 meta.title.as_deref().unwrap_or("(untitled)"),
                 meta.mode.unwrap_or_default().as_str(),
@@ -396,7 +399,7 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
                     .map(|p| format!(" · sub-agent of {p}"))
                     .unwrap_or_default()
             );
-            print!("{}", report.render(true));
+            out!("{}", report.render(true));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -81,6 +81,8 @@ pub(crate) fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of the results went away (`… | head`): not an error.
+        Err(err) if crate::out::is_broken_pipe(&err.error) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {:#}", err.error);
             ExitCode::from(err.code)

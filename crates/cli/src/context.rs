@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::cli::{CliError, CliResult};
 use crate::input::{self, InputFormat};
+use crate::out::outln;
 
 /// Subcommands of `context`.
 #[derive(Debug, clap::Subcommand)]
@@ -221,7 +222,7 @@ fn build(args: BuildArgs) -> CliResult {
             .collect(),
         strategy: args.strategy.name(),
     };
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(&result).context("writing JSON")?
     );

@@ -10,6 +10,7 @@ mod context;
 mod convert;
 mod input;
 mod log;
+mod out;
 mod print;
 mod skills;
 mod tokens;

@@ -1,8 +1,7 @@
 //! How the agent commands show a run: one line per step for people, or one JSON object per
 //! event (`--json`) for scripts.
 
-use std::io::Write as _;
-
+use crate::out::{out, outln};
 use ba_agent::response::render_for_terminal;
 use ba_agent::{AgentEvent, RunSummary};
 use ba_storage::code::CodeStore;
@@ -36,17 +35,17 @@ impl Printer {
 
     fn line(&mut self, text: &str) {
         if self.open_line {
-            println!();
+            outln!();
             self.open_line = false;
         }
-        println!("{text}");
+        outln!("{text}");
     }
 
     /// Prints one event; the final report is printed by [`Printer::final_report`].
     pub(crate) fn event(&mut self, event: &AgentEvent) {
         if self.json {
             if let Ok(text) = serde_json::to_string(event) {
-                println!("{text}");
+                outln!("{text}");
             }
             return;
         }
@@ -78,10 +77,10 @@ impl Printer {
             AgentEvent::ThinkingDelta { .. } => {}
             AgentEvent::TextDelta { text, .. } if self.deltas => {
                 if !self.open_line {
-                    print!("   ");
+                    out!("   ");
                 }
-                print!("{}", text.replace('\n', "\n   "));
-                let _ = std::io::stdout().flush();
+                out!("{}", text.replace('\n', "\n   "));
+                crate::out::flush();
                 self.open_line = true;
             }
             AgentEvent::ModelAnswered {
@@ -144,7 +143,7 @@ impl Printer {
                 self.line(&text);
             }
             AgentEvent::FinalAnswer { .. } if self.open_line => {
-                println!();
+                outln!();
                 self.open_line = false;
             }
             AgentEvent::Error {
@@ -173,24 +172,27 @@ impl Printer {
             return;
         };
         self.line("");
-        println!("Final report");
-        println!("============");
-        println!("{}", render_for_terminal(response, code));
+        outln!("Final report");
+        outln!("============");
+        outln!("{}", render_for_terminal(response, code));
         let m = &response.metadata;
         if !m.saved_codes.is_empty() {
-            println!();
+            outln!();
             for c in &m.saved_codes {
-                println!(
+                outln!(
                     "Saved code: {} ({}, {} lines) — {}",
-                    c.code_id, c.language, c.line_count, c.description
+                    c.code_id,
+                    c.language,
+                    c.line_count,
+                    c.description
                 );
             }
         }
         if !m.recommended_questions.is_empty() {
-            println!();
-            println!("Follow-up questions:");
+            outln!();
+            outln!("Follow-up questions:");
             for q in &m.recommended_questions {
-                println!("  - {q}");
+                outln!("  - {q}");
             }
         }
     }

@@ -8,6 +8,7 @@ use ba_protocol::TokenCounter as _;
 
 use crate::cli::CliResult;
 use crate::input::{self, InputFormat};
+use crate::out::outln;
 
 /// Arguments of `tokens`.
 #[derive(Debug, clap::Args)]
@@ -63,13 +64,13 @@ pub(crate) fn run(args: Args) -> CliResult {
     };
     if args.json {
         // Written by hand to keep the documented key order.
-        println!(
+        outln!(
             "{{\"tokens\":{tokens},\"encoding\":\"{}\",\"bytes\":{}}}",
             tok.encoding.as_str(),
             text.len()
         );
     } else {
-        println!("{tokens}");
+        outln!("{tokens}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -202,3 +202,47 @@ fn bad_input_is_a_clear_error() {
         String::from_utf8_lossy(&out.stderr).contains("reading /nonexistent/conversation.json")
     );
 }
+
+/// A reader that stops early (`ba-agent convert … | head`) ends the command quietly: status 0,
+/// nothing on stderr, no panic — for the commands that write through `print!` (`context`, the
+/// agent commands) and those that write in one piece (`convert`).
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let mut messages = Vec::new();
+    for i in 0..20_000 {
+        messages.push(
+            serde_json::json!({"role": "user", "content": format!("question {i} about sales")}),
+        );
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    std::fs::write(
+        &big,
+        serde_json::to_string(&serde_json::json!({ "messages": messages })).unwrap(),
+    )
+    .unwrap();
+    let big = big.to_str().unwrap();
+    for args in [
+        vec!["convert", "--to", "log", big],
+        vec!["context", "build", "--budget", "2000000", big],
+    ] {
+        let mut child = bin()
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        assert!(!first.is_empty(), "{args:?} printed nothing");
+        drop(reader);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use serde::Serialize;
-use serde_yaml_ng::{Mapping, Value};
+use yaml_rust2::{Yaml as Value, YamlLoader, yaml::Hash as Mapping};
 
 use crate::diagnostic::Rule;
 use crate::error::FrontmatterError;
@@ -182,16 +182,21 @@ pub(crate) fn body_text(raw: &str) -> String {
 }
 
 /// Parses the YAML text of a frontmatter into a mapping; an empty frontmatter is an empty
-/// mapping.
+/// mapping. The parser is pure safe Rust, leaves aliases unexpanded (no billion-laughs) and
+/// caps flow nesting, so hostile frontmatter costs at most its (already bounded) size.
 pub(crate) fn parse_yaml(yaml: &str) -> Result<Mapping, FrontmatterError> {
-    let value: Value =
-        serde_yaml_ng::from_str(yaml).map_err(|e| FrontmatterError::InvalidYaml {
-            // The YAML starts on line 2 of the file, after the opening delimiter.
-            line: e.location().map(|l| l.line() + 1),
-            message: yaml_message(&e),
-        })?;
+    let mut docs = YamlLoader::load_from_str(yaml).map_err(|e| FrontmatterError::InvalidYaml {
+        // The YAML starts on line 2 of the file, after the opening delimiter.
+        line: Some(e.marker().line() + 1),
+        message: e.info().to_owned(),
+    })?;
+    let value = if docs.is_empty() {
+        Value::Null
+    } else {
+        docs.swap_remove(0)
+    };
     match value {
-        Value::Mapping(m) => Ok(m),
+        Value::Hash(m) => Ok(m),
         Value::Null => Ok(Mapping::new()),
         other => Err(FrontmatterError::NotMapping {
             found: kind(&other),
@@ -229,52 +234,52 @@ pub(crate) fn plain_mapping(yaml: &str) -> Option<Mapping> {
     Some(map)
 }
 
-fn yaml_message(e: &serde_yaml_ng::Error) -> String {
-    let text = e.to_string();
-    // The location is reported separately, relative to the file rather than the YAML.
-    match text.find(" at line ") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
-}
-
 fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Real(_) => "number",
         Value::String(_) => "string",
-        Value::Sequence(_) => "sequence",
-        Value::Mapping(_) => "mapping",
-        Value::Tagged(_) => "tagged value",
+        Value::Array(_) => "sequence",
+        Value::Hash(_) => "mapping",
+        Value::Alias(_) => "alias",
+        Value::BadValue => "bad value",
     }
 }
 
 fn scalar_text(value: &Value) -> Option<String> {
     match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) | Value::Real(s) => Some(s.clone()),
+        Value::Boolean(b) => Some(b.to_string()),
+        Value::Integer(n) => Some(n.to_string()),
         _ => None,
     }
 }
 
 fn key_text(key: &Value) -> String {
-    scalar_text(key).unwrap_or_else(|| {
-        serde_yaml_ng::to_string(key)
-            .map(|s| s.trim_end().to_owned())
-            .unwrap_or_else(|_| format!("<{}>", kind(key)))
+    scalar_text(key).unwrap_or_else(|| match key {
+        Value::Null => "null".to_owned(),
+        other => to_json(other).to_string(),
     })
 }
 
+/// The value as JSON: numbers as numbers (a real that JSON cannot hold, such as `.inf`, as its
+/// text), mappings with their keys as text; an alias or a bad value as `null`.
 fn to_json(value: &Value) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or_else(|_| {
-        serde_json::Value::String(
-            serde_yaml_ng::to_string(value)
-                .map(|s| s.trim_end().to_owned())
-                .unwrap_or_default(),
-        )
-    })
+    use serde_json::Value as J;
+    match value {
+        Value::Null | Value::Alias(_) | Value::BadValue => J::Null,
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Integer(n) => J::from(*n),
+        Value::Real(text) => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| J::String(text.clone()), J::Number),
+        Value::String(s) => J::String(s.clone()),
+        Value::Array(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::Hash(map) => J::Object(map.iter().map(|(k, v)| (key_text(k), to_json(v))).collect()),
+    }
 }
 
 /// Fields the Agent Skills specification defines.
@@ -321,7 +326,7 @@ fn string_field(key: &str, value: &Value, findings: &mut Vec<Finding>) -> Option
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
-        Value::Bool(_) | Value::Number(_) => {
+        Value::Boolean(_) | Value::Integer(_) | Value::Real(_) => {
             findings.push(Finding::new(
                 Rule::FieldType,
                 format!("field `{key}` is a YAML {}, not a string", kind(value)),
@@ -343,7 +348,7 @@ fn string_field(key: &str, value: &Value, findings: &mut Vec<Finding>) -> Option
 
 fn bool_field(key: &str, value: &Value, findings: &mut Vec<Finding>) -> bool {
     match value {
-        Value::Bool(b) => *b,
+        Value::Boolean(b) => *b,
         Value::Null => false,
         Value::String(s) if s.eq_ignore_ascii_case("true") || s.eq_ignore_ascii_case("false") => {
             findings.push(Finding::new(
@@ -369,7 +374,7 @@ fn allowed_tools(value: &Value, findings: &mut Vec<Finding>) -> Option<Vec<Strin
     match value {
         Value::String(s) => Some(split_tools(s)),
         Value::Null => None,
-        Value::Sequence(items) => {
+        Value::Array(items) => {
             let mut tools = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 match item {
@@ -431,7 +436,7 @@ pub fn split_tools(text: &str) -> Vec<String> {
 fn metadata(value: &Value, findings: &mut Vec<Finding>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     match value {
-        Value::Mapping(map) => {
+        Value::Hash(map) => {
             for (k, v) in map {
                 let key = key_text(k);
                 let text = match v {

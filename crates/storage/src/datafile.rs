@@ -5,13 +5,13 @@
 //! spill sink; this crate does not know the tools crate.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+use crate::atomic::write_atomic;
 use crate::error::{Result, StorageError};
 use crate::id::check_name;
 use crate::store::{SharedClock, SystemClock};
@@ -283,22 +283,6 @@ impl DataFileStore {
             }
         })
     }
-}
-
-/// Writes through a temporary file and a rename, so a reader never sees half a file.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_file_name(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(StorageError::io("writing", path, e));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod atomic;
 pub mod code;
 pub mod conformance;
 pub mod datafile;
@@ -55,7 +56,9 @@ pub mod upload;
 pub mod verify;
 
 pub use error::{Result, StorageError};
-pub use file::{Durability, FileStore, FileStoreOptions, WriteFault};
+#[cfg(feature = "test-util")]
+pub use file::WriteFault;
+pub use file::{Durability, FileStore, FileStoreOptions};
 pub use id::ConversationId;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::datafile::write_atomic;
+use crate::atomic::write_atomic;
 use crate::error::{Result, StorageError};
 use crate::id::check_name;
 

@@ -1,0 +1,575 @@
+//! [`FileStore`]: the embedded backend. One append-only JSONL file per conversation, a metadata
+//! file beside it, and an index that is only a cache of what the files say.
+//!
+//! Layout under the root:
+//!
+//! ```text
+//! conversations/<id>.jsonl      {"seq":1,"at":<ms>,"entry":{…}} one record a line
+//! conversations/<id>.meta.json  title, mode, parent, created (written atomically)
+//! conversations/<id>.torn       torn tails moved aside by a later append
+//! index.json                    cached last_seq / size / updated of every conversation
+//! ```
+//!
+//! An append takes the in-process lock of the conversation, then an exclusive `flock` on its
+//! file (so two processes never interleave lines), writes all its lines with one `write`, and
+//! makes them durable before returning: with [`Durability::EveryAppend`] by its own `fsync`,
+//! with [`Durability::GroupCommit`] by one `fsync` shared with every append written before it.
+
+mod codec;
+#[cfg(feature = "test-util")]
+mod fault;
+mod index;
+mod lock;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use ba_protocol::log::LogEntry;
+
+use self::codec::{LineOut, Tail, scan_tail};
+#[cfg(feature = "test-util")]
+pub use self::fault::WriteFault;
+use self::index::{IndexRow, MetaFile};
+use self::lock::FileLock;
+use crate::atomic::sync_dir;
+use crate::error::{Result, StorageError};
+use crate::id::ConversationId;
+use crate::store::{
+    Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
+    MetaUpdate, NewConversation, Page, SharedClock, SystemClock,
+};
+
+/// When an append reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Every append calls `fsync` before it returns.
+    EveryAppend,
+    /// Concurrent appends share one `fsync`: each append still returns only once its lines
+    /// are on disk, but one flush covers everything written before it started.
+    #[default]
+    GroupCommit,
+    /// No `fsync` (tests and throwaway stores): a crash of the machine may lose appends.
+    OsBuffered,
+}
+
+/// Options of a [`FileStore`].
+#[derive(Debug, Clone)]
+pub struct FileStoreOptions {
+    /// When appends reach the disk.
+    pub durability: Durability,
+    /// Simulated write failures.
+    #[cfg(feature = "test-util")]
+    pub fault: Option<WriteFault>,
+    /// The clock for `created`, `updated` and append times.
+    pub clock: SharedClock,
+}
+
+impl Default for FileStoreOptions {
+    fn default() -> Self {
+        Self {
+            durability: Durability::default(),
+            #[cfg(feature = "test-util")]
+            fault: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl FileStoreOptions {
+    /// Sets the durability policy.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+    /// Sets a simulated write failure.
+    #[cfg(feature = "test-util")]
+    pub fn with_fault(mut self, fault: WriteFault) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+    /// Sets the clock.
+    pub fn with_clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+}
+
+/// The embedded conversation store. Cheap to clone; clones share state.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(super) struct Inner {
+    root: PathBuf,
+    dir: PathBuf,
+    opts: FileStoreOptions,
+    handles: Mutex<HashMap<String, Arc<Handle>>>,
+    index: Mutex<BTreeMap<String, IndexRow>>,
+}
+
+/// In-process state of one conversation file.
+#[derive(Debug, Default)]
+struct Handle {
+    state: Mutex<FileState>,
+    /// Serialises `fsync` calls; holds the generation known to be on disk.
+    synced: Mutex<u64>,
+    written: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct FileState {
+    file: Option<Arc<File>>,
+    identity: (u64, u64),
+    /// What the file looked like at the last scan: `None` when it must be rescanned.
+    known: Option<Tail>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep going.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
+}
+
+impl FileStore {
+    /// Opens (creating if needed) a store under `root` with default options.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_with(root, FileStoreOptions::default())
+    }
+
+    /// Opens a store with `opts`. A missing or unreadable index is rebuilt from the files.
+    pub fn open_with(root: impl Into<PathBuf>, opts: FileStoreOptions) -> Result<Self> {
+        let root = root.into();
+        let dir = root.join("conversations");
+        std::fs::create_dir_all(&dir).map_err(|e| StorageError::io("creating", &dir, e))?;
+        let store = Self {
+            inner: Arc::new(Inner {
+                root,
+                dir,
+                opts,
+                handles: Mutex::new(HashMap::new()),
+                index: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        store.load_index()?;
+        Ok(store)
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The JSONL file of a conversation.
+    pub fn log_path(&self, id: &ConversationId) -> PathBuf {
+        self.inner.dir.join(format!("{id}.jsonl"))
+    }
+
+    fn meta_path(&self, id: &str) -> PathBuf {
+        self.inner.dir.join(format!("{id}.meta.json"))
+    }
+
+    fn torn_path(&self, id: &str) -> PathBuf {
+        self.inner.dir.join(format!("{id}.torn"))
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.inner.root.join("index.json")
+    }
+
+    fn now(&self) -> i64 {
+        self.inner.opts.clock.now_ms()
+    }
+
+    fn handle(&self, id: &str) -> Arc<Handle> {
+        lock(&self.inner.handles)
+            .entry(id.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    fn create_blocking(
+        &self,
+        id: &ConversationId,
+        new: NewConversation,
+    ) -> Result<ConversationMeta> {
+        let path = self.log_path(id);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => file
+                .sync_all()
+                .map_err(|e| StorageError::io("creating", &path, e))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StorageError::AlreadyExists { id: id.to_string() });
+            }
+            Err(e) => return Err(StorageError::io("creating", path, e)),
+        }
+        let now = self.now();
+        let meta = MetaFile {
+            title: new.title,
+            mode: new.mode,
+            parent: new.parent,
+            created_ms: now,
+            updated_ms: now,
+        };
+        self.write_meta(id.as_str(), &meta)?;
+        sync_dir(&self.inner.dir)?;
+        let row = IndexRow {
+            meta,
+            tail: Tail::default(),
+        };
+        lock(&self.inner.index).insert(id.to_string(), row.clone());
+        self.save_index()?;
+        Ok(Self::meta_of(id.as_str(), &row))
+    }
+
+    fn append_blocking(
+        &self,
+        id: &ConversationId,
+        entries: &[LogEntry],
+        expect_last: Option<u64>,
+    ) -> Result<Appended> {
+        if entries.is_empty() {
+            return Err(StorageError::invalid(
+                format!("append to `{id}`"),
+                "the batch holds no entries",
+            ));
+        }
+        let path = self.log_path(id);
+        let handle = self.handle(id.as_str());
+        let mut state = lock(&handle.state);
+        let file = open_current(&mut state, &path, id)?;
+        let _flock = FileLock::exclusive(&file, &path)?;
+        let len = file
+            .metadata()
+            .map_err(|e| StorageError::io("reading", &path, e))?
+            .len();
+        let mut tail = match state.known {
+            Some(t) if t.len + t.torn == len => t,
+            Some(t) if t.len < len => scan_tail(&file, &path, t)?,
+            _ => scan_tail(&file, &path, Tail::default())?,
+        };
+        if tail.torn > 0 {
+            self.quarantine(&file, &path, id.as_str(), &mut tail)?;
+        }
+        state.known = Some(tail);
+        if let Some(expected) = expect_last
+            && expected != tail.last_seq
+        {
+            return Err(StorageError::SequenceConflict {
+                id: id.to_string(),
+                expected,
+                actual: tail.last_seq,
+            });
+        }
+        let at = self.now();
+        let mut buf = Vec::with_capacity(256 * entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            let line = LineOut {
+                seq: tail.last_seq + 1 + i as u64,
+                at,
+                entry,
+            };
+            serde_json::to_writer(&mut buf, &line).map_err(|e| StorageError::Format {
+                what: format!("entry `{}` of `{id}`", entry.id),
+                message: e.to_string(),
+            })?;
+            buf.push(b'\n');
+        }
+        let written = self.write_lines(&file, &buf);
+        if let Err(e) = written {
+            // Take back whatever part of the batch reached the file, so the log stays whole
+            // lines and the failed batch is not half-applied.
+            if file.set_len(tail.len).is_err() {
+                state.known = None;
+            }
+            return Err(StorageError::io("appending to", path, e));
+        }
+        let appended = Appended {
+            first_seq: tail.last_seq + 1,
+            last_seq: tail.last_seq + entries.len() as u64,
+        };
+        state.known = Some(Tail {
+            len: tail.len + buf.len() as u64,
+            last_seq: appended.last_seq,
+            last_at: at,
+            torn: 0,
+        });
+        let generation = handle.written.fetch_add(1, Ordering::SeqCst) + 1;
+        match self.inner.opts.durability {
+            Durability::EveryAppend => {
+                file.sync_data()
+                    .map_err(|e| StorageError::io("syncing", &path, e))?;
+            }
+            Durability::GroupCommit => {
+                drop(_flock);
+                drop(state);
+                let mut synced = lock(&handle.synced);
+                if *synced < generation {
+                    // Everything written so far rides on this one flush.
+                    let target = handle.written.load(Ordering::SeqCst);
+                    file.sync_data()
+                        .map_err(|e| StorageError::io("syncing", &path, e))?;
+                    *synced = target;
+                }
+            }
+            Durability::OsBuffered => {}
+        }
+        Ok(appended)
+    }
+
+    /// Writes a batch's lines with one `write` (or through the simulated fault).
+    fn write_lines(&self, file: &File, buf: &[u8]) -> io::Result<()> {
+        let mut writer = file;
+        #[cfg(feature = "test-util")]
+        if let Some(fault) = &self.inner.opts.fault {
+            return fault.write(&mut writer, buf);
+        }
+        writer.write_all(buf)
+    }
+
+    /// Moves a torn tail into the `.torn` file and cuts it from the log, so the next line
+    /// starts on a line of its own and the torn bytes are kept for inspection.
+    fn quarantine(&self, file: &File, path: &Path, id: &str, tail: &mut Tail) -> Result<()> {
+        let mut torn = vec![0u8; usize::try_from(tail.torn).unwrap_or(0)];
+        let mut reader = file;
+        reader
+            .seek(SeekFrom::Start(tail.len))
+            .and_then(|_| reader.read_exact(&mut torn))
+            .map_err(|e| StorageError::io("reading", path, e))?;
+        let torn_path = self.torn_path(id);
+        let mut side = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&torn_path)
+            .map_err(|e| StorageError::io("opening", &torn_path, e))?;
+        torn.push(b'\n');
+        side.write_all(&torn)
+            .and_then(|()| side.sync_all())
+            .map_err(|e| StorageError::io("writing", &torn_path, e))?;
+        file.set_len(tail.len)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| StorageError::io("truncating", path, e))?;
+        tracing::warn!(
+            conversation = id,
+            bytes = tail.torn,
+            "torn tail moved to {}",
+            torn_path.display()
+        );
+        tail.torn = 0;
+        Ok(())
+    }
+
+    fn load_blocking(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
+        let path = self.log_path(id);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StorageError::NotFound { id: id.to_string() });
+            }
+            Err(e) => return Err(StorageError::io("opening", path, e)),
+        };
+        let bytes = {
+            // A shared lock waits out an append in progress, so it is not taken for a torn tail.
+            let _flock = FileLock::shared(&file, &path)?;
+            let mut bytes = Vec::new();
+            (&file)
+                .read_to_end(&mut bytes)
+                .map_err(|e| StorageError::io("reading", &path, e))?;
+            bytes
+        };
+        let mut loaded = codec::parse_log(&bytes, from_seq);
+        let torn_path = self.torn_path(id.as_str());
+        if let Ok(meta) = std::fs::metadata(&torn_path) {
+            loaded.diagnostics.push(Diagnostic {
+                kind: DiagnosticKind::Quarantined,
+                line: 0,
+                offset: 0,
+                message: format!(
+                    "{} byte(s) of torn tail(s) were moved aside into {}",
+                    meta.len(),
+                    torn_path.display()
+                ),
+            });
+        }
+        Ok(loaded)
+    }
+
+    fn delete_blocking(&self, id: &str) -> Result<bool> {
+        let path = self.inner.dir.join(format!("{id}.jsonl"));
+        let handle = self.handle(id);
+        let mut state = lock(&handle.state);
+        let existed = match std::fs::remove_file(&path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(StorageError::io("deleting", path, e)),
+        };
+        for extra in [self.meta_path(id), self.torn_path(id)] {
+            match std::fs::remove_file(&extra) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StorageError::io("deleting", extra, e)),
+            }
+        }
+        *state = FileState::default();
+        drop(state);
+        sync_dir(&self.inner.dir)?;
+        lock(&self.inner.index).remove(id);
+        self.save_index()?;
+        Ok(existed)
+    }
+
+    fn list_blocking(&self, page: &Page) -> Result<ListPage> {
+        let limit = page.limit.max(1);
+        let ids = self.ids_on_disk()?;
+        let mut items = Vec::new();
+        let mut next = None;
+        for id in ids
+            .iter()
+            .filter(|id| page.after.as_ref().is_none_or(|after| *id > after))
+        {
+            if items.len() == limit {
+                next = items.last().map(|m: &ConversationMeta| m.id.clone());
+                break;
+            }
+            match self.row(id) {
+                Ok(row) => items.push(Self::meta_of(id, &row)),
+                Err(StorageError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ListPage { items, next })
+    }
+}
+
+/// Opens (or reopens, when the path now names another file) the conversation's log.
+fn open_current(state: &mut FileState, path: &Path, id: &ConversationId) -> Result<Arc<File>> {
+    let on_disk = match std::fs::metadata(path) {
+        Ok(m) => identity(&m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            *state = FileState::default();
+            return Err(StorageError::NotFound { id: id.to_string() });
+        }
+        Err(e) => return Err(StorageError::io("reading", path, e)),
+    };
+    if let Some(file) = &state.file
+        && state.identity == on_disk
+    {
+        return Ok(file.clone());
+    }
+    let file = OpenOptions::new()
+        .append(true)
+        .read(true)
+        .open(path)
+        .map_err(|e| StorageError::io("opening", path, e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| StorageError::io("reading", path, e))?;
+    let file = Arc::new(file);
+    *state = FileState {
+        file: Some(file.clone()),
+        identity: identity(&meta),
+        known: None,
+    };
+    Ok(file)
+}
+
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StorageError::Task(e.to_string()))?
+}
+
+#[async_trait]
+impl ConversationStore for FileStore {
+    async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || this.create_blocking(&id, new)).await
+    }
+
+    async fn append_batch(
+        &self,
+        id: &ConversationId,
+        entries: &[LogEntry],
+        expect_last: Option<u64>,
+    ) -> Result<Appended> {
+        let (this, id, entries) = (self.clone(), id.clone(), entries.to_vec());
+        blocking(move || this.append_blocking(&id, &entries, expect_last)).await
+    }
+
+    async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || this.load_blocking(&id, from_seq)).await
+    }
+
+    async fn list(&self, page: Page) -> Result<ListPage> {
+        let this = self.clone();
+        blocking(move || this.list_blocking(&page)).await
+    }
+
+    async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || {
+            let row = this.row(id.as_str())?;
+            Ok(Self::meta_of(id.as_str(), &row))
+        })
+        .await
+    }
+
+    async fn update_metadata(
+        &self,
+        id: &ConversationId,
+        update: MetaUpdate,
+    ) -> Result<ConversationMeta> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || {
+            let handle = this.handle(id.as_str());
+            let _state = lock(&handle.state);
+            let mut row = this.row(id.as_str())?;
+            let mut meta = this.read_meta(id.as_str())?;
+            if let Some(title) = update.title {
+                meta.title = Some(title);
+            }
+            if let Some(mode) = update.mode {
+                meta.mode = Some(mode);
+            }
+            meta.updated_ms = this.now();
+            this.write_meta(id.as_str(), &meta)?;
+            row.meta = meta;
+            lock(&this.inner.index).insert(id.to_string(), row.clone());
+            this.save_index()?;
+            Ok(Self::meta_of(id.as_str(), &row))
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &ConversationId) -> Result<bool> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || this.delete_blocking(id.as_str())).await
+    }
+
+    async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
+        let mut gone = Vec::new();
+        for meta in self.list_all().await? {
+            if meta.updated_ms < cutoff_ms {
+                let id = ConversationId::new(meta.id.clone())?;
+                if self.delete(&id).await? {
+                    gone.push(meta.id);
+                }
+            }
+        }
+        Ok(gone)
+    }
+}
