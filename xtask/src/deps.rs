@@ -1,13 +1,49 @@
-//! The dependency rules of the workspace (ARCHITECTURE.md), checked with `cargo tree` in one
-//! place for every crate.
+//! The dependency rules of the workspace (docs/ARCHITECTURE.md), checked with `cargo tree` in one
+//! place for every crate. Each rule names what it forbids; a violation names the edge and the
+//! path that brings it in.
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
     use std::process::Command;
 
-    /// The packages in the normal dependency tree of `package`: direct ones only, or all.
-    fn deps(package: &str, direct_only: bool) -> BTreeSet<String> {
+    /// The workspace's packages.
+    const WORKSPACE: [&str; 11] = [
+        "ba-protocol",
+        "ba-context",
+        "ba-tools",
+        "ba-skills",
+        "ba-storage",
+        "ba-model",
+        "ba-builtins",
+        "ba-agent",
+        "ba-cli",
+        "ba-testkit",
+        "xtask",
+    ];
+
+    /// The middle crates: they meet only in `ba-agent`, never depend on each other.
+    const MIDDLE: [&str; 5] = [
+        "ba-context",
+        "ba-tools",
+        "ba-skills",
+        "ba-storage",
+        "ba-model",
+    ];
+
+    /// Only the binary (and xtask, and tests) may use these: libraries return typed errors and
+    /// leave arguments and configuration formats to the front end.
+    const FRONT_END_ONLY: [&str; 3] = ["clap", "anyhow", "serde_yaml_ng"];
+
+    fn cargo() -> Command {
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.current_dir(crate::root());
+        cmd
+    }
+
+    /// The packages in the normal dependency tree of `package` (itself excluded): direct ones
+    /// only, or all; `features` are passed as given (e.g. `--no-default-features`).
+    fn deps(package: &str, direct_only: bool, features: &[&str]) -> BTreeSet<String> {
         let mut args = vec![
             "tree",
             "-p",
@@ -21,11 +57,8 @@ mod tests {
         if direct_only {
             args.extend(["--depth", "1"]);
         }
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(args)
-            .current_dir(crate::root())
-            .output()
-            .expect("cargo tree runs");
+        args.extend(features);
+        let out = cargo().args(&args).output().expect("cargo tree runs");
         assert!(
             out.status.success(),
             "cargo tree failed: {}",
@@ -38,34 +71,182 @@ mod tests {
             .collect()
     }
 
+    /// How `dependency` gets into `package`'s normal tree, for the failure message.
+    fn path(package: &str, dependency: &str) -> String {
+        let out = cargo()
+            .args([
+                "tree",
+                "-p",
+                package,
+                "-e",
+                "normal",
+                "-i",
+                dependency,
+                "--offline",
+            ])
+            .output()
+            .expect("cargo tree runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .take(6)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Fails naming every `package → dependency` edge found in `found` ∩ `forbidden`.
+    fn forbid(package: &str, found: &BTreeSet<String>, forbidden: &[&str], why: &str) {
+        let edges: Vec<String> = forbidden
+            .iter()
+            .filter(|f| found.contains(**f))
+            .map(|f| format!("{package} → {f} ({why}):\n{}", path(package, f)))
+            .collect();
+        assert!(
+            edges.is_empty(),
+            "forbidden dependencies:\n{}",
+            edges.join("\n\n")
+        );
+    }
+
+    /// Fails naming every workspace package `package` depends on directly outside `allowed`.
+    fn workspace_deps_only(package: &str, allowed: &[&str]) {
+        let direct = deps(package, true, &[]);
+        let extra: Vec<&str> = WORKSPACE
+            .iter()
+            .copied()
+            .filter(|w| direct.contains(*w) && !allowed.contains(w))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{package} may depend on {allowed:?} of the workspace only; it depends on {extra:?}"
+        );
+    }
+
     #[test]
     fn protocol_depends_on_serde_json_thiserror_schemars_only() {
         let allowed: BTreeSet<String> = ["serde", "serde_json", "thiserror", "schemars"]
             .into_iter()
             .map(String::from)
             .collect();
-        let deps = deps("ba-protocol", true);
+        let deps = deps("ba-protocol", true, &[]);
         let extra: Vec<_> = deps.difference(&allowed).collect();
         assert!(extra.is_empty(), "ba-protocol grew dependencies: {extra:?}");
     }
 
     #[test]
     fn context_needs_no_async_runtime() {
-        assert!(
-            !deps("ba-context", false).contains("tokio"),
-            "ba-context grew a tokio dependency"
+        forbid(
+            "ba-context",
+            &deps("ba-context", false, &[]),
+            &["tokio"],
+            "the context crate is synchronous; callers bring their runtime",
         );
     }
 
     #[test]
-    fn middle_crates_never_depend_on_each_other() {
-        let middle = ["ba-context", "ba-tools", "ba-skills", "ba-storage"];
-        for package in middle {
-            let deps = deps(package, true);
-            for other in middle.iter().filter(|o| **o != package) {
-                assert!(!deps.contains(*other), "{package} depends on {other}");
-            }
-            assert!(!deps.contains("ba-agent"), "{package} depends on ba-agent");
+    fn middle_crates_use_protocol_only_of_the_workspace() {
+        for package in MIDDLE {
+            workspace_deps_only(package, &["ba-protocol"]);
+        }
+    }
+
+    #[test]
+    fn builtins_use_protocol_and_tools_only() {
+        workspace_deps_only("ba-builtins", &["ba-protocol", "ba-tools"]);
+    }
+
+    #[test]
+    fn agent_is_the_loop_and_its_adapters_only() {
+        workspace_deps_only(
+            "ba-agent",
+            &[
+                "ba-protocol",
+                "ba-context",
+                "ba-tools",
+                "ba-skills",
+                "ba-storage",
+                "ba-model",
+            ],
+        );
+        forbid(
+            "ba-agent",
+            &deps("ba-agent", false, &[]),
+            &[
+                "clap",
+                "anyhow",
+                "serde_yaml_ng",
+                "rusqlite",
+                "libsqlite3-sys",
+                "rustix",
+                "reqwest",
+            ],
+            "the loop carries no CLI, no configuration format, no SQLite, no process control \
+             and no HTTP client; those come with the crates a program picks",
+        );
+    }
+
+    #[test]
+    fn model_providers_are_features() {
+        let bare = deps("ba-model", false, &["--no-default-features"]);
+        forbid(
+            "ba-model --no-default-features",
+            &bare,
+            &["reqwest", "rand", "hyper"],
+            "without a provider the trait and its types need no HTTP client",
+        );
+        let replay = deps(
+            "ba-model",
+            false,
+            &["--no-default-features", "--features", "replay"],
+        );
+        forbid(
+            "ba-model --features replay",
+            &replay,
+            &["reqwest", "hyper"],
+            "the replay client plays a file; it needs no HTTP client",
+        );
+    }
+
+    #[test]
+    fn builtins_put_sqlite_python_and_the_web_behind_features() {
+        let bare = deps("ba-builtins", false, &["--no-default-features"]);
+        forbid(
+            "ba-builtins --no-default-features",
+            &bare,
+            &[
+                "rusqlite",
+                "libsqlite3-sys",
+                "rustix",
+                "reqwest",
+                "tempfile",
+            ],
+            "file_reader alone needs neither SQLite, a process, nor HTTP",
+        );
+    }
+
+    #[test]
+    fn only_the_binary_has_clap_anyhow_and_yaml_configuration() {
+        for package in WORKSPACE
+            .iter()
+            .filter(|p| !matches!(**p, "ba-cli" | "xtask" | "ba-testkit"))
+        {
+            forbid(
+                package,
+                &deps(package, true, &[]),
+                &FRONT_END_ONLY,
+                "libraries return typed errors; arguments and configuration belong to the binary",
+            );
+        }
+    }
+
+    #[test]
+    fn test_support_is_never_a_normal_dependency() {
+        for package in WORKSPACE.iter().filter(|p| **p != "ba-testkit") {
+            forbid(
+                package,
+                &deps(package, false, &[]),
+                &["ba-testkit"],
+                "test support is a dev-dependency only",
+            );
         }
     }
 }

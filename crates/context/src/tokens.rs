@@ -1,9 +1,10 @@
 //! Exact tiktoken encodings (C1) and the model → encoding map.
 //!
 //! Counting is the hot path, so [`Encoding::count`] uses `bpe-openai`, an exact BPE whose
-//! counts equal tiktoken's (checked against the shared vectors and against tiktoken-rs on every
-//! transcript message by the tests); [`Encoding::encode`] keeps tiktoken-rs, the reference
-//! implementation, where token ids are needed.
+//! counts equal tiktoken's; [`Encoding::encode`] and [`Encoding::decode`] use the same tables,
+//! with the encodings' special tokens handled here. The tests check ids and counts against the
+//! shared tiktoken vectors and against tiktoken-rs (a dev-dependency: the reference, not a
+//! runtime dependency) on every transcript message.
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,23 +41,63 @@ impl Encoding {
 
     /// The token ids of `text`, special-token text encoded as ordinary text.
     pub fn encode(self, text: &str) -> Vec<u32> {
-        self.core().encode_ordinary(text)
+        self.tables().encode(text)
     }
 
     /// The token ids of `text` with every special token of the encoding recognised.
     pub fn encode_with_special_tokens(self, text: &str) -> Vec<u32> {
-        self.core().encode_with_special_tokens(text)
+        let specials = self.special_tokens();
+        let mut ids = Vec::new();
+        let mut rest = text;
+        // The leftmost special token first; at one place, the longest.
+        while let Some((at, text, id)) = specials
+            .iter()
+            .filter_map(|&(t, id)| rest.find(t).map(|at| (at, t, id)))
+            .min_by_key(|&(at, t, _)| (at, std::cmp::Reverse(t.len())))
+        {
+            ids.extend(self.encode(&rest[..at]));
+            ids.push(id);
+            rest = &rest[at + text.len()..];
+        }
+        ids.extend(self.encode(rest));
+        ids
     }
 
-    /// The text of `ids`, or `None` when they are not valid UTF-8 together.
+    /// The text of `ids`, or `None` when they are not valid UTF-8 together or name no token.
     pub fn decode(self, ids: &[u32]) -> Option<String> {
-        self.core().decode(ids).ok()
+        let bpe = &self.tables().bpe;
+        let specials = self.special_tokens();
+        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            match specials.iter().find(|&&(_, special)| special == id) {
+                Some((text, _)) => bytes.extend_from_slice(text.as_bytes()),
+                None if (id as usize) < bpe.num_tokens() => {
+                    bytes.extend_from_slice(bpe.token_bytes(id));
+                }
+                None => return None,
+            }
+        }
+        String::from_utf8(bytes).ok()
     }
 
-    fn core(self) -> &'static tiktoken_rs::CoreBPE {
+    /// The special tokens of the encoding and their ids (tiktoken's tables).
+    pub fn special_tokens(self) -> &'static [(&'static str, u32)] {
         match self {
-            Self::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Self::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Self::Cl100kBase => &[
+                ("<|endoftext|>", 100_257),
+                ("<|fim_prefix|>", 100_258),
+                ("<|fim_middle|>", 100_259),
+                ("<|fim_suffix|>", 100_260),
+                ("<|endofprompt|>", 100_276),
+            ],
+            Self::O200kBase => &[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)],
+        }
+    }
+
+    fn tables(self) -> &'static bpe_openai::Tokenizer {
+        match self {
+            Self::Cl100kBase => bpe_openai::cl100k_base(),
+            Self::O200kBase => bpe_openai::o200k_base(),
         }
     }
 }
