@@ -5,7 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
 use ba_protocol::anthropic::AnthropicRequest;
-use ba_protocol::convert::{Converted, Loss, SequentialStamp, anthropic_to_log, openai_to_log};
+use ba_protocol::convert::{
+    Converted, Loss, SequentialStamp, anthropic_to_log, message_to_log, openai_to_log,
+};
 use ba_protocol::log::LogEntry;
 use ba_protocol::openai::ChatRequest;
 use ba_protocol::stream::{anthropic as anthropic_stream, openai as openai_stream};
@@ -123,19 +125,17 @@ pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
         InputFormat::ClaudeCode => ba_protocol::claude_code::session_to_log(text),
         InputFormat::AnthropicSse => {
             let acc = anthropic_stream::accumulate_sse(text)?;
-            let req = AnthropicRequest {
-                system: None,
-                messages: vec![acc.message.to_request_message()],
-                extra: Default::default(),
-            };
-            let mut converted = anthropic_to_log(&req, &mut stamp)?;
-            converted
-                .losses
-                .extend(acc.problems.into_iter().map(|what| Loss {
-                    path: "stream".into(),
-                    what,
-                }));
-            converted
+            Converted {
+                value: message_to_log(&acc.message.to_request_message(), &mut stamp)?,
+                losses: acc
+                    .problems
+                    .into_iter()
+                    .map(|what| Loss {
+                        path: "stream".into(),
+                        what,
+                    })
+                    .collect(),
+            }
         }
         InputFormat::OpenaiSse => {
             let acc = openai_stream::accumulate_sse(text)?;
