@@ -49,6 +49,7 @@ pub mod builder;
 pub mod error;
 pub mod message;
 pub mod pipeline;
+pub mod salience;
 pub mod strategy;
 pub mod tokens;
 pub mod window;

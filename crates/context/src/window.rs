@@ -93,6 +93,9 @@ pub enum DropReason {
     LowImportance,
     /// Replaced by a summary.
     Summarized,
+    /// A trace or an answer of an older round, dropped (user messages stay) because even the
+    /// shortened window was over the budget.
+    OlderRound,
     /// Dropped, oldest first, to fit the budget.
     OverBudget,
     /// Beyond the builder's message or character cap.
@@ -111,6 +114,7 @@ impl DropReason {
             Self::LowScore => "low_score",
             Self::LowImportance => "low_importance",
             Self::Summarized => "summarized",
+            Self::OlderRound => "older_round",
             Self::OverBudget => "over_budget",
             Self::MessageLimit => "message_limit",
         }
@@ -132,10 +136,16 @@ pub struct Dropped {
 pub enum ChangeKind {
     /// A synthetic result for a call that never got one.
     AbortedResult,
-    /// A tool result cut to its head and tail.
+    /// A tool result cut to a preview (first and last lines and its salient lines).
     ToolResultPreview,
-    /// A long text cut to its lead and key lines.
+    /// A tool group out of the window, left as a trace: its calls (long arguments cut), a
+    /// preview of each result and the path of the full output.
+    Trace,
+    /// A long assistant text cut to its key sentences.
     TextCut,
+    /// A user message cut to its key sentences (requirements, numbers, codes, names, paths)
+    /// because the user messages alone were over the budget.
+    KeySentences,
     /// An old entry replaced by a one-line preview.
     Compressed,
     /// The summary entry a summarizer wrote.
@@ -313,6 +323,14 @@ impl Window {
     /// The index of the latest user unit.
     pub fn latest_user(&self) -> Option<usize> {
         self.units.iter().rposition(|u| u.kind == UnitKind::User)
+    }
+
+    /// The index of the tool group the model is about to read: the last unit, when it is a
+    /// tool group after the latest user message.
+    pub fn pending_start(&self) -> Option<usize> {
+        let last = self.units.len().checked_sub(1)?;
+        let latest = self.latest_user()?;
+        (self.units[last].kind == UnitKind::ToolGroup && last > latest).then_some(last)
     }
 
     /// The highest round number.

@@ -1,12 +1,33 @@
-//! Key-message extraction (seed 002 v1): a mandatory set, explainable scores, a greedy fill,
-//! then fallbacks when even the mandatory set is too large.
+//! Key-message extraction (seed 002 v1, with its rules kept to the letter): every user message
+//! stays, tool groups stay whole or leave a trace, explainable scores choose what stays whole,
+//! and fallbacks degrade step by step, stopping as soon as the window fits.
+//!
+//! 1. The protected set stays whole: user messages, summaries, the current task's work (what
+//!    follows the latest user message) and the most recent units. Every other tool group is
+//!    reduced to a *trace* — its calls, a preview of each result (first and last lines and the
+//!    lines carrying figures, identifiers and totals, see [`crate::salience`]) and the path of
+//!    the full output — and every other long assistant text to its key sentences. Then units
+//!    are put back whole, highest score first, while the window stays under the target.
+//! 2. Over the target: the protected tool results (not the ones the model is about to read)
+//!    become previews and long protected assistant texts their key sentences.
+//! 3. Still over: traces shrink, oldest first, to their top lines.
+//! 4. Over the limit (the budget itself; the target is only a preference): traces shrink to
+//!    their header, oldest first; then traces and answers of the oldest rounds leave; user
+//!    messages stay.
+//! 5. Still over the limit — the user messages alone do not fit — the oldest user messages are
+//!    cut to their key sentences.
+//! 6. Still over: the extreme fallback keeps the last rounds only.
+//!
+//! Every dropped or shortened entry is recorded with its reason.
 
 use async_trait::async_trait;
-use ba_protocol::{Content, LogRole};
+use ba_protocol::{Content, ContentBlock, LogEntry, LogRole};
+use serde_json::Value;
 
-use super::{CompressCx, CompressionStrategy, head_tail};
+use super::{CompressCx, CompressionStrategy};
 use crate::error::Result;
 use crate::message::MessageCounter;
+use crate::salience::{has_path, key_sentences, trace_text};
 use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
 
 /// Characters of each entry the text signals of a score read.
@@ -21,19 +42,39 @@ pub struct Score {
     pub parts: Vec<(&'static str, f64)>,
 }
 
+/// How far a trace is reduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TraceLevel {
+    /// First and last lines and the salient ones.
+    Lines,
+    /// The top lines only.
+    Top,
+    /// The header alone: tool, status, size and where the full output is.
+    Header,
+}
+
 /// Key-message extraction.
 #[derive(Debug, Clone)]
 pub struct KeyMessages {
-    /// Units at the end of the conversation that are always kept.
+    /// Units at the end of the conversation that are always kept whole.
     pub recent: usize,
     /// Words that mark a requirement or a decision.
     pub keywords: Vec<String>,
     /// Tool results above this many tokens are penalised.
     pub large_tool_result: usize,
-    /// Characters a tool result preview keeps.
+    /// Characters of lines a trace keeps of each result.
+    pub trace_chars: usize,
+    /// Characters of lines a reduced trace keeps.
+    pub trace_top_chars: usize,
+    /// Characters a preview of a protected tool result keeps.
     pub preview_chars: usize,
-    /// Characters above which user and assistant text is cut to its lead and key lines.
+    /// Characters above which assistant text outside the protected set is cut to its key
+    /// sentences (and protected text too, in the fallbacks).
     pub long_text_chars: usize,
+    /// Characters the key sentences of a user message that must shrink keep.
+    pub user_key_chars: usize,
+    /// Characters a string argument of a traced call keeps.
+    pub argument_chars: usize,
     /// Rounds the last-resort fallback keeps.
     pub fallback_rounds: usize,
 }
@@ -55,25 +96,15 @@ impl Default for KeyMessages {
             .map(str::to_owned)
             .to_vec(),
             large_tool_result: 2_000,
+            trace_chars: 320,
+            trace_top_chars: 120,
             preview_chars: 1_200,
-            long_text_chars: 2_000,
+            long_text_chars: 1_200,
+            user_key_chars: 400,
+            argument_chars: 160,
             fallback_rounds: 4,
         }
     }
-}
-
-fn has_file_path(text: &str) -> bool {
-    const EXT: &[&str] = &[
-        ".rs", ".py", ".ts", ".js", ".md", ".json", ".csv", ".xlsx", ".sql", ".toml", ".yaml",
-        ".txt",
-    ];
-    text.split(|c: char| {
-        c.is_whitespace() || c == '`' || c == '"' || c == '\'' || c == '(' || c == ')'
-    })
-    .any(|w| {
-        (w.contains('/') && w.contains('.') && !w.starts_with("http"))
-            || EXT.iter().any(|e| w.ends_with(e) && w.len() > e.len())
-    })
 }
 
 fn has_code(text: &str) -> bool {
@@ -91,6 +122,34 @@ fn has_numbers(text: &str) -> bool {
     let b = text.as_bytes();
     b.windows(2)
         .any(|w| w[0].is_ascii_digit() && w[1].is_ascii_digit())
+}
+
+/// Where the full output of a tool entry is: its spilled data file, or the log entry itself.
+fn full_output(e: &LogEntry) -> String {
+    match e.extra.get("data_ref").and_then(Value::as_str) {
+        Some(path) => path.to_owned(),
+        None => format!("log entry {}", e.id),
+    }
+}
+
+/// `value` with every string longer than `max` characters cut (valid JSON stays valid).
+fn cut_strings(value: &Value, max: usize, cut: &mut bool) -> Value {
+    match value {
+        Value::String(s) if s.chars().count() > max => {
+            *cut = true;
+            let head: String = s.chars().take(max).collect();
+            Value::String(format!("{head}… [{} chars]", s.chars().count()))
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| cut_strings(v, max, cut)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), cut_strings(v, max, cut)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 impl KeyMessages {
@@ -123,7 +182,7 @@ impl KeyMessages {
         if hits > 0 {
             parts.push(("keywords", hits as f64));
         }
-        if has_file_path(&text) {
+        if has_path(&text) {
             parts.push(("file_path", 2.0));
         }
         if has_code(&text) {
@@ -158,7 +217,9 @@ impl KeyMessages {
         }
     }
 
-    fn mandatory(&self, window: &Window) -> Vec<bool> {
+    /// Units kept whole whatever happens in step 1: user messages, summaries, the current
+    /// task's work and the most recent units.
+    fn protected(&self, window: &Window) -> Vec<bool> {
         let n = window.units.len();
         let latest = window.latest_user();
         window
@@ -173,93 +234,238 @@ impl KeyMessages {
             .collect()
     }
 
-    /// Cuts tool results of kept groups to previews (head and tail).
-    fn preview_tool_results(&self, window: &mut Window, counter: &MessageCounter) {
-        for unit in &mut window.units {
-            if unit.kind != UnitKind::ToolGroup {
-                continue;
+    /// The trace of a tool group at `level`, or the key sentences of a long assistant text;
+    /// `None` when the unit stays as it is (a user message, a summary, a short text). The
+    /// changes are returned with the unit.
+    fn reduced(
+        &self,
+        unit: &Unit,
+        level: TraceLevel,
+        counter: &MessageCounter,
+    ) -> Option<(Unit, Vec<Changed>)> {
+        let mut out = unit.clone();
+        let mut changes = Vec::new();
+        match unit.kind {
+            UnitKind::ToolGroup => {
+                let (result_chars, text_chars, arg_chars) = match level {
+                    TraceLevel::Lines => (self.trace_chars, 240, self.argument_chars),
+                    TraceLevel::Top => (self.trace_top_chars, 120, 80),
+                    TraceLevel::Header => (0, 0, 40),
+                };
+                for e in &mut out.entries {
+                    let role = e.role;
+                    match role {
+                        LogRole::Assistant if self.trace_call_entry(e, text_chars, arg_chars) => {
+                            changes.push(Changed {
+                                id: e.id.clone(),
+                                kind: ChangeKind::Trace,
+                            });
+                        }
+                        LogRole::Tool => {
+                            let text = e.text();
+                            let tool = e.tool_name.as_deref().unwrap_or("tool");
+                            let ok = e.is_error != Some(true);
+                            if let Some(t) =
+                                trace_text(&text, tool, ok, &full_output(e), result_chars)
+                            {
+                                e.content = Some(Content::Text(t));
+                                changes.push(Changed {
+                                    id: e.id.clone(),
+                                    kind: ChangeKind::Trace,
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
             }
-            let mut changed = false;
-            for e in unit.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
-                let text = e.text();
-                if let Some(short) = head_tail(&text, self.preview_chars, 0.6) {
-                    let name = e.tool_name.clone().unwrap_or_else(|| "tool".to_owned());
-                    let status = if e.is_error == Some(true) {
-                        "error"
-                    } else {
-                        "ok"
-                    };
-                    e.content = Some(Content::Text(format!(
-                        "[{name} · {status} · preview]\n{short}"
-                    )));
-                    window.changed.push(Changed {
-                        id: e.id.clone(),
-                        kind: ChangeKind::ToolResultPreview,
-                    });
+            UnitKind::Assistant => {
+                let max = match level {
+                    TraceLevel::Lines => self.long_text_chars / 2,
+                    TraceLevel::Top => self.long_text_chars / 4,
+                    TraceLevel::Header => self.long_text_chars / 8,
+                };
+                let e = out.entries.first_mut()?;
+                let text = e.text().into_owned();
+                if text.chars().count() <= self.long_text_chars.min(max * 2) {
+                    return None;
+                }
+                let cut = key_sentences(&text, max)?;
+                e.content = Some(Content::Text(cut.text));
+                changes.push(Changed {
+                    id: e.id.clone(),
+                    kind: ChangeKind::TextCut,
+                });
+            }
+            UnitKind::User | UnitKind::Summary => return None,
+        }
+        if changes.is_empty() {
+            return None;
+        }
+        out.recount(counter);
+        (out.tokens < unit.tokens).then_some((out, changes))
+    }
+
+    /// Reduces the assistant entry of a traced group: thinking goes, text is cut to its key
+    /// sentences, long string arguments are cut (the calls themselves stay, paired with their
+    /// results). Returns whether anything changed.
+    fn trace_call_entry(&self, e: &mut LogEntry, text_chars: usize, arg_chars: usize) -> bool {
+        let mut changed = false;
+        if let Some(Content::Blocks(blocks)) = &e.content {
+            let kept: Vec<ContentBlock> = blocks
+                .iter()
+                .filter(|b| !matches!(b, ContentBlock::Thinking(_)))
+                .cloned()
+                .collect();
+            if kept.len() != blocks.len() {
+                changed = true;
+                e.content = Some(Content::Blocks(kept));
+            }
+        }
+        let text = e.text().into_owned();
+        if text.chars().count() > text_chars {
+            let short = if text_chars == 0 {
+                None
+            } else {
+                key_sentences(&text, text_chars).map(|k| k.text)
+            };
+            changed = true;
+            e.content = short.map(Content::Text);
+        }
+        if let Some(calls) = &mut e.tool_calls {
+            for call in calls {
+                let Ok(args) = call.arguments_json() else {
+                    continue;
+                };
+                let mut cut = false;
+                let short = cut_strings(&args, arg_chars, &mut cut);
+                if cut {
+                    call.function.arguments = short.to_string();
                     changed = true;
                 }
             }
-            if changed {
-                unit.recount(counter);
+        }
+        changed
+    }
+
+    /// Replaces unit `i` by `reduced`, recording its changes.
+    fn apply(window: &mut Window, i: usize, reduced: (Unit, Vec<Changed>)) {
+        let (unit, changes) = reduced;
+        window.units[i] = unit;
+        window.changed.extend(changes);
+    }
+
+    /// Step 2: previews of protected tool results (not the pending ones) and key sentences of
+    /// long protected assistant texts, oldest first, until the target is met.
+    fn shrink_protected(&self, window: &mut Window, target: usize, counter: &MessageCounter) {
+        let pending = window.pending_start();
+        for i in 0..window.units.len() {
+            if window.tokens() <= target {
+                return;
+            }
+            if pending.is_some_and(|p| i >= p) {
+                break;
+            }
+            let unit = &window.units[i];
+            let changed = match unit.kind {
+                UnitKind::ToolGroup => {
+                    let mut out = unit.clone();
+                    let mut changes = Vec::new();
+                    for e in out.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
+                        let text = e.text();
+                        let tool = e.tool_name.as_deref().unwrap_or("tool");
+                        let ok = e.is_error != Some(true);
+                        if let Some(t) =
+                            trace_text(&text, tool, ok, &full_output(e), self.preview_chars)
+                        {
+                            e.content = Some(Content::Text(t));
+                            changes.push(Changed {
+                                id: e.id.clone(),
+                                kind: ChangeKind::ToolResultPreview,
+                            });
+                        }
+                    }
+                    out.recount(counter);
+                    (!changes.is_empty()).then_some((out, changes))
+                }
+                UnitKind::Assistant => self.reduced(unit, TraceLevel::Lines, counter),
+                _ => None,
+            };
+            if let Some(c) = changed {
+                Self::apply(window, i, c);
             }
         }
     }
 
-    /// Cuts long user and assistant texts (not the latest user message) to their lead
-    /// paragraph and key lines.
-    fn cut_long_texts(&self, window: &mut Window, counter: &MessageCounter) {
+    /// Traces (and cut texts) shrink to `level`, oldest first, until the window is within
+    /// `goal`.
+    fn shrink_traces(
+        &self,
+        window: &mut Window,
+        level: TraceLevel,
+        goal: usize,
+        counter: &MessageCounter,
+    ) {
+        let pending = window.pending_start();
+        for i in 0..window.units.len() {
+            if window.tokens() <= goal {
+                return;
+            }
+            if pending.is_some_and(|p| i >= p) {
+                break;
+            }
+            if let Some(c) = self.reduced(&window.units[i], level, counter) {
+                Self::apply(window, i, c);
+            }
+        }
+    }
+
+    /// Step 5: the oldest user messages (never the latest) are cut to their key sentences
+    /// until the window fits `limit`.
+    fn cut_old_users(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
         let latest = window.latest_user();
-        for (i, unit) in window.units.iter_mut().enumerate() {
-            if Some(i) == latest || !matches!(unit.kind, UnitKind::User | UnitKind::Assistant) {
+        for i in 0..window.units.len() {
+            if window.tokens() <= limit {
+                return;
+            }
+            if Some(i) == latest {
+                break;
+            }
+            let unit = &mut window.units[i];
+            if unit.kind != UnitKind::User {
                 continue;
             }
             let Some(e) = unit.entries.first_mut() else {
                 continue;
             };
-            let text = e.text().into_owned();
-            if text.chars().count() <= self.long_text_chars {
+            let Some(cut) = key_sentences(&e.text(), self.user_key_chars) else {
                 continue;
-            }
-            e.content = Some(Content::Text(lead_and_key_lines(
-                &text,
-                self.long_text_chars / 2,
-            )));
+            };
+            e.content = Some(Content::Text(cut.text));
             window.changed.push(Changed {
                 id: e.id.clone(),
-                kind: ChangeKind::TextCut,
+                kind: ChangeKind::KeySentences,
             });
             unit.recount(counter);
         }
     }
-}
 
-/// The first paragraph (at most `lead_chars`) and the lines that look like conclusions or
-/// bullet points.
-fn lead_and_key_lines(text: &str, lead_chars: usize) -> String {
-    let lead_par = text.split("\n\n").next().unwrap_or("");
-    let mut out: String = lead_par.chars().take(lead_chars).collect();
-    if lead_par.chars().count() > lead_chars {
-        out.push('…');
-    }
-    let mut budget = lead_chars;
-    for line in text.lines().skip(lead_par.lines().count()) {
-        let t = line.trim_start();
-        let lower = t.to_lowercase();
-        let key = t.starts_with("- ")
-            || t.starts_with("* ")
-            || t.starts_with('#')
-            || lower.contains("conclusion")
-            || lower.contains("summary")
-            || t.contains("结论")
-            || t.contains("总结");
-        if key && t.chars().count() <= budget {
-            out.push('\n');
-            out.push_str(t);
-            budget -= t.chars().count();
+    /// Step 4: whole units of the oldest rounds leave — traces and answers, never user
+    /// messages or summaries, never the current task's work — until the window fits `limit`.
+    fn drop_old_traces(&self, window: &mut Window, limit: usize) {
+        let latest = window.latest_user().unwrap_or(0);
+        let mut i = 0;
+        while window.tokens() > limit && i < latest.min(window.units.len()) {
+            if matches!(
+                window.units[i].kind,
+                UnitKind::ToolGroup | UnitKind::Assistant
+            ) {
+                window.drop_unit(i, DropReason::OlderRound);
+                continue;
+            }
+            i += 1;
         }
     }
-    out.push_str("\n[… cut to the lead and key lines …]");
-    out
 }
 
 #[async_trait]
@@ -269,44 +475,70 @@ impl CompressionStrategy for KeyMessages {
     }
 
     async fn compress(&self, mut window: Window, cx: CompressCx<'_>) -> Result<Window> {
-        let mandatory = self.mandatory(&window);
         let n = window.units.len();
-        let mandatory_tokens: usize = window
-            .units
-            .iter()
-            .zip(&mandatory)
-            .filter(|(_, m)| **m)
-            .map(|(u, _)| u.tokens)
-            .sum::<usize>()
-            + window.reply_priming;
-        let mut keep = mandatory.clone();
-        if mandatory_tokens <= cx.target {
+        let protected = self.protected(&window);
+        // Step 1: every unprotected unit at its reduced form, then back whole by score.
+        let reduced: Vec<Option<(Unit, Vec<Changed>)>> = (0..n)
+            .map(|i| {
+                (!protected[i])
+                    .then(|| self.reduced(&window.units[i], TraceLevel::Lines, cx.counter))
+                    .flatten()
+            })
+            .collect();
+        let mut used = window.reply_priming
+            + (0..n)
+                .map(|i| match &reduced[i] {
+                    Some((r, _)) => r.tokens,
+                    None => window.units[i].tokens,
+                })
+                .sum::<usize>();
+        let mut whole = vec![true; n];
+        for (i, r) in reduced.iter().enumerate() {
+            if r.is_some() {
+                whole[i] = false;
+            }
+        }
+        if used <= cx.target {
             let mut scored: Vec<(usize, f64)> = (0..n)
-                .filter(|&i| !mandatory[i])
+                .filter(|&i| !whole[i])
                 .map(|i| (i, self.score(&window.units[i], i, n).total))
                 .collect();
             // Highest score first; the newer unit wins a tie.
             scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-            let mut used = mandatory_tokens;
             for (i, _) in scored {
-                let t = window.units[i].tokens;
-                if used + t <= cx.target {
-                    used += t;
-                    keep[i] = true;
+                let extra = window.units[i].tokens
+                    - reduced[i]
+                        .as_ref()
+                        .map_or(window.units[i].tokens, |r| r.0.tokens);
+                if used + extra <= cx.target {
+                    used += extra;
+                    whole[i] = true;
                 }
             }
-            window.retain(DropReason::LowScore, |i, _| keep[i]);
-            return Ok(window);
         }
-        // Fallbacks: only the mandatory set, then previews, cut texts, the last rounds.
-        window.retain(DropReason::LowScore, |i, _| keep[i]);
+        for (i, r) in reduced.into_iter().enumerate() {
+            if let Some(r) = r.filter(|_| !whole[i]) {
+                Self::apply(&mut window, i, r);
+            }
+        }
+        // Step 2 and the first shrink of the traces aim at the target; what would lose a
+        // trace's figures, a round or a user's words only acts over the limit.
         if window.tokens() > cx.target {
-            self.preview_tool_results(&mut window, cx.counter);
+            self.shrink_protected(&mut window, cx.target, cx.counter);
         }
         if window.tokens() > cx.target {
-            self.cut_long_texts(&mut window, cx.counter);
+            self.shrink_traces(&mut window, TraceLevel::Top, cx.target, cx.counter);
         }
-        if window.tokens() > cx.target {
+        if window.tokens() > cx.limit {
+            self.shrink_traces(&mut window, TraceLevel::Header, cx.limit, cx.counter);
+        }
+        if window.tokens() > cx.limit {
+            self.drop_old_traces(&mut window, cx.limit);
+        }
+        if window.tokens() > cx.limit {
+            self.cut_old_users(&mut window, cx.limit, cx.counter);
+        }
+        if window.tokens() > cx.limit {
             let first = (window.last_round() + 1)
                 .saturating_sub(self.fallback_rounds)
                 .max(1);
@@ -314,9 +546,6 @@ impl CompressionStrategy for KeyMessages {
                 u.kind == UnitKind::Summary || u.round >= first
             });
         }
-        // The target is not a hard limit: the results the model is about to read stay, and the
-        // pipeline's final fit decides about them.
-        window.fit_keeping_pending(cx.target, DropReason::OverBudget);
         Ok(window)
     }
 }
@@ -325,7 +554,7 @@ impl CompressionStrategy for KeyMessages {
 mod tests {
     use super::*;
     use crate::tokens::Encoding;
-    use ba_protocol::LogEntry;
+    use ba_protocol::LogToolCall;
 
     #[test]
     fn scores_are_explained() {
@@ -346,15 +575,44 @@ mod tests {
     }
 
     #[test]
-    fn lead_and_key_lines_keeps_bullets() {
-        let text = format!(
-            "Lead sentence.\n\n{}\n- keep me\nConclusion: done",
-            "filler ".repeat(50)
+    fn a_traced_group_keeps_its_calls_paired_and_its_total() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let km = KeyMessages::default();
+        let mut call = LogEntry::new("a1", LogRole::Assistant, "t").with_text("Let me query.");
+        call.tool_calls = Some(vec![LogToolCall::new(
+            "c1",
+            "query_database",
+            &serde_json::json!({"query": format!("SELECT {}", "x, ".repeat(200))}),
+        )]);
+        let mut rows = String::from("region,amount\n");
+        for i in 0..400 {
+            rows.push_str(&format!("R{i},{}\n", i * 7));
+        }
+        rows.push_str("GRAND TOTAL,558600\n");
+        let mut result = LogEntry::new("r1", LogRole::Tool, "t").with_text(rows);
+        result.tool_call_id = Some("c1".into());
+        result.tool_name = Some("query_database".into());
+        result
+            .extra
+            .insert("data_ref".into(), "data/spill/c1_ab.json".into());
+        let w = Window::prepare(&[call, result], &counter);
+        let (traced, changes) = km
+            .reduced(&w.units[0], TraceLevel::Lines, &counter)
+            .unwrap();
+        assert_eq!(changes.len(), 2);
+        assert_eq!(traced.entries[0].calls()[0].id, "c1");
+        assert!(traced.entries[0].calls()[0].arguments_json().is_ok());
+        let text = traced.entries[1].text();
+        assert!(text.contains("GRAND TOTAL,558600"), "{text}");
+        assert!(
+            text.contains("full output: data/spill/c1_ab.json"),
+            "{text}"
         );
-        let cut = lead_and_key_lines(&text, 100);
-        assert!(cut.starts_with("Lead sentence."));
-        assert!(cut.contains("- keep me"));
-        assert!(cut.contains("Conclusion: done"));
-        assert!(!cut.contains("filler"));
+        assert!(
+            traced.tokens * 5 < w.units[0].tokens,
+            "{} vs {}",
+            traced.tokens,
+            w.units[0].tokens
+        );
     }
 }

@@ -12,6 +12,7 @@ use ba_protocol::{LogEntry, LogRole};
 use super::{CompressCx, CompressionStrategy, KeyMessages};
 use crate::error::{ContextError, Result};
 use crate::message::entry_hash;
+use crate::salience::{line_salience, salient_lines, sentence_salience, sentences};
 use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
 
 /// The error a summarizer returns.
@@ -40,20 +41,77 @@ impl<T: Summarizer + ?Sized> Summarizer for Arc<T> {
     }
 }
 
-/// A deterministic summarizer that needs no model: one line per user request and per
-/// assistant answer, and the tools used with their counts.
+/// A deterministic summarizer that needs no model. It keeps, in this order of priority and
+/// within its cap: the user's sentences that carry requirements, numbers, codes, names or
+/// paths; the lines of tool results that carry figures, identifiers and totals; the answers'
+/// sentences with figures and conclusions. It says which tools ran and how much it left out.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExtractiveSummarizer;
 
-fn first_line(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let mut out: String = line.chars().take(max).collect();
-    if line.chars().count() > max {
-        out.push('…');
+/// One candidate line of a summary.
+struct Candidate {
+    /// Where it goes: 0 user, 1 tool figures, 2 answers.
+    section: usize,
+    /// Entry order, then position in the entry.
+    order: (usize, usize),
+    score: i32,
+    text: String,
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn candidates(entries: &[LogEntry]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (k, e) in entries.iter().enumerate() {
+        let text = e.text();
+        match e.role {
+            LogRole::User | LogRole::System | LogRole::Developer => {
+                for (j, s) in sentences(&text).into_iter().enumerate() {
+                    let score = sentence_salience(s).total + if j == 0 { 1 } else { 0 };
+                    if score > 0 {
+                        // What the user asked for outranks everything else.
+                        out.push(Candidate {
+                            section: 0,
+                            order: (k, j),
+                            score: score + 10,
+                            text: clip(s, 240),
+                        });
+                    }
+                }
+            }
+            LogRole::Tool => {
+                let tool = e.tool_name.as_deref().unwrap_or("tool");
+                for (j, line) in salient_lines(&text, 2).into_iter().enumerate() {
+                    out.push(Candidate {
+                        section: 1,
+                        order: (k, j),
+                        score: line_salience(line).total + 5 - j as i32,
+                        text: format!("[{tool}] {}", clip(line, 160)),
+                    });
+                }
+            }
+            LogRole::Assistant => {
+                for (j, s) in sentences(&text).into_iter().enumerate() {
+                    let score = sentence_salience(s).total;
+                    if score >= 2 {
+                        out.push(Candidate {
+                            section: 2,
+                            order: (k, j),
+                            score,
+                            text: clip(s, 200),
+                        });
+                    }
+                }
+            }
+        }
     }
     out
 }
@@ -68,7 +126,6 @@ impl Summarizer for ExtractiveSummarizer {
         // About three characters a token keeps the text near the budget before the exact cut.
         let max_chars = max_tokens.saturating_mul(3);
         let mut tools: Vec<(String, usize)> = Vec::new();
-        let mut lines = Vec::new();
         for e in entries {
             for call in e.calls() {
                 match tools.iter_mut().find(|(n, _)| *n == call.function.name) {
@@ -76,37 +133,74 @@ impl Summarizer for ExtractiveSummarizer {
                     None => tools.push((call.function.name.clone(), 1)),
                 }
             }
-            let who = match e.role {
-                LogRole::User => "user",
-                LogRole::Assistant if e.calls().is_empty() => "assistant",
-                LogRole::System | LogRole::Developer => "earlier summary",
-                _ => continue,
-            };
-            let line = first_line(&e.text(), 160);
-            if !line.is_empty() {
-                lines.push(format!("- {who}: {line}"));
-            }
         }
-        let mut out = format!("{} earlier entries.", entries.len());
+        let mut head = format!("{} earlier entries.", entries.len());
         if !tools.is_empty() {
             let list: Vec<String> = tools.iter().map(|(n, c)| format!("{n} ×{c}")).collect();
-            out.push_str(&format!("\nTools used: {}.", list.join(", ")));
+            head.push_str(&format!("\nTools used: {}.", list.join(", ")));
         }
-        // Keep the newest lines when they do not all fit: they matter most for what follows.
-        let mut kept: Vec<&String> = Vec::new();
-        let mut used = out.chars().count();
-        for line in lines.iter().rev() {
-            let n = line.chars().count() + 1;
-            if used + n > max_chars {
-                break;
+        let mut all = candidates(entries);
+        let total = all.len();
+        // Best first; among equals the newer one, which matters most for what follows.
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.sort_by(|&a, &b| {
+            all[b]
+                .score
+                .cmp(&all[a].score)
+                .then(all[b].order.cmp(&all[a].order))
+        });
+        const TITLES: [&str; 3] = ["The user asked and required:", "Figures found:", "Answers:"];
+        let reserve = 80; // the closing "left out" line
+        let mut used = head.chars().count() + reserve;
+        let mut keep = vec![false; all.len()];
+        let mut opened = [false; 3];
+        for i in order {
+            let section = all[i].section;
+            let title = if opened[section] {
+                0
+            } else {
+                TITLES[section].chars().count() + 1
+            };
+            let n = all[i].text.chars().count() + 3 + title;
+            if used + n <= max_chars {
+                used += n;
+                keep[i] = true;
+                opened[section] = true;
             }
-            used += n;
-            kept.push(line);
         }
-        for line in kept.into_iter().rev() {
+        let kept = keep.iter().filter(|k| **k).count();
+        let mut out = head;
+        for (section, title) in TITLES.iter().enumerate() {
+            let mut lines: Vec<&Candidate> = all
+                .iter()
+                .zip(&keep)
+                .filter(|(c, k)| **k && c.section == section)
+                .map(|(c, _)| c)
+                .collect();
+            if lines.is_empty() {
+                continue;
+            }
+            lines.sort_by_key(|c| c.order);
             out.push('\n');
-            out.push_str(line);
+            out.push_str(title);
+            for c in lines {
+                out.push_str("\n- ");
+                out.push_str(&c.text);
+            }
         }
+        if kept < total {
+            let mut left = [0usize; 3];
+            for (c, k) in all.iter().zip(&keep) {
+                if !k {
+                    left[c.section] += 1;
+                }
+            }
+            out.push_str(&format!(
+                "\nLeft out: {} user sentence(s), {} tool line(s), {} answer sentence(s).",
+                left[0], left[1], left[2]
+            ));
+        }
+        all.clear();
         Ok(out)
     }
 }
