@@ -6,11 +6,16 @@ use ba_protocol::{Content, LogEntry, LogRole, Mode};
 use serde::Serialize;
 
 use crate::budget::{ContextBudget, ContextUsage};
+use crate::compaction::{CompactionRecord, Effective, chars_of};
 use crate::error::Result;
 use crate::message::MessageCounter;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, When};
 use crate::strategy::head_tail;
 use crate::window::{Changed, Dropped};
+
+/// The `part_type` of the note sent after the window: what changes from round to round (the
+/// session's files, a reminder of the task) goes there, after the part a prompt cache serves.
+pub const NOTE_PART_TYPE: &str = "context_note";
 
 /// The pieces the system prompt is made of.
 #[derive(Debug, Clone, Default)]
@@ -64,9 +69,10 @@ pub struct ReadFile {
 /// Settings of the builder (seed 002 §7).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BuilderSettings {
-    /// Entries in a window at most.
+    /// Entries logged since the last compaction, at most: more starts a compaction (a sliding
+    /// window over what is sent verbatim; the compacted part is bounded by tokens).
     pub max_messages: usize,
-    /// Characters of the window at most, a fallback when no exact count is wanted.
+    /// Characters logged since the last compaction, at most: more starts a compaction.
     pub max_chars: usize,
     /// Whether tool results are sent (otherwise a one-line stand-in).
     pub include_tool_results: bool,
@@ -128,23 +134,36 @@ pub struct DebugData {
     pub tokens_before: usize,
     /// Message tokens after.
     pub tokens_after: usize,
-    /// Tokens of the system prompt.
+    /// Tokens outside the messages: the system prompt and the note after the window.
     pub system_tokens: usize,
     /// Strategies applied.
     pub strategies: Vec<String>,
-    /// Whether the window went over the trigger and was compressed.
+    /// Whether the window was compacted by this build (see [`BuiltContext::compaction`]).
     pub compressed: bool,
     /// Usage of the budget.
     pub usage: ContextUsage,
+    /// The id of the compaction record the window started from.
+    pub compaction_base: Option<String>,
+    /// Why the last compaction record could not be used (the whole log was read instead).
+    pub compaction_problem: Option<String>,
+    /// Ids of the entries of the window that differ from the log (traced, cut, summarised,
+    /// added): by this build or by the compaction it started from.
+    pub altered: Vec<String>,
 }
 
 /// The result of a build.
 #[derive(Debug, Clone)]
 pub struct BuiltContext {
-    /// The system prompt.
+    /// The system prompt: the same from round to round, so a prompt cache serves it.
     pub system: String,
-    /// The window.
+    /// The window, then the note (when there is one).
     pub entries: Vec<LogEntry>,
+    /// Entries of `entries` that repeat the previous request's front as long as no compaction
+    /// happens: the window without the note.
+    pub stable: usize,
+    /// The compaction this build made: append it to the log (before the model call) so later
+    /// builds start from it. `None` when the window was not compacted.
+    pub compaction: Option<CompactionRecord>,
     /// What happened.
     pub debug: DebugData,
 }
@@ -203,8 +222,8 @@ impl ContextBuilder {
 
     /// The system prompt of `request`: base rules, tool policy and mode banner; the persona in
     /// agent mode; the run directive (with node brief and step context while a step is active,
-    /// or the post-run protocol once completed) in run mode; the session's files; a refocus
-    /// reminder every N rounds; then the request's own sections.
+    /// or the post-run protocol once completed) in run mode; then the request's own sections.
+    /// Nothing in it changes from round to round: what does goes into [`Self::note`].
     pub fn system_prompt(&self, request: &BuildRequest<'_>) -> String {
         let p = &self.prompts;
         let mut out = String::new();
@@ -235,6 +254,18 @@ impl ContextBuilder {
                 }
             }
         }
+        for section in request.system_sections.iter().filter(|s| !s.is_empty()) {
+            out.push_str("\n\n");
+            out.push_str(section);
+        }
+        out
+    }
+
+    /// What changes from round to round, sent after the window (where it does not disturb the
+    /// cached front of the request): the session's files and, every N user rounds, a reminder
+    /// of the task. `None` when there is nothing to say.
+    pub fn note(&self, request: &BuildRequest<'_>) -> Option<String> {
+        let mut out = String::new();
         if !request.files.is_empty() {
             let mut list = String::from("SESSION FILES");
             for f in &request.files {
@@ -253,23 +284,32 @@ impl ContextBuilder {
                 push_part(&mut out, &format!("REFOCUS: the task is still: {task}"));
             }
         }
-        for section in request.system_sections.iter().filter(|s| !s.is_empty()) {
-            out.push_str("\n\n");
-            out.push_str(section);
-        }
-        out
+        (!out.is_empty()).then_some(out)
     }
 
-    /// The entries as they go to the pipeline: collapsed entries out unless wanted, tool
-    /// outputs as preview + path, earlier reads of a file replaced by its synopsis, and the
-    /// message and character caps applied from the oldest end.
+    /// The entries of `request` as they go to the pipeline (see [`Self::prepare`]), the log's
+    /// compaction records left out.
     pub fn prepare_entries(&self, request: &BuildRequest<'_>) -> Vec<LogEntry> {
+        let plain: Vec<LogEntry> = request
+            .entries
+            .iter()
+            .filter(|e| !crate::compaction::is_record(e))
+            .cloned()
+            .collect();
+        self.prepare(&plain, request)
+    }
+
+    /// `entries` as they go to the pipeline: collapsed entries out unless wanted, tool outputs
+    /// as preview + path (pinned entries whole), earlier reads of a file replaced by its
+    /// synopsis. Each entry's form depends on the entry (and on later reads of its file) only,
+    /// so a window rebuilt from a compaction record is the one that was sent.
+    fn prepare(&self, entries: &[LogEntry], request: &BuildRequest<'_>) -> Vec<LogEntry> {
         let s = &self.settings;
-        let mut out: Vec<LogEntry> = request.entries.to_vec();
+        let mut out: Vec<LogEntry> = entries.to_vec();
         // The latest read of each file stays whole; earlier ones become its synopsis.
         let mut last_read: std::collections::HashMap<&str, String> = Default::default();
         let mut call_path: std::collections::HashMap<String, String> = Default::default();
-        for e in request.entries {
+        for e in entries {
             for c in e.calls() {
                 if let Ok(args) = c.arguments_json() {
                     let path = args.get("path").or_else(|| args.get("file_path"));
@@ -279,7 +319,7 @@ impl ContextBuilder {
                 }
             }
         }
-        for e in request.entries.iter().filter(|e| e.role == LogRole::Tool) {
+        for e in entries.iter().filter(|e| e.role == LogRole::Tool) {
             if let Some(p) = e.tool_call_id.as_ref().and_then(|id| call_path.get(id))
                 && let Some(rf) = request.read_files.iter().find(|r| &r.path == p)
             {
@@ -308,6 +348,9 @@ impl ContextBuilder {
                 continue;
             }
             let text = e.text();
+            if text.starts_with(crate::salience::TRACE_MARK) {
+                continue;
+            }
             if let Some(short) = head_tail(&text, s.tool_preview_chars, 0.7) {
                 let data_ref = e
                     .extra
@@ -321,70 +364,90 @@ impl ContextBuilder {
                 e.content = Some(Content::Text(format!("{short}{tail}")));
             }
         }
-        // Message and character caps, oldest first, keeping tool groups whole by only cutting
-        // before a user entry.
-        let included: Vec<usize> = (0..out.len())
-            .filter(|&i| out[i].include_in_context)
-            .collect();
-        let chars: usize = included
-            .iter()
-            .map(|&i| out[i].text().chars().count())
-            .sum();
-        let mut count = included.len();
-        let mut total_chars = chars;
-        let mut need = 0;
-        while need < included.len() && (count > s.max_messages || total_chars > s.max_chars) {
-            count -= 1;
-            total_chars -= out[included[need]].text().chars().count();
-            need += 1;
-        }
-        // Cut at the first user entry at or after that point, so no round (and no tool group)
-        // is split; never past the latest user entry.
-        let latest_user = included.iter().rposition(|&i| out[i].role == LogRole::User);
-        let mut cut = if need == 0 {
-            0
-        } else {
-            (need..included.len())
-                .find(|&k| out[included[k]].role == LogRole::User)
-                .unwrap_or(included.len())
-        };
-        if let Some(l) = latest_user {
-            cut = cut.min(l);
-        }
-        for &i in &included[..cut] {
-            out[i].include_in_context = false;
-        }
         out
     }
 
     /// Builds the context of `request`.
+    ///
+    /// The window starts from the log's last compaction record (if any) and appends what was
+    /// logged after it. When it crosses the trigger — or what was logged since the last
+    /// compaction passes the message or character cap — it is compacted to the target, and the
+    /// record of that compaction comes back in [`BuiltContext::compaction`] for the caller to
+    /// append to the log. The same log always gives the same window.
     pub async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext> {
         let system = self.system_prompt(request);
-        let entries = self.prepare_entries(request);
+        let note = self.note(request).map(|text| {
+            let mut e = LogEntry::new("context-note", LogRole::User, "").with_text(text);
+            e.part_type = Some(NOTE_PART_TYPE.to_owned());
+            e.merge_with_previous = Some(true);
+            e
+        });
+        let effective = Effective::of(request.entries);
+        let tail = effective.tail_entries();
+        let tail_messages = tail.iter().filter(|e| e.include_in_context).count();
+        let tail_chars: usize = tail
+            .iter()
+            .filter(|e| e.include_in_context)
+            .map(chars_of)
+            .sum();
+        let when = if effective.record.is_some() && tail_messages == 0 {
+            // Nothing new since the compaction: its window is the one to send again.
+            When::Never
+        } else if tail_messages > self.settings.max_messages || tail_chars > self.settings.max_chars
+        {
+            When::Now
+        } else {
+            When::OverTrigger
+        };
+        let prepared = self.prepare(&effective.entries, request);
+        let fixed =
+            self.counter.system(&system) + note.as_ref().map_or(0, |n| self.counter.entry(n));
         let c = self
             .pipeline
-            .run(&entries, &system, &self.budget, &self.counter)
+            .run_with(&prepared, fixed, when, &self.budget, &self.counter)
             .await?;
-        let mut w = c.window;
-        // Entries the caps took out were marked as not for the context; say why instead.
-        let capped: std::collections::HashSet<&str> = request
+        let w = c.window;
+        // Where each entry as logged sits (records aside) and how the window shows it.
+        let positions: std::collections::HashMap<&str, usize> = request
             .entries
             .iter()
-            .zip(&entries)
-            .filter(|(before, after)| {
-                before.include_in_context
-                    && !after.include_in_context
-                    && after.collapsed != Some(true)
-            })
-            .map(|(before, _)| before.id.as_str())
+            .filter(|e| !crate::compaction::is_record(e))
+            .enumerate()
+            .map(|(k, e)| (e.id.as_str(), k))
             .collect();
-        for d in &mut w.dropped {
-            if capped.contains(d.id.as_str()) {
-                d.reason = crate::window::DropReason::MessageLimit;
-            }
-        }
+        let logged: std::collections::HashMap<&str, (usize, &LogEntry)> = prepared
+            .iter()
+            .zip(&effective.from_log)
+            .filter(|(_, from_log)| **from_log)
+            .filter_map(|(e, _)| {
+                positions
+                    .get(e.id.as_str())
+                    .map(|&k| (e.id.as_str(), (k, e)))
+            })
+            .collect();
+        let window = w.entries();
+        let altered: Vec<String> = window
+            .iter()
+            .filter(|e| logged.get(e.id.as_str()).is_none_or(|(_, l)| *l != *e))
+            .map(|e| e.id.clone())
+            .collect();
+        let compaction = c.compressed.then(|| {
+            CompactionRecord::new(
+                &window,
+                |id| logged.get(id).map(|(k, e)| (*k, (*e).clone())),
+                w.strategies.clone(),
+                (w.tokens_before, w.tokens(), self.budget.target_tokens()),
+                w.dropped.clone(),
+                w.changed.clone(),
+            )
+        });
+        let stable = window.len();
+        let mut entries = window;
+        entries.extend(note);
         Ok(BuiltContext {
-            entries: w.entries(),
+            entries,
+            stable,
+            compaction,
             debug: DebugData {
                 kept: w.kept_ids(),
                 dropped: w.dropped.clone(),
@@ -395,6 +458,12 @@ impl ContextBuilder {
                 strategies: w.strategies.clone(),
                 compressed: c.compressed,
                 usage: c.usage,
+                compaction_base: effective.record.clone(),
+                compaction_problem: effective
+                    .problem
+                    .as_ref()
+                    .map(|p| format!("{}: {}", p.record, p.message)),
+                altered,
             },
             system,
         })
@@ -446,6 +515,13 @@ mod tests {
         };
         let chat = b.system_prompt(&req);
         assert!(!chat.contains("Ada") && !chat.contains("RUN_DIRECTIVE"));
+        // The file list grows during a conversation: it goes after the cached front.
+        assert!(!chat.contains("code/q1.py"));
+        assert!(
+            b.note(&req)
+                .unwrap()
+                .contains("- code/q1.py (code): sales by region")
+        );
         req.mode = Mode::Agent;
         assert!(b.system_prompt(&req).contains("You are Ada"));
         req.mode = Mode::Run;
@@ -471,11 +547,15 @@ mod tests {
             task: task.clone(),
             ..BuildRequest::default()
         };
-        assert!(!b.system_prompt(&req(&one)).contains("REFOCUS"));
-        assert!(
-            b.system_prompt(&req(&two))
-                .contains("REFOCUS: the task is still: Compare Q1")
-        );
+        assert!(b.note(&req(&one)).is_none());
+        let note = b.note(&req(&two)).unwrap();
+        assert!(note.contains("REFOCUS: the task is still: Compare Q1"));
+        // The reminder rides after the window, never in the system prompt.
+        assert!(!b.system_prompt(&req(&two)).contains("REFOCUS"));
+        let built = block_on(b.build(&req(&two))).unwrap();
+        let last = built.entries.last().unwrap();
+        assert_eq!(last.part_type.as_deref(), Some(NOTE_PART_TYPE));
+        assert_eq!(built.stable, built.entries.len() - 1);
     }
 
     #[test]
@@ -533,12 +613,12 @@ mod tests {
     }
 
     #[test]
-    fn message_cap_cuts_before_a_user_entry() {
+    fn the_message_cap_starts_a_compaction_that_later_builds_start_from() {
         let b = builder(BuilderSettings {
             max_messages: 3,
             ..BuilderSettings::default()
         });
-        let log: Vec<LogEntry> = (0..6)
+        let mut log: Vec<LogEntry> = (0..6)
             .map(|i| {
                 let role = if i % 2 == 0 {
                     LogRole::User
@@ -548,18 +628,25 @@ mod tests {
                 LogEntry::new(format!("m{i}"), role, "t").with_text("x")
             })
             .collect();
-        let req = BuildRequest {
+        let built = block_on(b.build(&BuildRequest {
             entries: &log,
             ..BuildRequest::default()
-        };
-        let built = block_on(b.build(&req)).unwrap();
-        assert_eq!(built.debug.kept, ["m4", "m5"]);
-        assert!(
-            built
-                .debug
-                .dropped
-                .iter()
-                .all(|d| d.reason == crate::DropReason::MessageLimit)
-        );
+        }))
+        .unwrap();
+        // Six entries since the last compaction (there is none) is over the cap of three: a
+        // compaction, which keeps everything that fits its target.
+        let record = built.compaction.clone().unwrap();
+        assert_eq!(built.debug.kept.len(), 6);
+        log.push(record.to_entry("c1", "t"));
+        log.push(user("m6", "next"));
+        let again = block_on(b.build(&BuildRequest {
+            entries: &log,
+            ..BuildRequest::default()
+        }))
+        .unwrap();
+        assert_eq!(again.debug.compaction_base.as_deref(), Some("c1"));
+        assert!(again.compaction.is_none(), "one entry since the record");
+        assert_eq!(&again.entries[..6], &built.entries[..]);
+        assert_eq!(again.entries[6].id, "m6");
     }
 }

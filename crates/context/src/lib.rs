@@ -46,6 +46,7 @@
 
 pub mod budget;
 pub mod builder;
+pub mod compaction;
 pub mod error;
 pub mod message;
 pub mod pipeline;
@@ -58,7 +59,7 @@ pub use budget::{ContextBudget, ContextUsage, UsageStatus};
 pub use builder::{BuilderSettings, BuiltContext, ContextBuilder, DebugData, PromptParts};
 pub use error::{ContextError, Result};
 pub use message::{MessageCounter, MessageOverhead, TokenLedger};
-pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES};
+pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES, When};
 pub use strategy::{CompressionStrategy, ExtractiveSummarizer, Summarizer};
 pub use tokens::{Encoding, ModelTokenizer};
 pub use window::{DropReason, Window};

@@ -38,6 +38,18 @@ pub struct Compressed {
     pub compressed: bool,
 }
 
+/// When the strategies of a pipeline run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// When the window is over the trigger.
+    OverTrigger,
+    /// Now, towards the target (a compaction the caller asks for).
+    Now,
+    /// Not at all: the window only gets the last fit to the hard limit (a window that was
+    /// compacted and has nothing new).
+    Never,
+}
+
 /// Strategies applied in order.
 #[derive(Debug, Default)]
 pub struct Pipeline {
@@ -88,8 +100,27 @@ impl Pipeline {
         budget: &ContextBudget,
         counter: &MessageCounter,
     ) -> Result<Compressed> {
+        self.run_with(
+            entries,
+            counter.system(system),
+            When::OverTrigger,
+            budget,
+            counter,
+        )
+        .await
+    }
+
+    /// [`Pipeline::run`] with the tokens outside the messages given (the system prompt and any
+    /// note sent after the window) and a say in when strategies run.
+    pub async fn run_with(
+        &self,
+        entries: &[LogEntry],
+        system_tokens: usize,
+        when: When,
+        budget: &ContextBudget,
+        counter: &MessageCounter,
+    ) -> Result<Compressed> {
         let available = budget.available()?;
-        let system_tokens = counter.system(system);
         if system_tokens >= available {
             return Err(ContextError::SystemTooLarge {
                 system: system_tokens,
@@ -108,7 +139,11 @@ impl Pipeline {
             Some(t) if t > 0 => t,
             _ => limit,
         };
-        let compressed = window.tokens() > trigger;
+        let compressed = match when {
+            When::OverTrigger => window.tokens() > trigger,
+            When::Now => true,
+            When::Never => false,
+        };
         let dropped_on_read = window.dropped.len();
         if compressed {
             for strategy in &self.strategies {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use ba_protocol::claude_code::SUMMARY_PREFIX;
 use ba_protocol::{LogEntry, LogRole};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::message::MessageCounter;
 
@@ -74,7 +74,7 @@ impl Unit {
 }
 
 /// Why an entry left the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
     /// `include_in_context` is false (UI-only entry).
@@ -122,7 +122,7 @@ impl DropReason {
 }
 
 /// An entry that left the window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     /// The log entry id.
     pub id: String,
@@ -131,7 +131,7 @@ pub struct Dropped {
 }
 
 /// How an entry kept in the window was changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// A synthetic result for a call that never got one.
@@ -155,7 +155,7 @@ pub enum ChangeKind {
 }
 
 /// An entry that was added or changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Changed {
     /// The log entry id.
     pub id: String,

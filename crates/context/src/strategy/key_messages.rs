@@ -16,7 +16,9 @@
 //!    messages stay.
 //! 5. Still over the limit — the user messages alone do not fit — the oldest user messages are
 //!    cut to their key sentences.
-//! 6. Still over: the extreme fallback keeps the last rounds only.
+//! 6. Still over: the results the model is about to read become previews, then traces (a
+//!    result larger than the whole budget is better read in part than lost with the rest).
+//! 7. Still over: the extreme fallback keeps the last rounds only.
 //!
 //! Every dropped or shortened entry is recorded with its reason.
 
@@ -450,6 +452,35 @@ impl KeyMessages {
         }
     }
 
+    /// Step 6: the results of the pending tool group become previews, then traces, until the
+    /// window fits `limit`.
+    fn shrink_pending(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
+        let Some(p) = window.pending_start() else {
+            return;
+        };
+        for chars in [self.preview_chars, self.trace_chars, self.trace_top_chars] {
+            if window.tokens() <= limit {
+                return;
+            }
+            let unit = &mut window.units[p];
+            let mut changed = Vec::new();
+            for e in unit.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
+                let text = e.text();
+                let tool = e.tool_name.as_deref().unwrap_or("tool");
+                let ok = e.is_error != Some(true);
+                if let Some(t) = trace_text(&text, tool, ok, &full_output(e), chars) {
+                    e.content = Some(Content::Text(t));
+                    changed.push(Changed {
+                        id: e.id.clone(),
+                        kind: ChangeKind::ToolResultPreview,
+                    });
+                }
+            }
+            unit.recount(counter);
+            window.changed.extend(changed);
+        }
+    }
+
     /// Step 4: whole units of the oldest rounds leave — traces and answers, never user
     /// messages or summaries, never the current task's work — until the window fits `limit`.
     fn drop_old_traces(&self, window: &mut Window, limit: usize) {
@@ -537,6 +568,9 @@ impl CompressionStrategy for KeyMessages {
         }
         if window.tokens() > cx.limit {
             self.cut_old_users(&mut window, cx.limit, cx.counter);
+        }
+        if window.tokens() > cx.limit {
+            self.shrink_pending(&mut window, cx.limit, cx.counter);
         }
         if window.tokens() > cx.limit {
             let first = (window.last_round() + 1)
