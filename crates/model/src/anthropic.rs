@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use ba_protocol::anthropic::{AnthropicResponse, AnthropicUsage};
+use ba_protocol::anthropic::{AnthropicRequest, AnthropicResponse, AnthropicUsage};
+use ba_protocol::content::CacheControl;
 use ba_protocol::content::join_text;
 use ba_protocol::convert::log_to_anthropic;
 use ba_protocol::stream::anthropic::{AnthropicAccumulator, BlockDelta, StreamEvent};
@@ -14,7 +15,9 @@ use serde_json::{Value, json};
 use super::error::{ModelError, PartialOutput, PartialToolCall};
 use super::http::{ApiKey, HttpConfig, Transport};
 use super::sse::{StreamState, read_stream};
-use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta, Usage};
+use super::{
+    CacheHint, DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta, Usage,
+};
 
 const PROVIDER: &str = "anthropic";
 
@@ -106,7 +109,79 @@ impl AnthropicClient {
         if request.stream {
             extra.insert("stream".to_owned(), Value::Bool(true));
         }
+        if let Some(cache) = &request.cache {
+            mark_breakpoints(&mut body, request, cache);
+        }
         serde_json::to_value(&body).unwrap_or(Value::Null)
+    }
+}
+
+/// The Anthropic API takes at most this many cache breakpoints a request.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// Marks the cache breakpoints of a request: the last tool (the tool list opens every prefix),
+/// the last system block, the last block of the stable entries (read back by every call until
+/// the next compaction) and the last block of the request (written for the next call).
+fn mark_breakpoints(body: &mut AnthropicRequest, request: &ModelRequest, cache: &CacheHint) {
+    let mut marks = 0;
+    if let Some(Value::Array(tools)) = body.extra.get_mut("tools")
+        && let Some(Value::Object(last)) = tools.last_mut()
+    {
+        last.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
+        marks += 1;
+    }
+    if let Some(system) = body.system.take() {
+        let mut blocks = system.into_blocks();
+        if let Some(block) = blocks.iter_mut().rev().find_map(cache_slot) {
+            *block = Some(CacheControl::ephemeral());
+            marks += 1;
+        }
+        body.system = Some(Content::Blocks(blocks));
+    }
+    // Where the stable entries end in the request's messages: convert them alone.
+    let entries = request.context_entries();
+    let stable = cache.stable_entries.min(entries.len());
+    let stable_end = if stable == 0 {
+        None
+    } else {
+        let prefix = log_to_anthropic(&entries[..stable]).value;
+        prefix.messages.len().checked_sub(1).map(|m| {
+            let blocks = match &prefix.messages[m].content {
+                Content::Text(_) => 1,
+                Content::Blocks(b) => b.len(),
+            };
+            (m, blocks)
+        })
+    };
+    let last = body.messages.len().checked_sub(1).map(|m| (m, usize::MAX));
+    for (m, blocks) in stable_end.into_iter().chain(last) {
+        if marks >= MAX_BREAKPOINTS {
+            break;
+        }
+        let Some(message) = body.messages.get_mut(m) else {
+            continue;
+        };
+        let content = std::mem::replace(&mut message.content, Content::Blocks(Vec::new()));
+        let mut all = content.into_blocks();
+        let end = blocks.min(all.len());
+        if let Some(slot) = all[..end].iter_mut().rev().find_map(cache_slot)
+            && slot.is_none()
+        {
+            *slot = Some(CacheControl::ephemeral());
+            marks += 1;
+        }
+        message.content = Content::Blocks(all);
+    }
+}
+
+/// The cache marker of a block that may carry one (not thinking, whose blocks cannot).
+fn cache_slot(block: &mut ContentBlock) -> Option<&mut Option<CacheControl>> {
+    match block {
+        ContentBlock::Text(b) => Some(&mut b.cache_control),
+        ContentBlock::ToolUse(b) => Some(&mut b.cache_control),
+        ContentBlock::ToolResult(b) => Some(&mut b.cache_control),
+        ContentBlock::Image(b) => Some(&mut b.cache_control),
+        _ => None,
     }
 }
 

@@ -105,6 +105,23 @@ pub struct ModelRequest {
     pub thinking_budget: Option<u32>,
     /// Whether to stream the answer (deltas reach the callback as they arrive).
     pub stream: bool,
+    /// Prompt caching: where the part of the request that repeats from call to call ends, and
+    /// the key that ties one conversation's calls together. `None` asks for no caching.
+    pub cache: Option<CacheHint>,
+}
+
+/// What a provider's prompt cache needs to know about a request.
+///
+/// The Anthropic client marks up to four cache breakpoints: the tool list, the system prompt,
+/// the end of the stable entries and the end of the request; the OpenAI client sends the key
+/// as `prompt_cache_key` where the server accepts it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CacheHint {
+    /// Leading entries of the request that repeat unchanged in the next calls (until the
+    /// conversation is compacted): the window, without what follows it.
+    pub stable_entries: usize,
+    /// A key for the conversation (its id, say).
+    pub key: Option<String>,
 }
 
 impl ModelRequest {
@@ -118,7 +135,14 @@ impl ModelRequest {
             max_tokens: 4096,
             thinking_budget: None,
             stream: false,
+            cache: None,
         }
+    }
+
+    /// Asks for prompt caching.
+    pub fn with_cache(mut self, cache: CacheHint) -> Self {
+        self.cache = Some(cache);
+        self
     }
 
     /// Sets the system prompt.

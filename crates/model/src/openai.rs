@@ -32,6 +32,7 @@ pub struct OpenAiClient {
     base_url: String,
     max_completion_tokens: bool,
     reasoning_effort: bool,
+    prompt_cache_key: Option<bool>,
 }
 
 impl OpenAiClient {
@@ -49,6 +50,7 @@ impl OpenAiClient {
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
             max_completion_tokens: false,
             reasoning_effort: true,
+            prompt_cache_key: None,
         })
     }
 
@@ -84,6 +86,18 @@ impl OpenAiClient {
     pub fn with_reasoning_effort(mut self, yes: bool) -> Self {
         self.reasoning_effort = yes;
         self
+    }
+
+    /// Whether a request's cache key is sent as `prompt_cache_key`. By default it is sent to
+    /// OpenAI's own API only: a compatible server may refuse a field it does not know.
+    pub fn with_prompt_cache_key(mut self, yes: bool) -> Self {
+        self.prompt_cache_key = Some(yes);
+        self
+    }
+
+    fn sends_cache_key(&self) -> bool {
+        self.prompt_cache_key
+            .unwrap_or_else(|| self.base_url.starts_with("https://api.openai.com"))
     }
 
     /// The JSON body sent for `request`.
@@ -131,6 +145,13 @@ impl OpenAiClient {
         if request.stream {
             extra.insert("stream".to_owned(), Value::Bool(true));
             extra.insert("stream_options".to_owned(), json!({"include_usage": true}));
+        }
+        // OpenAI caches prompt prefixes by itself; the key routes one conversation's calls to
+        // the same cache.
+        if let Some(key) = request.cache.as_ref().and_then(|c| c.key.as_ref())
+            && self.sends_cache_key()
+        {
+            extra.insert("prompt_cache_key".to_owned(), json!(key));
         }
         serde_json::to_value(&body).unwrap_or(Value::Null)
     }

@@ -91,3 +91,79 @@ fn openai_body_of_a_resumed_conversation() {
     );
     insta::assert_json_snapshot!(body);
 }
+
+/// Where the markers of an Anthropic body are: `(where, index)` for every `cache_control`.
+fn breakpoints(body: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        if t.get("cache_control").is_some() {
+            out.push(format!("tools[{i}]"));
+        }
+    }
+    for (i, b) in body["system"].as_array().into_iter().flatten().enumerate() {
+        if b.get("cache_control").is_some() {
+            out.push(format!("system[{i}]"));
+        }
+    }
+    for (m, msg) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (b, block) in msg["content"].as_array().into_iter().flatten().enumerate() {
+            if block.get("cache_control").is_some() {
+                out.push(format!("messages[{m}].content[{b}]"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn anthropic_body_with_cache_breakpoints() {
+    // The first four entries (system, question, answer with its call, result) are the stable
+    // window; the failure and "continue" came after it.
+    let request = resumed_conversation()
+        .with_system("You are a business analyst.")
+        .with_cache(ba_model::CacheHint {
+            stable_entries: 4,
+            key: Some("conv-1".into()),
+        });
+    let body = AnthropicClient::request_body(&request);
+    assert_eq!(
+        breakpoints(&body),
+        [
+            "tools[0]",
+            "system[0]",
+            "messages[2].content[0]",
+            "messages[4].content[0]"
+        ],
+        "{body:#}"
+    );
+    insta::assert_json_snapshot!(body);
+    // Without a hint, nothing is marked.
+    assert!(breakpoints(&AnthropicClient::request_body(&resumed_conversation())).is_empty());
+}
+
+#[test]
+fn openai_bodies_carry_the_cache_key_to_openai_only() {
+    let request = resumed_conversation().with_cache(ba_model::CacheHint {
+        stable_entries: 4,
+        key: Some("conv-1".into()),
+    });
+    let official = OpenAiClient::new(None).unwrap().request_body(&request);
+    assert_eq!(official["prompt_cache_key"], "conv-1");
+    let local = OpenAiClient::new(None)
+        .unwrap()
+        .with_base_url("http://127.0.0.1:8080/v1")
+        .unwrap();
+    assert!(
+        local
+            .request_body(&request)
+            .get("prompt_cache_key")
+            .is_none()
+    );
+    let forced = local.with_prompt_cache_key(true).request_body(&request);
+    assert_eq!(forced["prompt_cache_key"], "conv-1");
+}
