@@ -167,6 +167,9 @@ pub(crate) struct Inner {
     pub(crate) uploads: Option<UploadStore>,
     /// Builds every window: the strategy's pipeline and the one token cache.
     pub(crate) builder: ContextBuilder,
+    /// Where spilled tool data goes, and the full output of a long result the window may later
+    /// show as a preview or a trace.
+    pub(crate) sink: Option<Arc<dyn DataSink>>,
     pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
     pub(crate) runs: ConversationLocks,
 }
@@ -364,6 +367,7 @@ impl AgentBuilder {
         if let Some(sink) = &self.sink {
             runtime = runtime.with_sink(Arc::clone(sink));
         }
+        let sink = self.sink.clone();
         let pipeline =
             Pipeline::named(&self.settings.strategy, self.summarizer.clone()).map_err(|e| {
                 AgentError::Config {
@@ -387,6 +391,7 @@ impl AgentBuilder {
             code: self.code,
             uploads: self.uploads,
             builder,
+            sink,
             summarizer: self.summarizer,
             runs: ConversationLocks::new(1024),
         };

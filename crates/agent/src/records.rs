@@ -50,8 +50,10 @@ pub enum EntryKind {
     Continue,
     /// The correction sent after an answer that was not the structured JSON.
     FormatError,
-    /// The summary of a compaction; the context starts from the latest one.
+    /// The summary of a `/compact`; the context starts from the latest one.
     CompactBoundary,
+    /// A compaction record of the context crate: later windows start from it.
+    Compaction,
     /// A kind written by a later version.
     #[serde(other)]
     Other,

@@ -39,7 +39,7 @@ pub struct CompressionRecord {
 }
 
 /// What a conversation cost and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ConversationReport {
     /// The conversation.
     pub conversation_id: String,
@@ -59,6 +59,11 @@ pub struct ConversationReport {
     pub output_tokens: u64,
     /// Input tokens read from the prompt cache.
     pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+    /// The share of all input tokens (billed, read from and written to the cache) that was
+    /// read from the cache, 0 to 1.
+    pub cache_read_share: f64,
     /// Per tool.
     pub tools: BTreeMap<String, ToolStats>,
     /// Skills activated, in order.
@@ -96,6 +101,7 @@ impl ConversationReport {
                         r.input_tokens += u.input_tokens;
                         r.output_tokens += u.output_tokens;
                         r.cache_read_tokens += u.cache_read_tokens;
+                        r.cache_write_tokens += u.cache_write_tokens;
                     }
                     if let Some(c) = records::context(e).filter(|c| c.compressed) {
                         r.compressions.push(CompressionRecord {
@@ -127,6 +133,10 @@ impl ConversationReport {
                 _ => {}
             }
         }
+        let input = r.input_tokens + r.cache_read_tokens + r.cache_write_tokens;
+        if input > 0 {
+            r.cache_read_share = r.cache_read_tokens as f64 / input as f64;
+        }
         r
     }
 
@@ -141,13 +151,15 @@ impl ConversationReport {
         );
         let _ = writeln!(
             out,
-            "  model: {} calls, {} failed, {} retries · tokens in {} / out {} (cache read {})",
+            "  model: {} calls, {} failed, {} retries · tokens in {} / out {} · cache read {}, written {} ({:.1} % of input read from the cache)",
             self.model_calls,
             self.model_errors,
             self.model_retries,
             self.input_tokens,
             self.output_tokens,
-            self.cache_read_tokens
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.cache_read_share * 100.0
         );
         let calls: u64 = self.tools.values().map(|t| t.calls).sum();
         let failures: u64 = self.tools.values().map(|t| t.failures).sum();

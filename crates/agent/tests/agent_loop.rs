@@ -280,7 +280,7 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
 }
 
 #[tokio::test]
-async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
+async fn a_skill_restricts_the_tools_run_and_can_change_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let skills = dir.path().join("skills/narrow");
     std::fs::create_dir_all(&skills).unwrap();
@@ -294,7 +294,10 @@ async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
             {"type": "tool_use", "id": "s1", "name": "activate_skill", "input": {"skill": "narrow"}},
             {"type": "tool_use", "id": "s2", "name": "activate_skill", "input": {"skill": "missing"}}]},
             "stop_reason": "tool_use"}}),
-        text_turn("Done.", json!({"tool_call_id": "s2"})),
+        json!({"expect": {"tool_call_id": "s2"}, "response": {"message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "o1", "name": "other", "input": {"key": "x"}}]},
+            "stop_reason": "tool_use"}}),
+        text_turn("Done.", json!({"tool_call_id": "o1"})),
     ];
     let other = typed_tool("other", "Another tool.", |a: Lookup, _| async move {
         Ok(json!(a.key))
@@ -323,9 +326,10 @@ async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
     let seen = client.seen.lock().unwrap().clone();
     assert_eq!(seen[0].0, "claude-sonnet-4-5");
     assert_eq!(seen[0].1, ["lookup", "other", "activate_skill"]);
-    // While the skill is active: its model, its tools (and the meta-tool).
+    // While the skill is active: its model; the same tool list (it opens every request, so it
+    // never changes), but a call outside the skill's tools is refused by the runtime.
     assert_eq!(seen[1].0, "small-model");
-    assert_eq!(seen[1].1, ["lookup", "activate_skill"]);
+    assert_eq!(seen[1].1, seen[0].1);
     let models: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -333,7 +337,7 @@ async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
             _ => None,
         })
         .collect();
-    assert_eq!(models, ["claude-sonnet-4-5", "small-model"]);
+    assert_eq!(models, ["claude-sonnet-4-5", "small-model", "small-model"]);
     let results: Vec<(&str, bool)> = events
         .iter()
         .filter_map(|e| match e {
@@ -343,8 +347,29 @@ async fn a_skill_restricts_the_tools_offered_and_can_change_the_model() {
             _ => None,
         })
         .collect();
-    assert_eq!(results, [("s1", true), ("s2", false)]);
+    assert_eq!(results, [("s1", true), ("s2", false), ("o1", false)]);
     let entries = agent.entries(&id).await.unwrap();
+    let refused = entries
+        .iter()
+        .find(|e| e.tool_call_id.as_deref() == Some("o1"))
+        .unwrap();
+    assert!(
+        refused.text().contains("permission_denied"),
+        "{}",
+        refused.text()
+    );
+    // The activation told the model which tools it may use.
+    let activation = entries
+        .iter()
+        .find(|e| e.tool_call_id.as_deref() == Some("s1"))
+        .unwrap();
+    assert!(
+        activation
+            .text()
+            .contains("only these tools may run: lookup"),
+        "{}",
+        activation.text()
+    );
     let failed = entries
         .iter()
         .find(|e| e.tool_call_id.as_deref() == Some("s2"))

@@ -375,7 +375,17 @@ impl ContextBuilder {
     /// record of that compaction comes back in [`BuiltContext::compaction`] for the caller to
     /// append to the log. The same log always gives the same window.
     pub async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext> {
-        let system = self.system_prompt(request);
+        self.build_with_system(request, self.system_prompt(request))
+            .await
+    }
+
+    /// [`Self::build`] with a system prompt of the caller's instead of the composed one (a
+    /// conversation replayed with the system prompt it was recorded with, say).
+    pub async fn build_with_system(
+        &self,
+        request: &BuildRequest<'_>,
+        system: String,
+    ) -> Result<BuiltContext> {
         let note = self.note(request).map(|text| {
             let mut e = LogEntry::new("context-note", LogRole::User, "").with_text(text);
             e.part_type = Some(NOTE_PART_TYPE.to_owned());

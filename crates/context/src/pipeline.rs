@@ -153,6 +153,7 @@ impl Pipeline {
                 let cx = CompressCx {
                     counter,
                     target,
+                    trigger: trigger.max(target),
                     limit,
                 };
                 window = strategy.compress(window, cx).await?;

@@ -429,9 +429,8 @@ pub fn trace_text(
         None => {
             let status = if ok { "ok" } else { "error" };
             let header = format!(
-                "{TRACE_MARK}{tool} · {status} · {} lines, {} chars; full output: {full_output}]",
-                text.lines().count(),
-                text.chars().count()
+                "{TRACE_MARK}{tool} · {status} · {} lines; full output: {full_output}]",
+                text.lines().count()
             );
             (header, text.to_owned())
         }
@@ -552,7 +551,7 @@ mod tests {
         }
         text.push_str("300 rows");
         let trace = trace_text(&text, "query_database", true, "data/q1.json", 300).unwrap();
-        assert!(trace.starts_with("[trace of query_database · ok · 303 lines"));
+        assert!(trace.starts_with("[trace of query_database · ok · 303 lines;"));
         assert!(trace.contains("full output: data/q1.json]"));
         assert!(trace.contains("\nregion,product,amount\n"), "{trace}");
         assert!(trace.contains("TOTAL,all,1234567.89"), "{trace}");

@@ -4,30 +4,34 @@
 //! active skills when a compression took their activation out.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use ba_context::BuiltContext;
 use ba_context::builder::BuildRequest;
 use ba_protocol::LogEntry;
 
-use super::{Runner, Stop};
+use super::{Runner, Stop, new_id, now};
 use crate::agent::{AgentError, ResponseMode};
 use crate::events::AgentEvent;
 use crate::history::{ActiveSkill, context_view, current_task};
-use crate::records::{self, ContextRecord};
+use crate::records::{self, ContextRecord, EntryKind, keys};
 
 /// The context of one call.
 pub(super) struct Built {
     pub(super) system: String,
     pub(super) entries: Vec<LogEntry>,
+    /// Leading entries that repeat in the next calls until the next compaction.
+    pub(super) stable: usize,
     /// The share of the budget used.
     pub(super) usage: f64,
     pub(super) record: ContextRecord,
 }
 
 impl Runner {
-    /// Builds the context of the next call.
-    pub(super) async fn build_context(&self, active: &[ActiveSkill]) -> Result<Built, Stop> {
-        let inner = &self.inner;
+    /// Builds the context of the next call. A compaction is appended to the log before the
+    /// call, so every later call starts from it.
+    pub(super) async fn build_context(&mut self, active: &[ActiveSkill]) -> Result<Built, Stop> {
+        let inner = Arc::clone(&self.inner);
         let view = context_view(&self.log);
         let mut sections = Vec::new();
         if let Some(skills) = &inner.skills {
@@ -60,21 +64,33 @@ impl Runner {
             ..BuildRequest::default()
         };
         let mut built = self.build(&request).await?;
+        // Active skills whose activation the model no longer reads whole get their
+        // instructions back in the system prompt (the same ones every round until the next
+        // compaction, so the prompt stays the same).
         let mut reinjected = Vec::new();
-        if built.debug.compressed {
-            let kept: HashSet<&str> = built.debug.kept.iter().map(String::as_str).collect();
-            let missing: Vec<&ActiveSkill> = active
-                .iter()
-                .filter(|s| !kept.contains(s.entry_id.as_str()))
-                .collect();
-            if !missing.is_empty() {
-                request
-                    .system_sections
-                    .extend(self.reinjection(&missing, &mut reinjected));
-                if !reinjected.is_empty() {
-                    built = self.build(&request).await?;
-                }
+        let whole: HashSet<&str> = built
+            .debug
+            .kept
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !built.debug.altered.iter().any(|a| a == id))
+            .collect();
+        let missing: Vec<&ActiveSkill> = active
+            .iter()
+            .filter(|s| !whole.contains(s.entry_id.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            request
+                .system_sections
+                .extend(self.reinjection(&missing, &mut reinjected));
+            if !reinjected.is_empty() {
+                built = self.build(&request).await?;
             }
+        }
+        if let Some(compaction) = &built.compaction {
+            let mut entry = compaction.to_entry(new_id(), now());
+            records::put(&mut entry, keys::KIND, &EntryKind::Compaction);
+            self.append(entry).await?;
             self.emit(AgentEvent::ContextCompressed {
                 round: self.round,
                 tokens_before: built.debug.tokens_before,
@@ -103,6 +119,7 @@ impl Runner {
         };
         Ok(Built {
             system: built.system,
+            stable: built.stable,
             entries: built.entries,
             usage,
             record,

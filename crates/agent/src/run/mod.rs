@@ -11,7 +11,7 @@ mod tools;
 
 use std::sync::Arc;
 
-use ba_model::{ModelRequest, StreamDelta};
+use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode};
 use ba_storage::{Clock, ConversationId, SystemClock};
@@ -300,7 +300,11 @@ impl Runner {
         let settings = &self.inner.settings;
         let mut request = ModelRequest::new(model, built.entries)
             .with_system(built.system)
-            .with_tools(self.tool_specs(modifier.as_ref()))
+            .with_tools(self.tool_specs())
+            .with_cache(CacheHint {
+                stable_entries: built.stable,
+                key: Some(self.id.to_string()),
+            })
             .with_max_tokens(settings.max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ba_protocol::skill::{ContextModifier, SkillActivationResult};
+use ba_protocol::skill::SkillActivationResult;
 use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
 use ba_tools::{CallOptions, Tool as _};
@@ -18,17 +18,12 @@ use crate::history::{active_skills, current_modifier};
 use crate::records::{self, SkillActivationRecord, keys};
 
 impl Runner {
-    /// The tools offered this round: the runtime's, filtered by the active skill's
-    /// `allowed_tools`, and `activate_skill` when skills are configured.
-    pub(super) fn tool_specs(&self, modifier: Option<&ContextModifier>) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self
-            .inner
-            .runtime
-            .registry()
-            .specs()
-            .into_iter()
-            .filter(|s| modifier.is_none_or(|m| m.allows(&s.name)))
-            .collect();
+    /// The tools offered: every tool of the runtime and `activate_skill` when skills are
+    /// configured, the same list every round. A skill's `allowed_tools` is not applied by
+    /// removing tools (the list opens every request, and a change would void the provider's
+    /// prompt cache): the runtime refuses a call outside it, and the activation told the model.
+    pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.inner.runtime.registry().specs();
         if let Some(skills) = &self.inner.skills {
             specs.push(ToolSpec::new(
                 skills.name(),
@@ -97,6 +92,8 @@ impl Runner {
             let Some(call) = calls.get(index) else { break };
             index += 1;
             // The stream borrows locals only, so the runner can append meanwhile.
+            let mut result = result;
+            self.keep_full_output(call, &mut result).await;
             self.append(tool_entry(call, &result, activation.as_ref()))
                 .await?;
             self.emit(AgentEvent::ToolResult {
@@ -119,6 +116,32 @@ impl Runner {
             }
         }
         Ok(())
+    }
+}
+
+impl Runner {
+    /// A result longer than the window shows whole is also written to the data sink, so a
+    /// later preview or trace of it can name where the full output is (and `file_reader` can
+    /// read it back). The observation itself is unchanged. A failed write only costs the path.
+    async fn keep_full_output(&self, call: &LogToolCall, result: &mut ToolResult) {
+        let Some(sink) = &self.inner.sink else {
+            return;
+        };
+        let limit = self.inner.settings.builder.tool_preview_chars;
+        if result.data_ref.is_some() || result.observation.chars().count() <= limit {
+            return;
+        }
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&result.observation, &mut hasher);
+        let name = format!(
+            "tool_data/{}_{:016x}.txt",
+            call.id,
+            std::hash::Hasher::finish(&hasher)
+        );
+        match sink.put(&name, result.observation.as_bytes()).await {
+            Ok(path) => result.data_ref = Some(path),
+            Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
+        }
     }
 }
 

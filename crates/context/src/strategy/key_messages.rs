@@ -11,9 +11,10 @@
 //! 2. Over the target: the protected tool results (not the ones the model is about to read)
 //!    become previews and long protected assistant texts their key sentences.
 //! 3. Still over: traces shrink, oldest first, to their top lines.
-//! 4. Over the limit (the budget itself; the target is only a preference): traces shrink to
-//!    their header, oldest first; then traces and answers of the oldest rounds leave; user
-//!    messages stay.
+//! 4. Still over halfway from the target to the trigger (a window left above the trigger would
+//!    be compacted again at every request), the oldest traces shrink to their key line. Over the
+//!    limit (the budget itself; the target is only a preference), traces shrink to their
+//!    header, then traces and answers of the oldest rounds leave; user messages stay.
 //! 5. Still over the limit — the user messages alone do not fit — the oldest user messages are
 //!    cut to their key sentences.
 //! 6. Still over: the results the model is about to read become previews, then traces (a
@@ -51,6 +52,8 @@ enum TraceLevel {
     Lines,
     /// The top lines only.
     Top,
+    /// The header and the one line that carries the key figure (a total, say).
+    Key,
     /// The header alone: tool, status, size and where the full output is.
     Header,
 }
@@ -68,6 +71,8 @@ pub struct KeyMessages {
     pub trace_chars: usize,
     /// Characters of lines a reduced trace keeps.
     pub trace_top_chars: usize,
+    /// Characters of the one key line a minimal trace keeps.
+    pub trace_key_chars: usize,
     /// Characters a preview of a protected tool result keeps.
     pub preview_chars: usize,
     /// Characters above which assistant text outside the protected set is cut to its key
@@ -100,6 +105,7 @@ impl Default for KeyMessages {
             large_tool_result: 2_000,
             trace_chars: 320,
             trace_top_chars: 120,
+            trace_key_chars: 60,
             preview_chars: 1_200,
             long_text_chars: 1_200,
             user_key_chars: 400,
@@ -252,6 +258,7 @@ impl KeyMessages {
                 let (result_chars, text_chars, arg_chars) = match level {
                     TraceLevel::Lines => (self.trace_chars, 240, self.argument_chars),
                     TraceLevel::Top => (self.trace_top_chars, 120, 80),
+                    TraceLevel::Key => (self.trace_key_chars, 0, 40),
                     TraceLevel::Header => (0, 0, 40),
                 };
                 for e in &mut out.entries {
@@ -285,7 +292,7 @@ impl KeyMessages {
                 let max = match level {
                     TraceLevel::Lines => self.long_text_chars / 2,
                     TraceLevel::Top => self.long_text_chars / 4,
-                    TraceLevel::Header => self.long_text_chars / 8,
+                    TraceLevel::Key | TraceLevel::Header => self.long_text_chars / 8,
                 };
                 let e = out.entries.first_mut()?;
                 let text = e.text().into_owned();
@@ -350,9 +357,11 @@ impl KeyMessages {
         changed
     }
 
-    /// Replaces unit `i` by `reduced`, recording its changes.
-    fn apply(window: &mut Window, i: usize, reduced: (Unit, Vec<Changed>)) {
+    /// Replaces unit `i` by `reduced`, recording its changes; `total` (the window's tokens)
+    /// follows.
+    fn apply(window: &mut Window, i: usize, reduced: (Unit, Vec<Changed>), total: &mut usize) {
         let (unit, changes) = reduced;
+        *total = *total + unit.tokens - window.units[i].tokens;
         window.units[i] = unit;
         window.changed.extend(changes);
     }
@@ -361,8 +370,9 @@ impl KeyMessages {
     /// long protected assistant texts, oldest first, until the target is met.
     fn shrink_protected(&self, window: &mut Window, target: usize, counter: &MessageCounter) {
         let pending = window.pending_start();
+        let mut total = window.tokens();
         for i in 0..window.units.len() {
-            if window.tokens() <= target {
+            if total <= target {
                 return;
             }
             if pending.is_some_and(|p| i >= p) {
@@ -394,7 +404,7 @@ impl KeyMessages {
                 _ => None,
             };
             if let Some(c) = changed {
-                Self::apply(window, i, c);
+                Self::apply(window, i, c, &mut total);
             }
         }
     }
@@ -409,15 +419,16 @@ impl KeyMessages {
         counter: &MessageCounter,
     ) {
         let pending = window.pending_start();
+        let mut total = window.tokens();
         for i in 0..window.units.len() {
-            if window.tokens() <= goal {
+            if total <= goal {
                 return;
             }
             if pending.is_some_and(|p| i >= p) {
                 break;
             }
             if let Some(c) = self.reduced(&window.units[i], level, counter) {
-                Self::apply(window, i, c);
+                Self::apply(window, i, c, &mut total);
             }
         }
     }
@@ -426,8 +437,9 @@ impl KeyMessages {
     /// until the window fits `limit`.
     fn cut_old_users(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
         let latest = window.latest_user();
+        let mut total = window.tokens();
         for i in 0..window.units.len() {
-            if window.tokens() <= limit {
+            if total <= limit {
                 return;
             }
             if Some(i) == latest {
@@ -448,7 +460,9 @@ impl KeyMessages {
                 id: e.id.clone(),
                 kind: ChangeKind::KeySentences,
             });
+            let before = unit.tokens;
             unit.recount(counter);
+            total = total + unit.tokens - before;
         }
     }
 
@@ -485,16 +499,52 @@ impl KeyMessages {
     /// messages or summaries, never the current task's work — until the window fits `limit`.
     fn drop_old_traces(&self, window: &mut Window, limit: usize) {
         let latest = window.latest_user().unwrap_or(0);
-        let mut i = 0;
-        while window.tokens() > limit && i < latest.min(window.units.len()) {
-            if matches!(
-                window.units[i].kind,
-                UnitKind::ToolGroup | UnitKind::Assistant
-            ) {
-                window.drop_unit(i, DropReason::OlderRound);
-                continue;
+        let mut total = window.tokens();
+        let mut gone = vec![false; window.units.len()];
+        for (i, unit) in window.units.iter().enumerate().take(latest) {
+            if total <= limit {
+                break;
             }
-            i += 1;
+            if matches!(unit.kind, UnitKind::ToolGroup | UnitKind::Assistant) {
+                gone[i] = true;
+                total -= unit.tokens;
+            }
+        }
+        window.retain(DropReason::OlderRound, |i, _| !gone[i]);
+    }
+
+    /// The tokens no step before the last ones can take out: user messages, summaries, the
+    /// results the model is about to read, and the reply priming.
+    fn floor(window: &Window) -> usize {
+        let pending = window.pending_start();
+        window.reply_priming
+            + window
+                .units
+                .iter()
+                .enumerate()
+                .filter(|(i, u)| {
+                    matches!(u.kind, UnitKind::User | UnitKind::Summary)
+                        || pending.is_some_and(|p| *i >= p)
+                })
+                .map(|(_, u)| u.tokens)
+                .sum::<usize>()
+    }
+
+    /// The current task's work before the pending results (what follows the latest user
+    /// message) is reduced to header traces, oldest first, until the window fits `limit`.
+    fn shrink_current_work(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
+        let Some(latest) = window.latest_user() else {
+            return;
+        };
+        let end = window.pending_start().unwrap_or(window.units.len());
+        let mut total = window.tokens();
+        for i in latest + 1..end {
+            if total <= limit {
+                return;
+            }
+            if let Some(c) = self.reduced(&window.units[i], TraceLevel::Header, counter) {
+                Self::apply(window, i, c, &mut total);
+            }
         }
     }
 }
@@ -506,6 +556,11 @@ impl CompressionStrategy for KeyMessages {
     }
 
     async fn compress(&self, mut window: Window, cx: CompressCx<'_>) -> Result<Window> {
+        if Self::floor(&window) > cx.limit {
+            // The user messages and the current work alone are over the budget: every older
+            // trace would leave anyway, so none is made.
+            return Ok(self.over_the_limit(window, cx));
+        }
         let n = window.units.len();
         let protected = self.protected(&window);
         // Step 1: every unprotected unit at its reduced form, then back whole by score.
@@ -547,9 +602,10 @@ impl CompressionStrategy for KeyMessages {
                 }
             }
         }
+        let mut total = window.tokens();
         for (i, r) in reduced.into_iter().enumerate() {
             if let Some(r) = r.filter(|_| !whole[i]) {
-                Self::apply(&mut window, i, r);
+                Self::apply(&mut window, i, r, &mut total);
             }
         }
         // Step 2 and the first shrink of the traces aim at the target; what would lose a
@@ -560,11 +616,30 @@ impl CompressionStrategy for KeyMessages {
         if window.tokens() > cx.target {
             self.shrink_traces(&mut window, TraceLevel::Top, cx.target, cx.counter);
         }
+        // Traces reduced to their header keep the pairs and the paths but lose their figures:
+        // only to stay clear of the trigger (a window left over it would be compacted again at
+        // every request, and its front would never be cached) or within the limit.
+        let clear_of_trigger = (cx.target + cx.trigger.min(cx.limit)) / 2;
+        if window.tokens() > clear_of_trigger {
+            self.shrink_traces(&mut window, TraceLevel::Key, clear_of_trigger, cx.counter);
+        }
         if window.tokens() > cx.limit {
             self.shrink_traces(&mut window, TraceLevel::Header, cx.limit, cx.counter);
         }
+        Ok(self.over_the_limit(window, cx))
+    }
+}
+
+impl KeyMessages {
+    /// The steps that act only over the limit: older rounds leave, the oldest user messages
+    /// are cut to their key sentences, the pending results are previewed, and last the window
+    /// keeps its last rounds only.
+    fn over_the_limit(&self, mut window: Window, cx: CompressCx<'_>) -> Window {
         if window.tokens() > cx.limit {
             self.drop_old_traces(&mut window, cx.limit);
+        }
+        if window.tokens() > cx.limit {
+            self.shrink_current_work(&mut window, cx.limit, cx.counter);
         }
         if window.tokens() > cx.limit {
             self.cut_old_users(&mut window, cx.limit, cx.counter);
@@ -580,7 +655,7 @@ impl CompressionStrategy for KeyMessages {
                 u.kind == UnitKind::Summary || u.round >= first
             });
         }
-        Ok(window)
+        window
     }
 }
 

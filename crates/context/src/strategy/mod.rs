@@ -23,6 +23,9 @@ pub struct CompressCx<'a> {
     pub counter: &'a MessageCounter,
     /// Tokens the window should come under (messages only; the system prompt is outside).
     pub target: usize,
+    /// Tokens at which the next compaction starts: a window left above it is compacted again
+    /// at the next request.
+    pub trigger: usize,
     /// Tokens the window must never exceed.
     pub limit: usize,
 }

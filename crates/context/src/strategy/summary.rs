@@ -404,6 +404,7 @@ mod tests {
         let cx = CompressCx {
             counter: &counter,
             target: 1_000,
+            trigger: 1_600,
             limit: 2_000,
         };
         let log = long_log();
@@ -436,6 +437,7 @@ mod tests {
         let cx = CompressCx {
             counter: &counter,
             target: 1_000,
+            trigger: 1_600,
             limit: 2_000,
         };
         let err = strategy

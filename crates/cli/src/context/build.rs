@@ -1,59 +1,24 @@
 //! `ba-agent context build`: a conversation compressed to a budget, as a request would carry it.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use ba_context::builder::{BuildRequest, BuilderSettings, ContextBuilder, PromptParts};
-use ba_context::{ContextBudget, ExtractiveSummarizer, MessageCounter, Pipeline, block_on};
+use ba_context::builder::BuildRequest;
+use ba_context::{ContextBudget, block_on};
 use ba_protocol::convert::{log_to_anthropic, log_to_openai};
 use ba_protocol::{LogEntry, LogRole, Mode};
 use serde_json::Value;
 
-use crate::cli::{CliError, CliResult};
-use crate::input::{self, InputFormat};
+use super::{Strategy, Wire, builder, read_conversation};
+use crate::cli::CliResult;
+use crate::input::InputFormat;
 use crate::out::outln;
-
-/// Subcommands of `context`.
-#[derive(Debug, clap::Subcommand)]
-pub(crate) enum Command {
-    /// Compress a conversation to a token budget and print the request window as JSON.
-    Build(BuildArgs),
-}
-
-/// Strategies `context build` offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Strategy {
-    Truncate,
-    KeyMessages,
-    Importance,
-    Summary,
-    Hybrid,
-}
-
-impl Strategy {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Truncate => "truncate",
-            Self::KeyMessages => "key-messages",
-            Self::Importance => "importance",
-            Self::Summary => "summary",
-            Self::Hybrid => "hybrid",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum ModeArg {
     Chat,
     Agent,
     Run,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Wire {
-    Anthropic,
-    Openai,
 }
 
 /// Arguments of `context build`.
@@ -84,12 +49,6 @@ pub(crate) struct BuildArgs {
     file: String,
 }
 
-pub(crate) fn run(command: Command) -> CliResult {
-    match command {
-        Command::Build(args) => build(args),
-    }
-}
-
 /// The printed result; fields in the documented order.
 #[derive(serde::Serialize)]
 struct Output {
@@ -99,6 +58,8 @@ struct Output {
     kept: Vec<String>,
     dropped: Vec<Dropped>,
     strategy: &'static str,
+    changed: Vec<Changed>,
+    compaction: Compaction,
 }
 
 #[derive(serde::Serialize)]
@@ -114,64 +75,53 @@ struct Dropped {
     reason: &'static str,
 }
 
-fn build(args: BuildArgs) -> CliResult {
+#[derive(serde::Serialize)]
+struct Changed {
+    id: String,
+    kind: ba_context::window::ChangeKind,
+}
+
+/// What the build did about compaction: the record it started from (the log's last), and
+/// whether the window was compacted now.
+#[derive(serde::Serialize)]
+struct Compaction {
+    from_record: Option<String>,
+    compacted: bool,
+    problem: Option<String>,
+}
+
+pub(super) fn run(args: BuildArgs) -> CliResult {
     let tok = crate::tokens::tokenizer(args.encoding.as_deref(), args.model.as_deref())?;
     let name = if args.file == "-" {
         "stdin"
     } else {
         &args.file
     };
-    let text = input::read_text(&args.file)?;
-    let loaded =
-        input::load(&text, InputFormat::Auto).with_context(|| format!("reading {name}"))?;
-    let wire = args.to.unwrap_or(match loaded.format {
+    let conv = read_conversation(&args.file)?;
+    let wire = args.to.unwrap_or(match conv.format {
         InputFormat::Openai | InputFormat::OpenaiSse => Wire::Openai,
         _ => Wire::Anthropic,
     });
-    // Leading system entries are the request's system prompt, not history.
-    let lead = loaded
-        .entries
-        .iter()
-        .take_while(|e| matches!(e.role, LogRole::System | LogRole::Developer))
-        .count();
-    let input_system: Vec<String> = loaded.entries[..lead]
-        .iter()
-        .map(|e| e.text().into_owned())
-        .collect();
-    let entries = &loaded.entries[lead..];
-    let mode = args.mode.map(|m| match m {
-        ModeArg::Chat => Mode::Chat,
-        ModeArg::Agent => Mode::Agent,
-        ModeArg::Run => Mode::Run,
-    });
-    let counter = MessageCounter::new(tok);
     let budget = ContextBudget::new(args.budget, args.reserve);
-    let pipeline = Pipeline::named(args.strategy.name(), Some(Arc::new(ExtractiveSummarizer)))
-        .map_err(CliError::input)?;
-    let system = match mode {
-        None => input_system.join("\n\n"),
+    let builder = builder(&conv.system, budget, args.strategy, tok)?;
+    let mut request = BuildRequest {
+        entries: &conv.entries,
+        ..BuildRequest::default()
+    };
+    let system = match args.mode {
+        None => conv.system.clone(),
         Some(mode) => {
-            let prompts = PromptParts {
-                base_rules: input_system.join("\n\n"),
-                ..PromptParts::default()
+            request.mode = match mode {
+                ModeArg::Chat => Mode::Chat,
+                ModeArg::Agent => Mode::Agent,
+                ModeArg::Run => Mode::Run,
             };
-            let builder = ContextBuilder::new(
-                prompts,
-                BuilderSettings::default(),
-                budget,
-                Pipeline::default(),
-                MessageCounter::new(tok),
-            );
-            builder.system_prompt(&BuildRequest {
-                entries,
-                mode,
-                ..BuildRequest::default()
-            })
+            builder.system_prompt(&request)
         }
     };
-    let out = block_on(pipeline.run(entries, &system, &budget, &counter))
+    let built = block_on(builder.build_with_system(&request, system.clone()))
         .with_context(|| format!("{name}: cannot build a context of {} tokens", args.budget))?;
-    let window = out.window.entries();
+    let window = built.entries;
     let (system_json, messages) = match wire {
         Wire::Anthropic => {
             let mut all: Vec<LogEntry> = Vec::with_capacity(window.len() + 1);
@@ -202,17 +152,17 @@ fn build(args: BuildArgs) -> CliResult {
             )
         }
     };
+    let debug = built.debug;
     let result = Output {
         system: system_json,
         messages,
         usage: Usage {
-            used: out.used,
+            used: debug.usage.used,
             budget: args.budget,
-            percent: (out.usage.percent * 100.0).round() / 100.0,
+            percent: (debug.usage.percent * 100.0).round() / 100.0,
         },
-        kept: out.window.kept_ids(),
-        dropped: out
-            .window
+        kept: debug.kept,
+        dropped: debug
             .dropped
             .iter()
             .map(|d| Dropped {
@@ -221,6 +171,19 @@ fn build(args: BuildArgs) -> CliResult {
             })
             .collect(),
         strategy: args.strategy.name(),
+        changed: debug
+            .changed
+            .iter()
+            .map(|c| Changed {
+                id: c.id.clone(),
+                kind: c.kind,
+            })
+            .collect(),
+        compaction: Compaction {
+            from_record: debug.compaction_base,
+            compacted: built.compaction.is_some(),
+            problem: debug.compaction_problem,
+        },
     };
     outln!(
         "{}",
