@@ -257,3 +257,115 @@ fn context_build_bad_input() {
         stderr(&o)
     );
 }
+
+/// A long analysis conversation as an Anthropic request: rounds of a question, a query with a
+/// large result, and an answer.
+fn long_conversation(rounds: usize) -> String {
+    let mut messages = Vec::new();
+    for r in 0..rounds {
+        messages.push(serde_json::json!({"role": "user", "content": format!("Question {r}: how did region {} do? Keep amounts in EUR.", r % 5)}));
+        let rows: String = (0..120).map(|i| format!("R{i},{}\n", i * 17 + r)).collect();
+        messages.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("toolu_{r}"), "name": "query_database", "input": {"query": format!("SELECT * FROM sales WHERE r = {r}")}}]}));
+        messages.push(serde_json::json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{r}"), "content": format!("region,amount\n{rows}TOTAL,{}\n", 1_000 + r)}]}));
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("Round {r}: the total is {}.", 1_000 + r)}));
+    }
+    serde_json::json!({"system": "You are a business analyst.", "messages": messages}).to_string()
+}
+
+#[test]
+fn context_replay_plays_requests_with_persisted_compaction() {
+    let f = file(&long_conversation(40));
+    let path = f.path().to_str().unwrap();
+    let emit = tempfile::tempdir().unwrap();
+    let o = run(
+        &[
+            "context",
+            "replay",
+            "--budget",
+            "6000",
+            "--json",
+            "--emit",
+            emit.path().to_str().unwrap(),
+            path,
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let requests = v["requests"].as_array().unwrap();
+    // One request per assistant turn: the call and the answer of each round.
+    assert_eq!(requests.len(), 80);
+    let totals = &v["totals"];
+    let compactions = totals["compactions"].as_u64().unwrap();
+    assert!(compactions >= 1, "{totals}");
+    let share = totals["cacheable_share"].as_f64().unwrap();
+    for r in requests {
+        assert!(r["input_tokens"].as_u64().unwrap() <= 6_000 - 750, "{r}");
+    }
+    // Between compactions, each request repeats the one before it: all of it but the tokens
+    // priming the reply and the note that rides after the window (a reminder of the task).
+    for pair in requests.windows(2) {
+        if !pair[1]["compacted"].as_bool().unwrap() {
+            let repeated = pair[1]["repeated_prefix_tokens"].as_u64().unwrap();
+            let previous = pair[0]["input_tokens"].as_u64().unwrap();
+            assert!(repeated + 64 >= previous, "{} after {}", pair[1], pair[0]);
+        }
+    }
+    // Without persisted compaction, far less repeats.
+    let o = run(
+        &[
+            "context",
+            "replay",
+            "--budget",
+            "6000",
+            "--json",
+            "--stateless",
+            path,
+        ],
+        None,
+    );
+    let stateless: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let before = stateless["totals"]["cacheable_share"].as_f64().unwrap();
+    assert!(share > before, "persisted {share} vs stateless {before}");
+    // A compaction is kept until the trigger is crossed again, not redone every request.
+    let redone = stateless["totals"]["compactions"].as_u64().unwrap();
+    assert!(
+        compactions * 2 < redone,
+        "{compactions} kept vs {redone} redone"
+    );
+    // The emitted bodies are what Anthropic would receive, breakpoints included.
+    let first = std::fs::read_to_string(emit.path().join("0001.json")).unwrap();
+    let body: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert!(
+        body["messages"].is_array() && first.contains("cache_control"),
+        "{first}"
+    );
+    assert!(emit.path().join("0080.json").is_file());
+}
+
+/// The long Claude Code sessions of the shared fixtures at a 32k budget: the front of most
+/// input tokens repeats the previous request, so a prompt cache serves it.
+#[test]
+fn claude_code_sessions_replay_mostly_from_the_cache() {
+    let Some(dir) = ba_testkit::fixtures() else {
+        return;
+    };
+    let session = dir.join("transcripts/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl");
+    let o = run(
+        &[
+            "context",
+            "replay",
+            "--budget",
+            "32000",
+            "--json",
+            session.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let share = v["totals"]["cacheable_share"].as_f64().unwrap();
+    assert!(share >= 0.90, "{}", v["totals"]);
+}

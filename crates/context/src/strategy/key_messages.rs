@@ -132,6 +132,26 @@ fn has_numbers(text: &str) -> bool {
         .any(|w| w[0].is_ascii_digit() && w[1].is_ascii_digit())
 }
 
+/// The names of a unit's calls, by call id: a result that does not carry its tool's name
+/// (read from an OpenAI request, say) is named by its call.
+fn call_names(unit: &Unit) -> Vec<(String, String)> {
+    unit.entries
+        .iter()
+        .flat_map(|e| e.calls().iter())
+        .map(|c| (c.id.clone(), c.function.name.clone()))
+        .collect()
+}
+
+/// The tool that wrote result `e`.
+fn tool_of<'a>(e: &'a LogEntry, names: &'a [(String, String)]) -> &'a str {
+    e.tool_name.as_deref().unwrap_or_else(|| {
+        names
+            .iter()
+            .find(|(id, _)| Some(id.as_str()) == e.tool_call_id.as_deref())
+            .map_or("tool", |(_, name)| name.as_str())
+    })
+}
+
 /// Where the full output of a tool entry is: its spilled data file, or the log entry itself.
 fn full_output(e: &LogEntry) -> String {
     match e.extra.get("data_ref").and_then(Value::as_str) {
@@ -261,6 +281,7 @@ impl KeyMessages {
                     TraceLevel::Key => (self.trace_key_chars, 0, 40),
                     TraceLevel::Header => (0, 0, 40),
                 };
+                let names = call_names(unit);
                 for e in &mut out.entries {
                     let role = e.role;
                     match role {
@@ -272,7 +293,7 @@ impl KeyMessages {
                         }
                         LogRole::Tool => {
                             let text = e.text();
-                            let tool = e.tool_name.as_deref().unwrap_or("tool");
+                            let tool = tool_of(e, &names);
                             let ok = e.is_error != Some(true);
                             if let Some(t) =
                                 trace_text(&text, tool, ok, &full_output(e), result_chars)
@@ -383,9 +404,10 @@ impl KeyMessages {
                 UnitKind::ToolGroup => {
                     let mut out = unit.clone();
                     let mut changes = Vec::new();
+                    let names = call_names(unit);
                     for e in out.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
                         let text = e.text();
-                        let tool = e.tool_name.as_deref().unwrap_or("tool");
+                        let tool = tool_of(e, &names);
                         let ok = e.is_error != Some(true);
                         if let Some(t) =
                             trace_text(&text, tool, ok, &full_output(e), self.preview_chars)
@@ -478,9 +500,10 @@ impl KeyMessages {
             }
             let unit = &mut window.units[p];
             let mut changed = Vec::new();
+            let names = call_names(unit);
             for e in unit.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
                 let text = e.text();
-                let tool = e.tool_name.as_deref().unwrap_or("tool");
+                let tool = tool_of(e, &names);
                 let ok = e.is_error != Some(true);
                 if let Some(t) = trace_text(&text, tool, ok, &full_output(e), chars) {
                     e.content = Some(Content::Text(t));
