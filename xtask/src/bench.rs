@@ -39,11 +39,91 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
     let results = collect(&target.join("criterion"))?;
-    let table = render(&results);
+    let mut table = render(&results);
+    table.push_str(&context_quality(&target)?);
     let path = crate::root().join("docs/BENCHMARKS.md");
     std::fs::write(&path, table).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// The context crate's quality figures, measured the same way every time: the planted-facts
+/// benchmark (what each strategy keeps at 10 % and 25 % of a conversation) and `context replay`
+/// on the long Claude Code sessions of the shared fixtures (the share of input tokens a prompt
+/// cache could serve at a 32k budget, with compactions persisted and rebuilt every request).
+fn context_quality(target: &Path) -> anyhow::Result<String> {
+    let mut out = String::from("\n## Context fidelity (planted facts)\n\n");
+    let table = target.join("fidelity.md");
+    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--release", "-p", "ba-context", "--test", "fidelity", "--quiet"])
+        .env("BA_AGENT_FIDELITY_TABLE", &table)
+        .current_dir(crate::root())
+        .status()
+        .context("running the planted-facts benchmark")?;
+    if !status.success() {
+        anyhow::bail!("the planted-facts benchmark failed ({status})");
+    }
+    out.push_str(
+        "Synthetic business-analysis conversations (`crates/context/tests/fidelity.rs`): the user\n\
+         states constraints in the first rounds, each tool output hides one figure (a total, a peak,\n\
+         a note) among many rows. Each conversation is built down to a budget of 10 % and 25 % of its\n\
+         size (`truncate` is the keep-most-recent baseline).\n\n",
+    );
+    out.push_str(&std::fs::read_to_string(&table).context("reading the fidelity table")?);
+    out.push_str("\n## Prompt-cache share (`ba-agent context replay`, 32k budget)\n\n");
+    let dir = crate::root().join("../shared/fixtures/transcripts/spotter");
+    let mut sessions: Vec<_> = std::fs::read_dir(&dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 1_000_000))
+                .collect()
+        })
+        .unwrap_or_default();
+    sessions.sort();
+    if sessions.is_empty() {
+        out.push_str(&format!("Skipped: {} is absent.\n", dir.display()));
+        return Ok(out);
+    }
+    crate::cargo(&["build", "--release", "-p", "ba-cli", "--quiet"])?;
+    let bin = target.join("release/ba-agent");
+    out.push_str(
+        "Each long Claude Code session of `../shared/fixtures/transcripts/spotter` played request by\n\
+         request (key-messages): the share of input tokens whose front repeats the previous request,\n\
+         with compactions persisted (the product) and rebuilt at every request (before).\n\n\
+         | session | requests | persisted: compactions | persisted: cacheable | rebuilt: compactions | rebuilt: cacheable |\n|---|---|---|---|---|---|\n",
+    );
+    for session in sessions {
+        let replay = |stateless: bool| -> anyhow::Result<Value> {
+            let mut args = vec!["context", "replay", "--budget", "32000", "--json"];
+            if stateless {
+                args.push("--stateless");
+            }
+            let o = std::process::Command::new(&bin)
+                .args(&args)
+                .arg(&session)
+                .output()
+                .context("running context replay")?;
+            anyhow::ensure!(o.status.success(), "context replay failed on {}", session.display());
+            Ok(serde_json::from_slice(&o.stdout)?)
+        };
+        let (kept, rebuilt) = (replay(false)?, replay(true)?);
+        let name: String = session
+            .file_stem()
+            .map(|s| s.to_string_lossy().chars().take(8).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {:.1} % | {} | {:.1} % |",
+            kept["totals"]["requests"],
+            kept["totals"]["compactions"],
+            kept["totals"]["cacheable_share"].as_f64().unwrap_or(0.0) * 100.0,
+            rebuilt["totals"]["compactions"],
+            rebuilt["totals"]["cacheable_share"].as_f64().unwrap_or(0.0) * 100.0,
+        );
+    }
+    Ok(out)
 }
 
 fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measure>>> {

@@ -234,3 +234,81 @@ async fn live_provider_rounds_failures_and_continue() {
     );
     assert_eq!(report.tools["query_database"].calls, 2);
 }
+
+/// An answer whose usage reports prompt-cache reads and writes, as the Messages API does.
+fn cached_answer(id: &str, text: &str, read: u64, written: u64) -> String {
+    use support::event;
+    use serde_json::json;
+    let mut out = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 50, "output_tokens": 1,
+            "cache_read_input_tokens": read, "cache_creation_input_tokens": written}}}),
+    );
+    out += &event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    out += &event(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+    );
+    out += &event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    out += &event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+            "usage": {"output_tokens": 12}}),
+    );
+    out += &event("message_stop", json!({"type": "message_stop"}));
+    out
+}
+
+/// Requests carry cache breakpoints, the cache figures the provider reports are kept with
+/// each answer, and the metrics report shows the share of input read from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_figures_reach_the_metrics_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(vec![
+        sse(&cached_answer("msg_1", "First answer.", 0, 900), End::Complete),
+        sse(&cached_answer("msg_2", "Second answer.", 900, 40), End::Complete),
+    ])
+    .await;
+    let client = AnthropicClient::new(ApiKey::new("sk-test"))
+        .unwrap()
+        .with_base_url(&server.base_url)
+        .unwrap();
+    let agent = Agent::builder(Arc::new(client))
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .model("claude-test")
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    for question in ["First question?", "Second question?"] {
+        let s = agent.send(&id, Input::message(question)).finish().await;
+        assert_eq!(s.status, RunStatus::Answered, "{s:#?}");
+    }
+    let report = agent.report(&id).await.unwrap();
+    assert_eq!(report.input_tokens, 100);
+    assert_eq!(report.cache_read_tokens, 900);
+    assert_eq!(report.cache_write_tokens, 940);
+    // 900 of 100 + 900 + 940 input tokens came from the cache.
+    assert!((report.cache_read_share - 900.0 / 1940.0).abs() < 1e-9);
+    assert!(report.render(false).contains("46.4 % of input read from the cache"));
+    // The second request marks the end of its window for the cache, and its front is the
+    // first request's window.
+    let received = server.received();
+    let second = received[1].body.to_string();
+    assert!(second.contains("cache_control"), "{second}");
+    let first_messages = received[0].body["messages"].as_array().unwrap().len();
+    assert_eq!(
+        received[1].body["messages"].as_array().unwrap()[..first_messages - 1],
+        received[0].body["messages"].as_array().unwrap()[..first_messages - 1]
+    );
+}
