@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use ba_agent::{Agent, AgentBuilder, DataFileSink, ModelSummarizer, Prompts, ResponseMode};
@@ -13,7 +14,7 @@ use ba_builtins::query_database::{QueryDatabase, QueryDatabaseConfig};
 use ba_builtins::run_python::RunPython;
 use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_context::ContextBudget;
-use ba_model::{AnthropicClient, ApiKey, ModelClient, OpenAiClient, ReplayClient};
+use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
 use ba_skills::SkillSet;
 use ba_storage::FileStore;
 use ba_storage::code::CodeStore;
@@ -70,6 +71,15 @@ pub(crate) struct Config {
     pub stream: Option<bool>,
     /// Offer the `task` sub-agent tool (default true).
     pub sub_agents: Option<bool>,
+    /// Seconds a non-streamed answer, or a stream's headers, may take (default 600).
+    pub request_timeout_secs: Option<u64>,
+    /// Seconds a stream may go without progress; keep-alive pings do not count (default 90).
+    pub stream_idle_timeout_secs: Option<u64>,
+    /// Seconds a whole model call may take, retries included (default 900).
+    pub call_timeout_secs: Option<u64>,
+    /// Bytes of an answer read at most (default 32 MiB); past it the call fails with what
+    /// was received.
+    pub max_response_bytes: Option<u64>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -112,6 +122,24 @@ impl Config {
             .unwrap_or_else(|| PathBuf::from(".ba-agent"))
     }
 
+    /// Timeouts and size bounds of the HTTP providers: the configuration's, or the defaults.
+    fn http(&self) -> HttpConfig {
+        let mut http = HttpConfig::default();
+        if let Some(s) = self.request_timeout_secs {
+            http = http.with_request_timeout(Duration::from_secs(s));
+        }
+        if let Some(s) = self.stream_idle_timeout_secs {
+            http = http.with_idle_timeout(Duration::from_secs(s));
+        }
+        if let Some(s) = self.call_timeout_secs {
+            http = http.with_call_timeout(Duration::from_secs(s));
+        }
+        if let Some(b) = self.max_response_bytes {
+            http = http.with_max_response_bytes(b);
+        }
+        http
+    }
+
     /// The model client; a replay client starts after `played` turns.
     pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
         let provider = self.provider.as_deref().ok_or_else(|| {
@@ -127,7 +155,8 @@ impl Config {
                 let client = match key {
                     Some(k) => AnthropicClient::new(k)?,
                     None => AnthropicClient::from_env()?,
-                };
+                }
+                .with_http(self.http());
                 match &self.base_url {
                     Some(url) => Arc::new(client.with_base_url(url.clone())?),
                     None => Arc::new(client),
@@ -137,7 +166,8 @@ impl Config {
                 let client = match key {
                     Some(k) => OpenAiClient::new(Some(k))?,
                     None => OpenAiClient::from_env()?,
-                };
+                }
+                .with_http(self.http());
                 match &self.base_url {
                     Some(url) => Arc::new(client.with_base_url(url.clone())?),
                     None => Arc::new(client),

@@ -199,7 +199,7 @@ impl ModelClient for AnthropicClient {
         let body = Self::request_body(request);
         let url = format!("{}/v1/messages", self.base_url);
         let key = self.key.header_value("", PROVIDER)?;
-        let (response, retries, deadline) = self
+        let (response, retries, deadline, call_deadline) = self
             .transport
             .send(|| {
                 self.transport
@@ -217,6 +217,7 @@ impl ModelClient for AnthropicClient {
                 AnthropicStream::default(),
                 on_delta,
                 retries,
+                call_deadline,
             )
             .await;
         }

@@ -52,13 +52,32 @@ impl PartialOutput {
     }
 }
 
+/// The most characters of a partial output a log entry keeps.
+pub const MAX_LOGGED_PARTIAL: usize = 64 * 1024;
+
+/// `text` cut to its first and last parts when longer than `max` characters.
+fn bounded(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(total - max / 2).collect();
+    format!(
+        "{head}\n[… {} characters of the partial output left out …]\n{tail}",
+        total - 2 * (max / 2)
+    )
+}
+
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutPhase {
     /// The whole request (or, when streaming, the wait for the response headers).
     Request,
-    /// The gap between two pieces of a stream.
+    /// The gap between two pieces of a stream that carry progress (keep-alive pings do not).
     StreamIdle,
+    /// The whole call, retries and reading included.
+    Total,
 }
 
 impl fmt::Display for TimeoutPhase {
@@ -66,6 +85,7 @@ impl fmt::Display for TimeoutPhase {
         f.write_str(match self {
             Self::Request => "request",
             Self::StreamIdle => "stream idle",
+            Self::Total => "call",
         })
     }
 }
@@ -156,6 +176,16 @@ pub enum ModelError {
         /// What was streamed before it.
         partial: Option<Box<PartialOutput>>,
     },
+    /// The answer grew past the size the client accepts; it was read no further.
+    #[error("the {provider} answer passed the limit of {limit} bytes and was read no further")]
+    TooLarge {
+        /// Provider name.
+        provider: String,
+        /// The limit, in bytes.
+        limit: u64,
+        /// What was received before the limit.
+        partial: Box<PartialOutput>,
+    },
     /// No API key in the configuration or the environment.
     #[error("no API key for {provider}: set {var} or give one in the configuration")]
     MissingApiKey {
@@ -217,7 +247,7 @@ impl ModelError {
             Self::RateLimited { .. } => LlmErrorKind::RateLimited,
             Self::Server { .. } => LlmErrorKind::Server,
             Self::StreamCut { .. } => LlmErrorKind::StreamCut,
-            Self::InvalidResponse { .. } => LlmErrorKind::InvalidResponse,
+            Self::InvalidResponse { .. } | Self::TooLarge { .. } => LlmErrorKind::InvalidResponse,
             Self::Replayed { error, .. } => error.kind,
             Self::Rejected { .. }
             | Self::MissingApiKey { .. }
@@ -234,13 +264,16 @@ impl ModelError {
             Self::Timeout { partial, .. }
             | Self::Server { partial, .. }
             | Self::InvalidResponse { partial, .. } => partial.as_deref(),
-            Self::StreamCut { partial, .. } => Some(&**partial),
+            Self::StreamCut { partial, .. } | Self::TooLarge { partial, .. } => Some(&**partial),
             _ => None,
         }
         .filter(|p| !p.is_empty())
     }
 
-    /// The failure as the log records it on an assistant entry (`llm_error`).
+    /// The failure as the log records it on an assistant entry (`llm_error`). A partial output
+    /// longer than [`MAX_LOGGED_PARTIAL`] characters keeps its head and tail, with a marker
+    /// saying how much was left out: the log, and the request that resumes from it, stay
+    /// bounded whatever a server sent.
     pub fn to_llm_error(&self) -> LlmError {
         if let Self::Replayed { error, .. } = self {
             return error.clone();
@@ -248,7 +281,9 @@ impl ModelError {
         LlmError {
             kind: self.kind(),
             message: self.to_string(),
-            partial_output: self.partial_output().map(PartialOutput::render),
+            partial_output: self
+                .partial_output()
+                .map(|p| bounded(p.render(), MAX_LOGGED_PARTIAL)),
         }
     }
 

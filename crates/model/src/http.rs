@@ -53,13 +53,20 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Timeouts and retries of a provider client.
+/// Timeouts, size bounds and retries of a provider client.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HttpConfig {
     /// Limit on a whole non-streaming exchange, and on the wait for a stream's headers.
     pub request_timeout: Duration,
-    /// Limit on the silence between two pieces of a stream.
+    /// Limit on the time between two pieces of a stream that carry progress: keep-alive
+    /// pings and comments do not reset it.
     pub idle_timeout: Duration,
+    /// Limit on a whole call: every attempt, the waits between them and the reading of the
+    /// answer.
+    pub call_timeout: Duration,
+    /// The most bytes of an answer (a whole body, or a whole stream) read before the call
+    /// fails; what came before is kept as its partial output.
+    pub max_response_bytes: u64,
     /// When and how to retry.
     pub retry: RetryPolicy,
 }
@@ -69,6 +76,8 @@ impl Default for HttpConfig {
         Self {
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(90),
+            call_timeout: Duration::from_secs(900),
+            max_response_bytes: 32 * 1024 * 1024,
             retry: RetryPolicy::default(),
         }
     }
@@ -84,6 +93,18 @@ impl HttpConfig {
     /// Sets the stream-idle timeout.
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the limit on a whole call.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Sets the most bytes of an answer read.
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 
@@ -141,15 +162,17 @@ impl Transport {
     }
 
     /// Sends a request built by `build` until it gets a success status, retrying transient
-    /// failures. Returns the response (body unread), the retries made, and the deadline of the
-    /// successful attempt, which bounds the reading of a whole body too.
+    /// failures. Returns the response (body unread), the retries made, the deadline of the
+    /// successful attempt (which bounds the reading of a whole body too) and the deadline of the
+    /// whole call (which bounds the reading of a stream).
     pub(crate) async fn send(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<(reqwest::Response, u32, Instant), ModelError> {
+    ) -> Result<(reqwest::Response, u32, Instant, Instant), ModelError> {
         let mut retry = 0u32;
+        let call_deadline = Instant::now() + self.config.call_timeout;
         loop {
-            let deadline = Instant::now() + self.config.request_timeout;
+            let deadline = (Instant::now() + self.config.request_timeout).min(call_deadline);
             let outcome = tokio::time::timeout_at(deadline, build().send()).await;
             let mut provider_says_retry = None;
             let mut error = match outcome {
@@ -164,7 +187,7 @@ impl Transport {
                     message: describe(&e),
                 },
                 Ok(Ok(response)) if response.status().is_success() => {
-                    return Ok((response, retry, deadline));
+                    return Ok((response, retry, deadline, call_deadline));
                 }
                 Ok(Ok(response)) => {
                     let (error, hint) = self.status_error(response, deadline).await;
@@ -176,7 +199,7 @@ impl Transport {
             let wait = (provider_says_retry != Some(false))
                 .then(|| self.config.retry.delay_for(&error, retry, rand::random()))
                 .flatten();
-            match wait {
+            match wait.filter(|w| Instant::now() + *w < call_deadline) {
                 Some(wait) => {
                     tracing::warn!(
                         provider = self.provider,
@@ -193,24 +216,43 @@ impl Transport {
         }
     }
 
-    /// Reads a whole body before the attempt's deadline.
+    /// Reads a whole body before the attempt's deadline, at most `max_response_bytes` of it.
     pub(crate) async fn body_text(
         &self,
         response: reqwest::Response,
         deadline: Instant,
     ) -> Result<String, ModelError> {
-        match tokio::time::timeout_at(deadline, response.text()).await {
+        let limit = self.config.max_response_bytes;
+        let read = async {
+            let mut body = response;
+            let mut bytes: Vec<u8> = Vec::new();
+            while let Some(chunk) = body.chunk().await.map_err(|e| ModelError::Network {
+                provider: self.provider.to_owned(),
+                message: describe(&e),
+            })? {
+                if bytes.len() as u64 + chunk.len() as u64 > limit {
+                    return Err(ModelError::TooLarge {
+                        provider: self.provider.to_owned(),
+                        limit,
+                        partial: Box::default(),
+                    });
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            String::from_utf8(bytes).map_err(|_| ModelError::InvalidResponse {
+                provider: self.provider.to_owned(),
+                message: "the response body is not valid UTF-8".to_owned(),
+                partial: None,
+            })
+        };
+        match tokio::time::timeout_at(deadline, read).await {
             Err(_) => Err(ModelError::Timeout {
                 provider: self.provider.to_owned(),
                 phase: TimeoutPhase::Request,
                 after: self.config.request_timeout,
                 partial: None,
             }),
-            Ok(Err(e)) => Err(ModelError::Network {
-                provider: self.provider.to_owned(),
-                message: describe(&e),
-            }),
-            Ok(Ok(text)) => Ok(text),
+            Ok(result) => result,
         }
     }
 

@@ -78,7 +78,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicClient;
 pub use ba_protocol::ToolSpec;
-pub use error::{ModelError, PartialOutput, PartialToolCall, TimeoutPhase};
+pub use error::{MAX_LOGGED_PARTIAL, ModelError, PartialOutput, PartialToolCall, TimeoutPhase};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, HttpConfig};
 #[cfg(feature = "openai")]

@@ -174,7 +174,7 @@ impl ModelClient for OpenAiClient {
             Some(key) => Some(key.header_value("Bearer ", PROVIDER)?),
             None => None,
         };
-        let (response, retries, deadline) = self
+        let (response, retries, deadline, call_deadline) = self
             .transport
             .send(|| {
                 let builder = self.transport.client.post(&url).json(&body);
@@ -191,6 +191,7 @@ impl ModelClient for OpenAiClient {
                 OpenAiStream::default(),
                 on_delta,
                 retries,
+                call_deadline,
             )
             .await;
         }

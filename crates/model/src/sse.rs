@@ -1,6 +1,7 @@
 //! Reading a provider's SSE body under the stream-idle timeout, feeding a provider state.
 
 use futures::StreamExt;
+use tokio::time::Instant;
 
 use ba_protocol::stream::sse::{SseEvent, SseParser};
 
@@ -20,27 +21,39 @@ pub(crate) trait StreamState {
     fn finish(self, retries: u32) -> Result<ModelResponse, ModelError>;
 }
 
-/// Reads `response` as SSE into `state`, one idle timeout per piece of the body.
+/// Reads `response` as SSE into `state`: the idle timeout runs from the last piece that carried
+/// progress (an event other than a keep-alive `ping`), the call's `deadline` bounds the whole
+/// reading, and at most `max_response_bytes` are read. Every failure keeps what was received.
 pub(crate) async fn read_stream<S: StreamState>(
     transport: &Transport,
     response: reqwest::Response,
     mut state: S,
     on_delta: &mut DeltaSink<'_>,
     retries: u32,
+    deadline: Instant,
 ) -> Result<ModelResponse, ModelError> {
     let provider = transport.provider;
     let idle = transport.config.idle_timeout;
+    let limit = transport.config.max_response_bytes;
     let mut body = response.bytes_stream();
     let mut parser = SseParser::new();
     // Bytes of a UTF-8 character split across two pieces wait here for the rest.
     let mut pending: Vec<u8> = Vec::new();
+    let mut received: u64 = 0;
+    let mut progress = Instant::now();
     loop {
-        let piece = match tokio::time::timeout(idle, body.next()).await {
+        let wait_until = (progress + idle).min(deadline);
+        let piece = match tokio::time::timeout_at(wait_until, body.next()).await {
             Err(_) => {
+                let (phase, after) = if wait_until == deadline {
+                    (TimeoutPhase::Total, transport.config.call_timeout)
+                } else {
+                    (TimeoutPhase::StreamIdle, idle)
+                };
                 return Err(ModelError::Timeout {
                     provider: provider.to_owned(),
-                    phase: TimeoutPhase::StreamIdle,
-                    after: idle,
+                    phase,
+                    after,
                     partial: Some(Box::new(state.into_partial())),
                 });
             }
@@ -54,6 +67,14 @@ pub(crate) async fn read_stream<S: StreamState>(
             }
             Ok(Some(Ok(piece))) => piece,
         };
+        received += piece.len() as u64;
+        if received > limit {
+            return Err(ModelError::TooLarge {
+                provider: provider.to_owned(),
+                limit,
+                partial: Box::new(state.into_partial()),
+            });
+        }
         pending.extend_from_slice(&piece);
         let text = match take_utf8(&mut pending) {
             Some(text) => text,
@@ -66,6 +87,9 @@ pub(crate) async fn read_stream<S: StreamState>(
             }
         };
         for event in parser.push(&text) {
+            if event.event.as_deref() != Some("ping") {
+                progress = Instant::now();
+            }
             if let Err(error) = state.push(&event, on_delta) {
                 return Err(error.with_partial(state.into_partial()));
             }

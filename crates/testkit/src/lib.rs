@@ -32,6 +32,12 @@ pub enum End {
     Hang,
     /// Not even the status line is sent; the connection is held open.
     Silent,
+    /// No `content-length`: after the pieces, the last piece is sent again and again (every
+    /// `pause_ms` milliseconds, 0 for as fast as the client reads) until the client goes away.
+    Endless {
+        /// The pause between two repeats.
+        pause_ms: u64,
+    },
 }
 
 /// One scripted reply.
@@ -67,6 +73,12 @@ impl Reply {
                 .collect(),
             end,
         }
+    }
+
+    /// The same reply, ended another way.
+    pub fn with_end(mut self, end: End) -> Self {
+        self.end = end;
+        self
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
@@ -169,7 +181,7 @@ async fn serve(
         End::CutShort | End::Hang => {
             head.push_str(&format!("content-length: {}\r\n", total + 1000))
         }
-        End::Close | End::Silent => {}
+        End::Close | End::Silent | End::Endless { .. } => {}
     }
     head.push_str("connection: close\r\n\r\n");
     if stream.write_all(head.as_bytes()).await.is_err() {
@@ -186,6 +198,18 @@ async fn serve(
     if reply.end == End::Hang {
         // The declared length is not reached, so the client keeps waiting for more.
         std::future::pending::<()>().await;
+    }
+    if let (End::Endless { pause_ms }, Some(last)) = (reply.end, reply.pieces.last()) {
+        loop {
+            if stream.write_all(last).await.is_err() {
+                return;
+            }
+            if pause_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
+        }
     }
     let _ = stream.shutdown().await;
 }
