@@ -119,6 +119,9 @@ pub struct BuildRequest<'a> {
     /// Ids of entries whose text goes to the model whole: no preview, no synopsis, no
     /// stand-in (a skill's instructions, say). They can still be dropped by compression.
     pub pinned: Vec<String>,
+    /// Tokens the request carries besides the system prompt and the messages (the tool
+    /// definitions), counted against the budget.
+    pub fixed_tokens: usize,
 }
 
 /// Debug data of a build.

@@ -43,6 +43,19 @@ pub enum ContextError {
         /// Tokens left for messages.
         available: usize,
     },
+    /// The results the model is about to read do not fit the budget even as previews, with the
+    /// latest user message and the system prompt: the budget is too small for this turn.
+    #[error(
+        "the tool results of `{call}` the model is about to read need a budget of at least {needed} tokens (system prompt, latest user message, the results as previews and the reply's reserve); the budget is {budget}"
+    )]
+    PendingTooLarge {
+        /// The id of the assistant entry whose calls the results answer.
+        call: String,
+        /// The smallest budget that fits this turn.
+        needed: usize,
+        /// The budget.
+        budget: usize,
+    },
     /// A strategy returned a window that breaks an invariant (C4); a bug in that strategy.
     #[error("strategy `{strategy}` broke an invariant: {detail}")]
     Invariant {

@@ -166,11 +166,24 @@ impl Pipeline {
                 })?;
             }
         }
-        if !window.fit(limit, DropReason::OverBudget) {
-            return Err(ContextError::LatestUserTooLarge {
-                id: latest,
-                needed: window.tokens(),
-                available: limit,
+        if !window.fit_keeping_pending(limit, DropReason::OverBudget) {
+            // What is left is the latest user message and the results the model is about to
+            // read: without them the next answer would be made up.
+            let needed = window.tokens() + system_tokens + budget.reserved_for_response;
+            return Err(match window.pending_start() {
+                Some(p) => ContextError::PendingTooLarge {
+                    call: window.units[p]
+                        .entries
+                        .first()
+                        .map_or_else(String::new, |e| e.id.clone()),
+                    needed,
+                    budget: budget.total,
+                },
+                None => ContextError::LatestUserTooLarge {
+                    id: latest,
+                    needed: window.tokens(),
+                    available: limit,
+                },
             });
         }
         if window.dropped.len() > dropped_on_read {

@@ -206,6 +206,10 @@ proptest! {
                     let user = log.iter().find(|e| Some(&e.id) == latest.as_ref()).unwrap();
                     prop_assert!(counter.entry(user) + counter.reply_priming() > available);
                 }
+                Err(ContextError::PendingTooLarge { needed, budget: b, .. }) => {
+                    prop_assert_eq!(b, total);
+                    prop_assert!(needed > total, "{name}: needs {needed} of {total}");
+                }
                 Err(other) => prop_assert!(false, "{name}: unexpected error {other}"),
             }
         }

@@ -55,12 +55,23 @@ impl Runner {
             .filter(|e| records::skill(e).is_some())
             .map(|e| e.id.clone())
             .collect();
+        let counter = inner.builder.counter();
+        let tool_tokens = self
+            .tool_specs()
+            .iter()
+            .map(|t| {
+                counter.text(&t.name)
+                    + counter.text(&t.description)
+                    + counter.text(&t.input_schema.to_string())
+            })
+            .sum();
         let mut request = BuildRequest {
             entries: view,
             mode: self.mode,
             task: current_task(view),
             system_sections: sections,
             pinned,
+            fixed_tokens: tool_tokens,
             ..BuildRequest::default()
         };
         let mut built = self.build(&request).await?;
