@@ -1,0 +1,2 @@
+//! test server
+fn main() {}
