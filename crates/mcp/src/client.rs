@@ -127,7 +127,9 @@ fn from_service_error(e: ServiceError) -> RequestFailure {
             data: data.data,
         },
         ServiceError::TransportClosed => RequestFailure::Closed,
-        ServiceError::TransportSend(e) => RequestFailure::Other(format!("cannot send: {e}")),
+        ServiceError::TransportSend(e) => {
+            RequestFailure::Other(format!("cannot send: {}", error_chain(e.error.as_ref())))
+        }
         ServiceError::UnexpectedResponse => {
             RequestFailure::Other("the server's answer has an unexpected shape".to_owned())
         }
@@ -230,6 +232,10 @@ impl Connection {
                 E::ConnectionClosed(_) => ConnectFailure::Closed(
                     "it closed the connection before the MCP handshake ended".to_owned(),
                 ),
+                E::TransportError { error, context } => ConnectFailure::Closed(format!(
+                    "the MCP handshake failed ({context}): {}",
+                    error_chain(error.error.as_ref())
+                )),
                 E::JsonRpcError(data) => ConnectFailure::Other(format!(
                     "it refused the MCP handshake: {} (code {})",
                     data.message, data.code.0
@@ -451,6 +457,21 @@ fn result_json(result: ServerResult) -> Value {
         ServerResult::CustomResult(custom) => custom.0,
         other => serde_json::to_value(other).unwrap_or(Value::Null),
     }
+}
+
+/// An error and its sources, as one sentence.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text
 }
 
 fn join(versions: &[ProtocolVersion]) -> String {

@@ -627,7 +627,7 @@ impl McpManager {
             Err(RequestFailure::Closed | RequestFailure::Other(_))
                 if server.data().process.is_some() =>
             {
-                Err(self.server_died(server, Some(tool)).await)
+                Err(self.server_died(server, tool).await)
             }
             Err(RequestFailure::Closed) => {
                 self.fail(server, "it closed the connection".to_owned(), None);
@@ -691,21 +691,27 @@ impl McpManager {
         self.inner.rebuild_catalog();
     }
 
-    async fn server_died(&self, server: &Server, tool: Option<&str>) -> McpError {
-        let process = server.data().process.clone();
-        if let Some(process) = process {
-            let status = process.wait_exit(DEATH_REPORT_WAIT).await;
-            process.stderr().wait_closed(DEATH_REPORT_WAIT).await;
-            let already = matches!(server.phase(), Phase::Failed(_) | Phase::Stopped);
-            if !already {
-                let during = tool
-                    .map(|t| format!(" during a call to `{t}`"))
-                    .unwrap_or_default();
-                let reason = format!("it {}{during}", describe_exit(status));
-                self.fail(server, reason, Some(process.stderr().text()));
-            }
+    /// The error of a call whose connection closed: the exit status and stderr tail of the
+    /// server's process, which is marked failed unless it was shut down.
+    async fn server_died(&self, server: &Server, tool: &str) -> McpError {
+        let Some(process) = server.data().process.clone() else {
+            return server.unavailable();
+        };
+        if server.phase() == Phase::Stopped {
+            return server.unavailable();
         }
-        server.unavailable()
+        let status = process.wait_exit(DEATH_REPORT_WAIT).await;
+        process.stderr().wait_closed(DEATH_REPORT_WAIT).await;
+        let reason = format!("it {} during a call to `{tool}`", describe_exit(status));
+        let stderr_tail = Some(process.stderr().text());
+        if server.phase() == Phase::Ready {
+            self.fail(server, reason.clone(), stderr_tail.clone());
+        }
+        McpError::ServerUnavailable {
+            server: server.name.clone(),
+            reason,
+            stderr_tail,
+        }
     }
 
     /// Shuts every server down: closes its stdin, waits, SIGTERM to its process group, waits,
@@ -825,16 +831,25 @@ async fn start_server(inner: Weak<Inner>, server: Arc<Server>) {
             inner.rebuild_catalog();
         }
         Ok(Err(StartFailure { reason, died })) => {
-            let (reason, stderr) = match (&process, died) {
-                (Some(p), true) => {
-                    let status = p.wait_exit(DEATH_REPORT_WAIT).await;
-                    p.stderr().wait_closed(DEATH_REPORT_WAIT).await;
-                    (
-                        format!("it {} before it was ready", describe_exit(status)),
-                        tail(&process),
-                    )
+            let (reason, stderr) = match &process {
+                Some(p) => {
+                    let status = if died {
+                        p.wait_exit(DEATH_REPORT_WAIT).await
+                    } else {
+                        p.exit_status()
+                    };
+                    if status.is_some() {
+                        p.stderr().wait_closed(DEATH_REPORT_WAIT).await;
+                    }
+                    let reason = match status {
+                        Some(status) => {
+                            format!("it {} before it was ready", describe_exit(Some(status)))
+                        }
+                        None => reason,
+                    };
+                    (reason, tail(&process))
                 }
-                _ => (reason, tail(&process)),
+                None => (reason, None),
             };
             if let Some(p) = &process {
                 p.terminate(Duration::ZERO).await;

@@ -272,7 +272,7 @@ async fn supervise(
 fn spawn_watchdog(pgid: u32) -> Option<ChildStdin> {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
-        .arg("read -r _ignored; kill -KILL -- -\"$1\"")
+        .arg("read -r _ignored; kill -s KILL -- -\"$1\"")
         .arg("ba-mcp-watchdog")
         .arg(pgid.to_string())
         .env_clear()
