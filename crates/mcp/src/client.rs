@@ -373,6 +373,14 @@ impl Connection {
                 biased;
                 answer = &mut rx => {
                     guard.id = None;
+                    // rmcp hands notifications to the handler on tasks of their own, so progress
+                    // sent just before the answer may still be on its way: pass on what is here.
+                    tokio::task::yield_now().await;
+                    while let Ok(progress) = progress_rx.try_recv() {
+                        if let Some(callback) = on_progress {
+                            callback(&progress);
+                        }
+                    }
                     return match answer {
                         Ok(Ok(result)) => Ok(result_json(result)),
                         Ok(Err(e)) => Err(from_service_error(e)),
@@ -384,7 +392,10 @@ impl Connection {
                     if let Some(callback) = on_progress {
                         callback(&progress);
                     }
-                    last = Some(progress);
+                    // Notifications may arrive out of order (see above); progress only grows.
+                    if last.as_ref().is_none_or(|l| progress.progress >= l.progress) {
+                        last = Some(progress);
+                    }
                     idle_sleep.as_mut().reset(tokio::time::Instant::now() + idle);
                 }
                 () = &mut idle_sleep => {

@@ -129,7 +129,9 @@ async fn server_everything_over_stdio() {
         .await
         .unwrap();
     assert!(!r.text.is_empty());
-    assert_eq!(progress.load(Ordering::Relaxed), 4);
+    // The last notification may race the answer (rmcp delivers notifications on their own
+    // tasks); the ones before it are 250 ms apart.
+    assert!(progress.load(Ordering::Relaxed) >= 3);
     let pid = status(&manager, "everything").pid.unwrap();
     manager.shutdown().await;
     assert_group_gone(pid);

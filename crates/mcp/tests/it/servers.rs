@@ -133,11 +133,13 @@ async fn progress_resets_the_idle_timeout_and_is_reported_on_timeout() {
         .await
         .unwrap();
     assert_eq!(r.text, "done after 10 steps");
+    // The call outlived its idle timeout 2.5 times over: progress kept it alive. The last
+    // notification may race the answer (rmcp delivers notifications on their own tasks).
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 10);
-    assert_eq!(seen[9].progress, 10.0);
-    assert_eq!(seen[9].total, Some(10.0));
-    assert_eq!(seen[9].message.as_deref(), Some("step 10"));
+    assert!(seen.len() >= 9, "{seen:?}");
+    assert_eq!(seen[8].progress, 9.0);
+    assert_eq!(seen[8].total, Some(10.0));
+    assert_eq!(seen[8].message.as_deref(), Some("step 9"));
 
     // Progress then silence: the timeout says how far it got, and the server is told to stop.
     let err = manager
