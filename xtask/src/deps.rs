@@ -59,7 +59,13 @@ mod tests {
 
     #[test]
     fn middle_crates_never_depend_on_each_other() {
-        let middle = ["ba-context", "ba-tools", "ba-skills", "ba-storage"];
+        let middle = [
+            "ba-context",
+            "ba-tools",
+            "ba-skills",
+            "ba-storage",
+            "ba-mcp",
+        ];
         for package in middle {
             let deps = deps(package, true);
             for other in middle.iter().filter(|o| **o != package) {
@@ -67,5 +73,18 @@ mod tests {
             }
             assert!(!deps.contains("ba-agent"), "{package} depends on ba-agent");
         }
+    }
+
+    #[test]
+    fn mcp_uses_protocol_only_among_workspace_crates() {
+        let workspace: Vec<String> = deps("ba-mcp", true)
+            .into_iter()
+            .filter(|d| d.starts_with("ba-"))
+            .collect();
+        assert_eq!(
+            workspace,
+            ["ba-protocol"],
+            "ba-mcp's workspace dependencies"
+        );
     }
 }

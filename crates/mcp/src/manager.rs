@@ -229,7 +229,8 @@ impl Inner {
         let datas: Vec<_> = self.servers.iter().map(|s| (s, s.data())).collect();
         let parts: Vec<ServerTools<'_>> = datas
             .iter()
-            .filter(|(_, d)| matches!(d.phase, Some(Phase::Ready | Phase::Lazy)))
+            // A lazy server being started keeps offering its cached tools meanwhile.
+            .filter(|(_, d)| matches!(d.phase, Some(Phase::Ready | Phase::Lazy | Phase::Starting)))
             .map(|(s, d)| ServerTools {
                 index: s.index,
                 name: &s.name,
