@@ -32,11 +32,13 @@ pub type ProgressFn = Arc<dyn Fn(&McpProgress) + Send + Sync>;
 
 /// Progress notifications whose call has not registered yet (it registers right after sending).
 const ORPHANS_KEPT: usize = 64;
+/// Progress notifications queued for one call.
+const PROGRESS_QUEUE: usize = 256;
 
 /// What the server told the client outside of answers.
 #[derive(Debug, Default)]
 struct Shared {
-    progress: Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<McpProgress>>>,
+    progress: Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>,
     orphans: Mutex<VecDeque<(ProgressToken, McpProgress)>>,
     tools_changed: Arc<Notify>,
 }
@@ -72,7 +74,8 @@ impl ClientHandler for Handler {
             .cloned();
         match sender {
             Some(sender) => {
-                let _ = sender.send(progress);
+                // A server flooding notifications loses the excess, not memory.
+                let _ = sender.try_send(progress);
             }
             None => {
                 let mut orphans = lock(&self.shared.orphans);
@@ -256,7 +259,7 @@ impl Connection {
         let server_info = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref())
-            .map(|i| format!("{} {}", i.name, i.version));
+            .map(|i| crate::result::bounded(&format!("{} {}", i.name, i.version), 256));
         let protocol_version = info
             .as_ref()
             .map(|i| i.protocol_version.to_string())
@@ -340,13 +343,13 @@ impl Connection {
             progress_token,
             ..
         } = handle;
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let (progress_tx, mut progress_rx) = mpsc::channel(PROGRESS_QUEUE);
         lock(&self.shared.progress).insert(progress_token.clone(), progress_tx.clone());
         {
             let mut orphans = lock(&self.shared.orphans);
             orphans.retain(|(token, p)| {
                 if *token == progress_token {
-                    let _ = progress_tx.send(p.clone());
+                    let _ = progress_tx.try_send(p.clone());
                     false
                 } else {
                     true

@@ -22,6 +22,8 @@ use crate::status::{McpInventory, McpToolInfo, ServerState, ServerStatus, Skippe
 
 /// Most pages of `tools/list` read from one server.
 const MAX_LIST_PAGES: usize = 1000;
+/// Most tools read from one server's `tools/list`, offered or not.
+const MAX_LISTED_TOOLS: usize = 10_000;
 /// How long a failure report waits for a dead server's exit status and stderr.
 const DEATH_REPORT_WAIT: Duration = Duration::from_millis(1500);
 
@@ -967,6 +969,12 @@ async fn list_all(connection: &Connection) -> Result<Vec<Value>, (String, bool)>
                 RequestFailure::Other(m) => (format!("tools/list failed: {m}"), false),
             })?;
         all.extend(tools);
+        if all.len() > MAX_LISTED_TOOLS {
+            return Err((
+                format!("its tools/list has over {MAX_LISTED_TOOLS} tools"),
+                false,
+            ));
+        }
         match next {
             None => return Ok(all),
             Some(next) if !seen.insert(next.clone()) => {
