@@ -115,6 +115,8 @@ pub(crate) enum RequestFailure {
     },
     /// The HTTP endpoint asked for authorization.
     NeedsAuth,
+    /// The request could not be sent (a closed pipe, a refused connection).
+    Transport(String),
     /// Anything else, as a sentence.
     Other(String),
 }
@@ -130,9 +132,10 @@ fn from_service_error(e: ServiceError) -> RequestFailure {
             data: data.data,
         },
         ServiceError::TransportClosed => RequestFailure::Closed,
-        ServiceError::TransportSend(e) => {
-            RequestFailure::Other(format!("cannot send: {}", error_chain(e.error.as_ref())))
-        }
+        ServiceError::TransportSend(e) => RequestFailure::Transport(format!(
+            "cannot send the request: {}",
+            error_chain(e.error.as_ref())
+        )),
         ServiceError::UnexpectedResponse => {
             RequestFailure::Other("the server's answer has an unexpected shape".to_owned())
         }

@@ -62,6 +62,16 @@ pub enum McpError {
         /// The error message (bounded).
         message: String,
     },
+    /// The server's answer could not be read (a shape that is not a tool result).
+    #[error("MCP server `{server}` sent an answer to `{tool}` that could not be read: {message}")]
+    BadReply {
+        /// The server.
+        server: String,
+        /// The tool's raw name.
+        tool: String,
+        /// What was wrong.
+        message: String,
+    },
     /// No answer within the timeout; the request was cancelled on the server.
     #[error("the tool `{tool}` on MCP server `{server}` gave no answer within {}{}", fmt_duration(*after), progress_note(.progress.as_ref()))]
     Timeout {
@@ -164,7 +174,9 @@ impl McpError {
             Self::UnknownTool { .. } | Self::ToolGone { .. } | Self::InvalidArguments { .. } => {
                 ToolErrorKind::InvalidParameters
             }
-            Self::ToolFailed { .. } | Self::Protocol { .. } => ToolErrorKind::ExecutionError,
+            Self::ToolFailed { .. } | Self::Protocol { .. } | Self::BadReply { .. } => {
+                ToolErrorKind::ExecutionError
+            }
             Self::Timeout { .. } => ToolErrorKind::Timeout,
             Self::ReplyTooLarge { .. }
             | Self::ServerUnavailable { .. }
@@ -182,6 +194,7 @@ impl McpError {
             Self::InvalidArguments { .. } => "MCP_INVALID_ARGUMENTS",
             Self::ToolFailed { .. } => "MCP_TOOL_ERROR",
             Self::Protocol { .. } => "MCP_PROTOCOL_ERROR",
+            Self::BadReply { .. } => "MCP_BAD_REPLY",
             Self::Timeout { .. } => "MCP_TIMEOUT",
             Self::ReplyTooLarge { .. } => "MCP_REPLY_TOO_LARGE",
             Self::ServerUnavailable { .. } => "MCP_SERVER_UNAVAILABLE",

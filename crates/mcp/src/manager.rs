@@ -567,6 +567,11 @@ impl McpManager {
                     tool: tool.to_owned(),
                     text,
                 }),
+                WireOutcome::Malformed(message) => Err(McpError::BadReply {
+                    server: server.name.clone(),
+                    tool: tool.to_owned(),
+                    message,
+                }),
             },
             Err(RequestFailure::Timeout { after, last, count }) => {
                 if server.oversize.count() != oversize_before {
@@ -627,19 +632,31 @@ impl McpManager {
                 self.fail(server, reason, None);
                 Err(server.unavailable())
             }
-            Err(RequestFailure::Closed | RequestFailure::Other(_))
-                if server.data().process.is_some() =>
-            {
+            Err(RequestFailure::Closed) if server.data().process.is_some() => {
                 Err(self.server_died(server, tool).await)
             }
             Err(RequestFailure::Closed) => {
                 self.fail(server, "it closed the connection".to_owned(), None);
                 Err(server.unavailable())
             }
-            Err(RequestFailure::Other(message)) => Err(McpError::ServerUnavailable {
+            Err(RequestFailure::Transport(message)) => {
+                // For stdio, a failed send means the process is gone (or going).
+                let process = server.data().process.clone();
+                if let Some(process) = process
+                    && process.wait_exit(DEATH_REPORT_WAIT).await.is_some()
+                {
+                    return Err(self.server_died(server, tool).await);
+                }
+                Err(McpError::ServerUnavailable {
+                    server: server.name.clone(),
+                    reason: message,
+                    stderr_tail: None,
+                })
+            }
+            Err(RequestFailure::Other(message)) => Err(McpError::BadReply {
                 server: server.name.clone(),
-                reason: message,
-                stderr_tail: None,
+                tool: tool.to_owned(),
+                message,
             }),
         }
     }
@@ -966,6 +983,7 @@ async fn list_all(connection: &Connection) -> Result<Vec<Value>, (String, bool)>
                     false,
                 ),
                 RequestFailure::Timeout { .. } => ("tools/list timed out".to_owned(), false),
+                RequestFailure::Transport(m) => (format!("tools/list failed: {m}"), true),
                 RequestFailure::Other(m) => (format!("tools/list failed: {m}"), false),
             })?;
         all.extend(tools);

@@ -248,10 +248,25 @@ fn parse_json_container(text: &str) -> Option<Value> {
 pub(crate) enum WireOutcome {
     Ok(McpCallResult),
     ToolError(String),
+    /// Not a tool result at all: why.
+    Malformed(String),
 }
 
 /// Reads a `CallToolResult` in its JSON wire shape.
 pub(crate) fn read_call_result(wire: &Value, limits: &ResultLimits) -> WireOutcome {
+    let Value::Object(fields) = wire else {
+        return WireOutcome::Malformed(format!("the result is {wire:.64}, not an object"));
+    };
+    if !["content", "structuredContent", "isError"]
+        .iter()
+        .any(|k| fields.contains_key(*k))
+    {
+        let keys: Vec<&str> = fields.keys().take(8).map(String::as_str).collect();
+        return WireOutcome::Malformed(format!(
+            "the result has none of `content`, `structuredContent`, `isError` (its keys: {})",
+            keys.join(", ")
+        ));
+    }
     let mut out = McpCallResult::default();
     let mut texts: Vec<&str> = Vec::new();
     let mut binary_budget = limits.max_binary_bytes;
@@ -441,7 +456,7 @@ mod tests {
     fn read(v: Value) -> McpCallResult {
         match read_call_result(&v, &ResultLimits::default()) {
             WireOutcome::Ok(r) => r,
-            WireOutcome::ToolError(t) => panic!("tool error {t}"),
+            other => panic!("{other:?}"),
         }
     }
 
@@ -532,11 +547,30 @@ mod tests {
         let v = json!({"content": [{"type": "text", "text": "table missing"}], "isError": true});
         match read_call_result(&v, &ResultLimits::default()) {
             WireOutcome::ToolError(t) => assert_eq!(t, "table missing"),
-            WireOutcome::Ok(_) => panic!("error expected"),
+            other => panic!("error expected, got {other:?}"),
         }
         match read_call_result(&json!({"isError": true}), &ResultLimits::default()) {
             WireOutcome::ToolError(t) => assert!(t.contains("without a message")),
-            WireOutcome::Ok(_) => panic!("error expected"),
+            other => panic!("error expected, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_result_that_is_not_one_is_malformed() {
+        for v in [json!({"rows": 2}), json!([1]), json!("text")] {
+            match read_call_result(&v, &ResultLimits::default()) {
+                WireOutcome::Malformed(why) => assert!(!why.is_empty()),
+                other => panic!("malformed expected for {v}, got {other:?}"),
+            }
+        }
+        // `_meta` alone is no result either; an empty `content` list is one.
+        assert!(matches!(
+            read_call_result(&json!({"_meta": {}}), &ResultLimits::default()),
+            WireOutcome::Malformed(_)
+        ));
+        assert!(matches!(
+            read_call_result(&json!({"content": []}), &ResultLimits::default()),
+            WireOutcome::Ok(_)
+        ));
     }
 }

@@ -27,6 +27,7 @@ async fn each_failure_is_clear_and_the_session_goes_on() {
         ("huge", py_server(d, "huge")),
         ("huge_tail", py_server(d, "huge_tail")),
         ("large", py_server(d, "large")),
+        ("malformed", py_server(d, "malformed")),
         ("stubborn", py_server(d, "stubborn")),
         (
             "no_token",
@@ -47,7 +48,7 @@ async fn each_failure_is_clear_and_the_session_goes_on() {
     let pids: Vec<u32> = manager.servers().iter().filter_map(|s| s.pid).collect();
     assert_eq!(
         pids.len(),
-        10,
+        11,
         "every stdio server but `missing` was spawned"
     );
 
@@ -93,6 +94,7 @@ async fn each_failure_is_clear_and_the_session_goes_on() {
     );
     for ready in [
         "good",
+        "malformed",
         "noisy",
         "crashes",
         "spawner",
@@ -166,6 +168,15 @@ async fn each_failure_is_clear_and_the_session_goes_on() {
         .unwrap();
     assert_eq!(r.text.len(), 1024 * 1024);
     assert_eq!(r.cuts[0].original_bytes, 3_000_000);
+
+    // An answer that is no tool result is an execution error saying so; the server stays.
+    let err = manager
+        .call("malformed__work", json!({}), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpError::BadReply { .. }), "{err:?}");
+    assert!(err.to_string().contains("its keys: rows"), "{err}");
+    assert_ready(&manager, "malformed");
 
     // The grandchild lives in its server's group until shutdown.
     let spawner = status(&manager, "spawner").pid.unwrap();

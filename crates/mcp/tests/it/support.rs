@@ -70,6 +70,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "z" * 20_000_000}]}})
         elif MODE == "huge_tail":
             send({"result": {"content": [{"type": "text", "text": "z" * 20_000_000}]}, "jsonrpc": "2.0", "id": mid})
+        elif MODE == "malformed":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"rows": 2}})
         elif MODE == "large":
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "q" * 3_000_000}]}})
         else:
