@@ -8,7 +8,7 @@ mod tests {
     use std::process::Command;
 
     /// The workspace's packages.
-    const WORKSPACE: [&str; 11] = [
+    const WORKSPACE: [&str; 12] = [
         "ba-protocol",
         "ba-context",
         "ba-tools",
@@ -16,6 +16,7 @@ mod tests {
         "ba-storage",
         "ba-model",
         "ba-builtins",
+        "ba-mcp",
         "ba-agent",
         "ba-cli",
         "ba-testkit",
@@ -23,12 +24,13 @@ mod tests {
     ];
 
     /// The middle crates: they meet only in `ba-agent`, never depend on each other.
-    const MIDDLE: [&str; 5] = [
+    const MIDDLE: [&str; 6] = [
         "ba-context",
         "ba-tools",
         "ba-skills",
         "ba-storage",
         "ba-model",
+        "ba-mcp",
     ];
 
     /// Only the binary (and xtask, and tests) may use these: libraries return typed errors and
