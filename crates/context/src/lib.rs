@@ -46,6 +46,7 @@
 
 pub mod budget;
 pub mod builder;
+mod count;
 pub mod error;
 pub mod message;
 pub mod pipeline;

@@ -32,10 +32,7 @@ impl Encoding {
 
     /// The number of tokens of `text`, special-token text counted as ordinary text.
     pub fn count(self, text: &str) -> usize {
-        match self {
-            Self::Cl100kBase => bpe_openai::cl100k_base().count(text),
-            Self::O200kBase => bpe_openai::o200k_base().count(text),
-        }
+        crate::count::count(self, text)
     }
 
     /// The token ids of `text`, special-token text encoded as ordinary text.
