@@ -24,6 +24,28 @@ pub(crate) const CR_LF: u8 = 1 << 5;
 /// Past the end of the text (never set in the tables).
 pub(crate) const END: u8 = 1 << 6;
 
+/// The class bits of each byte as a character: the ASCII ones (checked against the Unicode
+/// tables when they are built), and 0 for the bytes of multi-byte characters, which the
+/// callers decode and look up in [`Classes`].
+pub(crate) static BYTES: [u8; 256] = byte_classes();
+
+const fn byte_classes() -> [u8; 256] {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = match b as u8 {
+            b'a'..=b'z' => LETTER | LOWER,
+            b'A'..=b'Z' => LETTER | UPPER,
+            b'0'..=b'9' => NUMBER,
+            b'\r' | b'\n' => SPACE | CR_LF,
+            b'\t' | 0x0b | 0x0c | b' ' => SPACE,
+            _ => 0,
+        };
+        b += 1;
+    }
+    table
+}
+
 /// Code points per block of the two-level table.
 const BLOCK: usize = 128;
 const CODE_POINTS: usize = 0x11_0000;
@@ -32,7 +54,6 @@ const CODE_POINTS: usize = 0x11_0000;
 /// (about 90 KiB for all of Unicode).
 #[derive(Debug)]
 pub(crate) struct Classes {
-    ascii: [u8; 128],
     index: Vec<u16>,
     blocks: Vec<[u8; BLOCK]>,
     /// Non-ASCII characters that fold to an ASCII contraction letter, with that letter
@@ -71,8 +92,9 @@ impl Classes {
         all[usize::from(b'\r')] |= CR_LF;
         all[usize::from(b'\n')] |= CR_LF;
 
-        let mut ascii = [0u8; 128];
-        ascii.copy_from_slice(&all[..128]);
+        if all[..128] != BYTES[..128] {
+            return None;
+        }
         let mut blocks: Vec<[u8; BLOCK]> = Vec::new();
         let mut seen: HashMap<[u8; BLOCK], u16> = HashMap::new();
         let mut index = Vec::with_capacity(CODE_POINTS / BLOCK);
@@ -101,7 +123,6 @@ impl Classes {
             }
         }
         Some(Self {
-            ascii,
             index,
             blocks,
             folds,
@@ -112,18 +133,12 @@ impl Classes {
     #[inline(always)]
     pub(crate) fn of(&self, c: u32) -> u8 {
         if c < 128 {
-            return self.ascii[c as usize];
+            return BYTES[c as usize];
         }
         let block = self.index.get((c as usize) / BLOCK).copied().unwrap_or(0);
         self.blocks
             .get(usize::from(block))
             .map_or(0, |b| b[(c as usize) % BLOCK])
-    }
-
-    /// The class bits of an ASCII byte.
-    #[inline(always)]
-    pub(crate) fn ascii(&self, b: u8) -> u8 {
-        self.ascii[usize::from(b & 0x7f)]
     }
 
     /// The lower-case ASCII contraction letter (`s d m t l v r e`) that `c` matches under

@@ -13,6 +13,7 @@
 mod cache;
 mod classes;
 mod split;
+mod vocab;
 
 use std::cell::RefCell;
 use std::sync::LazyLock;
@@ -23,8 +24,12 @@ use crate::tokens::Encoding;
 use cache::PieceCache;
 use classes::Classes;
 use split::Splitter;
+use vocab::Vocab;
 
 static CLASSES: LazyLock<Option<Classes>> = LazyLock::new(Classes::build);
+static VOCAB_CL100K: LazyLock<Vocab> =
+    LazyLock::new(|| Vocab::build(&bpe_openai::cl100k_base().bpe));
+static VOCAB_O200K: LazyLock<Vocab> = LazyLock::new(|| Vocab::build(&bpe_openai::o200k_base().bpe));
 
 thread_local! {
     /// One cache per encoding, allocated on the thread's first count in that encoding.
@@ -44,18 +49,20 @@ pub(crate) fn count(encoding: Encoding, text: &str) -> usize {
     let Some(classes) = CLASSES.as_ref() else {
         return tokenizer.count(text);
     };
-    serial(encoding, text, classes, tokenizer).unwrap_or_else(|| tokenizer.count(text))
+    serial(encoding, text, classes).unwrap_or_else(|| tokenizer.count(text))
 }
 
 /// Counts on this thread, through its cache when the cache is free (it always is, unless a
 /// count is running on this thread already or the thread is shutting down).
-fn serial(
-    encoding: Encoding,
-    text: &str,
-    classes: &Classes,
-    tokenizer: &Tokenizer,
-) -> Option<usize> {
-    let bpe = &tokenizer.bpe;
+fn serial(encoding: Encoding, text: &str, classes: &Classes) -> Option<usize> {
+    let counter = Counter {
+        vocab: match encoding {
+            Encoding::Cl100kBase => &VOCAB_CL100K,
+            Encoding::O200kBase => &VOCAB_O200K,
+        },
+        splitter: Splitter::new(text, classes),
+        bytes: text.as_bytes(),
+    };
     let slot = match encoding {
         Encoding::Cl100kBase => 0,
         Encoding::O200kBase => 1,
@@ -63,37 +70,49 @@ fn serial(
     let cached = CACHES.try_with(|cell| {
         let mut caches = cell.try_borrow_mut().ok()?;
         let cache = caches[slot].get_or_insert_with(PieceCache::default);
-        Some(walk(encoding, text, classes, |piece| {
-            cache.count(piece, bpe)
-        }))
+        Some(counter.walk(encoding, cache))
     });
     match cached {
         Ok(Some(n)) => n,
-        _ => walk(encoding, text, classes, |piece| bpe.count(piece)),
+        _ => counter.walk(encoding, &mut PieceCache::default()),
     }
 }
 
-/// Sums `count` over the pieces of `text`; `None` if the splitter failed to advance.
-#[inline]
-fn walk(
-    encoding: Encoding,
-    text: &str,
-    classes: &Classes,
-    mut count: impl FnMut(&[u8]) -> usize,
-) -> Option<usize> {
-    let splitter = Splitter::new(text, classes);
-    let bytes = text.as_bytes();
-    let mut total = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        let end = match encoding {
-            Encoding::Cl100kBase => splitter.cl100k(i),
-            Encoding::O200kBase => splitter.o200k(i),
-        };
-        total += count(bytes.get(i..end).filter(|p| !p.is_empty())?);
-        i = end;
+/// What counting one text needs.
+struct Counter<'a> {
+    vocab: &'a Vocab,
+    splitter: Splitter<'a>,
+    bytes: &'a [u8],
+}
+
+impl Counter<'_> {
+    /// The sum of the counts of the pieces; `None` if the splitter failed to advance.
+    fn walk(&self, encoding: Encoding, cache: &mut PieceCache) -> Option<usize> {
+        match encoding {
+            Encoding::Cl100kBase => self.walk_with(cache, |i| self.splitter.cl100k(i)),
+            Encoding::O200kBase => self.walk_with(cache, |i| self.splitter.o200k(i)),
+        }
     }
-    Some(total)
+
+    #[inline(always)]
+    fn walk_with(
+        &self,
+        cache: &mut PieceCache,
+        piece_end: impl Fn(usize) -> usize,
+    ) -> Option<usize> {
+        let len = self.bytes.len();
+        let mut total = 0;
+        let mut i = 0;
+        while i < len {
+            let end = piece_end(i);
+            if end <= i || end > len {
+                return None;
+            }
+            total += cache.count(self.bytes, i, end, self.vocab);
+            i = end;
+        }
+        Some(total)
+    }
 }
 
 /// The pieces of `text`, for tests against the reference regex.

@@ -33,7 +33,7 @@
 //! W; Lm and Lo are in U and W), so [`Splitter::o200k_core_lower`] follows the regex's
 //! backtracking order exactly: prefix taken before not taken, U* longest first.
 
-use super::classes::{CR_LF, Classes, END, LETTER, LOWER, NUMBER, SPACE, UPPER};
+use super::classes::{BYTES, CR_LF, Classes, END, LETTER, LOWER, NUMBER, SPACE, UPPER};
 
 /// A text and the class table, with the two piece-end functions.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +78,7 @@ impl<'a> Splitter<'a> {
     fn at(&self, i: usize) -> (u8, usize) {
         match self.bytes.get(i) {
             None => (END, 0),
-            Some(&b) if b < 0x80 => (self.classes.ascii(b), 1),
+            Some(&b) if b < 0x80 => (BYTES[usize::from(b)], 1),
             Some(_) => {
                 let (c, len) = self.decode(i);
                 (self.classes.of(c), len)
@@ -89,13 +89,20 @@ impl<'a> Splitter<'a> {
     /// The end of the run of characters having any bit of `any`, from `i`.
     #[inline(always)]
     fn run(&self, mut i: usize, any: u8) -> usize {
-        loop {
-            let (c, len) = self.at(i);
-            if c & any == 0 {
+        while let Some(&b) = self.bytes.get(i) {
+            if BYTES[usize::from(b)] & any != 0 {
+                i += 1;
+            } else if b < 0x80 {
                 return i;
+            } else {
+                let (c, len) = self.decode(i);
+                if self.classes.of(c) & any == 0 {
+                    return i;
+                }
+                i += len;
             }
-            i += len;
         }
+        i
     }
 
     /// The end of the run of characters that are neither letter, number nor whitespace.

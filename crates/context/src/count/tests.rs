@@ -123,3 +123,118 @@ fn every_code_point_in_context() {
     }
     flush(&mut text);
 }
+
+/// The tables stay within the sizes the docs state.
+#[test]
+fn table_sizes() {
+    let mib = 1024 * 1024;
+    assert!(super::VOCAB_CL100K.heap_bytes() <= 2 * mib + mib / 4);
+    assert!(super::VOCAB_O200K.heap_bytes() <= 4 * mib + mib / 4);
+}
+
+/// The merge reads ranks from `bpe-openai`'s dictionary: its ids must be tiktoken's ranks.
+#[test]
+fn dictionary_ids_are_tiktoken_ranks() {
+    for (bpe, tik) in [
+        (
+            &bpe_openai::cl100k_base().bpe,
+            tiktoken_rs::cl100k_base_singleton(),
+        ),
+        (
+            &bpe_openai::o200k_base().bpe,
+            tiktoken_rs::o200k_base_singleton(),
+        ),
+    ] {
+        for id in 0..bpe.num_tokens() as u32 {
+            assert_eq!(
+                tik.decode_bytes(&[id]).unwrap(),
+                bpe.token_bytes(id),
+                "token {id}"
+            );
+        }
+    }
+}
+
+/// Random text built to reach the splitters' tricky branches: whitespace runs of every kind
+/// (the `\s+(?!\S)`, `\s++$` and newline rules), digit runs longer than three, apostrophes
+/// before every contraction letter in both cases (and `ſ`, which folds to `s`), o200k's
+/// upper/lower classes with marks, CRLF and `[\r\n/]` tails, and characters of three and four
+/// bytes whose tokens split them.
+mod random_text {
+    use proptest::prelude::*;
+
+    fn whitespace() -> impl Strategy<Value = String> {
+        let unit = prop::sample::select(vec![
+            " ", " ", " ", "\t", "\n", "\n", "\r\n", "\r", "\u{a0}", "\u{3000}", "\u{2028}",
+            "\u{b}", "\u{c}", "\u{85}", "\u{2003}",
+        ]);
+        prop::collection::vec(unit, 1..48).prop_map(|v| v.concat())
+    }
+
+    fn digits() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[0-9]{1,24}",
+            1 => "[٠-٩]{1,7}",
+            1 => prop::sample::select(vec!["½", "²³", "Ⅻ", "১২৩", "𝟘𝟙"]).prop_map(String::from),
+        ]
+    }
+
+    fn apostrophe() -> impl Strategy<Value = String> {
+        let tail = prop::sample::select(vec![
+            "s", "S", "t", "T", "re", "RE", "rE", "ve", "VE", "m", "M", "ll", "LL", "lL", "d", "D",
+            "ſ", "l", "r", "v", "x", "'", "", "s'", "sa", "ſx", "LLy", "tion", "REd", "Ve",
+        ]);
+        (prop::sample::select(vec!["'", "'", "’"]), tail).prop_map(|(a, t)| format!("{a}{t}"))
+    }
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[a-z]{1,10}",
+            2 => "[A-Z]{1,6}[a-z]{0,6}",
+            1 => "[a-zA-Z]{1,12}",
+            2 => "[\u{4e00}-\u{9fff}]{1,6}",
+            1 => "[\u{20000}-\u{2a6df}]{1,3}",
+            1 => "[\u{0400}-\u{04ff}]{1,8}",
+            1 => "[\u{0600}-\u{06ff}]{1,6}",
+            1 => "[\u{0900}-\u{097f}]{1,6}",
+            1 => "[\u{0e00}-\u{0e7f}]{1,6}",
+            1 => "[\u{ac00}-\u{d7a3}]{1,4}",
+            1 => "[\u{1f00}-\u{1fff}\u{01c4}-\u{01cc}\u{02b0}-\u{02ff}]{1,4}",
+        ]
+    }
+
+    fn symbols() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[!-/:-@\\[-`{-~]{1,6}",
+            1 => "[/\r\n]{1,4}",
+            1 => "[(){};,.+]{1,3}[\r\n/]{1,4}",
+            1 => "[\u{300}-\u{36f}\u{94d}\u{e31}\u{200d}\u{fe0f}]{1,3}",
+            1 => "[\u{1f300}-\u{1faff}]{1,3}",
+            1 => prop::sample::select(vec!["👩‍👩‍👧‍👦", "🇫🇷", "👍🏽", "🧑‍💻", "→", "€", "…"])
+                .prop_map(String::from),
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        let atom = prop_oneof![
+            3 => whitespace(),
+            2 => digits(),
+            2 => apostrophe(),
+            5 => word(),
+            2 => symbols(),
+            1 => any::<char>().prop_map(String::from),
+        ];
+        prop::collection::vec(atom, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// The fast count equals tiktoken-rs's `encode_ordinary(..).len()`, and the pieces
+        /// equal the reference regex's, in both encodings.
+        #[test]
+        fn fast_count_equals_tiktoken_rs(text in text()) {
+            super::check(&text);
+        }
+    }
+}
