@@ -7,11 +7,15 @@
 //! loop over a class table ([`split`]), and the BPE runs once per distinct piece per thread
 //! ([`cache`]); the BPE itself is still `bpe-openai`'s, which equals tiktoken's.
 //!
+//! A text of two megabytes or more is cut where no piece can span and counted on all cores
+//! ([`parallel`]).
+//!
 //! Exactness does not rest on the fast path alone: if the class tables cannot be built, or the
 //! splitter ever failed to advance, the text is counted by `bpe-openai`'s regex tokenizer.
 
 mod cache;
 mod classes;
+mod parallel;
 mod split;
 mod vocab;
 
@@ -49,6 +53,11 @@ pub(crate) fn count(encoding: Encoding, text: &str) -> usize {
     let Some(classes) = CLASSES.as_ref() else {
         return tokenizer.count(text);
     };
+    if text.len() >= 2 * parallel::MIN_CHUNK
+        && let Some(n) = parallel::count(encoding, text, classes)
+    {
+        return n;
+    }
     serial(encoding, text, classes).unwrap_or_else(|| tokenizer.count(text))
 }
 

@@ -49,6 +49,25 @@ fn same_pieces(text: &str) {
     }
 }
 
+/// Cut at every cut point, the chunks' counts add up to tiktoken-rs's count of the whole.
+fn check_chunked(text: &str) {
+    let classes = super::CLASSES.as_ref().unwrap();
+    let chunks = super::parallel::chunks(text, usize::MAX, 1);
+    assert_eq!(chunks.concat(), text);
+    for pair in chunks.windows(2) {
+        let (before, after) = (pair[0].as_bytes(), pair[1].as_bytes());
+        assert!(super::parallel::is_cut(before[before.len() - 1], after[0]));
+    }
+    for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+        assert_eq!(
+            super::parallel::count_chunks(enc, &chunks, classes),
+            Some(tiktoken(enc).encode_ordinary(text).len()),
+            "{enc}: {} chunks of {text:?}",
+            chunks.len()
+        );
+    }
+}
+
 /// Same pieces, and the same count as tiktoken-rs.
 fn check(text: &str) {
     same_pieces(text);
@@ -243,6 +262,16 @@ mod random_text {
         #[test]
         fn fast_count_equals_tiktoken_rs(text in text()) {
             super::check(&text);
+        }
+
+        /// Cut at every cut point (a newline before a visible ASCII character other than
+        /// `/`) and counted chunk by chunk on threads, the count is still tiktoken-rs's.
+        #[test]
+        fn chunked_count_equals_tiktoken_rs(
+            lines in prop::collection::vec((text(), "[a-zA-Z0-9{\"'#(/]?"), 1..8)
+        ) {
+            let text: Vec<String> = lines.into_iter().map(|(l, letter)| letter + &l).collect();
+            super::check_chunked(&text.join("\n"));
         }
     }
 }
