@@ -3,7 +3,8 @@
 //!
 //! Convention: inside a benchmark group, the comparison point is the function whose id starts
 //! with `baseline`; every other function of the group is reported as a ratio against it,
-//! measured in the same run (baseline time / candidate time: above 1 means faster).
+//! measured in the same run (baseline time / candidate time: above 1 means faster). Sections
+//! written by hand after the table (from the first `## ` heading) are kept.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,9 +40,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
     let results = collect(&target.join("criterion"))?;
-    let table = render(&results);
     let path = crate::root().join("docs/BENCHMARKS.md");
-    std::fs::write(&path, table).with_context(|| format!("writing {}", path.display()))?;
+    let mut text = render(&results);
+    text.push_str(&notes(&std::fs::read_to_string(&path).unwrap_or_default()));
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
 }
@@ -86,6 +88,14 @@ fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measu
         }
     }
     Ok(out)
+}
+
+/// The hand-written sections after the table (from the first `## ` heading on), kept when the
+/// table is rewritten.
+fn notes(old: &str) -> String {
+    old.find("\n## ")
+        .map(|i| old[i..].to_owned())
+        .unwrap_or_default()
 }
 
 fn human(ns: f64) -> String {
