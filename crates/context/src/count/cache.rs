@@ -1,12 +1,14 @@
 //! A bounded per-thread cache from a short piece to its token count.
 //!
-//! Real text repeats its pieces heavily (" the", "\n", "    ", "fn", "\":"); a cache hit costs
-//! about thirty instructions on memory that stays in L2, where a miss costs a vocabulary probe
-//! or a BPE merge over scattered tables ([`Vocab`]).
+//! Real text repeats its pieces heavily (" the", "\n", "    ", "fn", "\":"): in a megabyte of
+//! skill Markdown 215 k pieces are 15 k distinct ones. A cache hit costs a few dozen
+//! instructions on memory that stays in L2; a miss costs a vocabulary probe or a BPE merge over
+//! tables of megabytes ([`Vocab`]).
 //!
 //! [`PieceCache`] is direct-mapped: [`SLOTS`] slots of 32 bytes, each holding one piece of at
 //! most [`MAX_PIECE`] bytes (compared in full, so a hit is exact) and its count; a miss
-//! overwrites the slot. That bounds it at `SLOTS × 32` bytes per thread and encoding. It lives in
+//! overwrites the slot. That bounds it at `SLOTS × 32` bytes (256 KiB) per thread and encoding,
+//! allocated on the thread's first count in that encoding and freed with the thread. It lives in
 //! a thread-local, so threads never share or lock it.
 
 use super::vocab::Vocab;
