@@ -8,9 +8,9 @@
 //! ids, as real text is: a counter's piece cache sees the same mix of hits and first sightings.
 //!
 //! `cargo xtask fixtures` writes the files into `fixtures/corpus/` (not committed: they are
-//! larger than the repository should carry); the `ba-context` bench includes this module by
-//! path and generates the same text in memory, and checks it against `fixtures/corpus/` when
-//! the files are there. The module uses `std` only for that reason.
+//! larger than the repository should carry). The `ba-context` bench and token tests include
+//! this module by path and generate the same text in memory; the bench checks it against
+//! `fixtures/corpus/` when the files are there. The module uses `std` only for that reason.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -1204,8 +1204,8 @@ fn log(rng: &mut Rng, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    // Paths, not imports: the context bench includes this file too, and there a `#[test]`
-    // function is dropped while an import would stay, unused.
+    // Paths, not imports: the context bench includes this file too, and there (no test
+    // harness) a `#[test]` function is dropped while an import would stay, unused.
     #[test]
     fn deterministic_and_varied() {
         let a = super::generate();
