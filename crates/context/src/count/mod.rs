@@ -3,7 +3,7 @@
 //!
 //! The profile of `bpe-openai`'s own `count` (callgrind, 1 MB of skill Markdown, cl100k_base:
 //! 289 M instructions) put 46 % in its regex pre-tokeniser and 53 % in the BPE of the pieces,
-//! a quarter of that in allocating and freeing two buffers per piece; tiktoken-rs spends 85–90 %
+//! over a third of that in `malloc`/`free` of two buffers per piece; tiktoken-rs spends 85–90 %
 //! of its instructions in fancy-regex. Here:
 //!
 //! - [`split`]: the pieces, by a byte loop over a class table read from regex-syntax, equal to
