@@ -3,7 +3,8 @@
 //!
 //! Convention: inside a benchmark group, the comparison point is the function whose id starts
 //! with `baseline`; every other function of the group is reported as a ratio against it,
-//! measured in the same run (baseline time / candidate time: above 1 means faster).
+//! measured in the same run (baseline time / candidate time: above 1 means faster). Sections
+//! written by hand after the table (from the first `## ` heading) are kept.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,10 +40,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
     let results = collect(&target.join("criterion"))?;
-    let mut table = render(&results);
-    table.push_str(&context_quality(&target)?);
     let path = crate::root().join("docs/BENCHMARKS.md");
-    std::fs::write(&path, table).with_context(|| format!("writing {}", path.display()))?;
+    let mut text = render(&results);
+    text.push_str(&context_quality(&target)?);
+    text.push_str(&notes(&std::fs::read_to_string(&path).unwrap_or_default()));
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
 }
@@ -179,6 +181,29 @@ fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measu
         }
     }
     Ok(out)
+}
+
+/// The hand-written sections after the table (from the first `## ` heading on), kept when the
+/// table is rewritten.
+/// The headings of the sections `cargo xtask bench` writes itself after the table.
+const GENERATED: [&str; 2] = ["## Context fidelity", "## Prompt-cache share"];
+
+/// The hand-written sections of the old file (after the table), without the generated ones.
+fn notes(old: &str) -> String {
+    let Some(start) = old.find("\n## ") else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for section in old[start..].split("\n## ").filter(|s| !s.trim().is_empty()) {
+        let section = format!("\n## {section}");
+        if !GENERATED
+            .iter()
+            .any(|g| section.starts_with(&format!("\n{g}")))
+        {
+            out.push_str(&section);
+        }
+    }
+    out
 }
 
 fn human(ns: f64) -> String {

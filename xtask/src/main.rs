@@ -7,6 +7,7 @@
 
 mod bench;
 mod codegen;
+mod corpus;
 mod deps;
 
 use std::path::PathBuf;
@@ -59,6 +60,7 @@ fn fixtures() -> anyhow::Result<()> {
         data.total_amount,
         data.csv_path.display()
     );
+    corpus::write(&root().join("fixtures/corpus")).context("writing the corpus")?;
     Ok(())
 }
 

@@ -47,6 +47,7 @@
 pub mod budget;
 pub mod builder;
 pub mod compaction;
+mod count;
 pub mod error;
 pub mod message;
 pub mod pipeline;

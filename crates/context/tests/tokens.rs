@@ -1,9 +1,15 @@
-//! Token counts against the shared vectors and against tiktoken-rs on real transcripts.
+//! Token counts against the shared vectors, and against tiktoken-rs on real transcripts and on
+//! the project's corpus.
 
 // Helpers outside #[test] fns fail loudly too: this is a test crate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
+
+// The corpus generator of `cargo xtask fixtures`; `write` is only called there.
+#[allow(dead_code)]
+#[path = "../../../xtask/src/corpus.rs"]
+mod corpus;
 
 use ba_context::message::entry_texts;
 use ba_context::{Encoding, MessageOverhead};
@@ -104,6 +110,14 @@ fn message_count_vectors_match_the_cookbook_scheme() {
     }
 }
 
+/// The reference implementation the counts are checked against.
+fn tiktoken(enc: Encoding) -> &'static tiktoken_rs::CoreBPE {
+    match enc {
+        Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+    }
+}
+
 fn transcripts() -> Vec<PathBuf> {
     let Some(dir) = fixtures() else {
         return Vec::new();
@@ -142,7 +156,7 @@ fn transcript_counts_equal_tiktoken_rs() {
                 for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
                     assert_eq!(
                         enc.count(t),
-                        enc.encode(t).len(),
+                        tiktoken(enc).encode_ordinary(t).len(),
                         "{} entry {} ({enc})",
                         path.display(),
                         entry.id
@@ -153,4 +167,19 @@ fn transcript_counts_equal_tiktoken_rs() {
         }
     }
     assert!(pieces > 1_000, "only {pieces} texts compared");
+}
+
+#[test]
+fn corpus_counts_equal_tiktoken_rs() {
+    let parts = corpus::generate();
+    let whole: String = parts.iter().map(|p| p.text.as_str()).collect();
+    for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
+        for part in &parts {
+            let want = tiktoken(enc).encode_ordinary(&part.text).len();
+            assert_eq!(enc.count(&part.text), want, "{} ({enc})", part.name);
+        }
+        // Over two megabytes: counted in chunks on all cores.
+        let want = tiktoken(enc).encode_ordinary(&whole).len();
+        assert_eq!(enc.count(&whole), want, "the whole corpus ({enc})");
+    }
 }
