@@ -7,7 +7,7 @@
 
 // The corpus generator is the xtask's; `write` is only called there.
 #[allow(dead_code)]
-#[path = "../../../xtask/src/corpus.rs"]
+#[path = "../../../xtask/src/corpus/mod.rs"]
 mod corpus;
 
 use std::hint::black_box;

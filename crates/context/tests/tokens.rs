@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 // The corpus generator of `cargo xtask fixtures`; `write` is only called there.
 #[allow(dead_code)]
-#[path = "../../../xtask/src/corpus.rs"]
+#[path = "../../../xtask/src/corpus/mod.rs"]
 mod corpus;
 
 use ba_context::message::entry_texts;
