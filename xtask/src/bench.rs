@@ -4,6 +4,10 @@
 //! Convention: inside a benchmark group, the comparison point is the function whose id starts
 //! with `baseline`; every other function of the group is reported as a ratio against it,
 //! measured in the same run (baseline time / candidate time: above 1 means faster).
+//!
+//! A bench may leave a note on a group (`target/criterion/<group>/note.md`, written with
+//! `ba_testkit::bench_note`): what the group compares, or what it ran on. Notes are listed
+//! under the table.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -38,18 +42,27 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
-    let results = collect(&target.join("criterion"))?;
-    let table = render(&results);
+    let (results, notes) = collect(&target.join("criterion"))?;
+    let table = render(&results, &notes);
     let path = crate::root().join("docs/BENCHMARKS.md");
     std::fs::write(&path, table).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
 }
 
-fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measure>>> {
-    let mut out: BTreeMap<String, BTreeMap<String, Measure>> = BTreeMap::new();
+type Results = BTreeMap<String, BTreeMap<String, Measure>>;
+
+/// The measures by group and function, and the notes by group folder.
+fn collect(dir: &Path) -> anyhow::Result<(Results, BTreeMap<String, String>)> {
+    let mut out: Results = BTreeMap::new();
+    let mut notes = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        if let Ok(note) = std::fs::read_to_string(d.join("note.md"))
+            && let Some(group) = d.file_name()
+        {
+            notes.insert(group.to_string_lossy().into_owned(), note.trim().to_owned());
+        }
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
@@ -85,7 +98,7 @@ fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measu
             }
         }
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 fn human(ns: f64) -> String {
@@ -97,7 +110,7 @@ fn human(ns: f64) -> String {
     }
 }
 
-fn render(results: &BTreeMap<String, BTreeMap<String, Measure>>) -> String {
+fn render(results: &Results, notes: &BTreeMap<String, String>) -> String {
     let mut s = String::from(
         "# Benchmarks\n\nWritten by `cargo xtask bench` (criterion, 1 s warm-up, 3 s measurement, medians).\n\
          Each ratio compares a candidate with the group's `baseline…` function measured in the same run:\n\
@@ -126,6 +139,16 @@ fn render(results: &BTreeMap<String, BTreeMap<String, Measure>>) -> String {
                 "| {group} | {name} | {} | {throughput} | {ratio} |",
                 human(m.median_ns)
             );
+        }
+    }
+    let notes: Vec<(&String, &String)> = notes
+        .iter()
+        .filter(|(group, _)| results.contains_key(*group))
+        .collect();
+    if !notes.is_empty() {
+        s.push_str("\nNotes:\n\n");
+        for (group, note) in notes {
+            let _ = writeln!(s, "- `{group}`: {}", note.replace('\n', " "));
         }
     }
     s
