@@ -316,6 +316,19 @@ pub fn require_tool(program: &str) -> bool {
     runs
 }
 
+/// The value of the environment variable `var` that points a test at a service (a database
+/// server, say); when it is unset or empty, `None` after a "skipping" message saying `how` to
+/// set it, or a panic naming it under CI.
+pub fn require_env(var: &str, how: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            missing(&format!("{var} is not set ({how})"));
+            None
+        }
+    }
+}
+
 /// Leaves a note on a benchmark group beside criterion's results of it
 /// (`<target>/criterion/<group>/note.md`), which `cargo xtask bench` prints under its table:
 /// what the group compares, or what it ran on. `target_tmpdir` is the bench's
