@@ -269,10 +269,7 @@ pub fn fixtures_root() -> PathBuf {
 /// Skips (prints why and returns) or, under CI, fails naming what is missing.
 fn missing(what: &str) {
     if in_ci() {
-        panic!(
-            "{what} (CI is set, so a missing fixture or tool is a failure, not a skip; \
-             fixtures are looked for in ${FIXTURES_ENV} or ../shared/fixtures)"
-        );
+        panic!("{what} (CI is set: a missing fixture, tool or service is a failure, not a skip)");
     }
     eprintln!("skipping: {what}");
 }
@@ -284,7 +281,10 @@ pub fn fixtures() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        missing(&format!("fixtures folder {} not found", dir.display()));
+        missing(&format!(
+            "fixtures folder {} not found (set {FIXTURES_ENV} or put shared/ beside the repository)",
+            dir.display()
+        ));
         None
     }
 }
@@ -296,7 +296,10 @@ pub fn fixture(relative: &str) -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        missing(&format!("fixture {} not found", path.display()));
+        missing(&format!(
+            "fixture {} not found (set {FIXTURES_ENV} or put shared/ beside the repository)",
+            path.display()
+        ));
         None
     }
 }
