@@ -3,8 +3,13 @@
 //!
 //! Convention: inside a benchmark group, the comparison point is the function whose id starts
 //! with `baseline`; every other function of the group is reported as a ratio against it,
-//! measured in the same run (baseline time / candidate time: above 1 means faster). Sections
-//! written by hand after the table (from the first `## ` heading) are kept.
+//! measured in the same run (baseline time / candidate time: above 1 means faster).
+//!
+//! A bench may leave a note on a group (`target/criterion/<group>/note.md`, written with
+//! `ba_testkit::bench_note`): what the group compares, or what it ran on. Notes are listed
+//! under the table. The context crate's quality figures (planted facts, prompt-cache share)
+//! follow, then the sections written by hand after the table (from the first `## ` heading),
+//! which are kept.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,11 +44,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
-    let results = collect(&target.join("criterion"))?;
+    let (results, notes) = collect(&target.join("criterion"))?;
     let path = crate::root().join("docs/BENCHMARKS.md");
-    let mut text = render(&results);
+    let mut text = render(&results, &notes);
     text.push_str(&context_quality(&target)?);
-    text.push_str(&notes(&std::fs::read_to_string(&path).unwrap_or_default()));
+    text.push_str(&kept_sections(
+        &std::fs::read_to_string(&path).unwrap_or_default(),
+    ));
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
@@ -141,10 +148,19 @@ fn context_quality(target: &Path) -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measure>>> {
-    let mut out: BTreeMap<String, BTreeMap<String, Measure>> = BTreeMap::new();
+type Results = BTreeMap<String, BTreeMap<String, Measure>>;
+
+/// The measures by group and function, and the notes by group folder.
+fn collect(dir: &Path) -> anyhow::Result<(Results, BTreeMap<String, String>)> {
+    let mut out: Results = BTreeMap::new();
+    let mut notes = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
+        if let Ok(note) = std::fs::read_to_string(d.join("note.md"))
+            && let Some(group) = d.file_name()
+        {
+            notes.insert(group.to_string_lossy().into_owned(), note.trim().to_owned());
+        }
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
@@ -180,7 +196,7 @@ fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measu
             }
         }
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// The hand-written sections after the table (from the first `## ` heading on), kept when the
@@ -189,7 +205,7 @@ fn collect(dir: &Path) -> anyhow::Result<BTreeMap<String, BTreeMap<String, Measu
 const GENERATED: [&str; 2] = ["## Context fidelity", "## Prompt-cache share"];
 
 /// The hand-written sections of the old file (after the table), without the generated ones.
-fn notes(old: &str) -> String {
+fn kept_sections(old: &str) -> String {
     let Some(start) = old.find("\n## ") else {
         return String::new();
     };
@@ -215,7 +231,7 @@ fn human(ns: f64) -> String {
     }
 }
 
-fn render(results: &BTreeMap<String, BTreeMap<String, Measure>>) -> String {
+fn render(results: &Results, notes: &BTreeMap<String, String>) -> String {
     let mut s = String::from(
         "# Benchmarks\n\nWritten by `cargo xtask bench` (criterion, 1 s warm-up, 3 s measurement, medians).\n\
          Each ratio compares a candidate with the group's `baseline…` function measured in the same run:\n\
@@ -244,6 +260,16 @@ fn render(results: &BTreeMap<String, BTreeMap<String, Measure>>) -> String {
                 "| {group} | {name} | {} | {throughput} | {ratio} |",
                 human(m.median_ns)
             );
+        }
+    }
+    let notes: Vec<(&String, &String)> = notes
+        .iter()
+        .filter(|(group, _)| results.contains_key(*group))
+        .collect();
+    if !notes.is_empty() {
+        s.push_str("\nNotes:\n\n");
+        for (group, note) in notes {
+            let _ = writeln!(s, "- `{group}`: {}", note.replace('\n', " "));
         }
     }
     s

@@ -40,11 +40,25 @@ fn text_turn(text: &str, expect: Value) -> Value {
         "stop_reason": "end_turn"}})
 }
 
-/// Records the tools and model of every request, then lets the replay client answer.
+/// Records every request as sent, then lets the replay client answer.
 #[derive(Debug)]
 struct Recording {
     inner: ReplayClient,
-    seen: std::sync::Mutex<Vec<(String, Vec<String>)>>,
+    requests: std::sync::Mutex<Vec<ModelRequest>>,
+}
+
+impl Recording {
+    fn new(turns: &[Value]) -> Arc<Self> {
+        Arc::new(Self {
+            inner: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test")
+                .unwrap(),
+            requests: Default::default(),
+        })
+    }
+
+    fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
 }
 
 #[async_trait::async_trait]
@@ -57,11 +71,7 @@ impl ModelClient for Recording {
         request: &ModelRequest,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
-        self.seen
-            .lock()
-            .unwrap()
-            .push((request.model.clone(), tools));
+        self.requests.lock().unwrap().push(request.clone());
         self.inner.complete_streaming(request, on_delta).await
     }
 }
@@ -251,7 +261,12 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
         ),
         text_turn("Second answer.", json!({"text": "Second question."})),
     ];
-    let agent = agent(dir.path(), &turns, |b| b);
+    let client = Recording::new(&turns);
+    let agent = Agent::builder(client.clone())
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .tool(lookup())
+        .build()
+        .unwrap();
     let id = agent
         .new_conversation(NewConversation {
             mode: Some(Mode::Chat),
@@ -263,6 +278,14 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
         .send(&id, Input::message("First question about revenue."))
         .finish()
         .await;
+    let before: Vec<String> = agent
+        .entries(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(before.len(), 2);
     let c = agent.compact(&id).await.unwrap();
     assert_eq!(c.entries, 2);
     agent.set_mode(&id, Mode::Agent).await.unwrap();
@@ -277,6 +300,47 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
     assert_eq!(entries.last().unwrap().mode, Some(Mode::Agent));
     let report = agent.report(&id).await.unwrap();
     assert_eq!((report.compactions, report.user_messages), (1, 2));
+
+    // What the model was sent: the first request in chat mode over the first question; the
+    // second in agent mode (its banner and persona), starting from the summary, with nothing
+    // from before the compaction but the summary, then the new question.
+    let requests = client.requests();
+    assert_eq!(requests.len(), 2);
+    let persona = ba_agent::Prompts::builtin().persona;
+    let persona = persona.trim();
+    assert!(!persona.is_empty());
+    let first = &requests[0];
+    let first_system = first.system.as_deref().unwrap_or("");
+    assert!(first_system.contains("MODE: chat"), "{first_system}");
+    assert!(!first_system.contains(persona), "{first_system}");
+    let first_texts: Vec<String> = first
+        .entries
+        .iter()
+        .map(|e| e.text().into_owned())
+        .collect();
+    assert_eq!(first_texts, ["First question about revenue."]);
+    let second = &requests[1];
+    let second_system = second.system.as_deref().unwrap_or("");
+    assert!(second_system.contains("MODE: agent"), "{second_system}");
+    assert!(!second_system.contains("MODE: chat"), "{second_system}");
+    assert!(second_system.contains(persona), "{second_system}");
+    assert_eq!(second.entries.len(), 2, "{:#?}", second.entries);
+    let summary = second.entries[0].text();
+    assert!(
+        summary.starts_with(ba_protocol::claude_code::SUMMARY_PREFIX),
+        "the request starts from the summary: {summary}"
+    );
+    assert!(
+        summary.contains("First question about revenue."),
+        "{summary}"
+    );
+    assert_eq!(second.entries[0].id, boundary.id);
+    assert_eq!(second.entries[1].text(), "Second question.");
+    assert!(
+        second.entries.iter().all(|e| !before.contains(&e.id)),
+        "an entry from before the compaction was sent: {:#?}",
+        second.entries
+    );
 }
 
 #[tokio::test]
@@ -302,10 +366,7 @@ async fn a_skill_restricts_the_tools_run_and_can_change_the_model() {
     let other = typed_tool("other", "Another tool.", |a: Lookup, _| async move {
         Ok(json!(a.key))
     });
-    let client = Arc::new(Recording {
-        inner: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap(),
-        seen: Default::default(),
-    });
+    let client = Recording::new(&turns);
     let agent = Agent::builder(client.clone())
         .store(Arc::new(FileStore::open(dir.path()).unwrap()))
         .tool(lookup())
@@ -323,7 +384,11 @@ async fn a_skill_restricts_the_tools_run_and_can_change_the_model() {
         .send(&id, Input::message("Go."))
         .collect_events()
         .await;
-    let seen = client.seen.lock().unwrap().clone();
+    let seen: Vec<(String, Vec<String>)> = client
+        .requests()
+        .into_iter()
+        .map(|r| (r.model, r.tools.into_iter().map(|t| t.name).collect()))
+        .collect();
     assert_eq!(seen[0].0, "claude-sonnet-4-5");
     assert_eq!(seen[0].1, ["lookup", "other", "activate_skill"]);
     // While the skill is active: its model; the same tool list (it opens every request, so it
@@ -377,52 +442,102 @@ async fn a_skill_restricts_the_tools_run_and_can_change_the_model() {
     assert!(failed.text().contains("missing"), "{}", failed.text());
 }
 
-/// A model that never answers.
+/// Fires its signal when dropped.
+struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A model whose first call never answers and says when it starts and when its future is
+/// dropped (the run was cancelled); later calls go to the replay client.
 #[derive(Debug)]
-struct Silent;
+struct HangsOnce {
+    called: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    dropped: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    then: Recording,
+}
 
 #[async_trait::async_trait]
-impl ModelClient for Silent {
+impl ModelClient for HangsOnce {
     fn provider(&self) -> &str {
-        "silent"
+        "hangs-once"
     }
     async fn complete_streaming(
         &self,
-        _request: &ModelRequest,
-        _on_delta: &mut DeltaSink<'_>,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
+        let dropped = self.dropped.lock().unwrap().take();
+        if dropped.is_none() {
+            return self.then.complete_streaming(request, on_delta).await;
+        }
+        let _cancelled = OnDrop(dropped);
+        if let Some(called) = self.called.lock().unwrap().take() {
+            let _ = called.send(());
+        }
         std::future::pending().await
     }
 }
 
+/// Generous: it only runs out when the behaviour under test is broken.
+const FAILS_AFTER: std::time::Duration = std::time::Duration::from_secs(20);
+
 #[tokio::test]
 async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
-    use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
-    let stuck = Agent::builder(Arc::new(Silent))
-        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
-        .build()
-        .unwrap();
-    let id = stuck
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
-    let mut run = stuck.send(&id, Input::message("Total sales?"));
-    while let Some(event) = run.next().await {
-        if matches!(event, AgentEvent::RoundStarted { .. }) {
-            break;
-        }
-    }
-    drop(run);
-    let entries = stuck.entries(&id).await.unwrap();
-    assert_eq!(entries.len(), 1, "only the question was stored");
-
+    let (called_tx, called) = tokio::sync::oneshot::channel();
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
     let turns = [text_turn(
         "42.",
         json!({"role": "user", "text": "Total sales?"}),
     )];
-    let agent = agent(dir.path(), &turns, |b| b);
+    let client = Arc::new(HangsOnce {
+        called: std::sync::Mutex::new(Some(called_tx)),
+        dropped: std::sync::Mutex::new(Some(dropped_tx)),
+        then: Recording {
+            inner: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test")
+                .unwrap(),
+            requests: Default::default(),
+        },
+    });
+    let agent = Agent::builder(client.clone())
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let run = agent.send(&id, Input::message("Total sales?"));
+    // The model call is in flight …
+    tokio::time::timeout(FAILS_AFTER, called)
+        .await
+        .expect("the model was never called")
+        .unwrap();
+    // … and dropping the run drops it: the run was cancelled, not left running.
+    drop(run);
+    tokio::time::timeout(FAILS_AFTER, dropped)
+        .await
+        .expect("the model call was still running after the run was dropped")
+        .unwrap();
+    let entries = agent.entries(&id).await.unwrap();
+    assert_eq!(entries.len(), 1, "only the question was stored");
+
+    // The cancelled run let the conversation go: the same agent resumes it at once.
     let s = agent.send(&id, Input::Resume).finish().await;
     assert_eq!(s.status, RunStatus::Answered, "{s:#?}");
     assert_eq!(s.final_answer.as_deref(), Some("42."));
+    let resumed = client.then.requests();
+    assert_eq!(resumed.len(), 1);
+    let texts: Vec<String> = resumed[0]
+        .entries
+        .iter()
+        .map(|e| e.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["Total sales?"]);
 }

@@ -205,12 +205,20 @@ async fn activate_skill_runs_as_a_tool_and_refusals_are_tool_errors() {
         )
         .await;
     assert!(!refused.success, "{}", refused.observation);
-    // The schema lists the skills, so a wrong name is refused before the tool runs.
-    assert!(
-        refused.observation.contains("skill"),
-        "{}",
-        refused.observation
-    );
+    // The schema lists the skills, so a wrong name is refused by the validation layer, before
+    // the tool runs, naming the field, the value and the skills there are.
+    for part in [
+        "Error Type: invalid_parameters",
+        "Error Code: SCHEMA_VIOLATION",
+        "/skill: \"nope\" is not one of \"tidy\"",
+        "Tool Call ID: s2",
+    ] {
+        assert!(
+            refused.observation.contains(part),
+            "{part} missing from: {}",
+            refused.observation
+        );
+    }
     let direct = tool.activate(&json!({"skill": "tidy"}), Some("c1")).await;
     assert_eq!(
         direct.context_modifier.allowed_tools.as_deref(),
@@ -219,16 +227,41 @@ async fn activate_skill_runs_as_a_tool_and_refusals_are_tool_errors() {
     assert!(!direct.activation_id.is_empty());
 }
 
+/// Keeps every request, then lets the replay client answer.
+#[derive(Debug)]
+struct Recording {
+    inner: ba_model::ReplayClient,
+    requests: std::sync::Mutex<Vec<ba_model::ModelRequest>>,
+}
+
+#[async_trait::async_trait]
+impl ba_model::ModelClient for Recording {
+    fn provider(&self) -> &str {
+        "recording"
+    }
+    async fn complete_streaming(
+        &self,
+        request: &ba_model::ModelRequest,
+        on_delta: &mut ba_model::DeltaSink<'_>,
+    ) -> Result<ba_model::ModelResponse, ba_model::ModelError> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.complete_streaming(request, on_delta).await
+    }
+}
+
 #[tokio::test]
 async fn the_model_summarizer_sends_a_transcript_and_returns_the_text() {
-    use ba_agent::{ModelSummarizer, transcript};
+    use ba_agent::{ModelSummarizer, SUMMARY_INSTRUCTION, transcript};
     use ba_context::Summarizer;
     use ba_model::ReplayClient;
     use ba_protocol::{LogEntry, LogRole, LogToolCall};
     let recording = r#"[{"expect": {"role": "user"}, "response": {"message": {"role": "assistant",
         "content": "West tripled in Q3 (query on sales)."}, "stop_reason": "end_turn"}}]"#;
-    let client = Arc::new(ReplayClient::from_json(recording, "inline").unwrap());
-    let summarizer = ModelSummarizer::new(client, "cheap-model");
+    let client = Arc::new(Recording {
+        inner: ReplayClient::from_json(recording, "inline").unwrap(),
+        requests: Default::default(),
+    });
+    let summarizer = ModelSummarizer::new(client.clone(), "cheap-model");
     let mut call = LogEntry::new("a", LogRole::Assistant, "t");
     call.tool_calls = Some(vec![LogToolCall::new(
         "c1",
@@ -240,9 +273,27 @@ async fn the_model_summarizer_sends_a_transcript_and_returns_the_text() {
         call,
     ];
     let text = transcript(&entries);
-    assert!(
-        text.contains("[user] How did West do?") && text.contains("[tool call c1 query_database]")
+    assert_eq!(
+        text,
+        "[user] How did West do?\n[tool call c1 query_database] {\"query\":\"SELECT 1\"}\n"
     );
     let summary = summarizer.summarize(&entries, 200).await.unwrap();
     assert_eq!(summary, "West tripled in Q3 (query on sales).");
+    // The one request: the chosen model, the summary instruction as its system prompt, and
+    // one user message carrying the whole transcript and the token cap.
+    let requests = client.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(request.model, "cheap-model");
+    assert_eq!(request.system.as_deref(), Some(SUMMARY_INSTRUCTION));
+    assert_eq!(request.max_tokens, 200);
+    assert!(request.tools.is_empty());
+    assert_eq!(request.entries.len(), 1);
+    assert_eq!(request.entries[0].role, LogRole::User);
+    let sent = request.entries[0].text();
+    assert!(
+        sent.ends_with(&text),
+        "the transcript is sent whole: {sent}"
+    );
+    assert!(sent.contains("at most 200 tokens"), "{sent}");
 }

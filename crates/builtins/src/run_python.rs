@@ -605,15 +605,9 @@ mod tests {
         assert!(err.to_string().contains("install python3"), "{err}");
     }
 
+    /// Whether python3 runs: a skip when it does not, a failure under CI.
     fn python_present() -> bool {
-        let ok = std::process::Command::new("python3")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!("skipping: python3 not found");
-        }
-        ok
+        ba_testkit::require_tool("python3")
     }
 
     #[tokio::test]

@@ -112,11 +112,9 @@ fn openai_without_system_prints_no_system_key() {
 
 #[test]
 fn sse_streams_become_one_message() {
-    let dir = repo().join("../shared/fixtures/wire/anthropic/streaming");
-    if !dir.is_dir() {
-        eprintln!("skipping: shared fixtures not found at {}", dir.display());
+    let Some(dir) = ba_testkit::fixture("wire/anthropic/streaming") else {
         return;
-    }
+    };
     let path = dir.join("tool_use_response.txt");
     let out = stdout(&run(
         &[

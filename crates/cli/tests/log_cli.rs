@@ -5,12 +5,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The Claude Code sessions of the shared fixtures (a skip, or a failure under CI, when absent).
 fn fixtures() -> Option<std::path::PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/transcripts/spotter"
-    ));
-    dir.is_dir().then(|| dir.to_owned())
+    ba_testkit::fixture("transcripts/spotter")
 }
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
@@ -42,10 +39,7 @@ fn import(cwd: &Path, from: &str, file: &Path) -> String {
 
 #[test]
 fn import_show_export_verify_a_claude_code_session() {
-    let Some(dir) = fixtures() else {
-        eprintln!("skipping: shared/fixtures/transcripts/spotter not found");
-        return;
-    };
+    let Some(dir) = fixtures() else { return };
     let cwd = tempfile::tempdir().unwrap();
     let id = import(cwd.path(), "claude-code", &dir.join("tool_heavy.jsonl"));
     assert!(

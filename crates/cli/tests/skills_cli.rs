@@ -6,17 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The fixture skills' folder (a skip, or a failure under CI, when they are absent).
 fn skills_fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/skills"
-    ));
-    if dir.join("anthropics").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: fixture skills not found at {}", dir.display());
-        None
-    }
+    ba_testkit::fixture("skills/anthropics")?;
+    ba_testkit::fixture("skills")
 }
 
 fn run(cwd: &Path, args: &[&str]) -> Output {
@@ -50,11 +43,10 @@ fn list_json_over_the_fixture() {
     assert_eq!(skills.len(), 12);
     assert!(skills.iter().all(|s| s["tokens"].as_u64().unwrap() > 0));
     assert!(value["encoding"].as_str().is_some_and(|e| !e.is_empty()));
-    insta::assert_json_snapshot!("list_json", value, {
-        ".encoding" => "[encoding]",
-        ".skills[].tokens" => "[tokens]",
-        ".skills[].description" => "[description]",
-    });
+    // Nothing here varies between runs or machines: the fixture is fixed, the encoding is the
+    // exact cl100k_base and counts are exact, so the whole catalogue is the snapshot.
+    assert_eq!(value["encoding"], "cl100k_base");
+    insta::assert_json_snapshot!("list_json", value);
 }
 
 #[test]
@@ -118,7 +110,8 @@ fn show_each_level() {
     let text = stdout(&l1);
     let last = text.lines().last().unwrap().to_owned();
     assert!(last.starts_with("# level 1: "), "{last}");
-    insta::assert_snapshot!("show_level1", text.replace(&last, "# level 1: [tokens]"));
+    // The exact count, as in the listing.
+    insta::assert_snapshot!("show_level1", text);
 
     let l2 = run(
         &dir,

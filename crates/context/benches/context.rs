@@ -14,10 +14,14 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ba_context::builder::BuildRequest;
 use ba_context::message::entry_texts;
-use ba_context::{ContextBudget, Encoding, MessageCounter, Pipeline, TokenLedger, block_on};
+use ba_context::{
+    BuilderSettings, ContextBudget, ContextBuilder, Encoding, MessageCounter, Pipeline,
+    PromptParts, block_on,
+};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tiktoken_rs::CoreBPE;
 
 const WORDS: &[&str] = &[
@@ -103,33 +107,11 @@ fn our_corpus() -> Vec<String> {
         .collect()
 }
 
-/// A directory of the shared fixtures beside the repository. Absent, the groups that need it
-/// are skipped with a message; under CI (`CI=true`) that is an error naming the path.
-fn shared(sub: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(sub);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        eprintln!(
-            "error: {} is missing; CI=true requires the shared fixtures beside the repository",
-            dir.display()
-        );
-        std::process::exit(1);
-    }
-    eprintln!(
-        "skipping count_transcripts_*: {} not found (the shared fixtures are not beside the repository)",
-        dir.display()
-    );
-    None
-}
-
 /// Every message text of the real Claude Code sessions (`spotter/*.jsonl`): content, thinking,
 /// tool results and tool-call arguments, as the message counter sees them.
 fn transcript_texts() -> Option<Vec<String>> {
-    let dir = shared("transcripts/spotter")?;
+    // Absent, the group is skipped with a message; under `CI=true` that is a failure.
+    let dir = ba_testkit::fixture("transcripts/spotter")?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -230,34 +212,135 @@ fn conversation(n: usize) -> Vec<LogEntry> {
     log
 }
 
+/// A new turn on a 10,000-entry conversation (about 3M tokens), every count cache warm as the
+/// agent keeps it between turns. The baseline is what the agent would otherwise do each turn:
+/// total the whole log with its warm counter. The candidates are the agent's real per-turn
+/// work, `ContextBuilder::build` with no compaction to make: with the agent's default settings
+/// (a 200k budget; the earlier turns were compacted when they crossed the trigger, and the
+/// record of it is in the log, so the window is rebuilt from the record), and with the caps
+/// lifted and a budget above the log, so the whole log is prepared and counted.
 fn new_turn(c: &mut Criterion) {
-    let mut log = conversation(10_000);
-    let counter = MessageCounter::exact(Encoding::Cl100kBase);
-    let mut ledger = TokenLedger::new();
-    let total = ledger.sync(&counter, &log);
-    eprintln!("new_turn: 10,000 entries, {total} tokens");
-    log.push(LogEntry::new("u-new", LogRole::User, "t").with_text(text(40, 99_999)));
-    log.push(LogEntry::new("a-new", LogRole::Assistant, "t").with_text(text(160, 99_998)));
+    let plain = {
+        let mut log = conversation(10_000);
+        log.push(LogEntry::new("u-new", LogRole::User, "t").with_text(text(40, 99_999)));
+        log
+    };
+    let warm = MessageCounter::exact(Encoding::Cl100kBase);
+    let total = warm.entries(&plain);
+    eprintln!("new_turn: {} entries, {total} tokens", plain.len());
+    let agent_defaults = builder(
+        BuilderSettings::default(),
+        ContextBudget::new(200_000, 8_192),
+    );
+    let whole_log = builder(
+        BuilderSettings {
+            max_messages: usize::MAX,
+            max_chars: usize::MAX,
+            ..BuilderSettings::default()
+        },
+        ContextBudget::new(total * 2, 0),
+    );
+    // The agent's log: the compaction of the earlier turns recorded before the new message.
+    let mut compacted = conversation(10_000);
+    let first = block_on(agent_defaults.build(&BuildRequest {
+        entries: &compacted,
+        ..BuildRequest::default()
+    }));
+    match first.map(|b| b.compaction) {
+        Ok(Some(record)) => compacted.push(record.to_entry("compaction-1", "t")),
+        Ok(None) => {
+            eprintln!("error: new_turn: the 10,000 entries were not compacted");
+            std::process::exit(2);
+        }
+        Err(e) => {
+            eprintln!("error: new_turn: the compaction failed: {e}");
+            std::process::exit(2);
+        }
+    }
+    compacted.push(plain[plain.len() - 1].clone());
+    let task = Some(plain[plain.len() - 1].text().into_owned());
+    let request = BuildRequest {
+        entries: &compacted,
+        task: task.clone(),
+        ..BuildRequest::default()
+    };
+    let whole_request = BuildRequest {
+        entries: &plain,
+        task,
+        ..BuildRequest::default()
+    };
+    let log = &plain;
+    let mut sent = Vec::new();
+    for (name, b, request) in [
+        ("agent defaults", &agent_defaults, &request),
+        ("whole log", &whole_log, &whole_request),
+    ] {
+        // Warms the builder's counter; a compression would make this another benchmark.
+        match block_on(b.build(request)) {
+            Ok(built) if !built.debug.compressed => {
+                let n = built
+                    .entries
+                    .iter()
+                    .filter(|e| e.include_in_context)
+                    .count();
+                eprintln!(
+                    "new_turn: {name}: {n} entries sent, {} tokens",
+                    built.debug.tokens_after
+                );
+                sent.push(n);
+            }
+            Ok(_) => {
+                eprintln!(
+                    "error: new_turn: the {name} build compressed; it must stay under the trigger"
+                );
+                std::process::exit(2);
+            }
+            Err(e) => {
+                eprintln!("error: new_turn: the {name} build failed: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
     let mut g = c.benchmark_group("new_turn_10k");
-    g.bench_function("baseline_recount", |b| {
-        b.iter_batched(
-            || MessageCounter::exact(Encoding::Cl100kBase),
-            |fresh| black_box(fresh.entries(&log)),
-            BatchSize::PerIteration,
-        )
+    g.bench_function("baseline_warm_counter_whole_log", |b| {
+        b.iter(|| black_box(warm.entries(black_box(log))))
     });
-    g.bench_function("incremental_ledger", |b| {
-        b.iter_batched(
-            || (ledger.clone(), MessageCounter::exact(Encoding::Cl100kBase)),
-            // Returned so that freeing the ledger's ids falls outside the timing.
-            |(mut l, fresh)| {
-                let n = l.sync(&fresh, &log);
-                (black_box(n), l, fresh)
-            },
-            BatchSize::LargeInput,
-        )
+    g.bench_function("context_build_agent_defaults", |b| {
+        b.iter(|| black_box(block_on(agent_defaults.build(black_box(&request))).is_ok()))
+    });
+    g.bench_function("context_build_whole_log", |b| {
+        b.iter(|| black_box(block_on(whole_log.build(black_box(&whole_request))).is_ok()))
     });
     g.finish();
+    ba_testkit::bench_note(
+        env!("CARGO_TARGET_TMPDIR"),
+        "new_turn_10k",
+        &format!(
+            "a turn on {} entries ({total} tokens), counters warm as the agent keeps them; \
+             baseline: the warm counter totals the whole log (what the agent would otherwise do \
+             each turn); candidates: the agent's per-turn `ContextBuilder::build`, under the \
+             compression trigger, from the compaction record in its log ({} entries sent) or \
+             with the whole log in the window ({} sent)",
+            log.len(),
+            sent[0],
+            sent[1]
+        ),
+    );
+}
+
+/// A builder over the agent's default strategy, with a warm-able exact counter.
+fn builder(settings: BuilderSettings, budget: ContextBudget) -> ContextBuilder {
+    ContextBuilder::new(
+        PromptParts {
+            base_rules: "Answer with evidence.".into(),
+            tool_policy: "Use at most six tools a round.".into(),
+            ..PromptParts::default()
+        },
+        settings,
+        budget,
+        Pipeline::named("key-messages", None).unwrap_or_default(),
+        MessageCounter::exact(Encoding::Cl100kBase),
+    )
 }
 
 fn key_messages(c: &mut Criterion) {

@@ -6,8 +6,8 @@
 //!   implement [`ba_protocol::TokenCounter`], and the model → encoding map with the Claude
 //!   safety margin ([`ModelTokenizer`]).
 //! - [`message`] — per-message counts with the OpenAI cookbook overhead, cached by entry id and
-//!   content hash ([`MessageCounter`]), and the [`TokenLedger`] that makes a new turn cost only
-//!   its new entries.
+//!   content hash ([`MessageCounter`]), so a counter kept between turns only encodes new or
+//!   changed entries.
 //! - [`budget`] — [`ContextBudget`] and [`ContextUsage`] (C2).
 //! - [`window`] — the log cut into units kept or dropped whole (a tool group is the assistant
 //!   entry with its results), repair on read and the invariants (C4).
@@ -59,7 +59,7 @@ pub mod window;
 pub use budget::{ContextBudget, ContextUsage, UsageStatus};
 pub use builder::{BuilderSettings, BuiltContext, ContextBuilder, DebugData, PromptParts};
 pub use error::{ContextError, Result};
-pub use message::{MessageCounter, MessageOverhead, TokenLedger};
+pub use message::{MessageCounter, MessageOverhead};
 pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES, When};
 pub use strategy::{CompressionStrategy, ExtractiveSummarizer, Summarizer};
 pub use tokens::{Encoding, ModelTokenizer};

@@ -1,5 +1,5 @@
-//! Message counts (C1): the OpenAI cookbook overhead, a per-entry cache keyed by id and content
-//! hash, and a ledger that makes a new turn cost only its new entries.
+//! Message counts (C1): the OpenAI cookbook overhead and a per-entry cache keyed by id and
+//! content hash, so a counter kept between turns only encodes the entries it has not seen.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -340,69 +340,6 @@ impl MessageCounter {
     }
 }
 
-/// The running token total of an append-mostly conversation.
-///
-/// [`TokenLedger::sync`] counts only the entries appended since the last call when the entries
-/// it already knows are still in place (checked by the id of the last known entry), so a new
-/// turn on a long conversation costs its new entries only. An edit in place is seen by
-/// [`TokenLedger::recount`], which rehashes every entry and recounts the changed ones.
-#[derive(Debug, Default, Clone)]
-pub struct TokenLedger {
-    ids: Vec<String>,
-    counts: Vec<usize>,
-    total: usize,
-}
-
-impl TokenLedger {
-    /// An empty ledger.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Brings the ledger up to `entries` and returns the request total (reply priming included).
-    pub fn sync(&mut self, counter: &MessageCounter, entries: &[LogEntry]) -> usize {
-        let known = self.ids.len();
-        let prefix_ok = entries.len() >= known
-            && (known == 0
-                || entries
-                    .get(known - 1)
-                    .is_some_and(|e| e.id == self.ids[known - 1]));
-        if !prefix_ok {
-            return self.recount(counter, entries);
-        }
-        for entry in &entries[known..] {
-            let n = counter.entry(entry);
-            self.ids.push(entry.id.clone());
-            self.counts.push(n);
-            self.total += n;
-        }
-        self.total + counter.reply_priming()
-    }
-
-    /// Recounts from scratch through the counter's cache (unchanged entries are not re-encoded).
-    pub fn recount(&mut self, counter: &MessageCounter, entries: &[LogEntry]) -> usize {
-        self.ids.clear();
-        self.counts.clear();
-        self.total = 0;
-        self.sync(counter, entries)
-    }
-
-    /// The total of the entries known, without reply priming.
-    pub fn entries_total(&self) -> usize {
-        self.total
-    }
-
-    /// How many entries are known.
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// Whether no entry is known.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,23 +400,6 @@ mod tests {
         let n2 = c.entry(&b);
         assert!(n2 > n1);
         assert_eq!(c.cached(), 1);
-    }
-
-    #[test]
-    fn ledger_counts_only_new_entries_and_sees_rewrites() {
-        let c = MessageCounter::exact(Encoding::O200kBase);
-        let mut log = vec![user("1", "one"), user("2", "two")];
-        let mut ledger = TokenLedger::new();
-        let t1 = ledger.sync(&c, &log);
-        assert_eq!(t1, c.entries(&log));
-        log.push(user("3", "three four five"));
-        let t2 = ledger.sync(&c, &log);
-        assert_eq!(t2, c.entries(&log));
-        assert_eq!(ledger.len(), 3);
-        // History rewritten (e.g. after compaction): the ledger starts over.
-        let log2 = vec![user("x", "other")];
-        assert_eq!(ledger.sync(&c, &log2), c.entries(&log2));
-        assert_eq!(ledger.len(), 1);
     }
 
     #[test]

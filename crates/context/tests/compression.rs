@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use ba_context::{
     ContextBudget, ContextError, Encoding, MessageCounter, Pipeline, STRATEGY_NAMES, block_on,
@@ -259,14 +258,10 @@ fn bad_inputs_get_clear_errors() {
 
 #[test]
 fn long_sessions_fit_32k_and_8k_with_every_strategy() {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/transcripts/spotter"
-    ));
-    let Ok(read) = std::fs::read_dir(dir) else {
-        eprintln!("skipping: {} not found", dir.display());
+    let Some(dir) = ba_testkit::fixture("transcripts/spotter") else {
         return;
     };
+    let read = std::fs::read_dir(&dir).unwrap();
     let mut files: Vec<_> = read
         .flatten()
         .map(|e| e.path())

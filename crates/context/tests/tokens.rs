@@ -4,7 +4,7 @@
 // Helpers outside #[test] fns fail loudly too: this is a test crate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // The corpus generator of `cargo xtask fixtures`; `write` is only called there.
 #[allow(dead_code)]
@@ -15,21 +15,15 @@ use ba_context::message::entry_texts;
 use ba_context::{Encoding, MessageOverhead};
 use serde_json::Value;
 
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
-    dir.is_dir().then(|| dir.to_path_buf())
-}
-
+/// The shared token vectors: `None` (a skip, or a failure under CI) when the file is absent;
+/// a file that is there but cannot be read or parsed fails the test.
 fn vectors() -> Option<Value> {
-    let Some(dir) = fixtures() else {
-        eprintln!("skipping: shared fixtures not found");
-        return None;
-    };
-    let text = std::fs::read_to_string(dir.join("tokens/vectors.json")).ok()?;
-    serde_json::from_str(&text).ok()
+    let path = ba_testkit::fixture("tokens/vectors.json")?;
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", path.display()));
+    let value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    Some(value)
 }
 
 fn ids(v: &Value) -> Vec<u32> {
@@ -118,15 +112,16 @@ fn tiktoken(enc: Encoding) -> &'static tiktoken_rs::CoreBPE {
     }
 }
 
-fn transcripts() -> Vec<PathBuf> {
-    let Some(dir) = fixtures() else {
-        return Vec::new();
-    };
+/// Every `.jsonl` transcript of the shared fixtures (a skip, or a failure under CI, when the
+/// folder is absent; an unreadable folder or an empty one fails).
+fn transcripts() -> Option<Vec<PathBuf>> {
+    let dir = ba_testkit::fixture("transcripts")?;
     let mut out = Vec::new();
-    let mut stack = vec![dir.join("transcripts")];
+    let mut stack = vec![dir.clone()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
+        let read = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for e in read {
+            let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "jsonl") {
@@ -135,16 +130,17 @@ fn transcripts() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    out
+    assert!(
+        !out.is_empty(),
+        "no .jsonl transcript under {}",
+        dir.display()
+    );
+    Some(out)
 }
 
 #[test]
 fn transcript_counts_equal_tiktoken_rs() {
-    let files = transcripts();
-    if files.is_empty() {
-        eprintln!("skipping: transcripts not found");
-        return;
-    }
+    let Some(files) = transcripts() else { return };
     let mut pieces = 0usize;
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();

@@ -2,7 +2,7 @@
 //! recorded final message, every Claude Code message reads without losing a tool pair.
 //!
 //! The fixtures live in `../shared/fixtures` beside the repository; without them these tests
-//! say so and pass.
+//! say so and pass, except under `CI=true`, where they fail naming what is missing.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -22,14 +22,9 @@ use ba_protocol::openai::{ChatRequest, ChatResponse};
 use ba_protocol::stream::{anthropic as astream, openai as ostream};
 use serde_json::Value;
 
+/// The shared fixtures (a skip, or a failure under CI, when they are absent).
 fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: shared fixtures not found at {}", dir.display());
-        None
-    }
+    ba_testkit::fixtures()
 }
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {

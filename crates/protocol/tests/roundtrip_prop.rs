@@ -18,6 +18,7 @@ use ba_protocol::convert::{
 use ba_protocol::log::{FunctionCall, LogEntry, LogRole};
 use ba_protocol::message::Role;
 use ba_protocol::openai::{ChatMessage, ChatRequest, ChatToolCall};
+use ba_protocol::validate::Problem;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -242,7 +243,32 @@ fn anthropic_conversation() -> impl Strategy<Value = AnthropicRequest> {
     })
 }
 
-fn openai_conversation() -> impl Strategy<Value = ChatRequest> {
+/// What a generated OpenAI conversation must read as: the calls left without a result, the
+/// results that come after a user message closed their turn (orphans), and for each assistant
+/// message with calls, the ids its results answer in the order they come.
+#[derive(Debug, Clone, Default)]
+struct Expected {
+    missing: Vec<String>,
+    orphans: Vec<String>,
+    answered: Vec<(Vec<String>, Vec<String>)>,
+}
+
+/// `n` indices in an order drawn from `seed`.
+fn shuffled(n: usize, mut seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        order.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+/// OpenAI conversations whose tool results come in order, reordered, with some missing, or
+/// with a user message interleaved among them (the results after it no longer answer
+/// anything).
+fn openai_conversation() -> impl Strategy<Value = (ChatRequest, Expected)> {
     let args = prop_oneof![
         object().prop_map(|v| v.to_string()),
         object().prop_map(|v| serde_json::to_string_pretty(&v).unwrap_or_default()),
@@ -250,12 +276,20 @@ fn openai_conversation() -> impl Strategy<Value = ChatRequest> {
         Just("{\"broken\": ".to_owned()),
     ];
     let call = ("[a-z_]{1,10}", args).prop_map(|(name, arguments)| (name, arguments));
+    // How the results come back: the order's seed (0 keeps the calls' order), which are
+    // missing, and where a user message cuts in.
+    let layout = (
+        prop_oneof![1 => Just(0u64), 2 => 1u64..],
+        prop::collection::vec(prop::bool::weighted(0.2), 4),
+        prop_oneof![3 => Just(None), 1 => (0usize..4).prop_map(Some)],
+    );
     let turn = (
         prop::option::of(text()),
-        prop::collection::vec(call, 0..3),
-        prop::collection::vec(text(), 0..3),
+        prop::collection::vec(call, 0..4),
+        prop::collection::vec(text(), 0..4),
         prop::option::of("[a-z]{1,6}"),
         any::<bool>(),
+        layout,
     );
     let user = prop_oneof![
         text().prop_map(|t| ChatMessage::new(LogRole::User, t)),
@@ -282,8 +316,11 @@ fn openai_conversation() -> impl Strategy<Value = ChatRequest> {
     ];
     (system, user, prop::collection::vec(turn, 0..4)).prop_map(|(system, user, turns)| {
         let mut messages = system;
+        let mut expected = Expected::default();
         messages.push(user);
-        for (t, (content, calls, results, name, refusal_null)) in turns.into_iter().enumerate() {
+        for (t, (content, calls, results, name, refusal_null, (seed, drop, cut))) in
+            turns.into_iter().enumerate()
+        {
             let tool_calls: Vec<ChatToolCall> = calls
                 .iter()
                 .enumerate()
@@ -308,20 +345,71 @@ fn openai_conversation() -> impl Strategy<Value = ChatRequest> {
                 tool_call_id: None,
                 extra,
             });
-            for (k, call) in tool_calls.iter().enumerate() {
-                let text = results.get(k).cloned().unwrap_or_default();
+            let order = if seed == 0 {
+                (0..tool_calls.len()).collect()
+            } else {
+                shuffled(tool_calls.len(), seed)
+            };
+            let present: Vec<usize> = order.into_iter().filter(|&k| !drop[k]).collect();
+            let cut = cut.map(|at| at.min(present.len()));
+            let mut answered = Vec::new();
+            for (i, &k) in present.iter().enumerate() {
+                if cut == Some(i) {
+                    messages.push(ChatMessage::new(LogRole::User, format!("meanwhile {t}")));
+                }
+                let id = tool_calls[k].id.clone();
+                if cut.is_some_and(|c| i >= c) {
+                    expected.orphans.push(id.clone());
+                } else {
+                    answered.push(id.clone());
+                }
                 messages.push(ChatMessage {
-                    tool_call_id: Some(call.id.clone()),
-                    ..ChatMessage::new(LogRole::Tool, text)
+                    tool_call_id: Some(id),
+                    ..ChatMessage::new(LogRole::Tool, results.get(k).cloned().unwrap_or_default())
                 });
+            }
+            if cut == Some(present.len()) {
+                messages.push(ChatMessage::new(LogRole::User, format!("meanwhile {t}")));
+            }
+            for call in &tool_calls {
+                if !answered.contains(&call.id) {
+                    expected.missing.push(call.id.clone());
+                }
+            }
+            if !tool_calls.is_empty() {
+                let ids = tool_calls.iter().map(|c| c.id.clone()).collect();
+                expected.answered.push((ids, answered));
             }
             messages.push(ChatMessage::new(LogRole::User, format!("next {t}")));
         }
-        ChatRequest {
-            messages,
-            extra: JsonMap::new(),
-        }
+        (
+            ChatRequest {
+                messages,
+                extra: JsonMap::new(),
+            },
+            expected,
+        )
     })
+}
+
+/// The ids `check_log` reports as missing results and as orphan results.
+fn pairing_problems(log: &[LogEntry]) -> (Vec<String>, Vec<String>) {
+    let (mut missing, mut orphans) = (Vec::new(), Vec::new());
+    for problem in ba_protocol::validate::check_log(log) {
+        match problem {
+            Problem::MissingResult { tool_call_id, .. } => missing.push(tool_call_id),
+            Problem::OrphanResult { tool_call_id, .. } => orphans.push(tool_call_id),
+            other => panic!("unexpected problem: {other:?}"),
+        }
+    }
+    missing.sort();
+    orphans.sort();
+    (missing, orphans)
+}
+
+fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids
 }
 
 fn via_json(entries: &[LogEntry]) -> Vec<LogEntry> {
@@ -342,8 +430,13 @@ proptest! {
     }
 
     #[test]
-    fn openai_log_openai_is_identity(req in openai_conversation()) {
+    fn openai_log_openai_is_identity((req, expected) in openai_conversation()) {
         let log = openai_to_log(&req, &mut SequentialStamp::default()).value;
+        // The log keeps the results where they came: the checker sees exactly the calls left
+        // without a result and the results that answer nothing.
+        let (missing, orphans) = pairing_problems(&log);
+        prop_assert_eq!(missing, sorted(expected.missing));
+        prop_assert_eq!(orphans, sorted(expected.orphans));
         let back = log_to_openai(&via_json(&log));
         prop_assert!(back.losses.is_empty(), "losses: {:?}", back.losses);
         prop_assert_eq!(back.value, req);
@@ -356,18 +449,24 @@ proptest! {
     }
 
     #[test]
-    fn openai_to_anthropic_keeps_pairs_and_order(req in openai_conversation()) {
+    fn openai_to_anthropic_keeps_pairs_and_order((req, expected) in openai_conversation()) {
         let anthropic = ba_protocol::convert::openai_to_anthropic(&req).value;
         let log = anthropic_to_log(&anthropic, &mut SequentialStamp::default()).expect("converts").value;
-        let fatal: Vec<_> = ba_protocol::validate::check_log(&log).into_iter().filter(|p| p.is_fatal()).collect();
-        prop_assert!(fatal.is_empty(), "{:?}", fatal);
-        // Every call is answered by the very next message.
+        let (missing, orphans) = pairing_problems(&log);
+        prop_assert_eq!(missing, sorted(expected.missing));
+        prop_assert_eq!(orphans, sorted(expected.orphans));
+        // Each call message is followed by one message of its results, in the order they
+        // came (none when all are missing or a user message came first).
+        let mut turns = expected.answered.into_iter();
         for (i, m) in anthropic.messages.iter().enumerate() {
             let calls: Vec<String> = m.to_message().tool_uses().map(|u| u.id.clone()).collect();
             if calls.is_empty() { continue; }
-            let next = anthropic.messages.get(i + 1).expect("results follow calls").to_message();
-            let answered: Vec<String> = next.tool_results().map(|r| r.tool_use_id.clone()).collect();
-            prop_assert_eq!(answered, calls);
+            let (ids, answered) = turns.next().expect("a generated call turn");
+            prop_assert_eq!(&calls, &ids);
+            let next = anthropic.messages.get(i + 1).expect("a message follows calls").to_message();
+            let got: Vec<String> = next.tool_results().map(|r| r.tool_use_id.clone()).collect();
+            prop_assert_eq!(got, answered);
         }
+        prop_assert!(turns.next().is_none(), "a call turn was lost");
     }
 }

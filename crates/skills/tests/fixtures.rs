@@ -12,17 +12,9 @@ use ba_protocol::tokens::ApproxCounter;
 use ba_skills::resource::references;
 use ba_skills::{ActivateSkill, LoadOptions, Rule, Severity, SkillSet, SkillsError};
 
+/// The fixture skills (a skip, or a failure under CI, when they are absent).
 fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/skills/anthropics"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: fixture skills not found at {}", dir.display());
-        None
-    }
+    ba_testkit::fixture("skills/anthropics")
 }
 
 const NAMES: [&str; 12] = [
@@ -99,11 +91,10 @@ fn strict_validation_reports_exactly_the_reference_violations() {
 
 #[test]
 fn the_constraints_table_of_the_specification_matches_the_validator() {
-    let Some(root) = fixtures() else { return };
-    let Ok(spec) = std::fs::read_to_string(root.join("../SPEC.mdx")) else {
-        eprintln!("skipping: SPEC.mdx not found");
+    let Some(spec) = ba_testkit::fixture("skills/SPEC.mdx") else {
         return;
     };
+    let spec = ba_testkit::read(&spec);
     let row = |field: &str| {
         spec.lines()
             .find(|l| l.starts_with(&format!("| `{field}` |")))

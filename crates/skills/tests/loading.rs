@@ -414,47 +414,105 @@ fn meta_tool_modifier_and_invocation_rules() {
     ));
 }
 
-/// Eight conversations activate nested skills at the same time: each has its own stack and lock,
-/// so a cycle or a depth error in one never shows in another.
+/// Eight conversations activate nested skills at the same time, sharing what the product
+/// shares: one lock table (bound 4, so inserts evict while locks are held), one tool and its
+/// body cache. Each conversation has one activation stack, used by two tasks in turn under the
+/// conversation's lock. All eight locks are held at once (so different conversations never
+/// wait for each other), a held lock is never handed out again (not even after eviction), the
+/// second task of a conversation only gets in once the first is out and finds the stack clean,
+/// and a cycle or depth error in one conversation never shows in another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_activations_on_different_conversations() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::sync::Barrier;
+    const CONVERSATIONS: usize = 8;
     let tmp = tempfile::tempdir().unwrap();
     for name in ["a", "b", "c", "d"] {
         skill(tmp.path(), name, "", &format!("{name} body\n"));
     }
     let tool = Arc::new(ActivateSkill::new(Arc::new(SkillSet::load([tmp.path()]))));
     let locks = Arc::new(ConversationLocks::new(4));
-    let mut tasks = Vec::new();
-    for conv in 0..8 {
-        let tool = Arc::clone(&tool);
-        let locks = Arc::clone(&locks);
-        tasks.push(tokio::spawn(async move {
-            let id = format!("conv-{conv}");
-            let stack = ActivationStack::new();
+    let stacks: Vec<ActivationStack> = (0..CONVERSATIONS).map(|_| ActivationStack::new()).collect();
+    let inside: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..CONVERSATIONS).map(|_| AtomicUsize::new(0)).collect());
+    let all_held = Arc::new(Barrier::new(CONVERSATIONS + 1));
+    let release = Arc::new(Barrier::new(CONVERSATIONS + 1));
+
+    // One conversation's turn: nested activations on its stack, then the errors.
+    let activate = |conv: usize| {
+        let (tool, stack) = (Arc::clone(&tool), stacks[conv].clone());
+        async move {
+            assert_eq!(stack.depth(), 0, "conv-{conv}: the stack was left dirty");
             let mut guards = Vec::new();
             for name in ["a", "b", "c"] {
-                let _serialized = locks.lock(&id).await;
-                let request = stack.request(name, 2);
-                let result = tool.activate(&request).unwrap();
+                let result = tool.activate(&stack.request(name, 2)).unwrap();
                 guards.push(stack.push_with_id(name, result.activation_id).unwrap());
                 tokio::task::yield_now().await;
             }
-            assert_eq!(stack.chain(), ["a", "b", "c"]);
+            assert_eq!(stack.chain(), ["a", "b", "c"], "conv-{conv}");
             let too_deep = tool.activate(&stack.request("d", 2)).unwrap_err();
             assert!(matches!(too_deep, SkillsError::DepthExceeded { .. }));
-            if conv % 2 == 0 {
-                let cycle = stack.request("a", 2);
-                let err = tool.activate(&cycle).unwrap_err();
+            if conv.is_multiple_of(2) {
+                let err = tool.activate(&stack.request("a", 2)).unwrap_err();
                 assert_eq!(
                     err.to_string(),
                     "skill activation cycle refused: a → b → c → a"
                 );
             }
+            tokio::task::yield_now().await;
+            assert_eq!(stack.chain(), ["a", "b", "c"], "conv-{conv}");
             drop(guards);
             assert_eq!(stack.depth(), 0);
+        }
+    };
+    fn enter(inside: &[AtomicUsize], conv: usize) {
+        let n = inside[conv].fetch_add(1, Ordering::SeqCst);
+        assert_eq!(n, 0, "two tasks inside conv-{conv} at once");
+    }
+
+    let mut holders = Vec::new();
+    for conv in 0..CONVERSATIONS {
+        let (locks, inside) = (Arc::clone(&locks), Arc::clone(&inside));
+        let (all_held, release) = (Arc::clone(&all_held), Arc::clone(&release));
+        let turn = activate(conv);
+        holders.push(tokio::spawn(async move {
+            let _held = locks.lock(&format!("conv-{conv}")).await;
+            enter(&inside, conv);
+            all_held.wait().await;
+            release.wait().await;
+            turn.await;
+            inside[conv].fetch_sub(1, Ordering::SeqCst);
         }));
     }
-    for task in tasks {
-        task.await.unwrap();
+    // Generous: only a lock of one conversation blocking another runs it out.
+    let limit = std::time::Duration::from_secs(30);
+    tokio::time::timeout(limit, all_held.wait())
+        .await
+        .expect("the conversations' locks were not all held at once");
+    assert!(locks.len() >= CONVERSATIONS, "held entries were evicted");
+    for conv in 0..CONVERSATIONS {
+        assert!(
+            locks.try_lock(&format!("conv-{conv}")).is_none(),
+            "the lock of conv-{conv} was handed out while held"
+        );
     }
+    let mut followers = Vec::new();
+    for conv in 0..CONVERSATIONS {
+        let (locks, inside) = (Arc::clone(&locks), Arc::clone(&inside));
+        let turn = activate(conv);
+        followers.push(tokio::spawn(async move {
+            let _held = locks.lock(&format!("conv-{conv}")).await;
+            enter(&inside, conv);
+            turn.await;
+            inside[conv].fetch_sub(1, Ordering::SeqCst);
+        }));
+    }
+    release.wait().await;
+    for task in holders.into_iter().chain(followers) {
+        tokio::time::timeout(limit, task)
+            .await
+            .expect("a conversation never got its lock back")
+            .unwrap();
+    }
+    assert!(stacks.iter().all(|s| s.depth() == 0));
 }

@@ -8,6 +8,88 @@ use ba_skills::frontmatter::{parse_document, split_tools};
 use ba_skills::{ActivationStack, SkillSet, SkillsError};
 use proptest::prelude::*;
 
+/// A generated `SKILL.md`: its text and what it must read back as.
+#[derive(Debug, Clone)]
+struct Document {
+    text: String,
+    name: String,
+    description: String,
+    body: String,
+}
+
+/// Skill names; YAML's own words (`true`, `null`, …) would not read back as text.
+fn name() -> impl Strategy<Value = String> {
+    "[a-z][a-z0-9-]{0,20}".prop_filter("a YAML keyword", |n| {
+        !matches!(n.as_str(), "true" | "false" | "null")
+    })
+}
+
+/// A description and how the head writes it: plain, double-quoted (any text, escaped) or a
+/// literal block over several lines.
+fn description(eol: &'static str) -> impl Strategy<Value = (String, String)> {
+    prop_oneof![
+        "[A-Za-z][A-Za-z0-9 ,.()]{0,60}[A-Za-z0-9.)]".prop_map(|d| (d.clone(), d)),
+        "[ -~é中👍\t]{1,60}"
+            .prop_filter("an empty description", |d| !d.trim().is_empty())
+            .prop_map(|d| (serde_json::to_string(&d).unwrap(), d)),
+        proptest::collection::vec("[A-Za-z0-9][A-Za-z0-9 ,.:#'\"-]{0,30}", 1..4).prop_map(
+            move |lines| {
+                let written = lines
+                    .iter()
+                    .map(|l| format!("{eol}  {l}"))
+                    .collect::<String>();
+                (format!("|-{written}"), lines.join("\n"))
+            }
+        ),
+    ]
+}
+
+/// A valid head named by `names` (other optional fields included at random), LF or CRLF line
+/// ends, then a body: any text, or lines that look like delimiters and headings.
+fn document(names: impl Strategy<Value = String>) -> impl Strategy<Value = Document> {
+    let extras = prop::sample::subsequence(
+        vec![
+            "license: Apache-2.0",
+            "allowed-tools: Read Grep Bash(python:*)",
+            "model: inherit",
+            "compatibility: any",
+            "metadata:\n  author: someone\n  version: \"1.0\"",
+        ],
+        0..=3,
+    );
+    let body = prop_oneof![
+        "(?s).{0,200}",
+        proptest::collection::vec(
+            prop_oneof!["---", "# [A-Za-z ]{0,12}", "[ -~]{0,30}", "\r?"],
+            0..8
+        )
+        .prop_map(|lines| lines.join("\n")),
+    ];
+    (
+        names,
+        prop::sample::select(vec!["\n", "\r\n"]),
+        extras,
+        body,
+    )
+        .prop_flat_map(|(name, eol, extras, body)| {
+            description(eol).prop_map(move |(written, description)| {
+                let mut head = format!("---{eol}name: {name}{eol}description: {written}{eol}");
+                for extra in &extras {
+                    head.push_str(&extra.replace('\n', eol));
+                    head.push_str(eol);
+                }
+                head.push_str("---");
+                head.push_str(eol);
+                Document {
+                    text: format!("{head}{body}"),
+                    name: name.clone(),
+                    description,
+                    body: body.clone(),
+                }
+            })
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -29,6 +111,46 @@ proptest! {
         if set.len() == 1 {
             // Level 2 of a loaded skill is text or a clear error, never a panic.
             let _ = set.body("s");
+        }
+    }
+
+    #[test]
+    fn a_valid_head_parses_to_its_fields_and_its_body(doc in document(name())) {
+        let (fm, _findings, body) = parse_document(&doc.text)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{:?}", doc.text)))?;
+        prop_assert_eq!(fm.name.as_deref(), Some(doc.name.as_str()));
+        prop_assert_eq!(fm.description.as_deref(), Some(doc.description.as_str()));
+        prop_assert_eq!(body, doc.body.replace("\r\n", "\n"));
+    }
+
+    #[test]
+    fn a_valid_head_loads_and_level_2_is_its_body_or_a_clear_error(
+        doc in document(Just("s".to_owned())),
+        raw in prop_oneof![
+            Just(None),
+            proptest::collection::vec(any::<u8>(), 0..200).prop_map(Some),
+        ],
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        std::fs::create_dir_all(&dir).unwrap();
+        // The body as generated text, or as arbitrary bytes after the same head.
+        let mut content = doc.text.as_bytes()[..doc.text.len() - doc.body.len()].to_vec();
+        let body = raw.unwrap_or_else(|| doc.body.clone().into_bytes());
+        content.extend_from_slice(&body);
+        std::fs::write(dir.join("SKILL.md"), &content).unwrap();
+        let set = SkillSet::load([tmp.path()]);
+        prop_assert_eq!(set.len(), 1, "{:?}", set.diagnostics());
+        match std::str::from_utf8(&body) {
+            Ok(text) if !text.contains('\0') => {
+                let loaded = set.body("s").map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let want = text.replace("\r\n", "\n");
+                prop_assert_eq!(&*loaded, want.as_str());
+            }
+            _ => {
+                let err = set.body("s").unwrap_err();
+                prop_assert!(matches!(err, SkillsError::Frontmatter { .. }), "{err}");
+            }
         }
     }
 

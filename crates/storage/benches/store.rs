@@ -1,11 +1,15 @@
 //! Benchmarks of `FileStore`.
 //!
 //! - `durable_appends_8_writers`: 8 tasks append to one conversation at the same time;
-//!   `baseline_fsync_per_append` flushes each append, `group_commit` shares flushes.
+//!   `baseline_fsync_per_append` flushes each append, `group_commit` shares flushes. A tmpfs
+//!   makes `fsync` free, so the store lives in a disk-backed folder: `BA_AGENT_BENCH_DIR` when
+//!   set, else cargo's `target/tmp`. The bench refuses a memory filesystem, prints the one it
+//!   ran on, and leaves it in a note for the table `cargo xtask bench` writes.
 //! - `load_100k_entries`: loading a 100,000-entry conversation, against
 //!   `baseline_serde_json_value`, plain `serde_json` parsing of the same file's lines.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +23,50 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 const WRITERS: usize = 8;
 const EACH: usize = 8;
 
+/// The filesystem `dir` is on, from the longest mount point of `/proc/self/mounts` that
+/// contains it: (type, device, mount point).
+fn filesystem(dir: &Path) -> Option<(String, String, String)> {
+    let dir = dir.canonicalize().ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (device, point, kind) = (f.next()?, f.next()?, f.next()?);
+            // Spaces in mount points are written as \040.
+            let point = point.replace("\\040", " ");
+            dir.starts_with(&point)
+                .then(|| (kind.to_owned(), device.to_owned(), point))
+        })
+        .max_by_key(|(_, _, point)| point.len())
+}
+
+/// A folder on a disk for the durable-append bench, and a line saying which filesystem it is.
+fn disk_folder() -> (tempfile::TempDir, String) {
+    let base = std::env::var_os("BA_AGENT_BENCH_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let Some((kind, device, point)) = filesystem(dir.path()) else {
+        eprintln!(
+            "error: cannot tell the filesystem of {}; durable_appends_8_writers needs a disk",
+            dir.path().display()
+        );
+        std::process::exit(2);
+    };
+    if matches!(kind.as_str(), "tmpfs" | "ramfs") {
+        eprintln!(
+            "error: {} is on {kind} ({device} at {point}), where fsync costs nothing; point \
+             BA_AGENT_BENCH_DIR at a folder on a disk",
+            dir.path().display()
+        );
+        std::process::exit(2);
+    }
+    let line = format!("ran on {kind} ({device} mounted at {point})");
+    eprintln!("durable_appends_8_writers: {} {line}", dir.path().display());
+    (dir, line)
+}
+
 fn appends(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -28,11 +76,13 @@ fn appends(c: &mut Criterion) {
     let mut group = c.benchmark_group("durable_appends_8_writers");
     group.throughput(Throughput::Elements((WRITERS * EACH) as u64));
     group.sample_size(10);
+    let mut on = Vec::new();
     for (name, durability) in [
         ("baseline_fsync_per_append", Durability::EveryAppend),
         ("group_commit", Durability::GroupCommit),
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, line) = disk_folder();
+        on.push(line);
         let store = FileStore::open_with(
             dir.path(),
             FileStoreOptions::default().with_durability(durability),
@@ -73,6 +123,12 @@ fn appends(c: &mut Criterion) {
         });
     }
     group.finish();
+    on.dedup();
+    ba_testkit::bench_note(
+        env!("CARGO_TARGET_TMPDIR"),
+        "durable_appends_8_writers",
+        &on.join("; "),
+    );
 }
 
 fn load(c: &mut Criterion) {

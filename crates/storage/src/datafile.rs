@@ -348,27 +348,36 @@ mod tests {
         assert_eq!(left, [a.name, c.name]);
     }
 
+    /// The paused clock only moves when every task is idle, and not while a job runs on the
+    /// blocking pool (tokio's test-util holds it back), so a virtual `sleep` returns once all
+    /// that was due before its deadline, a cleanup included, has run.
     #[tokio::test(start_paused = true)]
     async fn background_cleanup_runs_on_its_interval() {
+        use std::time::Duration;
         let (_d, store, clock) = store();
-        let f = store.put("x.bin", &[0; 10], DataOwner::default()).unwrap();
-        clock.advance(10_000);
         let policy = CleanupPolicy {
             max_age_ms: 5_000,
             max_total_bytes: u64::MAX,
         };
-        let task = store.spawn_cleanup(policy, std::time::Duration::from_secs(60));
-        assert!(store.resolve(&f.name).unwrap().exists());
-        for _ in 0..50 {
-            tokio::time::advance(std::time::Duration::from_secs(61)).await;
-            tokio::task::yield_now().await;
-            if !store.resolve(&f.name).unwrap().exists() {
-                break;
-            }
-            // The cleanup runs on the blocking pool, which the paused clock does not drive.
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
-        assert!(!store.resolve(&f.name).unwrap().exists());
+        let first = store.put("x.bin", &[0; 10], DataOwner::default()).unwrap();
+        let first = store.resolve(&first.name).unwrap();
+        clock.advance(10_000);
+        let task = store.spawn_cleanup(policy, Duration::from_secs(60));
+        // The task has started (its interval's immediate first tick is behind it), and an
+        // expired file is still there: nothing runs before one interval has passed.
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(first.exists(), "a cleanup ran before its first interval");
+        tokio::time::sleep(Duration::from_secs(2)).await; // 61 s
+        assert!(!first.exists(), "no cleanup ran once the interval passed");
+
+        // Then once an interval: a file that expires now goes at the next tick (120 s).
+        let second = store.put("y.bin", &[1; 10], DataOwner::default()).unwrap();
+        let second = store.resolve(&second.name).unwrap();
+        clock.advance(10_000);
+        tokio::time::sleep(Duration::from_secs(58)).await; // 119 s
+        assert!(second.exists(), "a cleanup ran between two ticks");
+        tokio::time::sleep(Duration::from_secs(2)).await; // 121 s
+        assert!(!second.exists(), "the second tick did not clean up");
         task.abort();
     }
 }

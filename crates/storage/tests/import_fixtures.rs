@@ -13,12 +13,9 @@ use ba_protocol::log::{LogEntry, LogRole};
 use ba_storage::import::{read_claude_code, store_imported};
 use ba_storage::{ConversationStore, Durability, FileStore, FileStoreOptions};
 
+/// The Claude Code sessions of the shared fixtures (a skip, or a failure under CI, when absent).
 fn transcripts() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/transcripts/spotter"
-    ));
-    dir.is_dir().then(|| dir.to_owned())
+    ba_testkit::fixture("transcripts/spotter")
 }
 
 fn sessions(dir: &Path) -> Vec<PathBuf> {
@@ -79,10 +76,7 @@ fn messages(entries: &[LogEntry]) -> Vec<LogEntry> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fixture_session_round_trips() {
-    let Some(dir) = transcripts() else {
-        eprintln!("skipping: shared/fixtures/transcripts/spotter not found");
-        return;
-    };
+    let Some(dir) = transcripts() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let store = FileStore::open_with(
         tmp.path(),

@@ -1,6 +1,6 @@
 //! The conformance suite on a real PostgreSQL server. The server comes from
 //! `BA_AGENT_TEST_DATABASE_URL` (`.ci/postgres.sh` starts one and prints it); without it the
-//! tests say they are skipped.
+//! tests say they are skipped, and fail under `CI=true`.
 #![cfg(feature = "postgres")]
 // Helpers outside `#[test]` functions are test code too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -14,15 +14,10 @@ use ba_storage::{
 };
 
 fn url() -> Option<String> {
-    match std::env::var("BA_AGENT_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!(
-                "skipping: BA_AGENT_TEST_DATABASE_URL is not set (run `eval \"$(bash .ci/postgres.sh)\"` to start a server)"
-            );
-            None
-        }
-    }
+    ba_testkit::require_env(
+        "BA_AGENT_TEST_DATABASE_URL",
+        "run `eval \"$(bash .ci/postgres.sh)\"` to start a server",
+    )
 }
 
 fn schema() -> String {

@@ -1,6 +1,8 @@
 //! Test support shared by the workspace's suites (a dev-dependency only): a tiny HTTP/1.1
 //! server on 127.0.0.1 that answers requests with scripted replies, one per connection, and
-//! records what it received; plus fixture helpers.
+//! records what it received; plus the one skip helper of the workspace: [`fixtures`],
+//! [`fixture`] and [`require_tool`] skip with a message when something is missing, and fail
+//! naming it when `CI=true`.
 
 // Test scaffolding: a failure here should stop the test loudly.
 #![allow(
@@ -262,18 +264,114 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The shared fixtures folder, or `None` (with a message) when it is absent.
+/// The variable that points the shared fixtures at another folder (a check that a missing
+/// fixture fails under CI can point it at a folder that does not exist).
+pub const FIXTURES_ENV: &str = "BA_AGENT_SHARED_FIXTURES";
+
+/// Whether the tests run under CI (`CI=true` or `CI=1`, as CI services set it). Under CI a
+/// missing fixture or tool is a failure, never a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Where the shared fixtures are expected: `$BA_AGENT_SHARED_FIXTURES` when set, else
+/// `shared/fixtures` beside the repository (`../shared/fixtures` from the workspace root).
+pub fn fixtures_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os(FIXTURES_ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let testkit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // crates/testkit → the workspace root → the folder beside it.
+    let beside = testkit
+        .parent()
+        .and_then(std::path::Path::parent)
+        .and_then(std::path::Path::parent)
+        .unwrap_or(testkit);
+    beside.join("shared/fixtures")
+}
+
+/// Skips (prints why and returns) or, under CI, fails naming what is missing.
+fn missing(what: &str) {
+    if in_ci() {
+        panic!("{what} (CI is set: a missing fixture, tool or service is a failure, not a skip)");
+    }
+    eprintln!("skipping: {what}");
+}
+
+/// The shared fixtures folder; `None` (after a "skipping" message) when it is absent, and a
+/// panic naming it when it is absent under CI.
 pub fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
+    let dir = fixtures_root();
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipping: fixtures folder {} not found", dir.display());
+        missing(&format!(
+            "fixtures folder {} not found (set {FIXTURES_ENV} or put shared/ beside the repository)",
+            dir.display()
+        ));
         None
     }
+}
+
+/// A file or folder inside the shared fixtures, by its path relative to their root; `None`
+/// (after a "skipping" message) when it is absent, a panic naming it under CI.
+pub fn fixture(relative: &str) -> Option<PathBuf> {
+    let path = fixtures_root().join(relative);
+    if path.exists() {
+        Some(path)
+    } else {
+        missing(&format!(
+            "fixture {} not found (set {FIXTURES_ENV} or put shared/ beside the repository)",
+            path.display()
+        ));
+        None
+    }
+}
+
+/// Whether `program` runs (`program --version` succeeds); when it does not, `false` after a
+/// "skipping" message, or a panic naming it under CI.
+pub fn require_tool(program: &str) -> bool {
+    let runs = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        missing(&format!(
+            "`{program} --version` does not run: {program} is not installed"
+        ));
+    }
+    runs
+}
+
+/// The value of the environment variable `var` that points a test at a service (a database
+/// server, say); when it is unset or empty, `None` after a "skipping" message saying `how` to
+/// set it, or a panic naming it under CI.
+pub fn require_env(var: &str, how: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            missing(&format!("{var} is not set ({how})"));
+            None
+        }
+    }
+}
+
+/// Leaves a note on a benchmark group beside criterion's results of it
+/// (`<target>/criterion/<group>/note.md`), which `cargo xtask bench` prints under its table:
+/// what the group compares, or what it ran on. `target_tmpdir` is the bench's
+/// `env!("CARGO_TARGET_TMPDIR")` (`<target>/tmp`).
+pub fn bench_note(target_tmpdir: &str, group: &str, text: &str) {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::path::Path::new(target_tmpdir)
+                .parent()
+                .map(PathBuf::from)
+        })
+        .unwrap_or_default();
+    let dir = target.join("criterion").join(group);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("note.md"), text.trim()).unwrap();
 }
 
 /// Reads a fixture file as text.

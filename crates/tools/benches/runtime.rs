@@ -62,14 +62,31 @@ fn tokio_rt() -> tokio::runtime::Runtime {
     }
 }
 
+/// Runs `call` once and exits when it fails: a bench of error results would time nothing real.
+fn check(rt: &tokio::runtime::Runtime, runtime: &ToolRuntime, call: &ToolCall) {
+    let result = rt.block_on(runtime.run(call, &InvocationContext::default()));
+    if !result.success {
+        eprintln!(
+            "error: `{}` fails, so there is nothing to bench: {}",
+            call.name, result.observation
+        );
+        std::process::exit(2);
+    }
+}
+
 fn overhead(c: &mut Criterion) {
     let rt = tokio_rt();
     let runtime = runtime();
     let tool = runtime.registry().get("noop").map(|r| r.tool().clone());
-    let Some(tool) = tool else { return };
+    // Benching nothing would leave an empty row that reads as a result: fail instead.
+    let Some(tool) = tool else {
+        eprintln!("error: the tool `noop` is not in the registry; nothing to bench");
+        std::process::exit(2);
+    };
     let cctx = CallContext::detached("call_1");
     let ictx = InvocationContext::default();
     let call = ToolCall::new("call_1", "noop", json!({"n": 7}));
+    check(&rt, &runtime, &call);
     let mut group = c.benchmark_group("tool_call_overhead");
     group.bench_function("baseline_direct_call", |b| {
         b.iter(|| rt.block_on(async { black_box(tool.call(json!({"n": 7}), &cctx).await) }))
@@ -87,6 +104,9 @@ fn parallel(c: &mut Criterion) {
     let calls: Vec<ToolCall> = (0..6)
         .map(|i| ToolCall::new(format!("call_{i}"), "sleep50", json!({"n": i})))
         .collect();
+    for call in &calls {
+        check(&rt, &runtime, call);
+    }
     let mut group = c.benchmark_group("six_calls_of_50ms");
     group.sample_size(10);
     group.bench_function("baseline_serial", |b| {

@@ -73,27 +73,131 @@ impl Instruments {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ba_protocol::ToolErrorKind;
     use ba_protocol::tool::OutputLevel;
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
 
-    #[test]
-    fn records_on_the_default_provider_without_failing() {
-        let m = ToolMetrics {
-            tool: "search".into(),
+    /// No other test uses this tool name, so what other tests record on the global provider
+    /// (once this test installed it) is told apart.
+    const TOOL: &str = "otel-probe";
+
+    fn call(retries: u32, duration_ms: u64, error_kind: Option<ToolErrorKind>) -> ToolMetrics {
+        ToolMetrics {
+            tool: TOOL.into(),
             call_id: "c1".into(),
             conversation_id: None,
-            duration_ms: 12,
+            duration_ms,
             tokens_in: Some(3),
             tokens_out: Some(40),
-            success: true,
-            retries: 1,
+            success: error_kind.is_none(),
+            retries,
             level: OutputLevel::Standard,
-            error_kind: None,
+            error_kind,
             cached: false,
             spilled: false,
-        };
+        }
+    }
+
+    fn attrs<'a>(kvs: impl Iterator<Item = &'a KeyValue>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = kvs
+            .map(|kv| (kv.key.to_string(), kv.value.to_string()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn probe(kvs: &[(String, String)]) -> bool {
+        kvs.iter().any(|(k, v)| k == "tool" && v == TOOL)
+    }
+
+    /// The u64 sums of `name` recorded for the probe tool: (attributes, value).
+    fn sums(all: &[ResourceMetrics], name: &str) -> Vec<(Vec<(String, String)>, u64)> {
+        let mut out = Vec::new();
+        for metric in all
+            .iter()
+            .flat_map(ResourceMetrics::scope_metrics)
+            .flat_map(|s| s.metrics())
+            .filter(|m| m.name() == name)
+        {
+            if let AggregatedMetrics::U64(MetricData::Sum(sum)) = metric.data() {
+                for p in sum.data_points() {
+                    let kvs = attrs(p.attributes());
+                    if probe(&kvs) {
+                        out.push((kvs, p.value()));
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn kv(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn call_records_reach_the_installed_meter_provider() {
+        let exporter = InMemoryMetricExporter::default();
+        let provider = SdkMeterProvider::builder()
+            .with_periodic_exporter(exporter.clone())
+            .build();
+        opentelemetry::global::set_meter_provider(provider.clone());
+
+        // Through the recorder the runtime uses, so its wiring to the instruments is covered.
         let recorder = crate::MetricsRecorder::new();
-        recorder.record(&m);
-        Instruments::new().record(&m);
-        assert_eq!(recorder.global().calls, 1);
+        recorder.record(&call(1, 12, None));
+        recorder.record(&call(0, 30, Some(ToolErrorKind::Timeout)));
+        provider.force_flush().unwrap();
+        let all = exporter.get_finished_metrics().unwrap();
+
+        assert_eq!(
+            sums(&all, "ba_tools.calls"),
+            [
+                (
+                    kv(&[("level", "standard"), ("outcome", "ok"), ("tool", TOOL)]),
+                    1
+                ),
+                (
+                    kv(&[
+                        ("level", "standard"),
+                        ("outcome", "timeout"),
+                        ("tool", TOOL)
+                    ]),
+                    1
+                ),
+            ]
+        );
+        assert_eq!(sums(&all, "ba_tools.retries"), [(kv(&[("tool", TOOL)]), 1)]);
+        assert_eq!(
+            sums(&all, "ba_tools.tokens"),
+            [
+                (kv(&[("direction", "in"), ("tool", TOOL)]), 6),
+                (kv(&[("direction", "out"), ("tool", TOOL)]), 80),
+            ]
+        );
+        let durations: Vec<(u64, f64)> = all
+            .iter()
+            .flat_map(ResourceMetrics::scope_metrics)
+            .flat_map(|s| s.metrics())
+            .filter(|m| m.name() == "ba_tools.call.duration")
+            .filter_map(|m| match m.data() {
+                AggregatedMetrics::F64(MetricData::Histogram(h)) => Some(
+                    h.data_points()
+                        .filter(|p| probe(&attrs(p.attributes())))
+                        .map(|p| (p.count(), p.sum()))
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(durations, [(2, 42.0)]);
     }
 }

@@ -127,12 +127,132 @@ mod tests {
         assert!(missing.message.contains("table"), "{}", missing.message);
     }
 
-    proptest::proptest! {
+    use proptest::prelude::*;
+
+    /// Any JSON value: scalars, strings with escapes and non-ASCII, nested arrays and objects.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1.0e12f64..1.0e12).prop_map(Value::from),
+            "(?s).{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("(?s).{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn json_object() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map("(?s).{0,6}", json_value(), 0..5)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    /// What `normalize_arguments` must make of a string argument.
+    #[derive(Debug, Clone)]
+    enum Expect {
+        /// Valid JSON: this object, or an `INVALID_ARGUMENTS` error for any other value.
+        Json(Value),
+        /// Not JSON: an `INVALID_JSON` error with the line and column.
+        Broken,
+        /// Blank: no arguments.
+        Empty,
+        /// Any text: whatever serde_json says of it.
+        Unknown,
+    }
+
+    /// Mostly valid JSON (objects and other values, compact or pretty, padded with
+    /// whitespace), JSON objects cut short, blank strings, and arbitrary text.
+    fn string_arguments() -> impl Strategy<Value = (String, Expect)> {
+        let pad = "[ \t\r\n]{0,3}";
+        let valid = (
+            prop_oneof![json_object(), json_value()],
+            any::<bool>(),
+            pad,
+            pad,
+        )
+            .prop_map(|(v, pretty, before, after)| {
+                let text = if pretty {
+                    serde_json::to_string_pretty(&v).unwrap()
+                } else {
+                    v.to_string()
+                };
+                (format!("{before}{text}{after}"), Expect::Json(v))
+            });
+        // A proper prefix of an object's text never closes the object.
+        let cut = (json_object(), any::<prop::sample::Index>()).prop_map(|(v, at)| {
+            let text = v.to_string();
+            let ends: Vec<usize> = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .filter(|&i| i > 0)
+                .collect();
+            let end = if ends.is_empty() {
+                1
+            } else {
+                ends[at.index(ends.len())]
+            };
+            (text[..end].to_owned(), Expect::Broken)
+        });
+        prop_oneof![
+            4 => valid,
+            2 => cut,
+            1 => "[ \t\r\n]{0,4}".prop_map(|t| (t, Expect::Empty)),
+            1 => "(?s).{0,200}".prop_map(|t| (t, Expect::Unknown)),
+        ]
+    }
+
+    proptest! {
         #[test]
-        fn any_string_arguments_give_an_object_or_a_clear_error(text in "(?s).{0,200}") {
-            match normalize_arguments(Value::String(text)) {
-                Ok(v) => proptest::prop_assert!(v.is_object()),
-                Err(e) => proptest::prop_assert_eq!(e.kind, ba_protocol::ToolErrorKind::InvalidParameters),
+        fn string_arguments_give_the_object_or_the_right_error((text, expect) in string_arguments()) {
+            let got = normalize_arguments(Value::String(text.clone()));
+            let expect = match expect {
+                Expect::Unknown => match serde_json::from_str::<Value>(text.trim()) {
+                    _ if text.trim().is_empty() => Expect::Empty,
+                    Ok(v) => Expect::Json(v),
+                    Err(_) => Expect::Broken,
+                },
+                other => other,
+            };
+            match (expect, got) {
+                (Expect::Json(v), Ok(got)) => {
+                    prop_assert!(v.is_object(), "{v} was accepted as arguments");
+                    prop_assert_eq!(got, v);
+                }
+                (Expect::Json(v), Err(e)) => {
+                    prop_assert!(!v.is_object(), "an object was refused: {}", e.message);
+                    prop_assert_eq!(e.kind, ba_protocol::ToolErrorKind::InvalidParameters);
+                    prop_assert_eq!(e.code.as_str(), "INVALID_ARGUMENTS");
+                }
+                (Expect::Broken, Err(e)) => {
+                    prop_assert_eq!(e.kind, ba_protocol::ToolErrorKind::InvalidParameters);
+                    prop_assert_eq!(e.code.as_str(), "INVALID_JSON");
+                    prop_assert!(e.message.contains("line") && e.message.contains("column"), "{}", e.message);
+                }
+                (Expect::Empty, Ok(got)) => prop_assert_eq!(got, json!({})),
+                (expect, got) => prop_assert!(false, "{text:?}: expected {expect:?}, got {got:?}"),
+            }
+        }
+
+        #[test]
+        fn json_arguments_pass_objects_and_refuse_other_values(
+            v in prop_oneof![json_object(), json_value()]
+                .prop_filter("a string is read as JSON text (the property above)", |v| !v.is_string())
+        ) {
+            match normalize_arguments(v.clone()) {
+                Ok(got) if v.is_null() => prop_assert_eq!(got, json!({})),
+                Ok(got) => {
+                    prop_assert!(v.is_object());
+                    prop_assert_eq!(got, v);
+                }
+                Err(e) => {
+                    prop_assert!(!v.is_object() && !v.is_null(), "{v}: {}", e.message);
+                    prop_assert_eq!(e.code.as_str(), "INVALID_ARGUMENTS");
+                }
             }
         }
     }

@@ -1,18 +1,48 @@
 //! Simulated write failures (feature `test-util`): a full disk without filling one, and
-//! writes cut into small pieces so a killed process leaves a torn line behind.
+//! writes cut into small pieces so a killed process leaves a torn line behind. The seam also
+//! counts what goes through it (appends written, `fsync`s of appended lines), so a test can
+//! show that an acknowledged append was made durable.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// Makes writes fail after a number of bytes, the way a full disk does (tests of the
 /// no-space path without filling a disk), or cuts them into small `write` calls so that a
-/// killed process leaves a torn line behind (crash tests). Clones share the budget.
+/// killed process leaves a torn line behind (crash tests). Clones share the budget and the
+/// counts.
+///
+/// Every append's write and every `fsync` of appended lines goes through it: [`writes`]
+/// counts the writes that completed, [`syncs`] the `fsync`s, and [`synced_writes`] how many
+/// writes had completed when the latest finished `fsync` started — an append whose write was
+/// the `n`-th is on disk once `synced_writes() >= n`.
+///
+/// [`writes`]: WriteFault::writes
+/// [`syncs`]: WriteFault::syncs
+/// [`synced_writes`]: WriteFault::synced_writes
 #[derive(Debug, Clone)]
 pub struct WriteFault {
     remaining: Arc<AtomicU64>,
     chunk: Option<usize>,
+    counts: Arc<Counts>,
 }
+
+#[derive(Debug, Default)]
+struct Counts {
+    writes: AtomicU64,
+    syncs: AtomicU64,
+    /// The most writes any finished `fsync` covered (writes completed when it started).
+    synced: AtomicU64,
+    /// Syncs wait until this many writes completed (0: they do not wait).
+    hold_until: AtomicU64,
+    gate: Mutex<()>,
+    written: Condvar,
+}
+
+/// A held `fsync` goes on after this long even if the writes it waits for never come, so a
+/// broken store fails its test's counts instead of hanging it.
+const HOLD_LIMIT: Duration = Duration::from_secs(20);
 
 impl WriteFault {
     /// Writes fail once `bytes` more bytes have been written.
@@ -20,15 +50,75 @@ impl WriteFault {
         Self {
             remaining: Arc::new(AtomicU64::new(bytes)),
             chunk: None,
+            counts: Arc::default(),
         }
     }
 
     /// Writes go out in `write` calls of at most `bytes` bytes (and never fail).
     pub fn chunked(bytes: usize) -> Self {
         Self {
-            remaining: Arc::new(AtomicU64::new(u64::MAX)),
             chunk: Some(bytes.max(1)),
+            ..Self::fail_after(u64::MAX)
         }
+    }
+
+    /// Nothing fails: the writes and `fsync`s are only counted.
+    pub fn counting() -> Self {
+        Self::fail_after(u64::MAX)
+    }
+
+    /// Makes every `fsync` of appended lines wait until `writes` appends have been written
+    /// (or a long time has passed), so that concurrent appends are sure to meet at one.
+    pub fn hold_syncs_until(self, writes: u64) -> Self {
+        self.counts.hold_until.store(writes, Ordering::SeqCst);
+        self
+    }
+
+    /// Appends written so far (whole batches, one each).
+    pub fn writes(&self) -> u64 {
+        self.counts.writes.load(Ordering::SeqCst)
+    }
+
+    /// `fsync`s of appended lines finished so far.
+    pub fn syncs(&self) -> u64 {
+        self.counts.syncs.load(Ordering::SeqCst)
+    }
+
+    /// How many writes had completed when the latest finished `fsync` started: every append
+    /// written up to that count is durable.
+    pub fn synced_writes(&self) -> u64 {
+        self.counts.synced.load(Ordering::SeqCst)
+    }
+
+    /// Runs `sync` (the store's `fsync` of appended lines) and counts it.
+    pub(crate) fn sync(&self, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        let c = &self.counts;
+        let hold = c.hold_until.load(Ordering::SeqCst);
+        if hold > 0 {
+            let gate = c
+                .gate
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _released = c
+                .written
+                .wait_timeout_while(gate, HOLD_LIMIT, |_| c.writes.load(Ordering::SeqCst) < hold)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        let covered = c.writes.load(Ordering::SeqCst);
+        sync()?;
+        c.syncs.fetch_add(1, Ordering::SeqCst);
+        c.synced.fetch_max(covered, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn wrote(&self) {
+        let c = &self.counts;
+        let _gate = c
+            .gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.writes.fetch_add(1, Ordering::SeqCst);
+        c.written.notify_all();
     }
 
     /// Gives the disk `bytes` of room again.
@@ -45,9 +135,11 @@ impl WriteFault {
                 for part in buf.chunks(chunk) {
                     file.write_all(part)?;
                 }
-                return Ok(());
+            } else {
+                file.write_all(buf)?;
             }
-            return file.write_all(buf);
+            self.wrote();
+            return Ok(());
         }
         self.remaining.store(0, Ordering::SeqCst);
         // A real full disk often accepts part of a write before refusing the rest.

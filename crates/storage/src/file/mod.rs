@@ -308,7 +308,7 @@ impl FileStore {
         let generation = handle.written.fetch_add(1, Ordering::SeqCst) + 1;
         match self.inner.opts.durability {
             Durability::EveryAppend => {
-                file.sync_data()
+                self.sync_lines(&file)
                     .map_err(|e| StorageError::io("syncing", &path, e))?;
             }
             Durability::GroupCommit => {
@@ -318,7 +318,7 @@ impl FileStore {
                 if *synced < generation {
                     // Everything written so far rides on this one flush.
                     let target = handle.written.load(Ordering::SeqCst);
-                    file.sync_data()
+                    self.sync_lines(&file)
                         .map_err(|e| StorageError::io("syncing", &path, e))?;
                     *synced = target;
                 }
@@ -336,6 +336,16 @@ impl FileStore {
             return fault.write(&mut writer, buf);
         }
         writer.write_all(buf)
+    }
+
+    /// Makes appended lines durable (`fdatasync`), counted by the simulated fault when one is
+    /// set, so tests can see which appends an `fsync` covered.
+    fn sync_lines(&self, file: &File) -> io::Result<()> {
+        #[cfg(feature = "test-util")]
+        if let Some(fault) = &self.inner.opts.fault {
+            return fault.sync(|| file.sync_data());
+        }
+        file.sync_data()
     }
 
     /// Moves a torn tail into the `.torn` file and cuts it from the log, so the next line
