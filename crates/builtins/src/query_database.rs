@@ -462,10 +462,12 @@ impl Tool for QueryDatabase {
 
     fn capabilities(&self) -> ToolCapabilities {
         // A read-only query gives the same answer for the same arguments and changes nothing, so it
-        // is idempotent and safe at the restricted level.
+        // is idempotent and safe at the restricted level; a query that ran out of time would run
+        // out again.
         ToolCapabilities::default()
             .with_idempotent(true)
             .with_required_permission(PermissionLevel::Restricted)
+            .with_deterministic_timeouts(true)
     }
 }
 

@@ -538,8 +538,9 @@ impl Tool for RunPython {
     }
 
     fn capabilities(&self) -> ToolCapabilities {
-        // Running code is neither idempotent nor safe at the restricted level.
-        ToolCapabilities::default()
+        // Running code is neither idempotent nor safe at the restricted level, and code that ran
+        // out of time would run out again.
+        ToolCapabilities::default().with_deterministic_timeouts(true)
     }
 }
 

@@ -230,7 +230,13 @@ impl ToolRuntime {
                             .unwrap_or(ctx.timeout_ms),
                     );
                     let retry_config = self.config.retry_for(&call.name);
-                    let policy = retry_config.policy();
+                    let mut policy = retry_config.policy();
+                    if caps.deterministic_timeouts {
+                        // The same arguments would run out of time again.
+                        policy
+                            .retry_on
+                            .retain(|k| *k != ba_protocol::ToolErrorKind::Timeout);
+                    }
                     let random;
                     let jitter: &dyn Jitter = match &self.jitter {
                         Some(j) => j.as_ref(),

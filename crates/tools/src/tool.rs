@@ -18,6 +18,10 @@ pub struct ToolCapabilities {
     pub idempotent: bool,
     /// The lowest caller permission level allowed to run the tool (T8).
     pub required_permission: PermissionLevel,
+    /// A timeout of this tool is deterministic: the same arguments would time out again (user
+    /// code, a query), so a timeout is not retried (T5). Off by default: most timeouts are a
+    /// slow network or a busy service.
+    pub deterministic_timeouts: bool,
 }
 
 impl ToolCapabilities {
@@ -32,6 +36,13 @@ impl ToolCapabilities {
     #[must_use]
     pub fn with_required_permission(mut self, level: PermissionLevel) -> Self {
         self.required_permission = level;
+        self
+    }
+
+    /// Declares the tool's timeouts deterministic: never retried.
+    #[must_use]
+    pub fn with_deterministic_timeouts(mut self, yes: bool) -> Self {
+        self.deterministic_timeouts = yes;
         self
     }
 }

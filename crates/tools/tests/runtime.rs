@@ -113,6 +113,20 @@ fn fixture(config: ToolsConfig) -> Fixture {
         },
     ))
     .unwrap();
+    reg.register(
+        typed_tool(
+            "hang_deterministic",
+            "Runs user code that never ends.",
+            |_: Value, ctx| async move {
+                ctx.partial
+                    .report(&format!("attempt {} ran the loop\n", ctx.attempt));
+                std::future::pending::<()>().await;
+                Ok(Value::Null)
+            },
+        )
+        .with_capabilities(ToolCapabilities::default().with_deterministic_timeouts(true)),
+    )
+    .unwrap();
     reg.register(typed_tool(
         "broken",
         "Fails for good.",
@@ -259,6 +273,26 @@ async fn always_timing_out_tool_gives_up_after_three_retries_with_growing_timeou
             .starts_with("Operation failed.\n\nError Type: timeout\n")
     );
     assert!(r.observation.ends_with("Tool Call ID: c9"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deterministic_timeout_is_not_retried() {
+    let f = fixture(ToolsConfig::default());
+    let start = Instant::now();
+    let r = f
+        .runtime
+        .run(&call("c10", "hang_deterministic", json!({})), &ctx(1000))
+        .await;
+    // One attempt of 1 s: the same code would run out of time again.
+    assert_eq!(start.elapsed(), Duration::from_millis(1_000));
+    assert_eq!(r.retry_count, 0);
+    let err = r.error.as_ref().unwrap();
+    assert_eq!(err.kind, ToolErrorKind::Timeout);
+    assert!(
+        err.message.contains("attempt 0 ran the loop"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test(start_paused = true)]
