@@ -470,10 +470,13 @@ impl Agent {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
         let id = id.clone();
-        let task = tokio::spawn(async move { crate::run::run(inner, id, input, tx).await });
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let task = tokio::spawn(async move { crate::run::run(inner, id, input, tx, flag).await });
         AgentRun {
             rx,
             task: Some(task),
+            stop,
         }
     }
 
@@ -513,9 +516,17 @@ pub const NO_SUMMARY: &str = "the run ended without a summary (it was cancelled 
 pub struct AgentRun {
     rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     task: Option<tokio::task::JoinHandle<()>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AgentRun {
+    /// Asks the run to stop at the end of its round: the model call and tool calls under way
+    /// finish and land in the log, no new round starts, and the run ends with
+    /// [`RunStatus::Stopped`](crate::RunStatus::Stopped). Keep reading the stream to its end.
+    pub fn stop_after_round(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Waits for the end of the run, dropping the other events.
     pub async fn finish(mut self) -> RunSummary {
         use futures::StreamExt;

@@ -168,6 +168,8 @@ pub enum RunStatus {
     ModelFailed,
     /// Something else failed (store, context, configuration); see the error event.
     Failed,
+    /// Asked to stop: it did at the end of a round, with everything so far in the log.
+    Stopped,
 }
 
 /// The end of a run.

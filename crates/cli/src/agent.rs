@@ -132,9 +132,15 @@ async fn drive(
     input: Input,
     printer: &mut Printer,
 ) -> RunSummary {
+    let _printing = crate::out::run_guard();
     let mut run = agent.send(id, input);
     let mut summary = None;
     while let Some(event) = run.next().await {
+        // Nobody reads any more (`… | head`): let the round under way land in the log, then
+        // stop before the next model call; the process ends quietly when the run has.
+        if crate::out::is_closed() {
+            run.stop_after_round();
+        }
         printer.event(&event);
         if let AgentEvent::Finished(s) = event {
             summary = Some(s);

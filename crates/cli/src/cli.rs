@@ -79,6 +79,10 @@ pub(crate) fn main() -> ExitCode {
         Command::Tokens(args) => tokens::run(args),
         Command::Context(command) => context::run(command),
     };
+    if crate::out::is_closed() {
+        // The reader went away mid-command (an agent run then stopped between rounds).
+        return ExitCode::SUCCESS;
+    }
     match result {
         Ok(code) => code,
         // The reader of the results went away (`… | head`): not an error.

@@ -2,9 +2,40 @@
 //! command quietly with status 0, the way `cat` or `grep` end, instead of a panic or an error.
 
 use std::io::{self, Write as _};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set while an agent run is printing: a closed pipe then lets the run finish its round (so
+/// its entries land in the log) instead of ending the process mid-round.
+static RUN_ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set once standard output is gone.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Marks an agent run as printing until the guard is dropped.
+pub(crate) fn run_guard() -> RunGuard {
+    RUN_ACTIVE.store(true, Ordering::SeqCst);
+    RunGuard
+}
+
+/// See [`run_guard`].
+#[derive(Debug)]
+pub(crate) struct RunGuard;
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        RUN_ACTIVE.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether standard output's reader is gone.
+pub(crate) fn is_closed() -> bool {
+    CLOSED.load(Ordering::SeqCst)
+}
 
 /// Writes `args` to standard output; a closed pipe ends the process quietly with status 0.
 pub(crate) fn write(args: std::fmt::Arguments<'_>) {
+    if is_closed() {
+        return;
+    }
     let mut stdout = io::stdout().lock();
     if let Err(e) = stdout.write_fmt(args) {
         failed(&e);
@@ -13,6 +44,9 @@ pub(crate) fn write(args: std::fmt::Arguments<'_>) {
 
 /// Flushes standard output (after a partial line); a closed pipe ends the process quietly.
 pub(crate) fn flush() {
+    if is_closed() {
+        return;
+    }
     if let Err(e) = io::stdout().lock().flush() {
         failed(&e);
     }
@@ -20,6 +54,11 @@ pub(crate) fn flush() {
 
 fn failed(e: &io::Error) {
     if e.kind() == io::ErrorKind::BrokenPipe {
+        CLOSED.store(true, Ordering::SeqCst);
+        if RUN_ACTIVE.load(Ordering::SeqCst) {
+            // The run's driver stops it at the end of the round.
+            return;
+        }
         closed();
     }
     // Any other failure to write the results (a full disk behind a redirection) is an error

@@ -127,3 +127,57 @@ fn chat_takes_commands_and_messages() {
     assert!(stdout.contains("Hello! Ask me about sales."), "{stdout}");
     assert!(stdout.contains("compacted 2 entries"), "{stdout}");
 }
+
+/// A reader that goes away while the agent runs (`ba-agent demo | head`): the process ends with
+/// status 0 and nothing on stderr, after the round that was running has landed in the log —
+/// no call is left without its result.
+#[test]
+fn a_closed_pipe_stops_the_agent_between_rounds() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["demo", "--dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read until the first round starts, then stop reading.
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("── Round 1") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "no round printed");
+    }
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?} {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    // The conversation in the demo folder: whole rounds only.
+    let conversations = dir.path().join("conversations");
+    let log = std::fs::read_dir(&conversations)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let entries: Vec<ba_protocol::LogEntry> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            serde_json::from_value(v["entry"].clone()).unwrap()
+        })
+        .collect();
+    assert!(!entries.is_empty());
+    let problems = ba_protocol::validate::check_log(&entries);
+    assert!(problems.is_empty(), "{problems:?}");
+    let calls = entries.iter().flat_map(|e| e.calls()).count();
+    let results = entries
+        .iter()
+        .filter(|e| e.role == ba_protocol::LogRole::Tool)
+        .count();
+    assert_eq!(calls, results, "every call has its result");
+}

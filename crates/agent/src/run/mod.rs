@@ -10,6 +10,7 @@ mod context;
 mod tools;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
@@ -83,6 +84,8 @@ pub(crate) struct Runner {
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: ConversationId,
     tx: UnboundedSender<AgentEvent>,
+    /// Set by [`crate::AgentRun::stop_after_round`]: no new round starts.
+    stop: Arc<AtomicBool>,
     pub(crate) log: Vec<LogEntry>,
     last_seq: u64,
     pub(crate) mode: Mode,
@@ -98,6 +101,7 @@ pub(crate) async fn run(
     id: ConversationId,
     input: Input,
     tx: UnboundedSender<AgentEvent>,
+    stop: Arc<AtomicBool>,
 ) {
     let Some(running) = inner.runs.try_lock(id.as_str()) else {
         let message = format!("conversation {id} already has a run going");
@@ -117,6 +121,7 @@ pub(crate) async fn run(
         inner,
         id,
         tx,
+        stop,
         log: Vec::new(),
         last_seq: 0,
         mode: Mode::default(),
@@ -258,6 +263,9 @@ impl Runner {
             if !pending.is_empty() {
                 let calls = std::mem::take(&mut pending);
                 self.run_calls(&calls).await?;
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(self.summary(RunStatus::Stopped, None, None));
             }
             if self.rounds_run >= self.inner.settings.max_rounds {
                 let message = format!(
