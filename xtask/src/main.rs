@@ -3,6 +3,8 @@
 //! - `codegen [--check]` — JSON Schemas of the public protocol types into `docs/schema/`.
 //! - `fixtures` — the demo's sales database and targets file into `fixtures/demo/`.
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
+//! - `fuzz [--cases N]` — the parser fuzz tests (`crates/*/tests/fuzz.rs`) in release, N cases
+//!   each (default 20 000; the normal test run does a short pass of 256).
 //! - `ci` — the checks CI runs: format, lints, tests.
 
 mod bench;
@@ -38,8 +40,11 @@ fn run() -> anyhow::Result<()> {
         }
         Some("fixtures") => fixtures(),
         Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz(&args[1..]),
         Some("ci") => ci(),
-        _ => bail!("usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | ci"),
+        _ => bail!(
+            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | ci"
+        ),
     }
 }
 
@@ -72,6 +77,56 @@ pub(crate) fn cargo(args: &[&str]) -> anyhow::Result<()> {
         .with_context(|| format!("running cargo {}", args.join(" ")))?;
     if !status.success() {
         bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Runs every crate's `tests/fuzz.rs` in release with `BA_AGENT_FUZZ_CASES` cases per test.
+fn fuzz(args: &[String]) -> anyhow::Result<()> {
+    let cases: u32 = match args {
+        [] => 20_000,
+        [flag, n] if flag == "--cases" => n
+            .parse()
+            .with_context(|| format!("--cases takes a positive number, not {n:?}"))?,
+        _ => bail!("usage: cargo xtask fuzz [--cases N]"),
+    };
+    if cases == 0 {
+        bail!("--cases takes a positive number, not 0");
+    }
+    let mut packages = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates")).context("listing crates/")? {
+        let dir = entry.context("listing crates/")?.path();
+        if dir.join("tests/fuzz.rs").is_file() {
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+                .with_context(|| format!("reading {}", dir.join("Cargo.toml").display()))?;
+            let name = manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
+                .with_context(|| format!("no package name in {}", dir.display()))?;
+            packages.push(name.to_owned());
+        }
+    }
+    packages.sort();
+    if packages.is_empty() {
+        bail!("no crates/*/tests/fuzz.rs found");
+    }
+    println!(
+        "fuzzing {} with {cases} cases per test",
+        packages.join(", ")
+    );
+    let mut command = vec!["test", "--release", "--all-features"];
+    for p in &packages {
+        command.extend(["-p", p.as_str()]);
+    }
+    command.extend(["--test", "fuzz"]);
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(&command)
+        .env("BA_AGENT_FUZZ_CASES", cases.to_string())
+        .current_dir(root())
+        .status()
+        .context("running cargo test")?;
+    if !status.success() {
+        bail!("a fuzz test failed ({status}); proptest printed the minimal input above");
     }
     Ok(())
 }

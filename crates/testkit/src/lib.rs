@@ -452,3 +452,132 @@ pub fn answer(id: &str, blocks: &[Block<'_>], stop: &str, complete: bool) -> Str
     }
     out
 }
+
+/// Parser fuzzing without nightly: byte and structure mutations of valid inputs, driven by
+/// proptest, so a failure shrinks to a small input. `cargo xtask fuzz [--cases N]` runs the
+/// fuzz tests of every crate with `BA_AGENT_FUZZ_CASES` set; without it they run a short pass.
+pub mod fuzz {
+    use proptest::prelude::*;
+
+    /// Cases per fuzz test: `BA_AGENT_FUZZ_CASES`, or 256.
+    pub fn cases() -> u32 {
+        std::env::var("BA_AGENT_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256)
+    }
+
+    /// One edit of a byte string.
+    #[derive(Debug, Clone)]
+    pub enum Mutation {
+        /// Flip some bits of the byte at a position.
+        Flip(usize, u8),
+        /// Insert bytes at a position.
+        Insert(usize, Vec<u8>),
+        /// Delete a span.
+        Delete(usize, usize),
+        /// Copy a span to another position (repeats structure: a line, a brace).
+        Duplicate(usize, usize, usize),
+        /// Cut everything from a position.
+        Truncate(usize),
+        /// Insert a token that means something to the formats parsed here.
+        Token(usize, &'static str),
+    }
+
+    const TOKENS: &[&str] = &[
+        "\n",
+        "\r\n",
+        "\n\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        ":",
+        ",",
+        "---\n",
+        "data: ",
+        "event: ",
+        "null",
+        "-1",
+        "1e309",
+        "\u{feff}",
+        "\\u0000",
+        "\\ud800",
+        "💥",
+        "\u{0}",
+        "9999999999999999999",
+    ];
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), 1u8..=255).prop_map(|(at, bits)| Mutation::Flip(at, bits)),
+            (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..8))
+                .prop_map(|(at, b)| Mutation::Insert(at, b)),
+            (any::<usize>(), 1usize..64).prop_map(|(at, n)| Mutation::Delete(at, n)),
+            (any::<usize>(), 1usize..64, any::<usize>())
+                .prop_map(|(at, n, to)| Mutation::Duplicate(at, n, to)),
+            any::<usize>().prop_map(Mutation::Truncate),
+            (any::<usize>(), proptest::sample::select(TOKENS))
+                .prop_map(|(at, t)| Mutation::Token(at, t)),
+        ]
+    }
+
+    /// Applies `m` to `bytes`; positions wrap around the length.
+    pub fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
+        let len = bytes.len().max(1);
+        match m {
+            Mutation::Flip(at, bits) => {
+                if !bytes.is_empty() {
+                    let i = at % bytes.len();
+                    bytes[i] ^= bits;
+                }
+            }
+            Mutation::Insert(at, b) => {
+                let i = at % (bytes.len() + 1);
+                bytes.splice(i..i, b.iter().copied());
+            }
+            Mutation::Delete(at, n) => {
+                if !bytes.is_empty() {
+                    let i = at % bytes.len();
+                    let end = (i + n).min(bytes.len());
+                    bytes.drain(i..end);
+                }
+            }
+            Mutation::Duplicate(at, n, to) => {
+                if !bytes.is_empty() {
+                    let i = at % bytes.len();
+                    let end = (i + n).min(bytes.len());
+                    let span: Vec<u8> = bytes[i..end].to_vec();
+                    let j = to % (bytes.len() + 1);
+                    bytes.splice(j..j, span);
+                }
+            }
+            Mutation::Truncate(at) => bytes.truncate(at % len),
+            Mutation::Token(at, t) => {
+                let i = at % (bytes.len() + 1);
+                bytes.splice(i..i, t.bytes());
+            }
+        }
+    }
+
+    /// A seed picked from `seeds`, with 1 to 8 mutations applied.
+    pub fn mutated(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::sample::select(seeds),
+            proptest::collection::vec(mutation(), 1..8),
+        )
+            .prop_map(|(seed, ms)| {
+                let mut bytes = seed;
+                for m in &ms {
+                    apply(&mut bytes, m);
+                }
+                bytes
+            })
+    }
+
+    /// Text that is mostly valid UTF-8: the mutated bytes, lossily decoded.
+    pub fn mutated_text(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = String> {
+        mutated(seeds).prop_map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+}
