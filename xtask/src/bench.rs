@@ -54,12 +54,21 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 fn context_quality(target: &Path) -> anyhow::Result<String> {
     let mut out = String::from("\n## Context fidelity (planted facts)\n\n");
     let table = target.join("fidelity.md");
-    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--release", "-p", "ba-context", "--test", "fidelity", "--quiet"])
-        .env("BA_AGENT_FIDELITY_TABLE", &table)
-        .current_dir(crate::root())
-        .status()
-        .context("running the planted-facts benchmark")?;
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "test",
+                "--release",
+                "-p",
+                "ba-context",
+                "--test",
+                "fidelity",
+                "--quiet",
+            ])
+            .env("BA_AGENT_FIDELITY_TABLE", &table)
+            .current_dir(crate::root())
+            .status()
+            .context("running the planted-facts benchmark")?;
     if !status.success() {
         anyhow::bail!("the planted-facts benchmark failed ({status})");
     }
@@ -105,7 +114,11 @@ fn context_quality(target: &Path) -> anyhow::Result<String> {
                 .arg(&session)
                 .output()
                 .context("running context replay")?;
-            anyhow::ensure!(o.status.success(), "context replay failed on {}", session.display());
+            anyhow::ensure!(
+                o.status.success(),
+                "context replay failed on {}",
+                session.display()
+            );
             Ok(serde_json::from_slice(&o.stdout)?)
         };
         let (kept, rebuilt) = (replay(false)?, replay(true)?);

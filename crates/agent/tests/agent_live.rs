@@ -237,8 +237,8 @@ async fn live_provider_rounds_failures_and_continue() {
 
 /// An answer whose usage reports prompt-cache reads and writes, as the Messages API does.
 fn cached_answer(id: &str, text: &str, read: u64, written: u64) -> String {
-    use support::event;
     use serde_json::json;
+    use support::event;
     let mut out = event(
         "message_start",
         json!({"type": "message_start", "message": {"id": id, "type": "message",
@@ -273,8 +273,14 @@ fn cached_answer(id: &str, text: &str, read: u64, written: u64) -> String {
 async fn cache_figures_reach_the_metrics_report() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start(vec![
-        sse(&cached_answer("msg_1", "First answer.", 0, 900), End::Complete),
-        sse(&cached_answer("msg_2", "Second answer.", 900, 40), End::Complete),
+        sse(
+            &cached_answer("msg_1", "First answer.", 0, 900),
+            End::Complete,
+        ),
+        sse(
+            &cached_answer("msg_2", "Second answer.", 900, 40),
+            End::Complete,
+        ),
     ])
     .await;
     let client = AnthropicClient::new(ApiKey::new("sk-test"))
@@ -300,7 +306,11 @@ async fn cache_figures_reach_the_metrics_report() {
     assert_eq!(report.cache_write_tokens, 940);
     // 900 of 100 + 900 + 940 input tokens came from the cache.
     assert!((report.cache_read_share - 900.0 / 1940.0).abs() < 1e-9);
-    assert!(report.render(false).contains("46.4 % of input read from the cache"));
+    assert!(
+        report
+            .render(false)
+            .contains("46.4 % of input read from the cache")
+    );
     // The second request marks the end of its window for the cache, and its front is the
     // first request's window.
     let received = server.received();

@@ -50,18 +50,24 @@
 //! ```
 #![deny(missing_docs)]
 
+mod csv_file;
 #[cfg(feature = "sqlite")]
 pub mod demo_data;
+pub mod encoding;
 pub mod file_reader;
-#[cfg(feature = "sqlite")]
+#[cfg(feature = "web")]
+pub mod html;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod query_database;
 #[cfg(feature = "python")]
 pub mod run_python;
-pub mod text;
+mod table;
 #[cfg(feature = "web")]
 pub mod web_reader;
 #[cfg(feature = "web")]
 pub mod web_search;
+#[cfg(feature = "excel")]
+mod workbook;
 
 use std::path::PathBuf;
 
