@@ -28,13 +28,10 @@
 //! ```
 //! # #[cfg(all(feature = "sqlite", feature = "python"))]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use ba_builtins::{demo_data, query_database::check_read_only, query_database::QueryDatabase};
+//! use ba_builtins::{demo_data, query_database::QueryDatabase};
 //! use ba_builtins::query_database::QueryDatabaseConfig;
 //! use ba_tools::{CallContext, Tool};
 //! use serde_json::json;
-//!
-//! assert!(check_read_only("SELECT region, SUM(amount) FROM sales GROUP BY region").is_ok());
-//! assert!(check_read_only("DELETE FROM sales").is_err());
 //!
 //! let dir = tempfile::tempdir()?;
 //! demo_data::generate(dir.path())?;
@@ -43,6 +40,8 @@
 //! let args = json!({"query": "SELECT COUNT(*) FROM regions"});
 //! let out = rt.block_on(tool.call(args, &CallContext::detached("call_1")))?;
 //! assert_eq!(out["rows"][0][0], 5);
+//! let write = json!({"query": "DELETE FROM regions"});
+//! assert!(rt.block_on(tool.call(write, &CallContext::detached("call_2"))).is_err());
 //! # Ok(())
 //! # }
 //! # #[cfg(not(all(feature = "sqlite", feature = "python")))]
