@@ -139,7 +139,6 @@ pub(super) async fn query(
             }
             rows.push(Value::Array(values));
         }
-        drop(stream);
         tx.rollback().await.map_err(err)?;
         Ok(rows_json(columns, rows, truncated))
     })
