@@ -190,6 +190,20 @@ pub(crate) fn read(
     }
 }
 
+/// The text of a title row: one distinct value in a row (a merged title fills several cells
+/// with it) above a row with at least two values.
+fn title_of(first: &[Cell], next: &[Cell]) -> Option<String> {
+    let values: Vec<&Cell> = first.iter().filter(|c| !matches!(c, Cell::Null)).collect();
+    let Cell::Text(text) = values.first()? else {
+        return None;
+    };
+    let one_value = values
+        .iter()
+        .all(|c| matches!(c, Cell::Text(t) if t == text));
+    let next_values = next.iter().filter(|c| !matches!(c, Cell::Null)).count();
+    (first.len() > 1 && one_value && next_values >= 2).then(|| text.clone())
+}
+
 fn walk_range<'a>(
     names: &'a [String],
     name: &str,
@@ -381,6 +395,8 @@ struct Walker<'a> {
     pending: Vec<(u32, Vec<Cell>)>,
     table: Option<TableBuilder>,
     header_row: Option<u32>,
+    /// A title row above the table (one value across a row, often merged), not data.
+    title: Option<(u32, String)>,
     first_shown: Option<u32>,
     last_shown: Option<u32>,
     last_data_row: Option<u32>,
@@ -431,6 +447,7 @@ impl<'a> Walker<'a> {
             pending: Vec::new(),
             table: None,
             header_row: None,
+            title: None,
             first_shown: None,
             last_shown: None,
             last_data_row: None,
@@ -516,7 +533,7 @@ impl<'a> Walker<'a> {
         self.last_data_row = Some(row);
         if self.table.is_none() {
             self.pending.push((row, cells));
-            if self.pending.len() < 2 {
+            if self.pending.len() < 3 {
                 return true;
             }
             return self.decide_header();
@@ -525,7 +542,14 @@ impl<'a> Walker<'a> {
     }
 
     fn decide_header(&mut self) -> bool {
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
+        if self.opts.header.is_none()
+            && pending.len() >= 2
+            && let Some(title) = title_of(&pending[0].1, &pending[1].1)
+        {
+            self.title = Some((pending[0].0, title));
+            pending.remove(0);
+        }
         let header = match (&self.opts.header, pending.first()) {
             (Some(h), _) => *h,
             (None, Some((_, first))) => {
@@ -579,6 +603,7 @@ impl<'a> Walker<'a> {
             }
         }
         let table = self.table.take().unwrap_or_default();
+        let mut out_title: Option<String> = None;
         let shown = table.rows.len() as u64;
         let seen = table.seen;
         let index = self
@@ -587,6 +612,9 @@ impl<'a> Walker<'a> {
             .position(|n| *n == self.sheet)
             .map_or(1, |i| i + 1);
         let last_col = self.area.start.1 + u32::try_from(self.width()).unwrap_or(1) - 1;
+        if let Some((_, title)) = &self.title {
+            out_title = Some(title.clone());
+        }
         let shown_range = match (self.header_row.or(self.first_shown), self.last_shown) {
             (Some(a), Some(b)) => format!(
                 "{}:{}",
@@ -615,6 +643,9 @@ impl<'a> Walker<'a> {
         });
         if !self.merged.is_empty() {
             out["merged_regions"] = json!(self.merged.len());
+        }
+        if let Some(title) = &out_title {
+            out["title"] = json!(title);
         }
         if self.blank_rows > 0 {
             out["blank_rows_skipped"] = json!(self.blank_rows);
@@ -668,10 +699,13 @@ impl<'a> Walker<'a> {
         } else {
             format!("; {}", notes.join("; "))
         };
-        let header = match self.header_row {
+        let mut header = match self.header_row {
             Some(r) => format!("header row {}", u64::from(r) + 1),
             None => "no header row".to_owned(),
         };
+        if let Some((row, title)) = &self.title {
+            header = format!("title \"{title}\" in row {}, {header}", u64::from(*row) + 1);
+        }
         out["message"] = json!(format!(
             "{reference} ({format}), sheet `{}` ({index} of {}: {}), range {shown_range} ({header}): \
              {shown}{of_total} data rows shown, {left}{notes}. {}",

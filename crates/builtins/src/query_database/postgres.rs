@@ -27,7 +27,9 @@ const SLACK: Duration = Duration::from_secs(10);
 
 fn db_error(url: &DatabaseUrl, err: &tokio_postgres::Error, timeout: Duration) -> BuiltinError {
     if let Some(db) = err.as_db_error() {
-        if *db.code() == SqlState::READ_ONLY_SQL_TRANSACTION {
+        // Class 25 (invalid transaction state): a write in the read-only transaction (25006)
+        // or an attempt to make it read-write (25001).
+        if *db.code() == SqlState::READ_ONLY_SQL_TRANSACTION || db.code().code().starts_with("25") {
             return refused(&format!(
                 "the database refused to write: {} (the transaction is read-only)",
                 db.message()
@@ -119,25 +121,29 @@ pub(super) async fn query(
         let stmt = tx.prepare(sql).await.map_err(err)?;
         let values = text_params(params, stmt.params().len())?;
         let columns: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
-        let stream = tx
-            .query_raw(&stmt, values.iter().map(|v| v as &dyn ToSql))
-            .await
-            .map_err(err)?;
-        pin_mut!(stream);
         let mut rows = Vec::new();
         let mut truncated = false;
-        while let Some(row) = stream.next().await {
-            let row = row.map_err(err)?;
-            if rows.len() == max_rows {
-                truncated = true;
-                break;
+        {
+            // The stream is dropped before the rollback, so its unread rows are discarded
+            // instead of queued ahead of it.
+            let stream = tx
+                .query_raw(&stmt, values.iter().map(|v| v as &dyn ToSql))
+                .await
+                .map_err(err)?;
+            pin_mut!(stream);
+            while let Some(row) = stream.next().await {
+                let row = row.map_err(err)?;
+                if rows.len() == max_rows {
+                    truncated = true;
+                    break;
+                }
+                let mut values = Vec::with_capacity(columns.len());
+                for i in 0..columns.len() {
+                    let PgValue(v) = row.try_get(i).map_err(err)?;
+                    values.push(v);
+                }
+                rows.push(Value::Array(values));
             }
-            let mut values = Vec::with_capacity(columns.len());
-            for i in 0..columns.len() {
-                let PgValue(v) = row.try_get(i).map_err(err)?;
-                values.push(v);
-            }
-            rows.push(Value::Array(values));
         }
         tx.rollback().await.map_err(err)?;
         Ok(rows_json(columns, rows, truncated))
