@@ -10,6 +10,9 @@
 //! under `CI=true` (`.ci/run` installs them). `ba_testkit` has no such helper on this branch
 //! yet, so [`require`] is local.
 
+// Test scaffolding: a failure in a helper should stop the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod demo;
 #[cfg(feature = "postgres")]
 mod postgres;
