@@ -7,19 +7,21 @@
 //! output level, timeouts, retries and permission checks belong to the tool runtime
 //! (`ba-tools`); these types only do the work and say precisely why they refused it.
 //!
-//! - [`file_reader::FileReader`] — csv / json / text / markdown / python / sql files, confined to
-//!   configured roots, `upload_xxx` ids through an [`file_reader::UploadResolver`].
-//! - [`query_database::QueryDatabase`] (feature `sqlite`) — one read-only SELECT/WITH/EXPLAIN on
-//!   a SQLite file.
+//! - [`file_reader::FileReader`] — CSV (streamed, delimiter sniffed), workbooks (feature
+//!   `excel`: xlsx, xlsm, xls, ods), JSON, text, markdown, python and sql files in any encoding
+//!   ([`encoding`]), tables with a column profile; confined to configured roots, `upload_xxx`
+//!   ids through an [`file_reader::UploadResolver`].
+//! - [`query_database::QueryDatabase`] (features `sqlite`, `postgres`) — one query on a SQLite
+//!   file or a PostgreSQL server, writes refused by the database; `schema: true` describes it.
 //! - [`run_python::RunPython`] (feature `python`) — a `python3` subprocess in a scratch
 //!   directory, imports limited to an allow-list, killed with its whole process group at the
 //!   timeout.
-//! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and HTML to text, private addresses
-//!   refused.
+//! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and the main content as Markdown
+//!   ([`html`]), private addresses refused.
 //! - [`web_search::WebSearch`] (feature `web`) — a [`web_search::SearchBackend`] chosen by the
-//!   caller.
-//! - [`demo_data::generate`] (feature `sqlite`) — the deterministic sales database and targets
-//!   file of the demo; [`demo_tools`] — the demo's set of tools over them.
+//!   caller: [`web_search::SearxngBackend`] or [`web_search::BraveBackend`].
+//! - [`demo_data::generate`] (feature `sqlite`) — the deterministic sales database, targets file,
+//!   GBK targets and workbook of the demo; [`demo_tools`] — the demo's set of tools over them.
 //!
 //! Every failure is a [`BuiltinError`], whose [`BuiltinError::kind`] is the
 //! [`ToolErrorKind`] the runtime reports and retries on; it converts into a
