@@ -36,6 +36,9 @@ enum Kind {
     Ods,
 }
 
+/// Excel's column limit (XFD).
+const MAX_COLUMNS: u32 = 16_384;
+
 const CFB_MAGIC: [u8; 8] = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
 
 fn parse_err(reference: &str, message: impl Into<String>) -> BuiltinError {
@@ -201,7 +204,7 @@ fn title_of(first: &[Cell], next: &[Cell]) -> Option<String> {
         .iter()
         .all(|c| matches!(c, Cell::Text(t) if t == text));
     let next_values = next.iter().filter(|c| !matches!(c, Cell::Null)).count();
-    (first.len() > 1 && one_value && next_values >= 2).then(|| text.clone())
+    (one_value && next_values >= 2).then(|| text.clone())
 }
 
 fn walk_range<'a>(
@@ -383,7 +386,11 @@ fn cell_of_ref(d: &DataRef<'_>) -> Cell {
 struct Walker<'a> {
     names: &'a [String],
     sheet: String,
+    /// The sheet's size as declared by the file (a hint) or found by calamine.
     dims: Dimensions,
+    declared: bool,
+    /// Columns seen so far in the area (rows grow to it).
+    width: usize,
     /// The area read: the requested range clipped to the sheet, or the sheet's used area.
     area: Dimensions,
     merged: Vec<Dimensions>,
@@ -417,12 +424,21 @@ impl<'a> Walker<'a> {
         merged: Vec<Dimensions>,
         opts: &'a WorkbookOptions,
     ) -> Self {
+        // The declared size is a hint (writers such as openpyxl's write-only mode declare none,
+        // which reads as A1): the area read is the requested range, or the whole sheet.
+        let declared = dims.end != (0, 0);
         let area = match range {
             Some(r) => Dimensions {
                 start: r.start,
-                end: (r.end.0.min(dims.end.0), r.end.1.min(dims.end.1)),
+                end: (
+                    r.end.0,
+                    r.end.1.min(r.start.1.saturating_add(MAX_COLUMNS - 1)),
+                ),
             },
-            None => dims,
+            None => Dimensions {
+                start: (0, 0),
+                end: (u32::MAX, MAX_COLUMNS - 1),
+            },
         };
         let merged: Vec<Dimensions> = merged
             .into_iter()
@@ -438,7 +454,9 @@ impl<'a> Walker<'a> {
             names,
             sheet: sheet.to_owned(),
             dims,
+            declared,
             area,
+            width: 0,
             merged,
             merged_values,
             opts,
@@ -460,7 +478,7 @@ impl<'a> Walker<'a> {
     }
 
     fn width(&self) -> usize {
-        (self.area.end.1.saturating_sub(self.area.start.1) as usize + 1).min(16_384)
+        self.width.max(1)
     }
 
     /// Takes one cell; `false` when reading can stop.
@@ -489,12 +507,17 @@ impl<'a> Walker<'a> {
                 return false;
             }
             self.row = Some(row);
-            self.current = vec![Cell::Null; self.width()];
+            self.current = vec![Cell::Null; self.width];
         }
         let i = (col - self.area.start.1) as usize;
-        if let Some(slot) = self.current.get_mut(i) {
-            *slot = cell;
+        if matches!(cell, Cell::Null) {
+            return true;
         }
+        if i >= self.current.len() {
+            self.current.resize(i + 1, Cell::Null);
+        }
+        self.width = self.width.max(i + 1);
+        self.current[i] = cell;
         true
     }
 
@@ -509,14 +532,17 @@ impl<'a> Walker<'a> {
                 continue;
             }
             let Some(value) = value else { continue };
-            for col in m.start.1..=m.end.1 {
+            for col in m.start.1..=m.end.1.min(self.area.end.1) {
                 if col < self.area.start.1 {
                     continue;
                 }
-                if let Some(slot) = cells.get_mut((col - self.area.start.1) as usize)
-                    && matches!(slot, Cell::Null)
-                {
-                    *slot = value.clone();
+                let i = (col - self.area.start.1) as usize;
+                if i >= cells.len() {
+                    cells.resize(i + 1, Cell::Null);
+                    self.width = self.width.max(i + 1);
+                }
+                if matches!(cells[i], Cell::Null) {
+                    cells[i] = value.clone();
                 }
             }
         }
@@ -585,6 +611,10 @@ impl<'a> Walker<'a> {
             return false;
         }
         let keep_at_most = self.opts.nrows.unwrap_or(self.opts.max_rows);
+        let mut cells = cells;
+        if cells.len() < table.columns.len() {
+            cells.resize(table.columns.len(), Cell::Null);
+        }
         let keep = (table.rows.len() < keep_at_most)
             .then(|| Value::Array(cells.iter().map(Cell::to_json).collect()));
         if keep.is_some() {
@@ -624,11 +654,15 @@ impl<'a> Walker<'a> {
             (Some(a), None) => cell_ref(a, self.area.start.1),
             _ => "nothing".to_owned(),
         };
-        let sheet_range = format!(
-            "{}:{}",
-            cell_ref(self.dims.start.0, self.dims.start.1),
-            cell_ref(self.dims.end.0, self.dims.end.1)
-        );
+        let sheet_range = if self.declared {
+            format!(
+                "{}:{}",
+                cell_ref(self.dims.start.0, self.dims.start.1),
+                cell_ref(self.dims.end.0, self.dims.end.1)
+            )
+        } else {
+            "undeclared".to_owned()
+        };
         let mut out = json!({
             "sheet": self.sheet,
             "sheets": self.names,
@@ -651,11 +685,9 @@ impl<'a> Walker<'a> {
             out["blank_rows_skipped"] = json!(self.blank_rows);
         }
         let left = if self.more {
-            let from = self.stopped_at.unwrap_or(self.area.end.0);
-            let remaining = u64::from(self.area.end.0.saturating_sub(from)) + 1;
+            let from = self.stopped_at.unwrap_or(0);
             out["truncated"] = json!(true);
             out["rows_scanned"] = json!(seen);
-            out["rows_left_at_most"] = json!(remaining);
             let why = if self.budget_hit {
                 format!(
                     "the cell budget of {} ran out at row {}",
@@ -665,10 +697,22 @@ impl<'a> Walker<'a> {
             } else {
                 format!("from row {}", u64::from(from) + 1)
             };
-            format!(
-                "more rows follow ({why}; up to {remaining} sheet rows left, to row {})",
-                u64::from(self.area.end.0) + 1
-            )
+            let last = if self.declared {
+                Some(self.area.end.0.min(self.dims.end.0))
+            } else {
+                (self.area.end.0 != u32::MAX).then_some(self.area.end.0)
+            };
+            match last.filter(|l| *l >= from) {
+                Some(last) => {
+                    let remaining = u64::from(last - from) + 1;
+                    out["rows_left_at_most"] = json!(remaining);
+                    format!(
+                        "more rows follow ({why}; up to {remaining} sheet rows left, to row {})",
+                        u64::from(last) + 1
+                    )
+                }
+                None => format!("more rows follow ({why}; the sheet does not declare its size)"),
+            }
         } else {
             out["row_count"] = json!(seen);
             out["rows_left"] = json!(seen - shown);
@@ -724,6 +768,43 @@ impl<'a> Walker<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_undeclared_size_does_not_stop_reading() {
+        let names = vec!["S".to_owned()];
+        let opts = WorkbookOptions {
+            sheet: None,
+            range: None,
+            nrows: None,
+            max_rows: 100,
+            header: None,
+            max_cells: 1000,
+        };
+        let nowhere = Dimensions {
+            start: (0, 0),
+            end: (0, 0),
+        };
+        let mut w = Walker::new(&names, "S", nowhere, None, Vec::new(), &opts);
+        for r in 0..5u32 {
+            let first = if r == 0 {
+                Cell::Text("id".into())
+            } else {
+                Cell::Number(f64::from(r))
+            };
+            let third = if r == 0 {
+                Cell::Text("flag".into())
+            } else {
+                Cell::Bool(r % 2 == 0)
+            };
+            assert!(w.feed(r, 0, first));
+            assert!(w.feed(r, 2, third));
+        }
+        let out = w.finish("t.xlsx", "xlsx");
+        assert_eq!(out["columns"], json!(["id", "column_2", "flag"]));
+        assert_eq!(out["rows"][3], json!([4, null, true]));
+        assert_eq!(out["row_count"], 4);
+        assert_eq!(out["sheet_range"], "undeclared");
+    }
 
     #[test]
     fn ranges_parse() {

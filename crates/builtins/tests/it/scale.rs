@@ -90,7 +90,14 @@ async fn million_row_sheet_with_nrows_100() {
         out["message"]
     );
     assert_eq!(out["rows_returned"], 100);
-    assert_eq!(out["rows_left_at_most"], 999_900);
+    assert_eq!(out["truncated"], true);
+    // openpyxl's write-only mode declares no sheet size: reading does not trust one.
+    assert!(
+        out["message"]
+            .as_str()
+            .unwrap()
+            .contains("more rows follow")
+    );
     assert!(took.as_secs() < 10, "{took:?}");
     assert!(peak_rss_mib().unwrap_or(0) < 1024);
 }
