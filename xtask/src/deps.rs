@@ -220,8 +220,22 @@ mod tests {
                 "rustix",
                 "reqwest",
                 "tempfile",
+                "calamine",
+                "rust_xlsxwriter",
+                "zip",
+                "scraper",
+                "html5ever",
+                "tokio-postgres",
             ],
-            "file_reader alone needs neither SQLite, a process, nor HTTP",
+            "file_reader alone (CSV, JSON, text in any encoding) needs neither SQLite, a \
+             process, HTTP, HTML, workbooks nor PostgreSQL",
+        );
+        let defaults = deps("ba-builtins", false, &[]);
+        forbid(
+            "ba-builtins (default features)",
+            &defaults,
+            &["tokio-postgres"],
+            "PostgreSQL is opt-in (feature `postgres`)",
         );
     }
 

@@ -1,7 +1,8 @@
 //! Project automation, reached as `cargo xtask <task>`:
 //!
 //! - `codegen [--check]` — JSON Schemas of the public protocol types into `docs/schema/`.
-//! - `fixtures` — the demo's sales database and targets file into `fixtures/demo/`.
+//! - `fixtures` — the demo's sales database, targets file, GBK targets and workbook into
+//!   `fixtures/demo/`.
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
 //! - `fuzz [--cases N]` — the parser fuzz tests (`crates/*/tests/fuzz.rs`) in release, N cases
 //!   each (default 20 000; the normal test run does a short pass of 256).
@@ -59,11 +60,13 @@ fn fixtures() -> anyhow::Result<()> {
     let data = ba_builtins::demo_data::generate(&dir)
         .with_context(|| format!("generating the demo data in {}", dir.display()))?;
     println!(
-        "wrote {} ({} sales rows, total {:.2}) and {}",
+        "wrote {} ({} sales rows, total {:.2}), {}, {} and {}",
         data.db_path.display(),
         data.sales_rows,
         data.total_amount,
-        data.csv_path.display()
+        data.csv_path.display(),
+        dir.join(ba_builtins::demo_data::GBK_CSV_FILE).display(),
+        dir.join(ba_builtins::demo_data::XLSX_FILE).display()
     );
     corpus::write(&root().join("fixtures/corpus")).context("writing the corpus")?;
     Ok(())

@@ -5,6 +5,10 @@
 //! new distributor in July and roughly doubles its orders in Q3, mostly laptops. The targets
 //! file was planned before that, so West beats its Q3 target by far while the others land near
 //! theirs. Everything comes from a seeded generator, so every run writes the same rows.
+//!
+//! The same figures are also written as an analyst would receive them: a workbook
+//! ([`XLSX_FILE`], feature `excel`: a `targets` sheet and a `sales` sheet with real dates) and
+//! the targets exported from a Chinese Excel as GBK ([`GBK_CSV_FILE`], Chinese headers).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -15,6 +19,11 @@ use rusqlite::{Connection, params};
 pub const DB_FILE: &str = "sales.db";
 /// The targets file name.
 pub const CSV_FILE: &str = "sales.csv";
+/// The targets in GBK, with Chinese headers (地区, 季度, 目标金额, 备注).
+pub const GBK_CSV_FILE: &str = "sales_gbk.csv";
+/// The workbook: sheets `targets` (as [`CSV_FILE`]) and `sales` (the `sales` table).
+#[cfg(feature = "excel")]
+pub const XLSX_FILE: &str = "sales.xlsx";
 
 /// The seed of the generator; changing it changes every figure of the demo.
 const SEED: u64 = 0x00BA_2024;
@@ -143,7 +152,21 @@ pub fn generate(dir: &Path) -> io::Result<DemoData> {
     }
     write_db(&db_path, &sales)
         .map_err(|err| io::Error::other(format!("writing {}: {err}", db_path.display())))?;
-    std::fs::write(&csv_path, targets_csv(&sales))?;
+    let targets = targets(&sales);
+    std::fs::write(&csv_path, targets_csv(&targets, TARGET_HEADER))?;
+    let zh = targets_csv(&targets, TARGET_HEADER_ZH).replace('\n', "\r\n");
+    let (gbk, _, unmappable) = encoding_rs::GBK.encode(&zh);
+    if unmappable {
+        return Err(io::Error::other("the targets do not fit in GBK"));
+    }
+    std::fs::write(dir.join(GBK_CSV_FILE), gbk)?;
+    #[cfg(feature = "excel")]
+    {
+        let path = dir.join(XLSX_FILE);
+        let bytes = workbook(&targets, &sales)
+            .map_err(|err| io::Error::other(format!("writing {}: {err}", path.display())))?;
+        std::fs::write(&path, bytes)?;
+    }
     Ok(DemoData {
         db_path,
         csv_path,
@@ -198,9 +221,65 @@ fn write_db(path: &Path, sales: &[Sale]) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// One row of the targets: region, quarter (`Q1`…), amount, note.
+type Target = (&'static str, String, f64, &'static str);
+
+const TARGET_HEADER: [&str; 4] = ["region", "quarter", "target_amount", "note"];
+const TARGET_HEADER_ZH: [&str; 4] = ["地区", "季度", "目标金额", "备注"];
+
+fn targets_csv(targets: &[Target], header: [&str; 4]) -> String {
+    let mut csv = header.join(",");
+    csv.push('\n');
+    for (region, quarter, target, note) in targets {
+        csv.push_str(&format!(
+            "{region},{quarter},{target:.0},{}\n",
+            csv_field(note)
+        ));
+    }
+    csv
+}
+
+/// The workbook, deterministic to the byte (fixed document dates; the writer's zip entries
+/// carry no clock time).
+#[cfg(feature = "excel")]
+fn workbook(targets: &[Target], sales: &[Sale]) -> Result<Vec<u8>, rust_xlsxwriter::XlsxError> {
+    use rust_xlsxwriter::{DocProperties, ExcelDateTime, Format, Workbook};
+    let mut book = Workbook::new();
+    let created = ExcelDateTime::from_ymd(2024, 12, 31)?;
+    book.set_properties(&DocProperties::new().set_creation_datetime(&created));
+    let bold = Format::new().set_bold();
+    let date = Format::new().set_num_format("yyyy-mm-dd");
+    let sheet = book.add_worksheet().set_name("targets")?;
+    for (c, h) in (0u16..).zip(TARGET_HEADER) {
+        sheet.write_string_with_format(0, c, h, &bold)?;
+    }
+    for (r, (region, quarter, target, note)) in (1u32..).zip(targets) {
+        sheet.write_string(r, 0, *region)?;
+        sheet.write_string(r, 1, quarter)?;
+        sheet.write_number(r, 2, *target)?;
+        if !note.is_empty() {
+            sheet.write_string(r, 3, *note)?;
+        }
+    }
+    let sheet = book.add_worksheet().set_name("sales")?;
+    for (c, h) in (0u16..).zip(["date", "region", "product", "units", "amount"]) {
+        sheet.write_string_with_format(0, c, h, &bold)?;
+    }
+    for (r, s) in (1u32..).zip(sales) {
+        let day = ExcelDateTime::parse_from_str(&s.date)?;
+        sheet.write_datetime_with_format(r, 0, &day, &date)?;
+        sheet.write_string(r, 1, s.region)?;
+        sheet.write_string(r, 2, s.product)?;
+        #[allow(clippy::cast_precision_loss)]
+        sheet.write_number(r, 3, s.units as f64)?;
+        sheet.write_number(r, 4, s.amount)?;
+    }
+    book.save_to_buffer()
+}
+
 /// Quarterly targets: planned near each quarter's actual figure, except West's Q3 target,
 /// which was planned from its Q2 before the new distributor arrived.
-fn targets_csv(sales: &[Sale]) -> String {
+fn targets(sales: &[Sale]) -> Vec<Target> {
     let mut actual = [[0.0f64; 4]; REGIONS.len()];
     for s in sales {
         let r = REGIONS
@@ -211,7 +290,7 @@ fn targets_csv(sales: &[Sale]) -> String {
         actual[r][quarter(month)] += s.amount;
     }
     let mut rng = Rng(SEED ^ 0x007A_46E7);
-    let mut csv = String::from("region,quarter,target_amount,note\n");
+    let mut out = Vec::new();
     for (r, (region, _, _)) in REGIONS.iter().enumerate() {
         for q in 0..4 {
             let (planned, note) = if *region == "West" && q == 2 {
@@ -229,14 +308,10 @@ fn targets_csv(sales: &[Sale]) -> String {
                 (actual[r][q] * (0.95 + 0.1 * rng.unit()), "")
             };
             let target = (planned / 1000.0).round() * 1000.0;
-            csv.push_str(&format!(
-                "{region},Q{},{target:.0},{}\n",
-                q + 1,
-                csv_field(note)
-            ));
+            out.push((*region, format!("Q{}", q + 1), target, note));
         }
     }
-    csv
+    out
 }
 
 fn csv_field(text: &str) -> String {
@@ -314,8 +389,13 @@ mod tests {
     fn targets_file_parses_and_west_beats_q3() {
         let dir = tempfile::tempdir().unwrap();
         let data = generate(dir.path()).unwrap();
-        let text = std::fs::read_to_string(&data.csv_path).unwrap();
-        let records = crate::text::parse_csv(&text).unwrap();
+        let records: Vec<Vec<String>> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_path(&data.csv_path)
+            .unwrap()
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+            .collect();
         assert_eq!(records[0], ["region", "quarter", "target_amount", "note"]);
         assert_eq!(records.len(), 1 + REGIONS.len() * 4);
         let west_q3 = records

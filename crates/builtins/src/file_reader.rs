@@ -13,14 +13,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::BuiltinError;
-use super::text::{Encoding, parse_csv};
+use crate::csv_file::{self, CsvOptions};
+use crate::encoding::{self, EncodingRequest, OnError};
 
 /// The tool name.
 pub const NAME: &str = "file_reader";
 
 /// The description shown to the model.
-pub const DESCRIPTION: &str = "Read an uploaded file (upload_xxx) or a data file: csv, json, \
-    text, markdown, python or sql. Use nrows to read only the first rows or lines.";
+pub const DESCRIPTION: &str = "Read an uploaded file (upload_xxx) or a data file: csv/tsv, \
+    Excel or OpenDocument workbooks (xlsx, xlsm, xls, ods: pick a sheet and a range like \
+    \"A1:D20\"), json, text, markdown, python or sql. Tables come with column types and \
+    statistics. Use nrows to read only the first rows or lines; encoding \"auto\" reads UTF-8 \
+    and UTF-16 with a BOM, otherwise name it (gbk, big5, shift_jis, windows-1252, …).";
 
 /// A file format `file_reader` knows (seed 003's list plus markdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
@@ -29,9 +33,9 @@ pub enum FileFormat {
     /// Chosen from the file extension.
     #[default]
     Auto,
-    /// Comma-separated values.
+    /// Delimited values (comma, semicolon, tab or pipe, sniffed).
     Csv,
-    /// Excel workbooks: listed by seed 003 but not read here (see [`FileReader::run`]).
+    /// Workbooks: .xlsx, .xlsm, .xls, .ods.
     Excel,
     /// JSON.
     Json,
@@ -53,12 +57,12 @@ impl FileFormat {
             .map(str::to_ascii_lowercase)
             .unwrap_or_default();
         match ext.as_str() {
-            "csv" => Self::Csv,
+            "csv" | "tsv" | "psv" => Self::Csv,
             "json" => Self::Json,
             "md" | "markdown" => Self::Markdown,
             "py" => Self::Python,
             "sql" => Self::Sql,
-            "xlsx" | "xls" | "xlsm" => Self::Excel,
+            "xlsx" | "xls" | "xlsm" | "ods" => Self::Excel,
             _ => Self::Text,
         }
     }
@@ -78,10 +82,21 @@ impl FileFormat {
 }
 
 fn default_encoding() -> String {
-    "utf-8".to_owned()
+    "auto".to_owned()
 }
 
-/// Arguments of `file_reader` (seed 003).
+/// What to do with bytes that are not valid in the encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DecodeErrors {
+    /// Stop and report the byte offset (default).
+    #[default]
+    Strict,
+    /// Replace them with U+FFFD and say how many.
+    Replace,
+}
+
+/// Arguments of `file_reader` (seed 003, plus the workbook and CSV options).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReaderArgs {
@@ -90,12 +105,28 @@ pub struct FileReaderArgs {
     /// File format; `auto` picks it from the extension.
     #[serde(default)]
     pub format: FileFormat,
-    /// Text encoding: utf-8 (default), latin-1 or windows-1252.
+    /// Text encoding: `auto` (default: a BOM, else UTF-8) or a label such as utf-8, gbk,
+    /// gb18030, big5, shift_jis, euc-kr, windows-1252, latin-1.
     #[serde(default = "default_encoding")]
     pub encoding: String,
-    /// The most data rows (csv), items (json array) or lines (text) to return.
+    /// Undecodable bytes: `strict` (default) reports their offset, `replace` substitutes U+FFFD.
+    #[serde(default)]
+    pub errors: DecodeErrors,
+    /// The most data rows (csv, workbook), items (json array) or lines (text) to return.
     #[serde(default)]
     pub nrows: Option<usize>,
+    /// Workbooks: the sheet, by name or 1-based number (default: the first).
+    #[serde(default)]
+    pub sheet: Option<String>,
+    /// Workbooks: a cell range such as `A1:D20`, or a start cell such as `B3`.
+    #[serde(default)]
+    pub range: Option<String>,
+    /// Tables: whether the first row is a header (default: detected).
+    #[serde(default)]
+    pub header: Option<bool>,
+    /// CSV: the delimiter, one character (default: sniffed among `,` `;` tab `|`).
+    #[serde(default)]
+    pub delimiter: Option<String>,
     /// How detailed the answer should be: brief, standard or full.
     #[serde(default)]
     pub response_format: OutputLevel,
@@ -170,17 +201,44 @@ pub struct FileReaderConfig {
     /// Directories files may be read from (the upload root and the data root). Paths that
     /// leave all of them, directly or through a symlink, are refused.
     pub roots: Vec<PathBuf>,
-    /// The largest file read, in bytes.
+    /// The largest file read whole (text, JSON), in bytes.
     pub max_bytes: u64,
+    /// The largest workbook opened, in bytes.
+    pub max_workbook_bytes: u64,
+    /// CSV: bytes scanned at most to count and profile (CSV files are streamed, so a larger
+    /// file is still read, its counts then partial).
+    pub max_scan_bytes: u64,
+    /// Workbooks: cells read at most.
+    pub max_cells: u64,
+    /// Rows returned when `nrows` is not given.
+    pub max_rows: usize,
+    /// The encoding `auto` tries when a file without a BOM is not UTF-8 (the deployment's
+    /// hint, e.g. GBK where exports come from Chinese Excel).
+    pub fallback_encoding: Option<&'static encoding_rs::Encoding>,
 }
 
 impl FileReaderConfig {
-    /// Reads confined to `roots`, files up to 50 MB.
+    /// Reads confined to `roots`: text up to 50 MB, workbooks up to 200 MB and 50 million
+    /// cells, CSV scans up to 256 MB, 10 000 rows returned without `nrows`, no fallback.
     pub fn new(roots: Vec<PathBuf>) -> Self {
         Self {
             roots,
             max_bytes: 50 * 1024 * 1024,
+            max_workbook_bytes: 200 * 1024 * 1024,
+            max_scan_bytes: 256 * 1024 * 1024,
+            max_cells: 50_000_000,
+            max_rows: 10_000,
+            fallback_encoding: None,
         }
+    }
+
+    /// Sets the encoding `auto` falls back to; `None` when the label is unknown.
+    pub fn with_fallback_encoding(mut self, label: &str) -> Option<Self> {
+        match EncodingRequest::from_label(label)? {
+            EncodingRequest::Exact(e) => self.fallback_encoding = Some(e),
+            EncodingRequest::Auto => self.fallback_encoding = None,
+        }
+        Some(self)
     }
 }
 
@@ -207,16 +265,17 @@ impl FileReader {
         self.run(super::parse_args(NAME, args)?).await
     }
 
-    /// Reads the file. CSV gives `columns`, `rows` (arrays of strings) and `row_count`; JSON
-    /// gives the parsed `content`; other formats give `content` text and `line_count`.
-    /// Excel is refused with a pointer to `run_python`, which has openpyxl.
+    /// Reads the file. Tables (CSV, workbooks) give `columns`, `rows`, a column `profile`,
+    /// counts of what is shown and left, and a `message` saying so; JSON gives the parsed
+    /// `content`; other formats give `content` text and `line_count`.
     pub async fn run(&self, args: FileReaderArgs) -> Result<Value, BuiltinError> {
-        let encoding =
-            Encoding::from_label(&args.encoding).ok_or_else(|| BuiltinError::Encoding {
+        let request =
+            EncodingRequest::from_label(&args.encoding).ok_or_else(|| BuiltinError::Encoding {
                 path: args.path.clone(),
                 message: format!(
-                    "encoding \"{}\" is not supported; use utf-8, latin-1 or windows-1252",
-                    args.encoding
+                    "encoding \"{}\" is not supported; use {}",
+                    args.encoding,
+                    encoding::SUPPORTED
                 ),
             })?;
         let path = self.locate(&args.path).await?;
@@ -224,35 +283,133 @@ impl FileReader {
             FileFormat::Auto => FileFormat::from_extension(&path),
             other => other,
         };
-        if format == FileFormat::Excel {
-            return Err(BuiltinError::InvalidArguments {
-                tool: NAME,
-                message: format!(
-                    "`{}`: file_reader does not read Excel workbooks; use run_python with \
-                     openpyxl or pandas.read_excel",
-                    args.path
-                ),
-            });
-        }
-        let bytes = self.read_bounded(&path, &args.path).await?;
-        let text = encoding
-            .decode(&bytes)
-            .map_err(|message| BuiltinError::Encoding {
-                path: args.path.clone(),
-                message,
-            })?;
+        let meta = self.regular_file(&path, &args.path).await?;
+        let size = meta.len();
+        let on_error = match args.errors {
+            DecodeErrors::Strict => OnError::Strict,
+            DecodeErrors::Replace => OnError::Replace,
+        };
         let mut out = match format {
-            FileFormat::Csv => read_csv(&args.path, &text, args.nrows)?,
-            FileFormat::Json => read_json(&args.path, &text, args.nrows)?,
-            _ => read_lines(&text, args.nrows),
+            FileFormat::Excel => {
+                self.check_size(&args.path, size, self.config.max_workbook_bytes)?;
+                self.read_workbook(path, &args).await?
+            }
+            FileFormat::Csv => {
+                let delimiter = match args.delimiter.as_deref() {
+                    None => None,
+                    Some(d) => Some(parse_delimiter(d)?),
+                };
+                let opts = CsvOptions {
+                    nrows: args.nrows,
+                    max_rows: self.config.max_rows,
+                    max_scan_bytes: self.config.max_scan_bytes,
+                    header: args.header,
+                    delimiter,
+                    encoding: request,
+                    fallback: self.config.fallback_encoding,
+                    on_error,
+                };
+                let reference = args.path.clone();
+                blocking(move || csv_file::read(&path, &reference, size, &opts)).await?
+            }
+            _ => {
+                self.check_size(&args.path, size, self.config.max_bytes)?;
+                let bytes = tokio::fs::read(&path)
+                    .await
+                    .map_err(|source| BuiltinError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                let detected = encoding::detect(&bytes, request, self.config.fallback_encoding);
+                let (text, replaced) =
+                    encoding::decode_all(&bytes, detected, on_error).map_err(|m| {
+                        BuiltinError::Encoding {
+                            path: args.path.clone(),
+                            message: m.to_string(),
+                        }
+                    })?;
+                let mut out = match format {
+                    FileFormat::Json => read_json(&args.path, &text, args.nrows)?,
+                    _ => read_lines(&text, args.nrows),
+                };
+                out["encoding"] = json!(detected.label());
+                if replaced > 0 {
+                    out["replaced_sequences"] = json!(replaced);
+                }
+                out
+            }
         };
         if let Value::Object(map) = &mut out {
             map.insert("path".into(), json!(args.path));
             map.insert("format".into(), json!(format.as_str()));
-            map.insert("encoding".into(), json!(encoding.label()));
-            map.insert("size_bytes".into(), json!(bytes.len()));
+            map.insert("size_bytes".into(), json!(size));
         }
         Ok(out)
+    }
+
+    #[cfg(feature = "excel")]
+    async fn read_workbook(
+        &self,
+        path: PathBuf,
+        args: &FileReaderArgs,
+    ) -> Result<Value, BuiltinError> {
+        let opts = crate::workbook::WorkbookOptions {
+            sheet: args.sheet.clone(),
+            range: args.range.clone(),
+            nrows: args.nrows,
+            max_rows: self.config.max_rows,
+            header: args.header,
+            max_cells: self.config.max_cells,
+        };
+        let reference = args.path.clone();
+        blocking(move || crate::workbook::read(&path, &reference, &opts)).await
+    }
+
+    #[cfg(not(feature = "excel"))]
+    async fn read_workbook(
+        &self,
+        _path: PathBuf,
+        args: &FileReaderArgs,
+    ) -> Result<Value, BuiltinError> {
+        Err(BuiltinError::InvalidArguments {
+            tool: NAME,
+            message: format!(
+                "`{}`: this build reads no workbooks (feature `excel` is off); use run_python \
+                 with pandas.read_excel",
+                args.path
+            ),
+        })
+    }
+
+    async fn regular_file(
+        &self,
+        path: &Path,
+        reference: &str,
+    ) -> Result<std::fs::Metadata, BuiltinError> {
+        let meta = tokio::fs::metadata(path)
+            .await
+            .map_err(|source| BuiltinError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        if !meta.is_file() {
+            return Err(BuiltinError::InvalidArguments {
+                tool: NAME,
+                message: format!("`{reference}` is not a regular file"),
+            });
+        }
+        Ok(meta)
+    }
+
+    fn check_size(&self, reference: &str, size: u64, limit: u64) -> Result<(), BuiltinError> {
+        if size > limit {
+            return Err(BuiltinError::TooLarge {
+                path: reference.to_owned(),
+                size,
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// The canonical file behind `reference`, checked to lie inside a root.
@@ -306,27 +463,31 @@ impl FileReader {
         }
         roots
     }
+}
 
-    async fn read_bounded(&self, path: &Path, reference: &str) -> Result<Vec<u8>, BuiltinError> {
-        let io = |source| BuiltinError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let meta = tokio::fs::metadata(path).await.map_err(io)?;
-        if !meta.is_file() {
-            return Err(BuiltinError::InvalidArguments {
-                tool: NAME,
-                message: format!("`{reference}` is not a regular file"),
-            });
-        }
-        if meta.len() > self.config.max_bytes {
-            return Err(BuiltinError::TooLarge {
-                path: reference.to_owned(),
-                size: meta.len(),
-                limit: self.config.max_bytes,
-            });
-        }
-        tokio::fs::read(path).await.map_err(io)
+/// Runs blocking file work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, BuiltinError> + Send + 'static,
+) -> Result<T, BuiltinError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| BuiltinError::Environment {
+            tool: NAME,
+            message: format!("the reading worker stopped: {err}"),
+        })?
+}
+
+fn parse_delimiter(d: &str) -> Result<u8, BuiltinError> {
+    match d {
+        "\\t" | "\t" | "tab" => Ok(b'\t'),
+        "comma" => Ok(b','),
+        "semicolon" => Ok(b';'),
+        "pipe" => Ok(b'|'),
+        _ if d.len() == 1 && d.is_ascii() => Ok(d.as_bytes()[0]),
+        _ => Err(BuiltinError::InvalidArguments {
+            tool: NAME,
+            message: format!("delimiter `{d}` must be one ASCII character (or \"tab\")"),
+        }),
     }
 }
 
@@ -383,28 +544,6 @@ fn outside(reference: &str, reason: &str) -> BuiltinError {
         path: reference.to_owned(),
         reason: reason.to_owned(),
     }
-}
-
-fn read_csv(reference: &str, text: &str, nrows: Option<usize>) -> Result<Value, BuiltinError> {
-    let mut records = parse_csv(text)
-        .map_err(|err| BuiltinError::Parse {
-            path: reference.to_owned(),
-            format: "csv",
-            message: format!("line {}: {}", err.line, err.message),
-        })?
-        .into_iter();
-    let columns = records.next().unwrap_or_default();
-    let rows: Vec<Vec<String>> = records.collect();
-    let row_count = rows.len();
-    let take = nrows.unwrap_or(row_count).min(row_count);
-    let returned: Vec<Vec<String>> = rows.into_iter().take(take).collect();
-    Ok(json!({
-        "columns": columns,
-        "rows": returned,
-        "row_count": row_count,
-        "rows_returned": take,
-        "truncated": take < row_count,
-    }))
 }
 
 fn read_json(reference: &str, text: &str, nrows: Option<usize>) -> Result<Value, BuiltinError> {
@@ -519,9 +658,14 @@ mod tests {
             out["rows"],
             json!([["West", "grew, fast"], ["East", "two\nlines"]])
         );
-        assert_eq!(out["row_count"], 3);
+        assert_eq!(out["rows_returned"], 2);
         assert_eq!(out["truncated"], true);
         assert_eq!(out["format"], "csv");
+        let msg = out["message"].as_str().unwrap();
+        assert!(msg.contains("rows 1–2 shown, more rows follow"), "{msg}");
+        let out = read(&s.reader, json!({"path": "sales.csv"})).await.unwrap();
+        assert_eq!(out["row_count"], 3);
+        assert_eq!(out["rows_left"], 0);
     }
 
     #[tokio::test]
@@ -552,10 +696,18 @@ mod tests {
         let err = read(&s.reader, json!({"path": "latin.txt"}))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("latin-1"), "{err}");
-        let err = read(&s.reader, json!({"path": "latin.txt", "encoding": "gbk"}))
+        assert!(err.to_string().contains("byte offset 3 (0xE9)"), "{err}");
+        let out = read(&s.reader, json!({"path": "latin.txt", "errors": "replace"}))
             .await
-            .unwrap_err();
+            .unwrap();
+        assert_eq!(out["content"], "caf\u{FFFD}\n");
+        assert_eq!(out["replaced_sequences"], 1);
+        let err = read(
+            &s.reader,
+            json!({"path": "latin.txt", "encoding": "klingon"}),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("not supported"), "{err}");
     }
 
@@ -626,16 +778,16 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("unknown variant `pdf`"), "{err}");
-        std::fs::write(s.data.join("bad.csv"), "a\n\"open\n").unwrap();
-        let err = read(&s.reader, json!({"path": "bad.csv"}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("line 2"), "{err}");
-        std::fs::write(s.data.join("book.xlsx"), "x").unwrap();
+        std::fs::write(s.data.join("book.xlsx"), "x,y\n").unwrap();
         let err = read(&s.reader, json!({"path": "book.xlsx"}))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("run_python"), "{err}");
+        assert!(err.to_string().contains("not a workbook"), "{err}");
+        std::fs::write(s.data.join("empty.xlsx"), "").unwrap();
+        let err = read(&s.reader, json!({"path": "empty.xlsx"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("empty (0 bytes)"), "{err}");
     }
 
     #[test]

@@ -7,19 +7,21 @@
 //! output level, timeouts, retries and permission checks belong to the tool runtime
 //! (`ba-tools`); these types only do the work and say precisely why they refused it.
 //!
-//! - [`file_reader::FileReader`] — csv / json / text / markdown / python / sql files, confined to
-//!   configured roots, `upload_xxx` ids through an [`file_reader::UploadResolver`].
-//! - [`query_database::QueryDatabase`] (feature `sqlite`) — one read-only SELECT/WITH/EXPLAIN on
-//!   a SQLite file.
+//! - [`file_reader::FileReader`] — CSV (streamed, delimiter sniffed), workbooks (feature
+//!   `excel`: xlsx, xlsm, xls, ods), JSON, text, markdown, python and sql files in any encoding
+//!   ([`encoding`]), tables with a column profile; confined to configured roots, `upload_xxx`
+//!   ids through an [`file_reader::UploadResolver`].
+//! - [`query_database::QueryDatabase`] (features `sqlite`, `postgres`) — one query on a SQLite
+//!   file or a PostgreSQL server, writes refused by the database; `schema: true` describes it.
 //! - [`run_python::RunPython`] (feature `python`) — a `python3` subprocess in a scratch
 //!   directory, imports limited to an allow-list, killed with its whole process group at the
 //!   timeout.
-//! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and HTML to text, private addresses
-//!   refused.
+//! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and the main content as Markdown
+//!   ([`html`]), private addresses refused.
 //! - [`web_search::WebSearch`] (feature `web`) — a [`web_search::SearchBackend`] chosen by the
-//!   caller.
-//! - [`demo_data::generate`] (feature `sqlite`) — the deterministic sales database and targets
-//!   file of the demo; [`demo_tools`] — the demo's set of tools over them.
+//!   caller: [`web_search::SearxngBackend`] or [`web_search::BraveBackend`].
+//! - [`demo_data::generate`] (feature `sqlite`) — the deterministic sales database, targets file,
+//!   GBK targets and workbook of the demo; [`demo_tools`] — the demo's set of tools over them.
 //!
 //! Every failure is a [`BuiltinError`], whose [`BuiltinError::kind`] is the
 //! [`ToolErrorKind`] the runtime reports and retries on; it converts into a
@@ -28,13 +30,10 @@
 //! ```
 //! # #[cfg(all(feature = "sqlite", feature = "python"))]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use ba_builtins::{demo_data, query_database::check_read_only, query_database::QueryDatabase};
+//! use ba_builtins::{demo_data, query_database::QueryDatabase};
 //! use ba_builtins::query_database::QueryDatabaseConfig;
 //! use ba_tools::{CallContext, Tool};
 //! use serde_json::json;
-//!
-//! assert!(check_read_only("SELECT region, SUM(amount) FROM sales GROUP BY region").is_ok());
-//! assert!(check_read_only("DELETE FROM sales").is_err());
 //!
 //! let dir = tempfile::tempdir()?;
 //! demo_data::generate(dir.path())?;
@@ -43,6 +42,8 @@
 //! let args = json!({"query": "SELECT COUNT(*) FROM regions"});
 //! let out = rt.block_on(tool.call(args, &CallContext::detached("call_1")))?;
 //! assert_eq!(out["rows"][0][0], 5);
+//! let write = json!({"query": "DELETE FROM regions"});
+//! assert!(rt.block_on(tool.call(write, &CallContext::detached("call_2"))).is_err());
 //! # Ok(())
 //! # }
 //! # #[cfg(not(all(feature = "sqlite", feature = "python")))]
@@ -50,18 +51,24 @@
 //! ```
 #![deny(missing_docs)]
 
+mod csv_file;
 #[cfg(feature = "sqlite")]
 pub mod demo_data;
+pub mod encoding;
 pub mod file_reader;
-#[cfg(feature = "sqlite")]
+#[cfg(feature = "web")]
+pub mod html;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod query_database;
 #[cfg(feature = "python")]
 pub mod run_python;
-pub mod text;
+mod table;
 #[cfg(feature = "web")]
 pub mod web_reader;
 #[cfg(feature = "web")]
 pub mod web_search;
+#[cfg(feature = "excel")]
+mod workbook;
 
 use std::path::PathBuf;
 

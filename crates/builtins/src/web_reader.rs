@@ -16,14 +16,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::BuiltinError;
-use super::text::{Encoding, html_to_text};
+use super::html::html_to_markdown;
 
 /// The tool name.
 pub const NAME: &str = "web_reader";
 
 /// The description shown to the model.
 pub const DESCRIPTION: &str = "Read a web page (http or https) and return its title and \
-    readable text.";
+    main content as Markdown (headings, lists, tables, links).";
 
 /// Arguments of `web_reader` (seed 003).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -249,21 +249,20 @@ impl WebReader {
             }
             body.extend_from_slice(&chunk);
         }
+        // A page is shown whatever its bytes: a BOM, else the declared charset, else UTF-8,
+        // with bad sequences replaced (the browser's rule, not the strict one of file_reader).
         let charset = content_type
             .split(';')
             .filter_map(|p| p.trim().strip_prefix("charset="))
             .next()
             .map(|c| c.trim_matches('"'))
-            .and_then(Encoding::from_label)
-            .unwrap_or(Encoding::Utf8);
-        let decoded = match charset {
-            Encoding::Utf8 => String::from_utf8_lossy(&body).into_owned(),
-            other => other.decode(&body).unwrap_or_default(),
-        };
+            .and_then(|c| encoding_rs::Encoding::for_label(c.as_bytes()))
+            .unwrap_or(encoding_rs::UTF_8);
+        let (decoded, _, _) = charset.decode(&body);
         let (title, text) = if is_html {
-            html_to_text(&decoded)
+            html_to_markdown(&decoded, Some(&url))
         } else {
-            (None, decoded)
+            (None, decoded.into_owned())
         };
         Ok(json!({
             "url": url.to_string(),
@@ -427,7 +426,7 @@ mod tests {
             .unwrap();
         assert_eq!(out["url"], format!("http://{addr}/page"));
         assert_eq!(out["title"], "Q3 report");
-        assert_eq!(out["text"], "West\nSales grew 42%.");
+        assert_eq!(out["text"], "# West\n\nSales grew 42%.");
         let out = tool
             .call_json(json!({"url": format!("http://localhost:{}/big", addr.port())}))
             .await

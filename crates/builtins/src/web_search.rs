@@ -1,7 +1,9 @@
 //! `web_search`: searches the web through a pluggable backend (seed 003).
 //!
 //! There is no default backend: the tool is registered only when one is configured, so a
-//! deployment without a search provider never shows the model a tool that cannot work.
+//! deployment without a search provider never shows the model a tool that cannot work. Two
+//! backends come with it: [`SearxngBackend`] (a self-hosted SearXNG instance's JSON API, no
+//! key) and [`BraveBackend`] (the Brave Search API, keyed).
 
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
 use std::fmt;
@@ -110,6 +112,176 @@ impl<T: SearchBackend + ?Sized> SearchBackend for Box<T> {
 }
 
 fn _object_safe(_: &dyn SearchBackend) {}
+
+/// How long one backend request may take.
+const SEARCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn http_client() -> Result<reqwest::Client, BuiltinError> {
+    reqwest::Client::builder()
+        .timeout(SEARCH_TIMEOUT)
+        .user_agent(concat!("ba-agent/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|err| BuiltinError::Environment {
+            tool: NAME,
+            message: format!("cannot build the HTTP client: {err}"),
+        })
+}
+
+fn base_url(url: &str) -> Result<reqwest::Url, BuiltinError> {
+    reqwest::Url::parse(url).map_err(|err| BuiltinError::InvalidArguments {
+        tool: NAME,
+        message: format!("search backend URL `{url}` is not valid: {err}"),
+    })
+}
+
+/// Sends `request` and parses the JSON answer, classifying failures for the retry policy.
+async fn fetch_json(request: reqwest::RequestBuilder) -> Result<Value, SearchFailure> {
+    let response = request.send().await.map_err(|err| SearchFailure {
+        message: format!("request failed: {err}"),
+        retryable: err.is_connect() || err.is_timeout(),
+    })?;
+    let status = response.status();
+    if !status.is_success() {
+        let why = match status.as_u16() {
+            401 | 403 => " (the API key was refused, or JSON output is disabled on the server)",
+            429 => " (rate limited)",
+            _ => "",
+        };
+        return Err(SearchFailure {
+            message: format!("the server answered {status}{why}"),
+            retryable: status.as_u16() == 429 || status.is_server_error(),
+        });
+    }
+    response.json::<Value>().await.map_err(|err| SearchFailure {
+        message: format!("the answer is not the expected JSON: {err}"),
+        retryable: false,
+    })
+}
+
+fn hits(items: Option<&Vec<Value>>, snippet_key: &str, limit: usize) -> Vec<SearchHit> {
+    let text = |v: &Value, k: &str| {
+        let raw = v.get(k).and_then(Value::as_str).unwrap_or_default();
+        // Snippets carry highlighting markup (`<strong>`); the reader wants the words.
+        crate::html::html_to_markdown(raw, None).1.replace("**", "")
+    };
+    items
+        .map(|items| {
+            items
+                .iter()
+                .filter(|v| v.get("url").and_then(Value::as_str).is_some())
+                .take(limit)
+                .map(|v| SearchHit {
+                    title: text(v, "title"),
+                    url: v["url"].as_str().unwrap_or_default().to_owned(),
+                    snippet: text(v, snippet_key),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A self-hosted SearXNG instance, through its JSON API (`/search?q=…&format=json`; the
+/// instance must list `json` among its `search.formats`). No key.
+#[derive(Debug, Clone)]
+pub struct SearxngBackend {
+    client: reqwest::Client,
+    endpoint: reqwest::Url,
+}
+
+impl SearxngBackend {
+    /// The instance at `base` (e.g. `http://127.0.0.1:8888`).
+    pub fn new(base: &str) -> Result<Self, BuiltinError> {
+        let mut endpoint = base_url(base)?;
+        let path = format!("{}/search", endpoint.path().trim_end_matches('/'));
+        endpoint.set_path(&path);
+        Ok(Self {
+            client: http_client()?,
+            endpoint,
+        })
+    }
+}
+
+#[async_trait]
+impl SearchBackend for SearxngBackend {
+    fn name(&self) -> &str {
+        "searxng"
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        num_results: usize,
+    ) -> Result<Vec<SearchHit>, SearchFailure> {
+        let request = self
+            .client
+            .get(self.endpoint.clone())
+            .query(&[("q", query), ("format", "json")]);
+        let body = fetch_json(request).await?;
+        Ok(hits(
+            body.get("results").and_then(Value::as_array),
+            "content",
+            num_results,
+        ))
+    }
+}
+
+/// The Brave Search API (`X-Subscription-Token`). The key is never shown in `Debug`.
+#[derive(Clone)]
+pub struct BraveBackend {
+    client: reqwest::Client,
+    endpoint: reqwest::Url,
+    key: String,
+}
+
+impl fmt::Debug for BraveBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BraveBackend")
+            .field("endpoint", &self.endpoint.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BraveBackend {
+    /// The public API endpoint.
+    pub const ENDPOINT: &str = "https://api.search.brave.com/res/v1/web/search";
+
+    /// Searches with `key` at `endpoint` (default [`Self::ENDPOINT`]).
+    pub fn new(key: impl Into<String>, endpoint: Option<&str>) -> Result<Self, BuiltinError> {
+        Ok(Self {
+            client: http_client()?,
+            endpoint: base_url(endpoint.unwrap_or(Self::ENDPOINT))?,
+            key: key.into(),
+        })
+    }
+}
+
+#[async_trait]
+impl SearchBackend for BraveBackend {
+    fn name(&self) -> &str {
+        "brave"
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        num_results: usize,
+    ) -> Result<Vec<SearchHit>, SearchFailure> {
+        // The API returns at most 20 results a request.
+        let count = num_results.clamp(1, 20).to_string();
+        let request = self
+            .client
+            .get(self.endpoint.clone())
+            .query(&[("q", query), ("count", count.as_str())])
+            .header("Accept", "application/json")
+            .header("X-Subscription-Token", &self.key);
+        let body = fetch_json(request).await?;
+        Ok(hits(
+            body.pointer("/web/results").and_then(Value::as_array),
+            "description",
+            num_results,
+        ))
+    }
+}
 
 /// The `web_search` tool.
 #[derive(Debug, Clone)]
@@ -259,6 +431,65 @@ mod tests {
             asked,
             [("sales trends".to_owned(), 10), ("x".to_owned(), 3)]
         );
+    }
+
+    #[tokio::test]
+    async fn searxng_and_brave_speak_their_apis() {
+        use ba_testkit::{MockServer, Reply};
+        let searx = MockServer::start(vec![
+            Reply::json(
+                200,
+                r#"{"results": [{"title": "Q3 <b>sales</b>", "url": "https://a.example/1",
+                   "content": "West grew"}, {"title": "no url"},
+                   {"title": "B", "url": "https://b.example/", "content": ""}]}"#,
+            ),
+            Reply::json(503, "{}"),
+        ])
+        .await;
+        let tool = WebSearch::new(Arc::new(SearxngBackend::new(&searx.base_url).unwrap()));
+        let out = tool
+            .call_json(json!({"query": "west sales", "num_results": 5}))
+            .await
+            .unwrap();
+        assert_eq!(out["backend"], "searxng");
+        assert_eq!(out["result_count"], 2);
+        assert_eq!(
+            out["results"][0],
+            json!({"title": "Q3 sales", "url": "https://a.example/1", "snippet": "West grew"})
+        );
+        let asked = &searx.received()[0];
+        assert_eq!(asked.method, "GET");
+        assert_eq!(asked.path, "/search?q=west+sales&format=json");
+        let err = tool.call_json(json!({"query": "x"})).await.unwrap_err();
+        assert!(err.kind().is_retryable(), "{err}");
+
+        let brave = MockServer::start(vec![
+            Reply::json(
+                200,
+                r#"{"web": {"results": [{"title": "T", "url": "https://c.example/",
+                   "description": "a <strong>b</strong>"}]}}"#,
+            ),
+            Reply::json(401, r#"{"error": "bad key"}"#),
+        ])
+        .await;
+        let backend = BraveBackend::new(
+            "k-123",
+            Some(&format!("{}/res/v1/web/search", brave.base_url)),
+        )
+        .unwrap();
+        assert!(!format!("{backend:?}").contains("k-123"));
+        let tool = WebSearch::new(Arc::new(backend));
+        let out = tool
+            .call_json(json!({"query": "q", "num_results": 50}))
+            .await
+            .unwrap();
+        assert_eq!(out["results"][0]["snippet"], "a b");
+        let asked = &brave.received()[0];
+        assert_eq!(asked.path, "/res/v1/web/search?q=q&count=20");
+        assert_eq!(asked.header("x-subscription-token"), Some("k-123"));
+        let err = tool.call_json(json!({"query": "q"})).await.unwrap_err();
+        assert!(!err.kind().is_retryable(), "{err}");
+        assert!(err.to_string().contains("API key was refused"), "{err}");
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{agent, context, convert, log, skills, tokens};
+use crate::{agent, context, convert, log, skills, tokens, tools};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -39,6 +39,9 @@ enum Command {
     /// Build a request context within a token budget.
     #[command(subcommand)]
     Context(context::Command),
+    /// List the configured tools, or call one and print the observation the model would see.
+    #[command(subcommand)]
+    Tools(tools::Command),
 }
 
 /// An error that carries its exit code.
@@ -78,6 +81,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Log(cmd) => log::run(cmd),
         Command::Tokens(args) => tokens::run(args),
         Command::Context(command) => context::run(command),
+        Command::Tools(command) => tools::run(command),
     };
     if crate::out::is_closed() {
         // The reader went away mid-command (an agent run then stopped between rounds).

@@ -2,6 +2,11 @@
 //! named by `--config` or `BA_AGENT_CONFIG`, then the environment (`BA_AGENT_PROVIDER`,
 //! `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME`; API keys from `ANTHROPIC_API_KEY` or
 //! `OPENAI_API_KEY`), then the command line. Keys are never printed.
+//!
+//! The tools it offers ([`Config::tools`]): `file_reader` always; `query_database` when
+//! `database` (a SQLite path or a `postgres://` URL) or `database_env` (the name of an
+//! environment variable holding one) is set; `run_python` unless turned off; `web_reader` when
+//! turned on; `web_search` when a `web_search` backend is configured.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,9 +15,10 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use ba_agent::{Agent, AgentBuilder, DataFileSink, ModelSummarizer, Prompts, ResponseMode};
 use ba_builtins::file_reader::{DirUploads, FileReader, FileReaderConfig};
-use ba_builtins::query_database::{QueryDatabase, QueryDatabaseConfig};
+use ba_builtins::query_database::{Database, QueryDatabase, QueryDatabaseConfig};
 use ba_builtins::run_python::RunPython;
 use ba_builtins::web_reader::{WebReader, WebReaderConfig};
+use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSearch};
 use ba_context::ContextBudget;
 use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
 use ba_skills::SkillSet;
@@ -45,8 +51,15 @@ pub(crate) struct Config {
     /// Folders `file_reader` may read besides the uploads.
     #[serde(default)]
     pub data: Vec<PathBuf>,
-    /// The SQLite database `query_database` opens read-only.
-    pub database: Option<PathBuf>,
+    /// The database `query_database` queries read-only: a SQLite file or a `postgres://` URL.
+    pub database: Option<String>,
+    /// The name of an environment variable holding the database (a URL with a password stays
+    /// out of the file); used when `database` is not set.
+    pub database_env: Option<String>,
+    /// The encoding `file_reader`'s `auto` tries for files that are not UTF-8 (e.g. `gbk`).
+    pub encoding: Option<String>,
+    /// The `web_search` backend; without one there is no `web_search` tool.
+    pub web_search: Option<WebSearchConfig>,
     /// Offer `run_python` (default true).
     pub run_python: Option<bool>,
     /// Offer `web_reader` (default false).
@@ -80,6 +93,41 @@ pub(crate) struct Config {
     /// Bytes of an answer read at most (default 32 MiB); past it the call fails with what
     /// was received.
     pub max_response_bytes: Option<u64>,
+}
+
+/// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or
+/// `web_search: {backend: brave, api_key_env: BRAVE_API_KEY}` (`url` overrides the API
+/// endpoint).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebSearchConfig {
+    /// `searxng` or `brave`.
+    pub backend: String,
+    /// The SearXNG instance (required for searxng), or another Brave endpoint.
+    pub url: Option<String>,
+    /// The environment variable holding the API key (brave; default `BRAVE_API_KEY`).
+    pub api_key_env: Option<String>,
+}
+
+impl WebSearchConfig {
+    fn backend(&self) -> anyhow::Result<Arc<dyn SearchBackend>> {
+        Ok(match self.backend.as_str() {
+            "searxng" => {
+                let url = self.url.as_deref().ok_or_else(|| {
+                    anyhow!("web_search: the searxng backend needs `url` (the instance's address)")
+                })?;
+                Arc::new(SearxngBackend::new(url)?)
+            }
+            "brave" => {
+                let var = self.api_key_env.as_deref().unwrap_or("BRAVE_API_KEY");
+                let key = env(var).ok_or_else(|| {
+                    anyhow!("web_search: the brave backend reads its API key from ${var}, which is not set")
+                })?;
+                Arc::new(BraveBackend::new(key, self.url.as_deref())?)
+            }
+            other => bail!("web_search: unknown backend `{other}`: expected searxng or brave"),
+        })
+    }
 }
 
 fn env(name: &str) -> Option<String> {
@@ -199,6 +247,47 @@ impl Config {
         Ok(Arc::new(store))
     }
 
+    /// The tools the configuration offers the model (the agent adds its own, such as `task`).
+    pub(crate) fn tools(&self) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+        let home = self.home();
+        let uploads_dir = home.join("uploads");
+        let spill_dir = home.join("data-files");
+        let mut roots = vec![uploads_dir.clone(), spill_dir];
+        roots.extend(self.data.iter().cloned());
+        let mut reader_config = FileReaderConfig::new(roots);
+        if let Some(label) = &self.encoding {
+            reader_config = reader_config.with_fallback_encoding(label).ok_or_else(|| {
+                anyhow!("encoding: `{label}` is not an encoding label (gbk, big5, shift_jis, …)")
+            })?;
+        }
+        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(
+            reader_config,
+            Arc::new(DirUploads::new(&uploads_dir)),
+        ))];
+        let database = match (&self.database, &self.database_env) {
+            (Some(location), _) => Some(location.clone()),
+            (None, Some(var)) => {
+                Some(env(var).ok_or_else(|| anyhow!("database_env: ${var} is not set"))?)
+            }
+            (None, None) => None,
+        };
+        if let Some(location) = database {
+            tools.push(Arc::new(QueryDatabase::new(
+                QueryDatabaseConfig::for_database(Database::from_location(&location)),
+            )));
+        }
+        if self.run_python.unwrap_or(true) {
+            tools.push(Arc::new(RunPython::default()));
+        }
+        if self.web_reader.unwrap_or(false) {
+            tools.push(Arc::new(WebReader::new(WebReaderConfig::default())));
+        }
+        if let Some(search) = &self.web_search {
+            tools.push(Arc::new(WebSearch::new(search.backend()?)));
+        }
+        Ok(tools)
+    }
+
     /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]).
     pub(crate) fn agent(
         &self,
@@ -208,21 +297,7 @@ impl Config {
         let home = self.home();
         let uploads_dir = home.join("uploads");
         let spill_dir = home.join("data-files");
-        let mut roots = vec![uploads_dir.clone(), spill_dir.clone()];
-        roots.extend(self.data.iter().cloned());
-        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(
-            FileReaderConfig::new(roots),
-            Arc::new(DirUploads::new(&uploads_dir)),
-        ))];
-        if let Some(path) = &self.database {
-            tools.push(Arc::new(QueryDatabase::new(QueryDatabaseConfig::new(path))));
-        }
-        if self.run_python.unwrap_or(true) {
-            tools.push(Arc::new(RunPython::default()));
-        }
-        if self.web_reader.unwrap_or(false) {
-            tools.push(Arc::new(WebReader::new(WebReaderConfig::default())));
-        }
+        let tools = self.tools()?;
         let model = self.default_model();
         let mut builder: AgentBuilder = Agent::builder(Arc::clone(&client))
             .store(store)

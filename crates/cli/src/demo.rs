@@ -2,10 +2,10 @@
 //! tools, a real file store and a project-written skill, all set up in one folder.
 //!
 //! The recording ([`RECORDING`]) is in the structured-JSON mode of seed 003: the model activates
-//! the `sales-report` skill, reads the targets file and queries the quarterly actuals in
-//! parallel, breaks West's Q3 down by product and month, computes the growth figures with
-//! `run_python`, and answers with a report that cites the saved code as a `<code_ref>`. The
-//! context budget is small on purpose, so the later rounds are compressed.
+//! the `sales-report` skill, reads the targets sheet of the sales workbook and queries the
+//! quarterly actuals in parallel, breaks West's Q3 down by product and month, computes the
+//! growth figures with `run_python`, and answers with a report that cites the saved code as a
+//! `<code_ref>`. The context budget is small on purpose, so the later rounds are compressed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,7 +77,8 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoErr
 }
 
 /// Sets the demo up in `dir` (created if missing; earlier demo files in it are replaced):
-/// `data/` with the sales database and targets file, `skills/sales-report/`, the conversation
+/// `data/` with the sales database, targets file, GBK targets and workbook (the recording
+/// reads its `targets` sheet), `skills/sales-report/`, the conversation
 /// store at the folder's root (`conversations/`, `index.json`), `code/` (saved code) and
 /// `data/spill/` (large tool results). `budget`
 /// replaces [`DEMO_BUDGET`].

@@ -14,6 +14,7 @@ mod out;
 mod print;
 mod skills;
 mod tokens;
+mod tools;
 
 use std::process::ExitCode;
 

@@ -27,7 +27,12 @@ fn repo_fixtures() -> PathBuf {
 fn committed_demo_fixtures_are_current() {
     let fresh = tempfile::tempdir().unwrap();
     demo_data::generate(fresh.path()).unwrap();
-    for file in [demo_data::DB_FILE, demo_data::CSV_FILE] {
+    for file in [
+        demo_data::DB_FILE,
+        demo_data::CSV_FILE,
+        demo_data::GBK_CSV_FILE,
+        demo_data::XLSX_FILE,
+    ] {
         let committed = std::fs::read(repo_fixtures().join(file)).unwrap_or_default();
         let generated = std::fs::read(fresh.path().join(file)).unwrap();
         assert!(

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the real programs the built-in tools are tested against (crates/builtins/tests/it):
+# LibreOffice Calc (headless conversions to .xlsx, .ods, .xls), Python's openpyxl (workbooks
+# with dates, formulas and merged cells) and msoffcrypto-tool (a password-protected workbook).
+# iconv comes with libc-bin. Under CI=true the tests fail when one of them is missing.
+set -euo pipefail
+
+log() { echo "tools.sh: $*" >&2; }
+
+if ! command -v soffice >/dev/null 2>&1; then
+    log "installing Debian's libreoffice-calc-nogui"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update >&2
+    apt-get install -y --no-install-recommends libreoffice-calc-nogui >&2
+fi
+if ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
+    log "installing openpyxl and msoffcrypto-tool from PyPI"
+    python3 -m pip install --quiet --disable-pip-version-check openpyxl msoffcrypto-tool >&2
+fi
+# pip may put the msoffcrypto-tool script outside PATH (e.g. ~/.local/bin).
+if ! command -v msoffcrypto-tool >/dev/null 2>&1; then
+    bindir=$(python3 -c "import sysconfig; print(sysconfig.get_path('scripts'))")
+    log "msoffcrypto-tool is in $bindir; add it to PATH"
+    echo "export PATH=\"$bindir:\$PATH\""
+fi
+soffice --version >&2
+iconv --version | head -n 1 >&2
