@@ -14,8 +14,18 @@ if ! command -v soffice >/dev/null 2>&1; then
     apt-get install -y --no-install-recommends libreoffice-calc-nogui >&2
 fi
 if ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
-    log "installing openpyxl and msoffcrypto-tool from PyPI"
-    python3 -m pip install --quiet --disable-pip-version-check openpyxl msoffcrypto-tool >&2
+    # Debian's own packages first (a bare Debian python3 refuses pip installs, PEP 668), then PyPI.
+    if [ "$(command -v python3)" = /usr/bin/python3 ] && command -v apt-get >/dev/null 2>&1; then
+        log "installing Debian's python3-openpyxl and msoffcrypto-tool"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y --no-install-recommends python3-openpyxl msoffcrypto-tool >&2 || true
+    fi
+    if ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
+        log "installing openpyxl and msoffcrypto-tool from PyPI"
+        python3 -m pip install --quiet --disable-pip-version-check openpyxl msoffcrypto-tool >&2 \
+            || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
+                openpyxl msoffcrypto-tool >&2
+    fi
 fi
 # pip may put the msoffcrypto-tool script outside PATH (e.g. ~/.local/bin).
 if ! command -v msoffcrypto-tool >/dev/null 2>&1; then
