@@ -1,6 +1,9 @@
 //! The built-in tools working together on the demo data, and the committed demo fixtures
 //! checked against the generator.
 
+#[path = "builtin_tools/run_python.rs"]
+mod run_python;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
