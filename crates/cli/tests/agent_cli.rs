@@ -127,3 +127,85 @@ fn chat_takes_commands_and_messages() {
     assert!(stdout.contains("Hello! Ask me about sales."), "{stdout}");
     assert!(stdout.contains("compacted 2 entries"), "{stdout}");
 }
+
+/// Whether python3 runs: a skip with a message when it does not, a failure under CI.
+fn require_python() -> bool {
+    let runs = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+        assert!(
+            !ci,
+            "python3 is not installed (CI is set, so this is a failure, not a skip)"
+        );
+        eprintln!("skipping: python3 is not installed");
+    }
+    runs
+}
+
+/// `run_python` as the configuration sets it up: sandboxed through `ba-agent sandbox-exec`,
+/// the uploads readable, the conversation store and everything outside the scratch folder not.
+#[test]
+fn run_python_is_sandboxed_by_default() {
+    if !require_python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("uploads")).unwrap();
+    std::fs::write(home.path().join("uploads/upload_1.csv"), "a\n1\n").unwrap();
+    let code = format!(
+        "import json\nr = {{}}\nfor name, path, mode in [('store', {index:?}, 'r'), \
+         ('outside', {out:?}, 'w'), ('upload', {upload:?}, 'r')]:\n    try:\n        \
+         open(path, mode).close()\n        r[name] = 'ok'\n    except OSError as e:\n        \
+         r[name] = type(e).__name__\nprint(json.dumps(r, sort_keys=True))\n",
+        index = home.path().join("index.json").display().to_string(),
+        out = outside.path().join("x").display().to_string(),
+        upload = home
+            .path()
+            .join("uploads/upload_1.csv")
+            .display()
+            .to_string(),
+    );
+    let config = setup(
+        home.path(),
+        json!([
+            {"expect": {"text": "Check the sandbox."}, "response": {"message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_python",
+                             "input": {"code": code}}]}, "stop_reason": "tool_use"}},
+            {"expect": {"role": "tool", "tool_call_id": "toolu_1"}, "response": {"message":
+                {"role": "assistant", "content": "Checked."}, "stop_reason": "end_turn"}}
+        ]),
+    );
+    // The shared setup turns run_python off; this test wants the default.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("run_python: false\n", "");
+    std::fs::write(&config, text).unwrap();
+    let out = ba_agent(&config)
+        .args(["run", "--json", "--task", "Check the sandbox."])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {stdout}"));
+    let observation: serde_json::Value =
+        serde_json::from_str(result["observation"].as_str().unwrap()).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(observation["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        seen,
+        json!({"outside": "PermissionError", "store": "PermissionError", "upload": "ok"})
+    );
+    assert!(!outside.path().join("x").exists());
+}
