@@ -802,3 +802,55 @@ fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// The analysis libraries work inside the sandbox (their threads, font cache, temp files and
+/// chart output), where the interpreter has them; the allow-list names them, but they are not
+/// a requirement of the project, so their absence is a skip even under CI.
+#[tokio::test]
+async fn analysis_libraries_work_in_the_sandbox() {
+    if !require_python() {
+        return;
+    }
+    let probe = Command::new("python3")
+        .args(["-c", "import numpy, pandas, matplotlib"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !probe {
+        eprintln!("skipping: numpy, pandas or matplotlib is not installed for python3");
+        return;
+    }
+    let marks = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(
+        data.path().join("sales.csv"),
+        "region,amount\nWest,10\nWest,30\nEast,5\n",
+    )
+    .unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let tool = RunPython::new(RunPythonConfig {
+        scratch_parent: Some(marks.path().to_owned()),
+        output_dir: Some(out_dir.path().to_owned()),
+        sandbox: SandboxConfig::default()
+            .with_helper(helper())
+            .with_read_roots(vec![data.path().to_owned()]),
+        ..RunPythonConfig::default()
+    });
+    let code = format!(
+        "import json\nimport numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n\
+         df = pd.read_csv({csv:?})\nsums = df.groupby('region')['amount'].sum()\n\
+         m = np.random.default_rng(0).random((300, 300))\ntrace = float(np.trace(m @ m.T))\n\
+         sums.plot(kind='bar')\nplt.savefig('chart.png')\ndf.to_csv('copy.csv', index=False)\n\
+         print(json.dumps({{'West': int(sums['West']), 'trace_positive': trace > 0}}))\n",
+        csv = data.path().join("sales.csv").display().to_string()
+    );
+    let out = tool
+        .call_json(json!({"code": code, "timeout": 120}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = out["stdout"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(seen, json!({"West": 40, "trace_positive": true}), "{out}");
+    assert!(out_dir.path().join("chart.png").is_file(), "{out}");
+    assert!(out_dir.path().join("copy.csv").is_file(), "{out}");
+    assert_nothing_left(marks.path());
+}
