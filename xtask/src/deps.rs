@@ -177,10 +177,12 @@ mod tests {
                 "rusqlite",
                 "libsqlite3-sys",
                 "rustix",
+                "landlock",
+                "seccompiler",
                 "reqwest",
             ],
-            "the loop carries no CLI, no configuration format, no SQLite, no process control \
-             and no HTTP client; those come with the crates a program picks",
+            "the loop carries no CLI, no configuration format, no SQLite, no process control, \
+             no sandbox and no HTTP client; those come with the crates a program picks",
         );
     }
 
@@ -216,10 +218,12 @@ mod tests {
                 "rusqlite",
                 "libsqlite3-sys",
                 "rustix",
+                "landlock",
+                "seccompiler",
                 "reqwest",
                 "tempfile",
             ],
-            "file_reader alone needs neither SQLite, a process, nor HTTP",
+            "file_reader alone needs neither SQLite, a process, a sandbox, nor HTTP",
         );
     }
 

@@ -854,3 +854,95 @@ async fn analysis_libraries_work_in_the_sandbox() {
     assert!(out_dir.path().join("copy.csv").is_file(), "{out}");
     assert_nothing_left(marks.path());
 }
+
+/// The limits are in force inside the code and cannot be raised; no capability is left.
+#[tokio::test]
+async fn limits_hold_and_capabilities_are_gone() {
+    if !require_python() {
+        return;
+    }
+    let marks = tempfile::tempdir().unwrap();
+    let limits = SandboxLimits::default()
+        .with_memory_bytes(3 << 30)
+        .with_file_size_bytes(5 << 20)
+        .with_open_files(64);
+    let tool = tool(
+        marks.path(),
+        &["resource", "os"],
+        SandboxConfig::default().with_limits(limits),
+    );
+    let code = "import json, resource, os\nr = {}\n\
+                for name in ['AS', 'CPU', 'FSIZE', 'NOFILE', 'CORE', 'NPROC']:\n    \
+                r[name] = resource.getrlimit(getattr(resource, 'RLIMIT_' + name))\n\
+                try:\n    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)\n    \
+                r['raise'] = 'ok'\nexcept (OSError, ValueError) as e:\n    \
+                r['raise'] = type(e).__name__\n\
+                status = open('/proc/self/status').read().splitlines()\n\
+                r['caps'] = {l.split(':')[0]: l.split()[1] for l in status if l.startswith('Cap')}\n\
+                r['no_new_privs'] = [l.split()[1] for l in status if l.startswith('NoNewPrivs')][0]\n\
+                r['seccomp'] = [l.split()[1] for l in status if l.startswith('Seccomp:')][0]\n\
+                print(json.dumps(r))\n";
+    let r = report(&tool, code).await;
+    assert_eq!(r["AS"], json!([3u64 << 30, 3u64 << 30]), "{r}");
+    // The call's timeout (30 s in `report`) plus one; SIGKILL one second after.
+    assert_eq!(r["CPU"], json!([31, 32]), "{r}");
+    assert_eq!(r["FSIZE"], json!([5 << 20, 5 << 20]), "{r}");
+    assert_eq!(r["NOFILE"], json!([64, 64]), "{r}");
+    assert_eq!(r["CORE"], json!([0, 0]), "{r}");
+    let nproc = r["NPROC"][0].as_u64().unwrap();
+    assert!(nproc > 256 && nproc == r["NPROC"][1], "{r}");
+    assert_ne!(r["raise"], "ok", "{r}");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(r["caps"][set], "0000000000000000", "{set}: {r}");
+    }
+    assert_eq!(r["no_new_privs"], "1", "{r}");
+    assert_eq!(r["seccomp"], "2", "filter mode: {r}");
+    assert_nothing_left(marks.path());
+}
+
+/// A helper that fails before the code runs is reported as such, not as the code's failure.
+#[tokio::test]
+async fn a_failed_setup_is_a_sandbox_error() {
+    if !require_python() {
+        return;
+    }
+    let marks = tempfile::tempdir().unwrap();
+    let failing = HelperCommand {
+        program: PathBuf::from("/bin/sh"),
+        args: vec![
+            "-c".into(),
+            "echo 'ba-sandbox: setup failed: no Landlock today' >&2; exit 125".into(),
+            "sh".into(),
+        ],
+    };
+    let tool = RunPython::new(RunPythonConfig {
+        scratch_parent: Some(marks.path().to_owned()),
+        sandbox: SandboxConfig::default().with_helper(failing),
+        ..RunPythonConfig::default()
+    });
+    let err = tool
+        .call_json(json!({"code": "print(1)"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuiltinError::SandboxFailed { message } if message == "no Landlock today"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ba_protocol::ToolErrorKind::PermissionDenied);
+
+    // The real helper refuses what it cannot read, with the same prefix and status.
+    let out = Command::new(env!("CARGO_BIN_EXE_ba-sandbox"))
+        .args(["sandbox-exec", "{not json", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("ba-sandbox: setup failed: the policy does not parse"),
+        "{stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_ba-sandbox"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
