@@ -209,3 +209,90 @@ fn run_python_is_sandboxed_by_default() {
     );
     assert!(!outside.path().join("x").exists());
 }
+
+/// Live (not zombie) processes whose command line mentions `marker`.
+fn processes_with(marker: &std::path::Path) -> Vec<i32> {
+    let marker = marker.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(&marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The agent killed with SIGKILL while its code runs: the code dies with it (the sandbox's
+/// parent-death signal), nothing is left behind.
+#[test]
+fn code_dies_with_a_killed_agent() {
+    // Blocked (not busy, so no CPU limit would end it) on a pipe nobody writes to.
+    const BLOCKED: &str = "import random\nr, w = random._os.pipe()\nrandom._os.read(r, 1)";
+    if !require_python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let config = setup(
+        home.path(),
+        json!([
+            {"expect": {"text": "Wait."}, "response": {"message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_python",
+                             "input": {"code": BLOCKED, "timeout": 300}}]},
+                "stop_reason": "tool_use"}}
+        ]),
+    );
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("run_python: false\n", "");
+    std::fs::write(&config, text).unwrap();
+    // The scratch folder, and so the code's command line, is under `marks`.
+    let mut agent = ba_agent(&config)
+        .args(["run", "--task", "Wait."])
+        .env("TMPDIR", marks.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while processes_with(marks.path()).is_empty() {
+        assert!(
+            agent.try_wait().unwrap().is_none(),
+            "the agent ended before its code ran"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the code never started"
+        );
+        std::thread::yield_now();
+    }
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    // SIGKILL of the parent reaches the code at once; its exit is asynchronous.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with(marks.path()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the code outlived the agent: {:?}",
+            processes_with(marks.path())
+        );
+        std::thread::yield_now();
+    }
+}

@@ -50,7 +50,7 @@
 //!   `perf_event_open`, keyrings, clocks, reboot, swap, `TIOCSTI`; raising rlimits
 //!   (`setrlimit`, `prlimit64` with a new limit); path `truncate`; metadata changes by path,
 //!   which Landlock does not cover (`chmod`, `chown`, `utime*`, `*setxattr`,
-//!   `*removexattr`); scheduling changes. On
+//!   `*removexattr`); scheduling changes; clearing the parent-death signal. On
 //!   x86_64, calls of another ABI are refused too (i386 kills the process, x32 is `ENOSYS`).
 //! - **Limits (rlimits, soft = hard):** address space ([`SandboxLimits::memory_bytes`]), CPU
 //!   seconds (the call's timeout + 1; `SIGKILL` a second later), file size

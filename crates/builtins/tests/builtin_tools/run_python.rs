@@ -728,6 +728,11 @@ async fn other_processes_cannot_be_signalled_or_traced() {
         ("mem", format!("open('/proc/{pid}/mem', 'rb')")),
         ("self", "os.kill(os.getpid(), 0)".to_owned()),
     ];
+    // prctl(PR_SET_PDEATHSIG, 0): outliving the agent.
+    tries.push((
+        "outlive",
+        "assert ctypes.CDLL(None).prctl(1, 0, 0, 0, 0) == 0".to_owned(),
+    ));
     if cfg!(target_arch = "x86_64") {
         // ptrace(PTRACE_ATTACH, pid) by its x86_64 number.
         tries.push((

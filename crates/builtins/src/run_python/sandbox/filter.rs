@@ -186,6 +186,16 @@ fn deny_rules(pid: i32) -> Result<Rules, SandboxError> {
     ] {
         rules.insert(nr, vec![rule(vec![condition(0, Dword, Ne, own)?])?]);
     }
+    // The parent-death signal stays, so the code dies with the agent.
+    rules.insert(
+        libc::SYS_prctl,
+        vec![rule(vec![condition(
+            0,
+            Dword,
+            Eq,
+            u64::from(libc::PR_SET_PDEATHSIG.unsigned_abs()),
+        )?])?],
+    );
     // Times by path (a null path is futimens on an fd, which is allowed).
     rules.insert(
         libc::SYS_utimensat,
