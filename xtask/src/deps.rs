@@ -179,10 +179,12 @@ mod tests {
                 "rusqlite",
                 "libsqlite3-sys",
                 "rustix",
+                "landlock",
+                "seccompiler",
                 "reqwest",
             ],
-            "the loop carries no CLI, no configuration format, no SQLite, no process control \
-             and no HTTP client; those come with the crates a program picks",
+            "the loop carries no CLI, no configuration format, no SQLite, no process control, \
+             no sandbox and no HTTP client; those come with the crates a program picks",
         );
     }
 
@@ -218,6 +220,8 @@ mod tests {
                 "rusqlite",
                 "libsqlite3-sys",
                 "rustix",
+                "landlock",
+                "seccompiler",
                 "reqwest",
                 "tempfile",
                 "calamine",
@@ -228,7 +232,7 @@ mod tests {
                 "tokio-postgres",
             ],
             "file_reader alone (CSV, JSON, text in any encoding) needs neither SQLite, a \
-             process, HTTP, HTML, workbooks nor PostgreSQL",
+             process, a sandbox, HTTP, HTML, workbooks nor PostgreSQL",
         );
         let defaults = deps("ba-builtins", false, &[]);
         forbid(

@@ -14,8 +14,9 @@
 //! - [`query_database::QueryDatabase`] (features `sqlite`, `postgres`) — one query on a SQLite
 //!   file or a PostgreSQL server, writes refused by the database; `schema: true` describes it.
 //! - [`run_python::RunPython`] (feature `python`) — a `python3` subprocess in a scratch
-//!   directory, imports limited to an allow-list, killed with its whole process group at the
-//!   timeout.
+//!   directory, confined on Linux by Landlock, seccomp and rlimits ([`run_python::sandbox`];
+//!   refused where no sandbox can be set up unless it is turned off), imports limited to an
+//!   allow-list, killed with its whole process group at the timeout.
 //! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and the main content as Markdown
 //!   ([`html`]), private addresses refused.
 //! - [`web_search::WebSearch`] (feature `web`) — a [`web_search::SearchBackend`] chosen by the
@@ -214,6 +215,30 @@ pub enum BuiltinError {
         /// Whether a retry may succeed.
         retryable: bool,
     },
+    /// The code must run in a sandbox and none can be set up here (no Landlock, no helper, or
+    /// a readable folder that would expose the home or the conversation store); nothing ran.
+    #[error(
+        "run_python refused: the sandbox is unavailable ({reason}); set `run_python: {{sandbox: \
+         off}}` in the configuration to run code without one"
+    )]
+    SandboxUnavailable {
+        /// Why.
+        reason: String,
+    },
+    /// The sandbox helper could not confine itself; nothing ran.
+    #[error("run_python refused: the sandbox could not be set up: {message}")]
+    SandboxFailed {
+        /// The helper's account.
+        message: String,
+    },
+    /// The code was stopped by one of its resource limits.
+    #[error("`{tool}` was stopped: it exceeded its {limit}")]
+    LimitExceeded {
+        /// The tool name.
+        tool: &'static str,
+        /// The limit, with its value.
+        limit: String,
+    },
     /// Setting up the run (scratch directory, process spawn, worker thread) failed.
     #[error("`{tool}` could not run: {message}")]
     Environment {
@@ -233,9 +258,11 @@ impl BuiltinError {
             | Self::Encoding { .. }
             | Self::Parse { .. }
             | Self::ImportRefused { .. } => ToolErrorKind::InvalidParameters,
-            Self::PathOutsideRoots { .. } | Self::QueryRefused { .. } | Self::UrlRefused { .. } => {
-                ToolErrorKind::PermissionDenied
-            }
+            Self::PathOutsideRoots { .. }
+            | Self::QueryRefused { .. }
+            | Self::UrlRefused { .. }
+            | Self::SandboxUnavailable { .. }
+            | Self::SandboxFailed { .. } => ToolErrorKind::PermissionDenied,
             Self::Timeout { .. } => ToolErrorKind::Timeout,
             Self::TooLarge { .. } | Self::PythonMissing { .. } | Self::Environment { .. } => {
                 ToolErrorKind::ResourceError
@@ -247,9 +274,10 @@ impl BuiltinError {
                     ToolErrorKind::ExecutionError
                 }
             }
-            Self::Io { .. } | Self::Database { .. } | Self::ScriptFailed { .. } => {
-                ToolErrorKind::ExecutionError
-            }
+            Self::Io { .. }
+            | Self::Database { .. }
+            | Self::ScriptFailed { .. }
+            | Self::LimitExceeded { .. } => ToolErrorKind::ExecutionError,
         }
     }
 }
@@ -275,8 +303,8 @@ impl From<BuiltinError> for ToolError {
 }
 
 /// The offline demo's tools: `file_reader` over `uploads` and `data`, `query_database` on
-/// `data/sales.db` (see [`demo_data`]) and `run_python` with the default allow-list; no network
-/// tools.
+/// `data/sales.db` (see [`demo_data`]) and `run_python` with the default allow-list, sandboxed,
+/// reading `uploads` and `data`; no network tools.
 #[cfg(all(feature = "sqlite", feature = "python"))]
 pub fn demo_tools(
     data: &std::path::Path,
@@ -291,7 +319,11 @@ pub fn demo_tools(
         Arc::new(query_database::QueryDatabase::new(
             query_database::QueryDatabaseConfig::new(data.join(demo_data::DB_FILE)),
         )),
-        Arc::new(run_python::RunPython::default()),
+        Arc::new(run_python::RunPython::new(run_python::RunPythonConfig {
+            sandbox: run_python::sandbox::SandboxConfig::default()
+                .with_read_roots(vec![uploads.to_owned(), data.to_owned()]),
+            ..run_python::RunPythonConfig::default()
+        })),
     ]
 }
 

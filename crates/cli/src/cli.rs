@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
 use crate::{agent, context, convert, log, skills, tokens, tools};
@@ -70,6 +71,13 @@ impl From<anyhow::Error> for CliError {
 pub(crate) type CliResult = Result<ExitCode, CliError>;
 
 pub(crate) fn main() -> ExitCode {
+    // `ba-agent sandbox-exec …` is run_python's sandbox helper (a private protocol with
+    // ba_builtins::run_python::sandbox): it confines itself and execs the interpreter. It is
+    // dispatched before the parser, so it stays out of the help and starts nothing else.
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() == Some(std::ffi::OsStr::new(sandbox::HELPER_SUBCOMMAND)) {
+        return sandbox::exec_main(args);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => agent::demo(args),

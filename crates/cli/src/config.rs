@@ -16,7 +16,8 @@ use anyhow::{Context as _, anyhow, bail};
 use ba_agent::{Agent, AgentBuilder, DataFileSink, ModelSummarizer, Prompts, ResponseMode};
 use ba_builtins::file_reader::{DirUploads, FileReader, FileReaderConfig};
 use ba_builtins::query_database::{Database, QueryDatabase, QueryDatabaseConfig};
-use ba_builtins::run_python::RunPython;
+use ba_builtins::run_python::sandbox::{SandboxConfig, SandboxLimits, SandboxMode, SandboxStatus};
+use ba_builtins::run_python::{RunPython, RunPythonConfig};
 use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSearch};
 use ba_context::ContextBudget;
@@ -60,8 +61,8 @@ pub(crate) struct Config {
     pub encoding: Option<String>,
     /// The `web_search` backend; without one there is no `web_search` tool.
     pub web_search: Option<WebSearchConfig>,
-    /// Offer `run_python` (default true).
-    pub run_python: Option<bool>,
+    /// Offer `run_python` (default true, sandboxed): `true`, `false`, or its options.
+    pub run_python: Option<RunPythonSetting>,
     /// Offer `web_reader` (default false).
     pub web_reader: Option<bool>,
     /// `native` or `structured`.
@@ -254,6 +255,7 @@ impl Config {
         let spill_dir = home.join("data-files");
         let mut roots = vec![uploads_dir.clone(), spill_dir];
         roots.extend(self.data.iter().cloned());
+        let python_roots = roots.clone();
         let mut reader_config = FileReaderConfig::new(roots);
         if let Some(label) = &self.encoding {
             reader_config = reader_config.with_fallback_encoding(label).ok_or_else(|| {
@@ -276,8 +278,15 @@ impl Config {
                 QueryDatabaseConfig::for_database(Database::from_location(&location)),
             )));
         }
-        if self.run_python.unwrap_or(true) {
-            tools.push(Arc::new(RunPython::default()));
+        if let Some(python) = self.run_python_config(python_roots, &home) {
+            let tool = RunPython::new(python);
+            if let SandboxStatus::Unavailable { reason } = tool.sandbox_status() {
+                eprintln!(
+                    "warning: run_python will refuse to run code: no sandbox ({reason}); set \
+                     `run_python: {{sandbox: off}}` in the configuration to run it unconfined"
+                );
+            }
+            tools.push(Arc::new(tool));
         }
         if self.web_reader.unwrap_or(false) {
             tools.push(Arc::new(WebReader::new(WebReaderConfig::default())));
@@ -286,6 +295,35 @@ impl Config {
             tools.push(Arc::new(WebSearch::new(search.backend()?)));
         }
         Ok(tools)
+    }
+
+    /// `run_python`'s configuration, or `None` when it is turned off: the code may read the
+    /// uploads, the spilled tool data and the data folders, never the rest of `home`.
+    fn run_python_config(&self, read_roots: Vec<PathBuf>, home: &Path) -> Option<RunPythonConfig> {
+        let options = match &self.run_python {
+            Some(RunPythonSetting::Enabled(false)) => return None,
+            None | Some(RunPythonSetting::Enabled(true)) => RunPythonOptions::default(),
+            Some(RunPythonSetting::Options(options)) => options.clone(),
+        };
+        let mut limits = SandboxLimits::default();
+        if let Some(mb) = options.memory_mb {
+            limits = limits.with_memory_bytes(mb.saturating_mul(1 << 20));
+        }
+        if let Some(mb) = options.max_file_mb {
+            limits = limits.with_file_size_bytes(mb.saturating_mul(1 << 20));
+        }
+        let mode = match options.sandbox {
+            Some(false) => SandboxMode::Off,
+            None | Some(true) => SandboxMode::Required,
+        };
+        Some(RunPythonConfig {
+            sandbox: SandboxConfig::default()
+                .with_mode(mode)
+                .with_read_roots(read_roots)
+                .with_protected(vec![home.to_owned()])
+                .with_limits(limits),
+            ..RunPythonConfig::default()
+        })
     }
 
     /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]).
@@ -339,5 +377,145 @@ impl Config {
             builder = builder.summarizer(Arc::new(ModelSummarizer::new(client, summary_model)));
         }
         Ok(builder.build()?)
+    }
+}
+
+/// `run_python:` in the configuration: `true`, `false`, or a map of options (which implies
+/// `true`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunPythonSetting {
+    /// Offered (sandboxed, with the default limits) or not.
+    Enabled(bool),
+    /// Offered with these options.
+    Options(RunPythonOptions),
+}
+
+/// The options of `run_python`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunPythonOptions {
+    /// `on` (the default: the tool refuses where no sandbox can be set up) or `off`.
+    #[serde(default, deserialize_with = "on_off")]
+    pub sandbox: Option<bool>,
+    /// The code's address space in MiB (default 4096).
+    pub memory_mb: Option<u64>,
+    /// The largest file the code may write, in MiB (default 1024).
+    pub max_file_mb: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for RunPythonSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RunPythonSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false, or options such as {sandbox: off, memory_mb: 2048}")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(RunPythonSetting::Enabled(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                RunPythonOptions::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RunPythonSetting::Options)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// `on`/`off` (or `true`/`false`) as a bool.
+fn on_off<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Option<bool>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("on or off")
+        }
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            match v {
+                "on" => Ok(Some(true)),
+                "off" => Ok(Some(false)),
+                other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+            }
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `run_python` setting of `yaml` (a `Config` has no `Debug`: it may hold a key).
+    fn parse(yaml: &str) -> Result<Option<RunPythonSetting>, String> {
+        serde_yaml_ng::from_str::<Config>(yaml)
+            .map(|c| c.run_python)
+            .map_err(|e| e.to_string())
+    }
+
+    fn config(yaml: &str) -> Config {
+        match serde_yaml_ng::from_str(yaml) {
+            Ok(config) => config,
+            Err(e) => panic!("{yaml}: {e}"),
+        }
+    }
+
+    #[test]
+    fn run_python_takes_a_bool_or_options() {
+        assert_eq!(parse("{}").unwrap(), None);
+        assert_eq!(
+            parse("run_python: false").unwrap(),
+            Some(RunPythonSetting::Enabled(false))
+        );
+        assert_eq!(
+            parse("run_python: true").unwrap(),
+            Some(RunPythonSetting::Enabled(true))
+        );
+        for (yaml, sandbox) in [
+            ("run_python: {sandbox: off}", Some(false)),
+            ("run_python: {sandbox: on}", Some(true)),
+            ("run_python: {sandbox: false}", Some(false)),
+            (
+                "run_python:\n  sandbox: off\n  memory_mb: 2048",
+                Some(false),
+            ),
+            ("run_python: {memory_mb: 2048}", None),
+        ] {
+            let Some(RunPythonSetting::Options(options)) = parse(yaml).unwrap() else {
+                panic!("{yaml}")
+            };
+            assert_eq!(options.sandbox, sandbox, "{yaml}");
+        }
+        let err = parse("run_python: {sandbox: maybe}").unwrap_err();
+        assert!(err.contains("on or off"), "{err}");
+        let err = parse("run_python: {sandbox: off, network: on}").unwrap_err();
+        assert!(err.contains("unknown field `network`"), "{err}");
+        let err = parse("run_python: 3").unwrap_err();
+        assert!(err.contains("{sandbox: off"), "{err}");
+    }
+
+    #[test]
+    fn run_python_reads_the_data_folders_and_protects_the_home() {
+        let home = Path::new("/srv/agent");
+        let python = config("run_python: {sandbox: off, memory_mb: 512}")
+            .run_python_config(vec![home.join("uploads")], home)
+            .unwrap();
+        assert_eq!(python.sandbox.mode, SandboxMode::Off);
+        assert_eq!(python.sandbox.limits.memory_bytes, 512 << 20);
+        assert_eq!(python.sandbox.read_roots, [home.join("uploads")]);
+        assert_eq!(python.sandbox.protected, [home.to_owned()]);
+        let default = config("{}").run_python_config(vec![], home).unwrap();
+        assert_eq!(default.sandbox.mode, SandboxMode::Required);
+        assert!(
+            config("run_python: false")
+                .run_python_config(vec![], home)
+                .is_none()
+        );
     }
 }

@@ -181,3 +181,160 @@ fn a_closed_pipe_stops_the_agent_between_rounds() {
         .count();
     assert_eq!(calls, results, "every call has its result");
 }
+
+/// Whether python3 runs: a skip with a message when it does not, a failure under CI.
+fn require_python() -> bool {
+    ba_testkit::require_tool("python3")
+}
+
+/// `run_python` as the configuration sets it up: sandboxed through `ba-agent sandbox-exec`,
+/// the uploads readable, the conversation store and everything outside the scratch folder not.
+#[test]
+fn run_python_is_sandboxed_by_default() {
+    if !require_python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("uploads")).unwrap();
+    std::fs::write(home.path().join("uploads/upload_1.csv"), "a\n1\n").unwrap();
+    let code = format!(
+        "import json\nr = {{}}\nfor name, path, mode in [('store', {index:?}, 'r'), \
+         ('outside', {out:?}, 'w'), ('upload', {upload:?}, 'r')]:\n    try:\n        \
+         open(path, mode).close()\n        r[name] = 'ok'\n    except OSError as e:\n        \
+         r[name] = type(e).__name__\nprint(json.dumps(r, sort_keys=True))\n",
+        index = home.path().join("index.json").display().to_string(),
+        out = outside.path().join("x").display().to_string(),
+        upload = home
+            .path()
+            .join("uploads/upload_1.csv")
+            .display()
+            .to_string(),
+    );
+    let config = setup(
+        home.path(),
+        json!([
+            {"expect": {"text": "Check the sandbox."}, "response": {"message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_python",
+                             "input": {"code": code}}]}, "stop_reason": "tool_use"}},
+            {"expect": {"role": "tool", "tool_call_id": "toolu_1"}, "response": {"message":
+                {"role": "assistant", "content": "Checked."}, "stop_reason": "end_turn"}}
+        ]),
+    );
+    // The shared setup turns run_python off; this test wants the default.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("run_python: false\n", "");
+    std::fs::write(&config, text).unwrap();
+    let out = ba_agent(&config)
+        .args(["run", "--json", "--task", "Check the sandbox."])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {stdout}"));
+    let observation: serde_json::Value =
+        serde_json::from_str(result["observation"].as_str().unwrap()).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(observation["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        seen,
+        json!({"outside": "PermissionError", "store": "PermissionError", "upload": "ok"})
+    );
+    assert!(!outside.path().join("x").exists());
+}
+
+/// Live (not zombie) processes whose command line mentions `marker`.
+fn processes_with(marker: &std::path::Path) -> Vec<i32> {
+    let marker = marker.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(&marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The agent killed with SIGKILL while its code runs: the code dies with it (the sandbox's
+/// parent-death signal), nothing is left behind.
+#[test]
+fn code_dies_with_a_killed_agent() {
+    // Blocked (not busy, so no CPU limit would end it) on a pipe nobody writes to.
+    const BLOCKED: &str = "import random\nr, w = random._os.pipe()\nrandom._os.read(r, 1)";
+    if !require_python() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let config = setup(
+        home.path(),
+        json!([
+            {"expect": {"text": "Wait."}, "response": {"message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_python",
+                             "input": {"code": BLOCKED, "timeout": 300}}]},
+                "stop_reason": "tool_use"}}
+        ]),
+    );
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("run_python: false\n", "");
+    std::fs::write(&config, text).unwrap();
+    // The scratch folder, and so the code's command line, is under `marks`.
+    let mut agent = ba_agent(&config)
+        .args(["run", "--task", "Wait."])
+        .env("TMPDIR", marks.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while processes_with(marks.path()).is_empty() {
+        assert!(
+            agent.try_wait().unwrap().is_none(),
+            "the agent ended before its code ran"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the code never started"
+        );
+        std::thread::yield_now();
+    }
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    // SIGKILL of the parent reaches the code at once; its exit is asynchronous.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_with(marks.path()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the code outlived the agent: {:?}",
+            processes_with(marks.path())
+        );
+        std::thread::yield_now();
+    }
+}
