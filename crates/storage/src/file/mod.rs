@@ -7,8 +7,13 @@
 //! conversations/<id>.jsonl      {"seq":1,"at":<ms>,"entry":{…}} one record a line
 //! conversations/<id>.meta.json  title, mode, parent, created (written atomically)
 //! conversations/<id>.torn       torn tails moved aside by a later append
+//! conversations/.incoming/      imports being written whole, linked into place when done
 //! index.json                    cached last_seq / size / updated of every conversation
+//! index.lock                    the lock every change of index.json is made under
 //! ```
+//!
+//! A damaged line in the middle of a log is quarantined in place: kept, reported by each load,
+//! and skipped alone; appends continue after the highest sequence number any line holds.
 //!
 //! An append takes the in-process lock of the conversation, then an exclusive `flock` on its
 //! file (so two processes never interleave lines), writes all its lines with one `write`, and
