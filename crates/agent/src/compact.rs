@@ -19,7 +19,7 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
             message: format!("conversation {id} has a run going; compact it when the run is over"),
         })?;
     let loaded = inner.store.load(id).await?;
-    let last_seq = loaded.entries.last().map_or(0, |s| s.seq);
+    let last_seq = loaded.last_seq;
     let log = loaded.into_entries();
     let view = context_view(&log);
     let entries: Vec<LogEntry> = view

@@ -84,7 +84,13 @@ impl ConversationReport {
             entries: entries.len(),
             ..Self::default()
         };
+        // Tool results of imported sessions carry no tool name; their calls do.
+        let mut call_names: std::collections::HashMap<&str, &str> =
+            std::collections::HashMap::new();
         for e in entries {
+            for call in e.calls() {
+                call_names.insert(call.id.as_str(), call.function.name.as_str());
+            }
             match e.role {
                 LogRole::User if starts_task(e) => r.user_messages += 1,
                 LogRole::Assistant => {
@@ -113,7 +119,14 @@ impl ConversationReport {
                     }
                 }
                 LogRole::Tool => {
-                    let name = e.tool_name.clone().unwrap_or_else(|| "(unknown)".into());
+                    let name = e
+                        .tool_name
+                        .clone()
+                        .or_else(|| {
+                            let id = e.tool_call_id.as_deref()?;
+                            call_names.get(id).map(|n| (*n).to_owned())
+                        })
+                        .unwrap_or_else(|| "(unknown)".into());
                     let t = r.tools.entry(name).or_default();
                     t.calls += 1;
                     if e.is_error == Some(true) {

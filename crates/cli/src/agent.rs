@@ -38,7 +38,7 @@ pub(crate) struct AgentOpts {
     #[arg(long)]
     config: Option<PathBuf>,
     /// Where conversations live (overrides `home` and `BA_AGENT_HOME`).
-    #[arg(long)]
+    #[arg(long, alias = "store", value_name = "DIR")]
     home: Option<PathBuf>,
     /// The mode of a new conversation, or the mode to switch an existing one to.
     #[arg(long, value_enum)]
@@ -104,7 +104,7 @@ pub(crate) struct InspectArgs {
     /// The conversation id.
     conv: String,
     /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
-    #[arg(long)]
+    #[arg(long, alias = "store", value_name = "DIR")]
     home: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
@@ -376,7 +376,7 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
     let home = config.home();
     let rt = runtime()?;
     rt.block_on(async {
-        let store = config.store()?;
+        let store = config.existing_store().map_err(CliError::input)?;
         let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
         let meta = store
             .metadata(&id)

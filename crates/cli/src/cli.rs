@@ -100,8 +100,26 @@ pub(crate) fn main() -> ExitCode {
         // The reader of the results went away (`… | head`): not an error.
         Err(err) if crate::out::is_broken_pipe(&err.error) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {:#}", err.error);
+            eprintln!("error: {}", message(&err.error));
             ExitCode::from(err.code)
         }
     }
+}
+
+/// The error and its causes on one line, each said once: a cause whose text a message above
+/// it already holds (an I/O error quoted by the store's error and then chained as its source)
+/// is left out.
+pub(crate) fn message(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }

@@ -23,10 +23,10 @@ use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSe
 use ba_context::ContextBudget;
 use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
 use ba_skills::SkillSet;
-use ba_storage::FileStore;
 use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
 use ba_storage::upload::UploadStore;
+use ba_storage::{FileStore, FileStoreOptions, StorageError};
 use ba_tools::Tool;
 use serde::Deserialize;
 
@@ -128,6 +128,15 @@ impl WebSearchConfig {
             }
             other => bail!("web_search: unknown backend `{other}`: expected searxng or brave"),
         })
+    }
+}
+
+/// The store folder of every command: `--home` when given, else the configuration's `home`
+/// (`BA_AGENT_HOME` over the file named by `BA_AGENT_CONFIG`), else `.ba-agent`.
+pub(crate) fn resolve_home(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match flag {
+        Some(home) => Ok(home),
+        None => Ok(Config::load(None)?.home()),
     }
 }
 
@@ -240,11 +249,34 @@ impl Config {
         }
     }
 
+    /// The store under `home` if there is one, creating nothing (for commands that only
+    /// read); an error naming the folder and the ways to give another when there is none.
+    pub(crate) fn existing_store(&self) -> anyhow::Result<FileStore> {
+        let home = self.home();
+        match FileStore::open_existing(&home, FileStoreOptions::default()) {
+            Ok(store) => {
+                for w in store.warnings() {
+                    eprintln!("warning: {w}");
+                }
+                Ok(store)
+            }
+            Err(StorageError::NoStore { .. }) => Err(anyhow!(
+                "no conversation store at {} (give --home DIR or set BA_AGENT_HOME)",
+                home.display()
+            )),
+            Err(e) => Err(anyhow::Error::from(e))
+                .with_context(|| format!("opening the store {}", home.display())),
+        }
+    }
+
     /// The conversation store under `home`.
     pub(crate) fn store(&self) -> anyhow::Result<Arc<FileStore>> {
         let home = self.home();
         let store = FileStore::open(&home)
             .with_context(|| format!("opening the store {}", home.display()))?;
+        for w in store.warnings() {
+            eprintln!("warning: {w}");
+        }
         Ok(Arc::new(store))
     }
 

@@ -30,8 +30,12 @@ pub(crate) struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     to: OutputFormat,
-    /// Print what the target format could not express to stderr.
+    /// Do not print what the input or the target format lost (`lost: …` lines on stderr,
+    /// printed by default: skipped lines, a cut stream, fields the target cannot express).
     #[arg(long)]
+    quiet_losses: bool,
+    /// The default now; kept so older scripts still run.
+    #[arg(long, hide = true)]
     report_losses: bool,
     /// Input file, or `-` for stdin.
     #[arg(default_value = "-")]
@@ -46,7 +50,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     losses.splice(0..0, loaded.losses);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes()).context("writing stdout")?;
-    if args.report_losses {
+    if args.report_losses || !args.quiet_losses {
         for loss in losses {
             eprintln!("lost: {}: {}", loss.path, loss.what);
         }

@@ -62,8 +62,11 @@ pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
             InputFormat::OpenaiSse
         });
     }
-    // One JSON document: a request body.
+    // One JSON document: a request body, or a log of one line.
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+        if is_log_line(&value) {
+            return Ok(InputFormat::Log);
+        }
         let Some(messages) = value.get("messages").and_then(|m| m.as_array()) else {
             bail!("a JSON object with a `messages` array was expected");
         };
@@ -94,6 +97,42 @@ pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
     Ok(InputFormat::Log)
 }
 
+/// A line of the log: an entry (`role` and `id`, no `messages`), or a record of a store's
+/// conversation file (`{"seq":N,"at":MS,"entry":{…}}`).
+fn is_log_line(value: &serde_json::Value) -> bool {
+    let entry = |v: &serde_json::Value| {
+        v.get("messages").is_none() && v.get("role").is_some() && v.get("id").is_some()
+    };
+    entry(value) || (value.get("seq").is_some() && value.get("entry").is_some_and(entry))
+}
+
+/// Log JSONL: entries one a line, or the records of a store's conversation file (the
+/// `entry` of each `{"seq":…,"at":…,"entry":{…}}` line).
+fn parse_log_jsonl(text: &str) -> anyhow::Result<Vec<LogEntry>> {
+    let records = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .is_some_and(|v| v.get("seq").is_some() && v.get("entry").is_some());
+    if !records {
+        return Ok(LogEntry::parse_jsonl(text)?);
+    }
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        #[derive(serde::Deserialize)]
+        struct Record {
+            entry: LogEntry,
+        }
+        let record: Record = serde_json::from_str(line)
+            .map_err(|e| anyhow!("log line {}: not a stored record: {e}", i + 1))?;
+        out.push(record.entry);
+    }
+    Ok(out)
+}
+
 /// A conversation read from input: the log entries, what the reading left out, and the
 /// format it was read as.
 pub(crate) struct Loaded {
@@ -117,24 +156,42 @@ pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
         InputFormat::Anthropic => {
             anthropic_to_log(&AnthropicRequest::from_json(text)?, &mut stamp)?
         }
-        InputFormat::Openai => openai_to_log(&ChatRequest::from_json(text)?, &mut stamp),
+        InputFormat::Openai => {
+            let request = ChatRequest::from_json(text)?;
+            if request.extra.contains_key("system") {
+                // An OpenAI body carries its system text as a message; this one would be lost.
+                bail!(
+                    "a top-level `system` field is Anthropic's, not OpenAI's: read it with \
+                     --from anthropic (or put the system text in a `system` message)"
+                );
+            }
+            openai_to_log(&request, &mut stamp)
+        }
         InputFormat::Log => Converted {
-            value: LogEntry::parse_jsonl(text)?,
+            value: parse_log_jsonl(text)?,
             losses: Vec::new(),
         },
         InputFormat::ClaudeCode => ba_protocol::claude_code::session_to_log(text),
         InputFormat::AnthropicSse => {
             let acc = anthropic_stream::accumulate_sse(text)?;
+            let mut losses: Vec<Loss> = acc
+                .problems
+                .into_iter()
+                .map(|what| Loss {
+                    path: "stream".into(),
+                    what,
+                })
+                .collect();
+            if acc.message.stop_reason.as_deref() == Some("refusal") {
+                // No request body nor the log has a place for why an answer stopped.
+                losses.push(Loss {
+                    path: "stream.stop_reason".into(),
+                    what: "`refusal`: the model declined to go on; the output cannot say so".into(),
+                });
+            }
             Converted {
                 value: message_to_log(&acc.message.to_request_message(), &mut stamp)?,
-                losses: acc
-                    .problems
-                    .into_iter()
-                    .map(|what| Loss {
-                        path: "stream".into(),
-                        what,
-                    })
-                    .collect(),
+                losses,
             }
         }
         InputFormat::OpenaiSse => {

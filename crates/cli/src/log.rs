@@ -1,6 +1,7 @@
 //! `ba-agent log`: the conversation store from the command line (import, export, list, show,
-//! verify). The store is a `FileStore` folder, `.ba-agent/` in the working directory unless
-//! `--store` names another.
+//! verify). The store is the one every command uses: `--home DIR`, else `BA_AGENT_HOME` (or
+//! `home:` of the configuration), else `.ba-agent/` in the working directory. Only `import`
+//! creates it; the reading subcommands leave a missing store missing.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -9,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, anyhow};
 use ba_storage::import::{read_claude_code, read_codex, store_imported};
 use ba_storage::store::rfc3339;
-use ba_storage::verify::broken_pairs;
-use ba_storage::{ConversationId, ConversationStore, FileStore};
+use ba_storage::verify::{broken_pairs, duplicate_ids};
+use ba_storage::{ConversationId, ConversationStore, FileStore, FileStoreOptions, StorageError};
 
 use crate::cli::{CliError, CliResult};
 use crate::convert::{self, OutputFormat};
@@ -24,12 +25,12 @@ pub(crate) enum ImportFormat {
     Codex,
 }
 
-/// The store folder option shared by every subcommand.
+/// The store folder option shared by every subcommand (`--store` is the old name).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StoreArg {
-    /// The store folder.
-    #[arg(long, default_value = ".ba-agent")]
-    store: PathBuf,
+    /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
+    #[arg(long, alias = "store", value_name = "DIR")]
+    home: Option<PathBuf>,
 }
 
 /// Subcommands of `log`.
@@ -83,8 +84,47 @@ pub(crate) fn run(cmd: Command) -> CliResult {
     runtime.block_on(run_async(cmd))
 }
 
+/// Opens the store, creating it (for `import`).
 fn open(store: &StoreArg) -> Result<FileStore, CliError> {
-    FileStore::open(&store.store).map_err(CliError::input)
+    let home = crate::config::resolve_home(store.home.clone())?;
+    let store = FileStore::open(&home).map_err(CliError::input)?;
+    warn_store(&store);
+    Ok(store)
+}
+
+/// Opens an existing store (for the reading subcommands), creating nothing; `None` when
+/// there is none.
+fn open_existing(store: &StoreArg) -> Result<Option<FileStore>, CliError> {
+    let home = crate::config::resolve_home(store.home.clone())?;
+    match FileStore::open_existing(&home, FileStoreOptions::default()) {
+        Ok(store) => {
+            warn_store(&store);
+            Ok(Some(store))
+        }
+        Err(StorageError::NoStore { .. }) => Ok(None),
+        Err(e) => Err(CliError::input(e)),
+    }
+}
+
+/// Opens an existing store, or fails naming where it was looked for.
+fn open_read(store: &StoreArg) -> Result<FileStore, CliError> {
+    match open_existing(store)? {
+        Some(store) => Ok(store),
+        None => {
+            let home = crate::config::resolve_home(store.home.clone())?;
+            Err(CliError::input(anyhow!(
+                "no conversation store at {} (give --home DIR or set BA_AGENT_HOME)",
+                home.display()
+            )))
+        }
+    }
+}
+
+/// What the store worked around while opening (a rebuilt index, unreadable metadata).
+fn warn_store(store: &FileStore) {
+    for w in store.warnings() {
+        eprintln!("warning: {w}");
+    }
 }
 
 fn conv_id(conv: &str) -> Result<ConversationId, CliError> {
@@ -130,6 +170,24 @@ async fn run_async(cmd: Command) -> CliResult {
                         loss.what
                     );
                 }
+                // Imported as they are, but named: `log verify` reports them again.
+                for b in broken_pairs(&conv.entries) {
+                    eprintln!(
+                        "warning: {}: entry {}: {}",
+                        conv.source.display(),
+                        b.position,
+                        b.message
+                    );
+                }
+                for d in duplicate_ids(&conv.entries) {
+                    eprintln!(
+                        "warning: {}: entry {}: id `{}` repeats entry {}",
+                        conv.source.display(),
+                        d.position,
+                        d.id,
+                        d.first
+                    );
+                }
             }
             for (id, sub) in ids.iter().skip(1).zip(&imported.subagents) {
                 eprintln!(
@@ -145,15 +203,25 @@ async fn run_async(cmd: Command) -> CliResult {
         }
         Command::Export { conv, to, store } => {
             let id = conv_id(&conv)?;
-            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            let loaded = open_read(&store)?
+                .load(&id)
+                .await
+                .map_err(CliError::input)?;
             for d in &loaded.diagnostics {
                 eprintln!("warning: {conv}: {d}");
             }
-            let (text, _losses) = convert::render(&loaded.into_entries(), to)?;
+            let (text, losses) = convert::render(&loaded.into_entries(), to)?;
+            for loss in losses {
+                eprintln!("lost: {}: {}", loss.path, loss.what);
+            }
             out(&text)?;
         }
         Command::List { store } => {
-            let metas = open(&store)?.list_all().await.map_err(CliError::input)?;
+            let metas = match open_existing(&store)? {
+                Some(store) => store.list_all().await.map_err(CliError::input)?,
+                // No store yet: nothing to list, and nothing created.
+                None => Vec::new(),
+            };
             let mut text = String::new();
             for m in metas {
                 text.push_str(&format!(
@@ -168,7 +236,10 @@ async fn run_async(cmd: Command) -> CliResult {
         }
         Command::Show { conv, store } => {
             let id = conv_id(&conv)?;
-            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            let loaded = open_read(&store)?
+                .load(&id)
+                .await
+                .map_err(CliError::input)?;
             for d in &loaded.diagnostics {
                 eprintln!("warning: {conv}: {d}");
             }
@@ -202,18 +273,46 @@ async fn run_async(cmd: Command) -> CliResult {
         }
         Command::Verify { conv, store } => {
             let id = conv_id(&conv)?;
-            let loaded = open(&store)?.load(&id).await.map_err(CliError::input)?;
+            let store = open_read(&store)?;
+            let loaded = store.load(&id).await.map_err(CliError::input)?;
             let mut text = String::new();
+            let mut problems = 0;
+            let mut report = |text: &mut String, line: String| {
+                problems += 1;
+                text.push_str(&line);
+                text.push('\n');
+            };
+            if let Some(why) = store.metadata_problem(&id).await.map_err(CliError::input)? {
+                report(&mut text, format!("unfinished: {why}"));
+            }
             for d in &loaded.diagnostics {
-                text.push_str(&format!("{}: {d}\n", kind_name(d.kind)));
+                report(&mut text, format!("{}: {d}", kind_name(d.kind)));
+            }
+            if loaded.entries.is_empty() && loaded.diagnostics.is_empty() {
+                report(
+                    &mut text,
+                    "empty: the conversation holds no entries".to_owned(),
+                );
             }
             let entries: Vec<_> = loaded.entries.iter().map(|s| s.entry.clone()).collect();
-            let pairs = broken_pairs(&entries);
-            for b in &pairs {
-                let seq = loaded.entries.get(b.position - 1).map_or(0, |s| s.seq);
-                text.push_str(&format!("broken pair: entry {seq}: {}\n", b.message));
+            let seq_of = |position: usize| loaded.entries.get(position - 1).map_or(0, |s| s.seq);
+            for b in broken_pairs(&entries) {
+                report(
+                    &mut text,
+                    format!("broken pair: entry {}: {}", seq_of(b.position), b.message),
+                );
             }
-            let problems = loaded.diagnostics.len() + pairs.len();
+            for d in duplicate_ids(&entries) {
+                report(
+                    &mut text,
+                    format!(
+                        "duplicate id: entry {}: id `{}` is already used by entry {}",
+                        seq_of(d.position),
+                        d.id,
+                        seq_of(d.first)
+                    ),
+                );
+            }
             text.push_str(&format!(
                 "{conv}: {} entries, {problems} problem(s)\n",
                 loaded.entries.len()

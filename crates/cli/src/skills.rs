@@ -27,7 +27,7 @@ pub(crate) struct Args {
 #[derive(Debug, clap::Args)]
 struct Roots {
     /// A folder holding skills, at any depth; repeat for more roots, the first wins a clash.
-    #[arg(long = "root", value_name = "DIR", required = true, num_args = 1..)]
+    #[arg(long = "root", value_name = "DIR", required = true, num_args = 1)]
     roots: Vec<PathBuf>,
 }
 

@@ -167,3 +167,72 @@ async fn killed_mid_run_resumes_from_the_log_to_the_same_answer() {
     assert_eq!(results[0].text(), reference_result.text());
     assert_eq!(log.last().unwrap().text(), FINAL);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_line_in_the_log_costs_no_later_entry_and_no_sequence_number() {
+    let home = tempfile::tempdir().unwrap();
+    let config = setup(home.path());
+    // A third turn for the run that goes on with the damaged conversation.
+    let more = "And in 2023?";
+    let recording = json!([
+        {"expect": {"role": "user", "text": TASK},
+         "response": {"message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "query_database", "input": {"query": QUERY}}]},
+          "stop_reason": "tool_use"}},
+        {"expect": {"role": "tool", "tool_call_id": "toolu_1"},
+         "response": {"message": {"role": "assistant", "content": FINAL}, "stop_reason": "end_turn"}},
+        {"expect": {"role": "user", "text": more},
+         "response": {"message": {"role": "assistant", "content": "East again."}, "stop_reason": "end_turn"}}
+    ]);
+    std::fs::write(home.path().join("recording.json"), recording.to_string()).unwrap();
+    let out = command(&config, "replay", "http://unused.invalid")
+        .args(["run", "--json", "--task", TASK])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = finished(&out.stdout)["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = home
+        .path()
+        .join("conversations")
+        .join(format!("{id}.jsonl"));
+    // The first line (the task) is damaged beyond reading its sequence number.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let before = lines.len();
+    lines[0] = "#### damaged ####";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let out = command(&config, "replay", "http://unused.invalid")
+        .args(["run", "--json", "--conversation", &id, "--task", more])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(finished(&out.stdout)["final_answer"], "East again.");
+    // Every number in the file is used once, in order, and the new entries follow the old.
+    let seqs: Vec<u64> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["seq"].as_u64().unwrap())
+        .collect();
+    let expected: Vec<u64> = (2..=seqs.len() as u64 + 1).collect();
+    assert_eq!(seqs, expected);
+    assert!(seqs.len() > before - 1);
+    let log = log_of(home.path(), &id).await;
+    assert_eq!(log.len(), seqs.len());
+    assert_eq!(log.last().unwrap().text(), "East again.");
+}

@@ -129,6 +129,8 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         "error: invalid conversation id `../etc/passwd`: it contains `..`\n"
     );
 
+    // In a store that exists: the conversation is what is missing.
+    std::fs::create_dir_all(cwd.path().join(".ba-agent/conversations")).unwrap();
     let o = run(
         cwd.path(),
         &["log", "export", "missing", "--to", "anthropic"],

@@ -40,6 +40,12 @@ pub enum StorageError {
         /// What the store holds.
         actual: u64,
     },
+    /// A folder holds no conversation store (a command that only reads creates none).
+    #[error("no conversation store at {}", path.display())]
+    NoStore {
+        /// The folder.
+        path: PathBuf,
+    },
     /// A file operation failed.
     #[error("{action} {}: {source}", path.display())]
     Io {

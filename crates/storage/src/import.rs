@@ -104,25 +104,17 @@ pub fn read_codex(path: &Path) -> Result<Imported> {
 
 /// Writes an import into `store`: the main session as `id` (a fresh id when `None`), each
 /// subagent as `<id>--<subagent name>` with the main session as its parent. Returns the ids.
+///
+/// All or nothing: each conversation is created whole ([`ConversationStore::create_with_entries`])
+/// and, when one fails, the ones already written are deleted again. The subagents go first, so
+/// a process killed part way never leaves a main session without the subagents it lists.
 pub async fn store_imported<S: ConversationStore + ?Sized>(
     store: &S,
     imported: &Imported,
     id: Option<ConversationId>,
 ) -> Result<Vec<ConversationId>> {
     let main_id = id.unwrap_or_else(ConversationId::random);
-    let mut ids = Vec::new();
-    let title = Some(format!("imported from {}", imported.main.source.display()));
-    store
-        .create(
-            &main_id,
-            NewConversation {
-                title,
-                ..NewConversation::default()
-            },
-        )
-        .await?;
-    append_all(store, &main_id, &imported.main.entries).await?;
-    ids.push(main_id.clone());
+    let mut plan = Vec::new();
     for sub in &imported.subagents {
         let name: String = sub
             .name
@@ -136,32 +128,30 @@ pub async fn store_imported<S: ConversationStore + ?Sized>(
             })
             .collect();
         let sub_id = ConversationId::new(format!("{main_id}--{name}"))?;
-        store
-            .create(
-                &sub_id,
-                NewConversation {
-                    title: Some(format!("subagent {} of {main_id}", sub.name)),
-                    mode: None,
-                    parent: Some(main_id.to_string()),
-                },
-            )
-            .await?;
-        append_all(store, &sub_id, &sub.entries).await?;
-        ids.push(sub_id);
+        let new = NewConversation {
+            title: Some(format!("subagent {} of {main_id}", sub.name)),
+            mode: None,
+            parent: Some(main_id.to_string()),
+        };
+        plan.push((sub_id, new, &sub.entries));
     }
-    Ok(ids)
-}
-
-async fn append_all<S: ConversationStore + ?Sized>(
-    store: &S,
-    id: &ConversationId,
-    entries: &[LogEntry],
-) -> Result<()> {
-    // Batches keep one record a line but spare an fsync per entry; the expected sequence
-    // number makes a concurrent writer an error instead of a silent interleaving.
-    let mut last = 0;
-    for chunk in entries.chunks(256) {
-        last = store.append_batch(id, chunk, Some(last)).await?.last_seq;
+    let title = Some(format!("imported from {}", imported.main.source.display()));
+    let main_new = NewConversation {
+        title,
+        ..NewConversation::default()
+    };
+    plan.push((main_id.clone(), main_new, &imported.main.entries));
+    let mut done: Vec<ConversationId> = Vec::new();
+    for (conv, new, entries) in plan {
+        if let Err(e) = store.create_with_entries(&conv, new, entries).await {
+            for written in &done {
+                let _ = store.delete(written).await;
+            }
+            return Err(e);
+        }
+        done.push(conv);
     }
-    Ok(())
+    // The main session first, then the subagents in file order.
+    done.rotate_right(1);
+    Ok(done)
 }

@@ -9,7 +9,8 @@
 //!   index rebuilt from the files); `PostgresStore` (feature `postgres`) serves shared
 //!   deployments. [`conformance`] is the one test suite every backend passes.
 //! - [`import`]: Claude Code sessions (with their subagent files) and Codex rollouts into
-//!   conversations, listing what the log cannot express; [`verify`] finds broken tool pairs.
+//!   conversations, listing what the log cannot express; [`verify`] finds broken tool pairs and
+//!   repeated entry ids.
 //! - [`datafile::DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
 //!   metadata, cleanup by age and LRU size cap (in the background or on demand).
 //! - [`code::CodeStore`] (ST3), [`upload::UploadStore`] (ST4), [`events::EventLog`] (ST5).

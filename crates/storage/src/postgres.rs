@@ -320,17 +320,17 @@ impl ConversationStore for PostgresStore {
             .start()
             .await
             .map_err(db)?;
-        if tx
+        let Some(head) = tx
             .query_opt(
-                "SELECT 1 FROM ba_conversations WHERE id = $1",
+                "SELECT last_seq FROM ba_conversations WHERE id = $1",
                 &[&id.as_str()],
             )
             .await
             .map_err(db)?
-            .is_none()
-        {
+        else {
             return Err(StorageError::NotFound { id: id.to_string() });
-        }
+        };
+        let last_seq = u64::try_from(head.get::<_, i64>(0)).unwrap_or(0);
         let rows = tx
             .query(
                 "SELECT seq, appended_ms, entry FROM ba_entries
@@ -340,7 +340,10 @@ impl ConversationStore for PostgresStore {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        let mut loaded = Loaded::default();
+        let mut loaded = Loaded {
+            last_seq,
+            ..Loaded::default()
+        };
         for row in rows {
             let seq = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
             let text: &str = row.get(2);

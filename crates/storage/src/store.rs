@@ -137,6 +137,10 @@ pub struct Loaded {
     pub entries: Vec<StoredEntry>,
     /// Skipped lines (always empty for the database backend).
     pub diagnostics: Vec<Diagnostic>,
+    /// The sequence number the next append follows: the last entry's, or higher when lines
+    /// past it were skipped (a damaged line keeps the number it held). Pass it as
+    /// `expect_last`.
+    pub last_seq: u64,
 }
 
 impl Loaded {
@@ -248,6 +252,30 @@ pub trait ConversationStore: Send + Sync {
     /// Deletes every conversation last updated before `cutoff_ms`; returns their ids.
     async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>>;
 
+    /// Creates a conversation holding `entries` (sequence numbers from 1) as one unit, for
+    /// imports: a failure leaves no conversation behind. `FileStore` writes it under a
+    /// temporary name and renames it, so not even a killed process leaves a part; this
+    /// default creates, appends and deletes the conversation again when an append fails.
+    async fn create_with_entries(
+        &self,
+        id: &ConversationId,
+        new: NewConversation,
+        entries: &[LogEntry],
+    ) -> Result<ConversationMeta> {
+        self.create(id, new).await?;
+        let mut last = 0;
+        for chunk in entries.chunks(256) {
+            match self.append_batch(id, chunk, Some(last)).await {
+                Ok(done) => last = done.last_seq,
+                Err(e) => {
+                    let _ = self.delete(id).await;
+                    return Err(e);
+                }
+            }
+        }
+        self.metadata(id).await
+    }
+
     /// Appends one entry; returns its sequence number.
     async fn append(
         &self,
@@ -302,6 +330,14 @@ macro_rules! forward {
             }
             async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
                 (**self).load_from(id, from_seq).await
+            }
+            async fn create_with_entries(
+                &self,
+                id: &ConversationId,
+                new: NewConversation,
+                entries: &[LogEntry],
+            ) -> Result<ConversationMeta> {
+                (**self).create_with_entries(id, new, entries).await
             }
             async fn list(&self, page: Page) -> Result<ListPage> {
                 (**self).list(page).await

@@ -1,4 +1,5 @@
-//! Checks of a stored conversation beyond what a load reports: tool calls and their results.
+//! Checks of a stored conversation beyond what a load reports: tool calls and their results,
+//! entry ids used twice.
 
 use std::collections::HashMap;
 
@@ -58,6 +59,36 @@ pub fn broken_pairs(entries: &[LogEntry]) -> Vec<BrokenPair> {
     out
 }
 
+/// An entry id used by more than one entry (conversion to a request body refuses these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateId {
+    /// Position of the repeat (1-based index into the entries given).
+    pub position: usize,
+    /// Position of the first entry with the id.
+    pub first: usize,
+    /// The id.
+    pub id: String,
+}
+
+/// Finds entry ids used more than once, each repeat once, in order.
+pub fn duplicate_ids(entries: &[LogEntry]) -> Vec<DuplicateId> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        match seen.get(e.id.as_str()) {
+            Some(&first) => out.push(DuplicateId {
+                position: i + 1,
+                first,
+                id: e.id.clone(),
+            }),
+            None => {
+                seen.insert(e.id.as_str(), i + 1);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +135,21 @@ mod tests {
         );
         assert!(broken_pairs(&entries[1..3]).len() == 1);
         assert!(broken_pairs(&entries[4..]).is_empty());
+    }
+
+    #[test]
+    fn finds_each_repeated_entry_id() {
+        let entries = [
+            call("a", &[]),
+            result("b", "x"),
+            call("a", &[]),
+            call("a", &[]),
+        ];
+        let got: Vec<(usize, usize)> = duplicate_ids(&entries)
+            .iter()
+            .map(|d| (d.position, d.first))
+            .collect();
+        assert_eq!(got, [(3, 1), (4, 1)]);
+        assert!(duplicate_ids(&entries[..2]).is_empty());
     }
 }

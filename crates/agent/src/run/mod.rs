@@ -199,7 +199,7 @@ impl Runner {
         let meta = self.inner.store.metadata(&self.id).await?;
         self.mode = meta.mode.unwrap_or_default();
         let loaded = self.inner.store.load(&self.id).await?;
-        self.last_seq = loaded.entries.last().map_or(0, |s| s.seq);
+        self.last_seq = loaded.last_seq;
         self.log = loaded.into_entries();
         let kind = match &input {
             Input::Message(_) => InputKind::Message,

@@ -61,15 +61,28 @@ pub(super) fn scan_tail(file: &File, path: &Path, from: Tail) -> Result<Tail> {
         let line = &bytes[offset..offset + nl];
         offset += nl + 1;
         tail.len += nl as u64 + 1;
-        if let Some((seq, at)) = record_head(line)
-            && seq == tail.last_seq + 1
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let head = record_head(line);
+        let next = reserve(tail.last_seq, head.map(|(seq, _)| seq));
+        if let Some((seq, at)) = head
+            && seq == next
+            && seq > tail.last_seq
         {
-            tail.last_seq = seq;
             tail.last_at = at;
         }
+        tail.last_seq = next;
     }
     tail.torn = (bytes.len() - offset) as u64;
     Ok(tail)
+}
+
+/// The highest sequence number a file has used after one more non-blank line: the line's own
+/// number when its head is readable, never going back. Appends continue after it, so a number
+/// stays taken even when its line is damaged or out of place.
+pub(super) fn reserve(last: u64, head: Option<u64>) -> u64 {
+    head.map_or(last, |seq| last.max(seq))
 }
 
 /// Sequence number and time of a record, reading as little of the line as possible.
@@ -85,7 +98,8 @@ fn record_head(line: &[u8]) -> Option<(u64, i64)> {
 /// What one line of a log file holds, before sequence numbers are checked.
 enum Parsed {
     Blank,
-    NotUtf8(usize),
+    /// Not UTF-8 (the column of the first bad byte); the head, when readable, used its number.
+    NotUtf8(usize, Option<u64>),
     /// A record before `from_seq`: only its head was read.
     Skipped(u64),
     Record(Box<LineIn>),
@@ -98,7 +112,7 @@ fn parse_line(line: &[u8], from_seq: u64) -> Parsed {
         return Parsed::Blank;
     }
     if let Err(e) = std::str::from_utf8(line) {
-        return Parsed::NotUtf8(e.valid_up_to() + 1);
+        return Parsed::NotUtf8(e.valid_up_to() + 1, record_head(line).map(|(seq, _)| seq));
     }
     if let Some((seq, _)) = quick_head(line)
         && seq < from_seq
@@ -183,7 +197,11 @@ fn parse_log_with(bytes: &[u8], from_seq: u64, parallel_min: usize) -> Loaded {
         parse_lines(body, 0, from_seq)
     };
     let mut loaded = Loaded::default();
+    // `last_seq`: the last record taken; `reserved`: the highest number any line has used
+    // (what the next append follows). A damaged line costs only itself: later records are
+    // taken as long as their numbers go up.
     let mut last_seq = 0u64;
+    let mut reserved = 0u64;
     let mut line_no = 0u64;
     for (at, p) in parsed {
         line_no += 1;
@@ -198,17 +216,29 @@ fn parse_log_with(bytes: &[u8], from_seq: u64, parallel_min: usize) -> Loaded {
         };
         match p {
             Parsed::Blank => {}
-            Parsed::NotUtf8(col) => diag(
-                DiagnosticKind::NotUtf8,
-                format!("not UTF-8 (invalid byte at column {col}); skipped"),
-            ),
-            Parsed::Skipped(seq) if seq == last_seq + 1 => last_seq = seq,
-            Parsed::Skipped(seq) => diag(
-                DiagnosticKind::OutOfOrder,
-                format!("sequence number {seq} does not follow {last_seq}; skipped"),
-            ),
+            Parsed::NotUtf8(col, head) => {
+                reserved = reserve(reserved, head);
+                diag(
+                    DiagnosticKind::NotUtf8,
+                    format!(
+                        "not UTF-8 (invalid byte at column {col}); quarantined in place, skipped"
+                    ),
+                );
+            }
+            Parsed::Skipped(seq) => {
+                reserved = reserved.max(seq);
+                if seq > last_seq {
+                    last_seq = seq;
+                } else {
+                    diag(
+                        DiagnosticKind::OutOfOrder,
+                        format!("sequence number {seq} does not follow {last_seq}; skipped"),
+                    );
+                }
+            }
             Parsed::Record(rec) => {
-                if rec.seq != last_seq + 1 {
+                reserved = reserved.max(rec.seq);
+                if rec.seq <= last_seq {
                     diag(
                         DiagnosticKind::OutOfOrder,
                         format!(
@@ -219,6 +249,9 @@ fn parse_log_with(bytes: &[u8], from_seq: u64, parallel_min: usize) -> Loaded {
                     continue;
                 }
                 last_seq = rec.seq;
+                if rec.seq < from_seq {
+                    continue;
+                }
                 let LineIn { seq, at, entry } = *rec;
                 loaded.entries.push(StoredEntry {
                     seq,
@@ -227,16 +260,15 @@ fn parse_log_with(bytes: &[u8], from_seq: u64, parallel_min: usize) -> Loaded {
                 });
             }
             Parsed::Corrupt(head, e) => {
-                if head == Some(last_seq + 1) {
-                    last_seq += 1;
-                }
+                reserved = reserve(reserved, head);
                 diag(
                     DiagnosticKind::Corrupt,
-                    format!("not a log record ({e}); skipped"),
+                    format!("not a log record ({e}); quarantined in place, skipped"),
                 );
             }
         }
     }
+    loaded.last_seq = reserved;
     if !torn.is_empty() {
         loaded.diagnostics.push(Diagnostic {
             kind: DiagnosticKind::TornTail,

@@ -2,12 +2,13 @@
 //! the files when it is missing or unreadable; and the per-conversation `.meta.json` files.
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Tail, scan_tail};
+use super::lock::FileLock;
 use super::{FileStore, blocking, lock};
 use crate::atomic::write_atomic;
 use crate::error::{Result, StorageError};
@@ -31,31 +32,88 @@ pub(super) struct MetaFile {
     pub(super) updated_ms: i64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct IndexFile {
     version: u32,
     conversations: BTreeMap<String, IndexRow>,
 }
 
+#[derive(Serialize)]
+struct IndexFileOut<'a> {
+    version: u32,
+    conversations: &'a BTreeMap<String, IndexRow>,
+}
+
 impl FileStore {
-    /// Reads the index, or rebuilds it from the files when it is missing or unreadable.
+    /// Reads the index, or rebuilds it from the files when it is missing or unreadable (with a
+    /// warning when it was there but unreadable).
     pub(super) fn load_index(&self) -> Result<()> {
+        match self.read_index_file()? {
+            Some(rows) => *lock(&self.inner.index) = rows,
+            None => self.update_index(|_| Ok(()))?,
+        }
+        Ok(())
+    }
+
+    /// The rows of `index.json`; `None` when it is missing or unreadable.
+    fn read_index_file(&self) -> Result<Option<BTreeMap<String, IndexRow>>> {
         let index_path = self.index_path();
-        let rows = match std::fs::read(&index_path) {
+        match std::fs::read(&index_path) {
             Ok(bytes) => match serde_json::from_slice::<IndexFile>(&bytes) {
-                Ok(file) if file.version == 1 => Some(file.conversations),
-                _ => {
-                    tracing::warn!(path = %index_path.display(), "unreadable index; rebuilding");
-                    None
+                Ok(file) if file.version == 1 => Ok(Some(file.conversations)),
+                Ok(file) => {
+                    self.warn(format!(
+                        "{}: unknown index version {}; rebuilt from the conversation files",
+                        index_path.display(),
+                        file.version
+                    ));
+                    Ok(None)
+                }
+                Err(e) => {
+                    self.warn(format!(
+                        "{}: unreadable index ({e}); rebuilt from the conversation files",
+                        index_path.display()
+                    ));
+                    Ok(None)
                 }
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(StorageError::io("reading", index_path, e)),
-        };
-        match rows {
-            Some(rows) => *lock(&self.inner.index) = rows,
-            None => self.rebuild_index_blocking()?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StorageError::io("reading", index_path, e)),
         }
+    }
+
+    /// Changes the index on disk under the store's index lock: reads what other writers (other
+    /// processes too) left in it, or rebuilds it from the files when it is missing or
+    /// unreadable, applies `change`, and replaces the file atomically (`fsync` of the file
+    /// and the folder). A writer never overwrites another's rows with its own stale copy.
+    pub(super) fn update_index(
+        &self,
+        change: impl FnOnce(&mut BTreeMap<String, IndexRow>) -> Result<()>,
+    ) -> Result<()> {
+        let mut cache = lock(&self.inner.index);
+        let lock_path = self.inner.root.join("index.lock");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StorageError::io("opening", &lock_path, e))?;
+        let _flock = FileLock::exclusive(&lock_file, &lock_path)?;
+        let mut rows = match self.read_index_file()? {
+            Some(rows) => rows,
+            None => self.rows_from_files()?,
+        };
+        change(&mut rows)?;
+        let bytes = serde_json::to_vec(&IndexFileOut {
+            version: 1,
+            conversations: &rows,
+        })
+        .map_err(|e| StorageError::Format {
+            what: "index".to_owned(),
+            message: e.to_string(),
+        })?;
+        write_atomic(&self.index_path(), &bytes)?;
+        *cache = rows;
         Ok(())
     }
 
@@ -70,14 +128,21 @@ impl FileStore {
     }
 
     pub(super) fn rebuild_index_blocking(&self) -> Result<()> {
+        let rows = self.rows_from_files()?;
+        self.update_index(|all| {
+            *all = rows;
+            Ok(())
+        })
+    }
+
+    fn rows_from_files(&self) -> Result<BTreeMap<String, IndexRow>> {
         let mut rows = BTreeMap::new();
         for id in self.ids_on_disk()? {
             if let Some(row) = self.scan_row(&id, None)? {
                 rows.insert(id, row);
             }
         }
-        *lock(&self.inner.index) = rows;
-        self.save_index()
+        Ok(rows)
     }
 
     pub(super) fn ids_on_disk(&self) -> Result<Vec<String>> {
@@ -118,21 +183,55 @@ impl FileStore {
         };
         let meta = match cached {
             Some(row) => row.meta.clone(),
-            None => self.read_meta(id)?,
+            None => {
+                let mut meta = self.read_meta(id)?;
+                if meta.created_ms == 0 && meta.updated_ms == 0 {
+                    // No usable metadata file: the log file's own time beats 1970.
+                    let ms = file
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .and_then(|d| i64::try_from(d.as_millis()).ok())
+                        .unwrap_or(0);
+                    meta.created_ms = ms;
+                    meta.updated_ms = ms;
+                }
+                meta
+            }
         };
         Ok(Some(IndexRow { meta, tail }))
     }
 
+    /// The metadata file; defaults (with a warning) when it is unreadable, so one damaged
+    /// file costs its conversation's title, never the store.
     pub(super) fn read_meta(&self, id: &str) -> Result<MetaFile> {
+        match self.meta_status(id)? {
+            (meta, None) => Ok(meta),
+            (meta, Some(problem)) => {
+                self.warn(problem);
+                Ok(meta)
+            }
+        }
+    }
+
+    /// The metadata file and, when it is unreadable, why (`None` when it is fine or missing).
+    pub(super) fn meta_status(&self, id: &str) -> Result<(MetaFile, Option<String>)> {
         let path = self.meta_path(id);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StorageError::Format {
-                what: path.display().to_string(),
-                message: e.to_string(),
+            Ok(bytes) => Ok(match serde_json::from_slice(&bytes) {
+                Ok(meta) => (meta, None),
+                Err(e) => (
+                    MetaFile::default(),
+                    Some(format!(
+                        "{}: unreadable metadata ({e}); the conversation is listed without it",
+                        path.display()
+                    )),
+                ),
             }),
             // The log file is the claim on the id; a crash between it and the metadata file
             // leaves a conversation without a title, which is still a conversation.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(MetaFile::default()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((MetaFile::default(), None)),
             Err(e) => Err(StorageError::io("reading", path, e)),
         }
     }
@@ -143,18 +242,6 @@ impl FileStore {
             message: e.to_string(),
         })?;
         write_atomic(&self.meta_path(id), &bytes)
-    }
-
-    pub(super) fn save_index(&self) -> Result<()> {
-        let file = IndexFile {
-            version: 1,
-            conversations: lock(&self.inner.index).clone(),
-        };
-        let bytes = serde_json::to_vec(&file).map_err(|e| StorageError::Format {
-            what: "index".to_owned(),
-            message: e.to_string(),
-        })?;
-        write_atomic(&self.index_path(), &bytes)
     }
 
     pub(super) fn row(&self, id: &str) -> Result<IndexRow> {

@@ -7,8 +7,13 @@
 //! conversations/<id>.jsonl      {"seq":1,"at":<ms>,"entry":{…}} one record a line
 //! conversations/<id>.meta.json  title, mode, parent, created (written atomically)
 //! conversations/<id>.torn       torn tails moved aside by a later append
+//! conversations/.incoming/      imports being written whole, linked into place when done
 //! index.json                    cached last_seq / size / updated of every conversation
+//! index.lock                    the lock every change of index.json is made under
 //! ```
+//!
+//! A damaged line in the middle of a log is quarantined in place: kept, reported by each load,
+//! and skipped alone; appends continue after the highest sequence number any line holds.
 //!
 //! An append takes the in-process lock of the conversation, then an exclusive `flock` on its
 //! file (so two processes never interleave lines), writes all its lines with one `write`, and
@@ -18,6 +23,7 @@
 mod codec;
 #[cfg(feature = "test-util")]
 mod fault;
+mod incoming;
 mod index;
 mod lock;
 
@@ -114,6 +120,8 @@ pub(super) struct Inner {
     opts: FileStoreOptions,
     handles: Mutex<HashMap<String, Arc<Handle>>>,
     index: Mutex<BTreeMap<String, IndexRow>>,
+    /// What the store found damaged and worked around (an unreadable index or metadata file).
+    warnings: Mutex<Vec<String>>,
 }
 
 /// In-process state of one conversation file.
@@ -160,10 +168,57 @@ impl FileStore {
                 opts,
                 handles: Mutex::new(HashMap::new()),
                 index: Mutex::new(BTreeMap::new()),
+                warnings: Mutex::new(Vec::new()),
             }),
         };
+        store.clean_incoming();
         store.load_index()?;
         Ok(store)
+    }
+
+    /// Opens the store under `root` only if there is one: creates no folder, so commands
+    /// that only read leave no empty store behind. `NoStore` when `root` holds none.
+    pub fn open_existing(root: impl Into<PathBuf>, opts: FileStoreOptions) -> Result<Self> {
+        let root = root.into();
+        if !root.join("conversations").is_dir() {
+            return Err(StorageError::NoStore { path: root });
+        }
+        Self::open_with(root, opts)
+    }
+
+    /// What the store found damaged since it was opened and worked around: an unreadable
+    /// `index.json` (rebuilt from the files), unreadable metadata files (their conversations
+    /// listed without title). Each once, oldest first.
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.inner.warnings).clone()
+    }
+
+    pub(super) fn warn(&self, message: String) {
+        let mut all = lock(&self.inner.warnings);
+        if !all.contains(&message) {
+            tracing::warn!("{message}");
+            all.push(message);
+        }
+    }
+
+    /// Why a conversation looks unfinished: its metadata file is missing (a create or an
+    /// import cut short before it was written) or unreadable. `None` when it is fine.
+    pub async fn metadata_problem(&self, id: &ConversationId) -> Result<Option<String>> {
+        let (this, id) = (self.clone(), id.clone());
+        blocking(move || {
+            if !this.log_path(&id).exists() {
+                return Err(StorageError::NotFound { id: id.to_string() });
+            }
+            let path = this.meta_path(id.as_str());
+            if !path.exists() {
+                return Ok(Some(format!(
+                    "no metadata file {}: a create or import that did not finish",
+                    path.display()
+                )));
+            }
+            Ok(this.meta_status(id.as_str())?.1)
+        })
+        .await
     }
 
     /// The root folder.
@@ -228,8 +283,10 @@ impl FileStore {
             meta,
             tail: Tail::default(),
         };
-        lock(&self.inner.index).insert(id.to_string(), row.clone());
-        self.save_index()?;
+        self.update_index(|rows| {
+            rows.insert(id.to_string(), row.clone());
+            Ok(())
+        })?;
         Ok(Self::meta_of(id.as_str(), &row))
     }
 
@@ -434,8 +491,10 @@ impl FileStore {
         *state = FileState::default();
         drop(state);
         sync_dir(&self.inner.dir)?;
-        lock(&self.inner.index).remove(id);
-        self.save_index()?;
+        self.update_index(|rows| {
+            rows.remove(id);
+            Ok(())
+        })?;
         Ok(existed)
     }
 
@@ -524,6 +583,16 @@ impl ConversationStore for FileStore {
         blocking(move || this.load_blocking(&id, from_seq)).await
     }
 
+    async fn create_with_entries(
+        &self,
+        id: &ConversationId,
+        new: NewConversation,
+        entries: &[LogEntry],
+    ) -> Result<ConversationMeta> {
+        let (this, id, entries) = (self.clone(), id.clone(), entries.to_vec());
+        blocking(move || this.create_whole_blocking(&id, new, &entries)).await
+    }
+
     async fn list(&self, page: Page) -> Result<ListPage> {
         let this = self.clone();
         blocking(move || this.list_blocking(&page)).await
@@ -558,8 +627,10 @@ impl ConversationStore for FileStore {
             meta.updated_ms = this.now();
             this.write_meta(id.as_str(), &meta)?;
             row.meta = meta;
-            lock(&this.inner.index).insert(id.to_string(), row.clone());
-            this.save_index()?;
+            this.update_index(|rows| {
+                rows.insert(id.to_string(), row.clone());
+                Ok(())
+            })?;
             Ok(Self::meta_of(id.as_str(), &row))
         })
         .await
