@@ -10,10 +10,12 @@ mod context;
 mod convert;
 mod input;
 mod log;
+mod mcp;
 mod out;
 mod print;
 mod skills;
 mod tokens;
+mod watch;
 
 use std::process::ExitCode;
 
