@@ -212,7 +212,10 @@ mod tests {
                 )
             })
             .collect();
-        assert!(extra.is_empty(), "ba-agent --features mcp depends on {extra:?}");
+        assert!(
+            extra.is_empty(),
+            "ba-agent --features mcp depends on {extra:?}"
+        );
     }
 
     #[test]

@@ -47,7 +47,10 @@ impl SourceSnapshot {
 impl fmt::Debug for SourceSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SourceSnapshot")
-            .field("tools", &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .field("servers", &self.servers)
             .finish()
     }

@@ -113,10 +113,7 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
             json!({"a": 2, "b": 3}),
             json!({"role": "user", "text": "Add 2 and 3."}),
         ),
-        text_turn(
-            "2 + 3 = 5.",
-            json!({"role": "tool", "tool_call_id": "c1"}),
-        ),
+        text_turn("2 + 3 = 5.", json!({"role": "tool", "tool_call_id": "c1"})),
         text_turn("Still 5.", json!({"role": "user", "text": "Again?"})),
     ]);
     let agent = builder(client.clone(), dir.path())
@@ -127,7 +124,10 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
         .new_conversation(NewConversation::default())
         .await
         .unwrap();
-    let summary = agent.send(&id, Input::message("Add 2 and 3.")).finish().await;
+    let summary = agent
+        .send(&id, Input::message("Add 2 and 3."))
+        .finish()
+        .await;
     assert_eq!(summary.status, RunStatus::Answered, "{:?}", summary.error);
     assert_eq!(summary.final_answer.as_deref(), Some("2 + 3 = 5."));
 
@@ -150,11 +150,7 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
     assert_eq!(inventory.servers.len(), 1);
     assert_eq!(inventory.servers[0].name, "calc");
     assert_eq!(inventory.servers[0].state, "ready");
-    assert!(
-        inventory.servers[0]
-            .tools
-            .contains(&"calc__add".to_owned())
-    );
+    assert!(inventory.servers[0].tools.contains(&"calc__add".to_owned()));
     // The model saw the same tools, under their model names.
     let requests = client.requests();
     assert!(requests[0].contains(&"calc__echo".to_owned()));
@@ -171,7 +167,11 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
     assert_eq!(inventories, 1);
     let report = agent.report(&id).await.unwrap();
     assert_eq!(report.tool_servers.len(), 1);
-    assert!(report.tool_servers[0].added.contains(&"calc__add".to_owned()));
+    assert!(
+        report.tool_servers[0]
+            .added
+            .contains(&"calc__add".to_owned())
+    );
     assert_eq!(report.tools["calc__add"].calls, 1);
     manager.shutdown().await;
 }
@@ -264,7 +264,11 @@ async fn a_server_that_joins_later_is_in_the_next_run_never_mid_run() {
 
     let log = agent.entries(&id).await.unwrap();
     let inventories: Vec<_> = log.iter().filter_map(records::server_inventory).collect();
-    assert_eq!(inventories.len(), 2, "a second inventory for the changed tools");
+    assert_eq!(
+        inventories.len(),
+        2,
+        "a second inventory for the changed tools"
+    );
     assert_eq!(inventories[0].servers[1].state, "starting");
     assert!(inventories[0].servers[1].tools.is_empty());
     assert_eq!(inventories[1].servers[1].state, "ready");
@@ -307,7 +311,10 @@ async fn mcp_calls_follow_the_runtime_rules() {
             ("admin", admin.with_required(true)),
             ("full", full.with_required(true)),
             ("dies", server().with_required(true)),
-            ("idle", server().with_required(true).with_tool_timeout_ms(400)),
+            (
+                "idle",
+                server().with_required(true).with_tool_timeout_ms(400),
+            ),
         ],
         options(),
     )
@@ -334,7 +341,9 @@ async fn mcp_calls_follow_the_runtime_rules() {
     assert_eq!(err.message, "no such table: q3");
 
     // Images and blobs go to data files; the observation names them and holds no base64.
-    let r = runtime.run(&call("c2", "calc__image", json!({})), &ctx).await;
+    let r = runtime
+        .run(&call("c2", "calc__image", json!({})), &ctx)
+        .await;
     assert!(r.success, "{}", r.observation);
     assert!(!r.observation.contains("iVBORw0KGgo"), "{}", r.observation);
     let paths: Vec<PathBuf> = std::fs::read_dir(data.join("tool_data"))
@@ -351,7 +360,9 @@ async fn mcp_calls_follow_the_runtime_rules() {
     assert!(r.observation.contains("an image and a blob"));
 
     // The server's permission, and a skill's allowed_tools.
-    let r = runtime.run(&call("c3", "admin__echo", json!({"text": "x"})), &ctx).await;
+    let r = runtime
+        .run(&call("c3", "admin__echo", json!({"text": "x"})), &ctx)
+        .await;
     assert_eq!(r.error.unwrap().code, "PERMISSION_LEVEL");
     let skill = ContextModifier {
         allowed_tools: Some(vec!["calc__add".into()]),
@@ -366,12 +377,18 @@ async fn mcp_calls_follow_the_runtime_rules() {
         .await;
     assert_eq!(r.error.unwrap().code, "TOOL_NOT_ALLOWED");
     let r = runtime
-        .run_with(&call("c5", "calc__add", json!({"a": 1, "b": 1})), &ctx, opts)
+        .run_with(
+            &call("c5", "calc__add", json!({"a": 1, "b": 1})),
+            &ctx,
+            opts,
+        )
         .await;
     assert!(r.success, "{}", r.observation);
 
     // The arguments are checked against the server's schema before the call.
-    let r = runtime.run(&call("c6", "calc__add", json!({"a": "one"})), &ctx).await;
+    let r = runtime
+        .run(&call("c6", "calc__add", json!({"a": "one"})), &ctx)
+        .await;
     assert_eq!(r.error.unwrap().kind, ToolErrorKind::InvalidParameters);
 
     // The server's default level: `full` results are spilled to a data file.
@@ -381,7 +398,10 @@ async fn mcp_calls_follow_the_runtime_rules() {
         ..InvocationContext::default()
     };
     let r = runtime
-        .run(&call("c7", "full__echo", json!({"text": "kept whole"})), &full_ctx)
+        .run(
+            &call("c7", "full__echo", json!({"text": "kept whole"})),
+            &full_ctx,
+        )
         .await;
     assert!(r.success);
     assert_eq!(r.output_level, OutputLevel::Full);
@@ -391,21 +411,35 @@ async fn mcp_calls_follow_the_runtime_rules() {
     // The idle timeout: progress notifications, then silence; the error names the last one,
     // and a timeout is not retried.
     let r = runtime
-        .run(&call("c8", "idle__progress_then_hang", json!({"steps": 2})), &ctx)
+        .run(
+            &call("c8", "idle__progress_then_hang", json!({"steps": 2})),
+            &ctx,
+        )
         .await;
     let err = r.error.unwrap();
     assert_eq!(err.kind, ToolErrorKind::Timeout);
-    assert!(err.message.contains("last progress: 2/4 step 2"), "{}", err.message);
+    assert!(
+        err.message.contains("last progress: 2/4 step 2"),
+        "{}",
+        err.message
+    );
     assert_eq!(r.retry_count, 0);
 
     // The runtime's cap (the source's 1.5 s here): the call is dropped, which cancels it on
     // the server, and the progress so far is the partial output.
     let r = runtime
-        .run(&call("c9", "calc__progress_then_hang", json!({"steps": 3})), &ctx)
+        .run(
+            &call("c9", "calc__progress_then_hang", json!({"steps": 3})),
+            &ctx,
+        )
         .await;
     let err = r.error.unwrap();
     assert_eq!(err.kind, ToolErrorKind::Timeout);
-    assert!(err.message.contains("timed out after 1500 ms"), "{}", err.message);
+    assert!(
+        err.message.contains("timed out after 1500 ms"),
+        "{}",
+        err.message
+    );
     assert!(
         err.message.contains("3 progress notification(s)") && err.message.contains("3/6"),
         "{}",
@@ -421,13 +455,21 @@ async fn mcp_calls_follow_the_runtime_rules() {
     assert_eq!(r.observation, "1", "the server saw the cancellation");
 
     // A server that dies mid-call: a resource error, not retried, and the others go on.
-    let r = runtime.run(&call("c11", "dies__exit", json!({"code": 3})), &ctx).await;
+    let r = runtime
+        .run(&call("c11", "dies__exit", json!({"code": 3})), &ctx)
+        .await;
     let err = r.error.unwrap();
     assert_eq!(err.kind, ToolErrorKind::ResourceError);
     assert_eq!(err.code, "MCP_SERVER_UNAVAILABLE");
-    assert!(err.message.contains("exited with status 3"), "{}", err.message);
+    assert!(
+        err.message.contains("exited with status 3"),
+        "{}",
+        err.message
+    );
     assert_eq!(r.retry_count, 0);
-    let r = runtime.run(&call("c12", "calc__echo", json!({"text": "ok"})), &ctx).await;
+    let r = runtime
+        .run(&call("c12", "calc__echo", json!({"text": "ok"})), &ctx)
+        .await;
     assert_eq!(r.observation, "ok");
     manager.shutdown().await;
 }

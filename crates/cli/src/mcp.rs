@@ -264,7 +264,11 @@ fn list(config: Option<&Path>, opts: &ExtOpts, json: bool) -> CliResult {
         }
         for tool in &server.tools {
             let description = tool.description.split_whitespace().collect::<Vec<_>>();
-            outln!("  {}  {}", tool.model_name, one_line(&description.join(" "), 80));
+            outln!(
+                "  {}  {}",
+                tool.model_name,
+                one_line(&description.join(" "), 80)
+            );
         }
         for skipped in &server.skipped {
             outln!("  skipped {}: {}", skipped.name, skipped.reason);

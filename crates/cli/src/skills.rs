@@ -128,7 +128,13 @@ pub(crate) fn run(args: Args, ext: &ExtOpts) -> CliResult {
             level,
             resource,
             json,
-        } => show(&name, &with_plugins(roots), level, resource.as_deref(), json),
+        } => show(
+            &name,
+            &with_plugins(roots),
+            level,
+            resource.as_deref(),
+            json,
+        ),
         Command::Validate { roots, json } => validate(&with_plugins(roots), json),
     }
 }

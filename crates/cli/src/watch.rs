@@ -151,7 +151,10 @@ mod tests {
     fn a_change_under_a_root_reloads_the_set_and_a_bad_edit_keeps_the_last_good_skill() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("skills");
-        save(&root.join("report/SKILL.md"), &skill("report", "Writes reports."));
+        save(
+            &root.join("report/SKILL.md"),
+            &skill("report", "Writes reports."),
+        );
         let set = Arc::new(SkillSet::load([&root]));
         let (tx, rx) = mpsc::channel();
         let watcher = SkillWatcher::start(Arc::clone(&set), move |report, diags| {
@@ -159,7 +162,10 @@ mod tests {
         })
         .unwrap();
 
-        save(&root.join("forecast/SKILL.md"), &skill("forecast", "Forecasts."));
+        save(
+            &root.join("forecast/SKILL.md"),
+            &skill("forecast", "Forecasts."),
+        );
         wait_for(&rx, |r| r.added == ["forecast"]);
         assert_eq!(set.names(), ["forecast", "report"]);
 
@@ -170,9 +176,15 @@ mod tests {
         assert_eq!(set.get("report").unwrap().description(), "Writes reports.");
         assert!(diags.iter().any(|d| d.rule == Rule::KeptLastGood));
 
-        save(&root.join("report/SKILL.md"), &skill("report", "Writes better reports."));
+        save(
+            &root.join("report/SKILL.md"),
+            &skill("report", "Writes better reports."),
+        );
         wait_for(&rx, |r| r.changed == ["report"]);
-        assert_eq!(set.get("report").unwrap().description(), "Writes better reports.");
+        assert_eq!(
+            set.get("report").unwrap().description(),
+            "Writes better reports."
+        );
         drop(watcher);
     }
 }

@@ -125,7 +125,10 @@ fn mcp_list_json_has_the_contract_shape() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     let servers = value["servers"].as_array().unwrap();
-    let names: Vec<&str> = servers.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["broken", "calc"]);
 
     let calc = &servers[1];
@@ -133,11 +136,20 @@ fn mcp_list_json_has_the_contract_shape() {
     let tools = calc["tools"].as_array().unwrap();
     let listed: Vec<(&str, &str)> = tools
         .iter()
-        .map(|t| (t["name"].as_str().unwrap(), t["model_name"].as_str().unwrap()))
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["model_name"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         listed,
-        [("add", "calc__add"), ("fail", "calc__fail"), ("die", "calc__die")]
+        [
+            ("add", "calc__add"),
+            ("fail", "calc__fail"),
+            ("die", "calc__die")
+        ]
     );
     assert_eq!(
         tools[0]["input_schema"],
@@ -154,7 +166,10 @@ fn mcp_list_json_has_the_contract_shape() {
     assert_eq!(broken["tools"], json!([]));
     assert_eq!(broken["skipped"], json!([]));
     assert!(
-        broken["reason"].as_str().unwrap().contains("exited with status 4"),
+        broken["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 4"),
         "{broken}"
     );
     assert!(
@@ -193,14 +208,20 @@ fn mcp_call_exits_0_with_the_result_1_on_is_error_and_2_for_a_failed_server() {
     let out = call(&["broken", "add", r#"{"a": 1, "b": 1}"#]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let stderr = text(&out.stderr);
-    assert!(stderr.starts_with("error: MCP server `broken` is unavailable"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: MCP server `broken` is unavailable"),
+        "{stderr}"
+    );
     assert!(stderr.contains("fatal: the API key is missing"), "{stderr}");
 
     let out = call(&["calc", "die", "{}"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("exited with status 3"), "{stderr}");
-    assert!(stderr.contains("lost the connection to the ledger"), "{stderr}");
+    assert!(
+        stderr.contains("lost the connection to the ledger"),
+        "{stderr}"
+    );
 
     // Bad input: an unknown server, arguments that are not a JSON object.
     let out = call(&["nope", "add", "{}"]);
@@ -251,10 +272,16 @@ fn plugins_bring_their_namespaced_skills_and_their_servers() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     let servers = value["servers"].as_array().unwrap();
-    let names: Vec<&str> = servers.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["sales-ops__crm", "sales-ops__warehouse"]);
     assert_eq!(servers[0]["state"], "ready");
-    assert_eq!(servers[0]["tools"][0]["model_name"], "sales-ops__crm__open_deals");
+    assert_eq!(
+        servers[0]["tools"][0]["model_name"],
+        "sales-ops__crm__open_deals"
+    );
     assert_eq!(servers[1]["transport"], "http");
     assert_eq!(servers[1]["state"], "failed", "no network in tests");
 }
@@ -325,7 +352,10 @@ fn a_run_calls_an_mcp_tool_and_inspect_shows_the_servers() {
     assert_eq!(result["name"], "calc__add");
     assert_eq!(result["success"], true);
     assert!(
-        result["observation"].as_str().unwrap().contains("\"sum\": 5"),
+        result["observation"]
+            .as_str()
+            .unwrap()
+            .contains("\"sum\": 5"),
         "{result}"
     );
     let conversation = events

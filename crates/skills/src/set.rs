@@ -236,10 +236,7 @@ impl SkillSet {
         roots: impl IntoIterator<Item = P>,
         options: LoadOptions,
     ) -> Self {
-        Self::load_roots_with(
-            roots.into_iter().map(|p| SkillRoot::new(p.into())),
-            options,
-        )
+        Self::load_roots_with(roots.into_iter().map(|p| SkillRoot::new(p.into())), options)
     }
 
     /// Loads every skill under `roots`, each named under its root's namespace, with the
@@ -249,7 +246,10 @@ impl SkillSet {
     }
 
     /// Loads every skill under `roots`, each named under its root's namespace.
-    pub fn load_roots_with(roots: impl IntoIterator<Item = SkillRoot>, options: LoadOptions) -> Self {
+    pub fn load_roots_with(
+        roots: impl IntoIterator<Item = SkillRoot>,
+        options: LoadOptions,
+    ) -> Self {
         let skill_roots: Vec<SkillRoot> = roots.into_iter().collect();
         let index = build_index(&skill_roots, &options);
         Self {

@@ -535,7 +535,10 @@ fn a_reload_that_cannot_read_a_skill_keeps_its_last_good_version() {
         .into_iter()
         .find(|d| d.rule == Rule::KeptLastGood)
         .unwrap();
-    assert!(why.message.contains("kept at its last good version"), "{why}");
+    assert!(
+        why.message.contains("kept at its last good version"),
+        "{why}"
+    );
     assert!(why.message.contains("never closed") || why.message.contains("frontmatter"));
 
     // Fixed: the new version replaces the old one.

@@ -126,7 +126,9 @@ impl Tool for McpTool {
             .with_timeout(Duration::from_millis(self.info.timeout_ms))
             .with_progress(move |p| {
                 let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
-                partial.set(format!("{n} progress notification(s) from the server; the last: {p}"));
+                partial.set(format!(
+                    "{n} progress notification(s) from the server; the last: {p}"
+                ));
             });
         match self
             .manager

@@ -132,10 +132,7 @@ pub(crate) async fn run(
             skills.input_schema(),
         ));
     }
-    let catalogue = inner
-        .skills
-        .as_ref()
-        .map(|s| s.skills().render_catalogue());
+    let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
     let mut runner = Runner {
         inner,
         id,
