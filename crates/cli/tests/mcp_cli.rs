@@ -226,7 +226,7 @@ fn mcp_call_exits_0_with_the_result_1_on_is_error_and_2_for_a_failed_server() {
     // Bad input: an unknown server, arguments that are not a JSON object.
     let out = call(&["nope", "add", "{}"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("no MCP server is named `nope` (servers: calc, broken)"));
+    assert!(text(&out.stderr).contains("no MCP server is named `nope` (servers: broken, calc)"));
     let out = call(&["calc", "add", "[1, 2]"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).starts_with("error: the arguments must be a JSON object"));
