@@ -409,3 +409,50 @@ fn a_required_server_that_fails_stops_the_run_with_its_stderr() {
     );
     assert!(stderr.contains("the API key is missing"), "{stderr}");
 }
+
+#[test]
+fn the_configuration_names_servers_and_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("calc.py");
+    std::fs::write(&script, SERVER).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "mcp_servers:\n  calc:\n    command: python3\n    args: [{}]\n    \
+             disabled_tools: [die]\nplugins: [{}]\n",
+            script.display(),
+            plugin("sales-ops").display(),
+        ),
+    )
+    .unwrap();
+    let out = ba_agent(dir.path())
+        .args(["mcp", "list", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers = value["servers"].as_array().unwrap();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["calc", "sales-ops__crm", "sales-ops__warehouse"]);
+    let calc: Vec<&str> = servers[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["model_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(calc, ["calc__add", "calc__fail"], "`die` is disabled");
+    assert_eq!(servers[1]["state"], "ready");
+
+    // `mcp call` finds a server of a plugin the configuration (`BA_AGENT_CONFIG`) names.
+    let out = ba_agent(dir.path())
+        .env("BA_AGENT_CONFIG", &config)
+        .args(["mcp", "call", "sales-ops__crm", "open_deals", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
