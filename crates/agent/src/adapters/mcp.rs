@@ -20,12 +20,13 @@
 //!   base64. `isError` is an execution error whose message is the tool's text; a dead server
 //!   is a resource error, its stderr tail in the error's detail for the operator.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ba_mcp::{BinaryItem, CallOptions, McpCallResult, McpError, McpManager, McpToolInfo};
+use ba_mcp::{
+    BinaryItem, CallOptions, McpCallResult, McpError, McpManager, McpProgress, McpToolInfo,
+};
 use ba_protocol::tool::OutputLevel;
 use ba_tools::{CallContext, DataSink, FsSink, Tool, ToolCapabilities, ToolError};
 use serde_json::{Map, Value, json};
@@ -121,14 +122,26 @@ impl Tool for McpTool {
 
     async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
         let partial = ctx.partial.clone();
-        let seen = Arc::new(AtomicU64::new(0));
+        // rmcp delivers notifications on tasks of their own, so they may arrive out of order;
+        // progress only grows, so the furthest one is the latest.
+        let seen: Mutex<(u64, Option<McpProgress>)> = Mutex::new((0, None));
         let options = CallOptions::default()
             .with_timeout(Duration::from_millis(self.info.timeout_ms))
             .with_progress(move |p| {
-                let n = seen.fetch_add(1, Ordering::Relaxed) + 1;
-                partial.set(format!(
-                    "{n} progress notification(s) from the server; the last: {p}"
-                ));
+                let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+                seen.0 += 1;
+                if seen
+                    .1
+                    .as_ref()
+                    .is_none_or(|last| p.progress >= last.progress)
+                {
+                    seen.1 = Some(p.clone());
+                }
+                if let (n, Some(furthest)) = (seen.0, &seen.1) {
+                    partial.set(format!(
+                        "{n} progress notification(s) from the server; the furthest: {furthest}"
+                    ));
+                }
             });
         match self
             .manager
