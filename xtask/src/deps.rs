@@ -189,6 +189,38 @@ mod tests {
     }
 
     #[test]
+    fn agent_takes_mcp_behind_its_feature_only() {
+        // Without the feature, `agent_is_the_loop_and_its_adapters_only` holds (no ba-mcp, no
+        // HTTP client, no process control); with it, ba-mcp is the one extra workspace crate.
+        let with = deps("ba-agent", true, &["--features", "mcp"]);
+        assert!(
+            with.contains("ba-mcp"),
+            "ba-agent --features mcp should depend on ba-mcp: {with:?}"
+        );
+        let extra: Vec<&str> = WORKSPACE
+            .iter()
+            .copied()
+            .filter(|w| with.contains(*w))
+            .filter(|w| {
+                !matches!(
+                    *w,
+                    "ba-protocol"
+                        | "ba-context"
+                        | "ba-tools"
+                        | "ba-skills"
+                        | "ba-storage"
+                        | "ba-model"
+                        | "ba-mcp"
+                )
+            })
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "ba-agent --features mcp depends on {extra:?}"
+        );
+    }
+
+    #[test]
     fn model_providers_are_features() {
         let bare = deps("ba-model", false, &["--no-default-features"]);
         forbid(

@@ -36,6 +36,7 @@ use crate::adapters::{SkillTool, TASK_TOOL, TaskTool};
 use crate::events::{AgentEvent, RunSummary};
 use crate::prompts::Prompts;
 use crate::report::ConversationReport;
+use crate::sources::{Sources, ToolSource};
 
 /// Why an agent could not be built or a conversation could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -160,7 +161,10 @@ pub(crate) struct Inner {
     pub(crate) client: Arc<dyn ModelClient>,
     pub(crate) settings: AgentSettings,
     pub(crate) prompts: Prompts,
-    pub(crate) runtime: ToolRuntime,
+    /// The runtime over the agent's own tools; a run's runtime adds the sources' tools.
+    pub(crate) runtime: Arc<ToolRuntime>,
+    /// Tools that change between runs (MCP servers), read at each run's start.
+    pub(crate) sources: Sources,
     pub(crate) skills: Option<SkillTool>,
     pub(crate) store: Arc<dyn ConversationStore>,
     pub(crate) code: Option<CodeStore>,
@@ -205,6 +209,9 @@ pub struct AgentBuilder {
     uploads: Option<UploadStore>,
     summarizer: Option<Arc<dyn Summarizer>>,
     sub_agents: bool,
+    sources: Vec<Arc<dyn ToolSource>>,
+    #[cfg(feature = "mcp")]
+    mcp: Option<ba_mcp::McpManager>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -232,6 +239,9 @@ impl AgentBuilder {
             uploads: None,
             summarizer: None,
             sub_agents: false,
+            sources: Vec::new(),
+            #[cfg(feature = "mcp")]
+            mcp: None,
         }
     }
 
@@ -274,6 +284,23 @@ impl AgentBuilder {
     /// Adds shared tools (the business-analysis tools of `ba-builtins`, say).
     pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Adds tools that may change between runs (an MCP server's): the source is read at the
+    /// start of each run, and a run keeps the tool list it started with.
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Offers the tools of `manager`'s MCP servers, each under its model name, through the
+    /// runtime like any tool (see [`crate::McpToolSource`]); binary results go to the data
+    /// sink. Servers that are ready when a run starts are in its tool list; one that joins
+    /// later is in the next run's.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(mut self, manager: ba_mcp::McpManager) -> Self {
+        self.mcp = Some(manager);
         self
     }
 
@@ -368,6 +395,16 @@ impl AgentBuilder {
             runtime = runtime.with_sink(Arc::clone(sink));
         }
         let sink = self.sink.clone();
+        #[allow(unused_mut, reason = "only the `mcp` feature adds a source here")]
+        let mut sources = self.sources.clone();
+        #[cfg(feature = "mcp")]
+        if let Some(manager) = &self.mcp {
+            let mut source = crate::adapters::McpToolSource::new(manager.clone());
+            if let Some(sink) = &sink {
+                source = source.with_sink(Arc::clone(sink));
+            }
+            sources.push(Arc::new(source));
+        }
         let pipeline =
             Pipeline::named(&self.settings.strategy, self.summarizer.clone()).map_err(|e| {
                 AgentError::Config {
@@ -385,7 +422,8 @@ impl AgentBuilder {
             client: self.client,
             settings: self.settings,
             prompts: self.prompts,
-            runtime,
+            runtime: Arc::new(runtime),
+            sources: Sources::new(sources),
             skills: self.skills.map(SkillTool::new),
             store,
             code: self.code,
@@ -417,9 +455,16 @@ impl Agent {
         &self.inner.store
     }
 
-    /// The tool runtime (its registry and metrics).
+    /// The tool runtime of the agent's own tools (its registry and the metrics of every call,
+    /// tool sources' included).
     pub fn tools(&self) -> &ToolRuntime {
         &self.inner.runtime
+    }
+
+    /// The tool runtime a run starting now would use: the agent's own tools and the tool
+    /// sources' tools as they are now.
+    pub fn current_tools(&self) -> Arc<ToolRuntime> {
+        Arc::clone(&self.inner.sources.for_run(&self.inner.runtime).runtime)
     }
 
     /// The skills, when configured.

@@ -57,7 +57,10 @@ pub mod records;
 mod report;
 pub mod response;
 mod run;
+mod sources;
 
+#[cfg(feature = "mcp")]
+pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
     DataFileSink, ModelSummarizer, SUMMARY_INSTRUCTION, SkillTool, TASK_TOOL, TaskTool,
     activation_text, transcript,
@@ -68,4 +71,5 @@ pub use agent::{
 };
 pub use events::{AgentEvent, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
-pub use report::ConversationReport;
+pub use report::{ConversationReport, InventoryChange};
+pub use sources::{SourceSnapshot, ToolSource};

@@ -40,6 +40,9 @@ pub mod keys {
     pub const TOOL_RETRIES: &str = "retry_count";
     /// On a tool entry: the error kind of a failed call.
     pub const ERROR_KIND: &str = "error_kind";
+    /// On a hidden system entry: the servers behind the run's changing tools and the tools
+    /// they offered ([`super::ServerInventoryRecord`]).
+    pub const SERVER_INVENTORY: &str = "server_inventory";
 }
 
 /// What a user or system entry the loop wrote is, beyond a message typed by the user.
@@ -54,6 +57,9 @@ pub enum EntryKind {
     CompactBoundary,
     /// A compaction record of the context crate: later windows start from it.
     Compaction,
+    /// The server inventory at the start of a run, written when it changed
+    /// ([`ServerInventoryRecord`]); never sent to a model.
+    ServerInventory,
     /// A kind written by a later version.
     #[serde(other)]
     Other,
@@ -73,6 +79,53 @@ pub struct SkillActivationRecord {
     /// The model the skill asks for.
     #[serde(default)]
     pub model: Option<String>,
+}
+
+/// The servers whose tools a run offered (MCP servers) and those tools, written at the start
+/// of a run on a hidden system entry when it differs from the last one in the log, so resume
+/// and `inspect` can tell when the tools changed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServerInventoryRecord {
+    /// The servers, in configuration order.
+    #[serde(default)]
+    pub servers: Vec<ServerRecord>,
+}
+
+/// One server of a [`ServerInventoryRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// The server's name.
+    pub name: String,
+    /// Its state when the run started (`ready`, `starting`, `lazy`, `failed`, `disabled`, …).
+    pub state: String,
+    /// The model names of the tools it offered, sorted.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+impl ServerInventoryRecord {
+    /// Every tool name, across servers.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.servers
+            .iter()
+            .flat_map(|s| s.tools.iter().map(String::as_str))
+    }
+
+    /// One line for a person: `files (ready: 2 tools), crm (failed)`.
+    pub fn summary(&self) -> String {
+        if self.servers.is_empty() {
+            return "no servers".to_owned();
+        }
+        self.servers
+            .iter()
+            .map(|s| match s.tools.len() {
+                0 => format!("{} ({})", s.name, s.state),
+                1 => format!("{} ({}: 1 tool)", s.name, s.state),
+                n => format!("{} ({}: {n} tools)", s.name, s.state),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Who answered a model call.
@@ -129,6 +182,16 @@ pub fn kind(entry: &LogEntry) -> Option<EntryKind> {
 /// The skill activation recorded on a tool entry.
 pub fn skill(entry: &LogEntry) -> Option<SkillActivationRecord> {
     get(entry, keys::SKILL)
+}
+
+/// The server inventory recorded on an entry.
+pub fn server_inventory(entry: &LogEntry) -> Option<ServerInventoryRecord> {
+    get(entry, keys::SERVER_INVENTORY)
+}
+
+/// The last server inventory in `log`.
+pub fn last_server_inventory(log: &[LogEntry]) -> Option<ServerInventoryRecord> {
+    log.iter().rev().find_map(server_inventory)
 }
 
 /// The token figures recorded on an assistant entry.

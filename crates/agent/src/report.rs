@@ -8,7 +8,7 @@ use ba_protocol::{LogEntry, LogRole};
 use serde::Serialize;
 
 use crate::history::starts_task;
-use crate::records::{self, EntryKind, keys};
+use crate::records::{self, EntryKind, ServerRecord, keys};
 
 /// Totals of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -36,6 +36,21 @@ pub struct CompressionRecord {
     pub tokens_after: u64,
     /// Strategies applied.
     pub strategies: Vec<String>,
+}
+
+/// A server inventory a run recorded (written when the servers or their tools changed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InventoryChange {
+    /// Index of its entry in the log.
+    pub entry: usize,
+    /// When it was written.
+    pub at: String,
+    /// Tools it has that the previous inventory had not (all of them for the first).
+    pub added: Vec<String>,
+    /// Tools the previous inventory had that it has not.
+    pub removed: Vec<String>,
+    /// The servers, their states and tools.
+    pub servers: Vec<ServerRecord>,
 }
 
 /// What a conversation cost and did.
@@ -74,6 +89,9 @@ pub struct ConversationReport {
     pub compactions: u64,
     /// Final answers.
     pub final_answers: u64,
+    /// The server inventories runs recorded, in order: when the tools of MCP servers changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_servers: Vec<InventoryChange>,
 }
 
 impl ConversationReport {
@@ -87,9 +105,29 @@ impl ConversationReport {
         // Tool results of imported sessions carry no tool name; their calls do.
         let mut call_names: std::collections::HashMap<&str, &str> =
             std::collections::HashMap::new();
-        for e in entries {
+        let mut last_tools: Vec<String> = Vec::new();
+        for (index, e) in entries.iter().enumerate() {
             for call in e.calls() {
                 call_names.insert(call.id.as_str(), call.function.name.as_str());
+            }
+            if let Some(inventory) = records::server_inventory(e) {
+                let tools: Vec<String> = inventory.tool_names().map(str::to_owned).collect();
+                r.tool_servers.push(InventoryChange {
+                    entry: index,
+                    at: e.created_at.clone(),
+                    added: tools
+                        .iter()
+                        .filter(|t| !last_tools.contains(t))
+                        .cloned()
+                        .collect(),
+                    removed: last_tools
+                        .iter()
+                        .filter(|t| !tools.contains(t))
+                        .cloned()
+                        .collect(),
+                    servers: inventory.servers,
+                });
+                last_tools = tools;
             }
             match e.role {
                 LogRole::User if starts_task(e) => r.user_messages += 1,
@@ -210,6 +248,27 @@ impl ConversationReport {
                 c.tokens_after,
                 c.strategies.join(", ")
             );
+        }
+        if !self.tool_servers.is_empty() {
+            let _ = writeln!(
+                out,
+                "  tool servers: {} inventories (recorded when they changed)",
+                self.tool_servers.len()
+            );
+            for c in &self.tool_servers {
+                let summary = records::ServerInventoryRecord {
+                    servers: c.servers.clone(),
+                }
+                .summary();
+                let _ = write!(out, "    entry {}: {summary}", c.entry);
+                if !c.added.is_empty() {
+                    let _ = write!(out, " · added {}", c.added.join(", "));
+                }
+                if !c.removed.is_empty() {
+                    let _ = write!(out, " · removed {}", c.removed.join(", "));
+                }
+                out.push('\n');
+            }
         }
         out
     }

@@ -541,3 +541,103 @@ async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
         .collect();
     assert_eq!(texts, ["Total sales?"]);
 }
+
+/// Records the system prompt of every request, then lets the replay client answer.
+#[derive(Debug)]
+struct SystemRecording {
+    inner: ReplayClient,
+    systems: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl ModelClient for SystemRecording {
+    fn provider(&self) -> &str {
+        "recording"
+    }
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let system = request.system.clone().unwrap_or_default();
+        self.systems.lock().unwrap().push(system);
+        self.inner.complete_streaming(request, on_delta).await
+    }
+}
+
+fn write_skill(root: &std::path::Path, name: &str, description: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\nSteps.\n"),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_skills_reload_shows_in_the_next_run_never_in_the_run_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("skills");
+    write_skill(&root, "alpha", "Alpha steps.");
+    let skills = Arc::new(ba_skills::SkillSet::load([&root]));
+    // A tool that adds a skill and reloads the set in the middle of a run, as the chat's
+    // file watcher would.
+    let adder = {
+        let skills = Arc::clone(&skills);
+        let root = root.clone();
+        typed_tool("add_skill", "Adds a skill.", move |a: Lookup, _| {
+            let skills = Arc::clone(&skills);
+            let root = root.clone();
+            async move {
+                write_skill(&root, &a.key, "Beta steps.");
+                let report = skills.reload();
+                Ok(json!({"added": report.added}))
+            }
+        })
+    };
+    let turns = [
+        json!({"expect": {"role": "user"}, "response": {"message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "a1", "name": "add_skill",
+                         "input": {"key": "beta"}}]}, "stop_reason": "tool_use"}}),
+        text_turn("Added.", json!({"tool_call_id": "a1"})),
+        text_turn("Both.", json!({"role": "user", "text": "And now?"})),
+    ];
+    let client = Arc::new(SystemRecording {
+        inner: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap(),
+        systems: Default::default(),
+    });
+    let agent = Agent::builder(client.clone())
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .tool(adder)
+        .skills(Arc::clone(&skills))
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let first = agent.send(&id, Input::message("Add beta.")).finish().await;
+    assert_eq!(first.status, RunStatus::Answered, "{:?}", first.error);
+    assert_eq!(skills.names(), ["alpha", "beta"], "the reload happened");
+    let second = agent.send(&id, Input::message("And now?")).finish().await;
+    assert_eq!(second.status, RunStatus::Answered, "{:?}", second.error);
+
+    let systems = client.systems.lock().unwrap().clone();
+    assert_eq!(systems.len(), 3);
+    assert!(
+        systems[0].contains("<skill name=\"alpha\">"),
+        "{}",
+        systems[0]
+    );
+    // The run in flight keeps the catalogue it started with...
+    assert_eq!(systems[1], systems[0]);
+    assert!(!systems[1].contains("<skill name=\"beta\">"));
+    // ...and the next run sees the new one.
+    assert!(
+        systems[2].contains("<skill name=\"beta\">"),
+        "{}",
+        systems[2]
+    );
+    assert!(systems[2].contains("<skill name=\"alpha\">"));
+}

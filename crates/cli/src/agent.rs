@@ -13,6 +13,7 @@ use futures::StreamExt;
 
 use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::mcp::{ExtOpts, Extensions};
 use crate::out::{out, outln};
 use crate::print::Printer;
 
@@ -209,13 +210,48 @@ fn played_turns(entries: &[ba_protocol::LogEntry]) -> usize {
         .count()
 }
 
+/// An agent with its MCP servers (shut down when the command ends).
+struct Session {
+    agent: Agent,
+    id: ConversationId,
+    mcp: Option<ba_mcp::McpManager>,
+}
+
+impl Session {
+    async fn close(self) {
+        if let Some(manager) = self.mcp {
+            manager.shutdown().await;
+        }
+    }
+}
+
+/// Starts the MCP servers of the configuration and the flags: every one in parallel, waiting
+/// for the `required` ones (each bounded by its start-up timeout); a required one that did not
+/// start is an error with its stderr tail.
+async fn start_mcp(
+    config: &Config,
+    ext: &Extensions,
+) -> anyhow::Result<Option<ba_mcp::McpManager>> {
+    let options = ba_mcp::McpOptions::default().with_tool_cache(config.home().join("mcp-tools"));
+    let Some(manager) = ext.start(options).await else {
+        return Ok(None);
+    };
+    if let Err(e) = manager.check_required() {
+        manager.shutdown().await;
+        return Err(crate::mcp::with_detail(&e));
+    }
+    Ok(Some(manager))
+}
+
 async fn open_conversation(
     config: &Config,
+    ext: &ExtOpts,
     given: Option<&str>,
     mode: Option<Mode>,
     title: Option<String>,
-) -> anyhow::Result<(Agent, ConversationId)> {
+) -> anyhow::Result<Session> {
     let home = config.home();
+    let extensions = Extensions::gather(config, ext)?;
     let store = config.store()?;
     let (id, played) = match given {
         Some(id) => {
@@ -229,7 +265,9 @@ async fn open_conversation(
         }
         None => (None, 0),
     };
-    let agent = config.agent(config.client(played)?, store)?;
+    let client = config.client(played)?;
+    let mcp = start_mcp(config, &extensions).await?;
+    let agent = config.agent(client, store, &extensions.skill_roots, mcp.as_ref())?;
     let id = match id {
         Some(id) => {
             if let Some(mode) = mode {
@@ -247,10 +285,10 @@ async fn open_conversation(
                 .await?
         }
     };
-    Ok((agent, id))
+    Ok(Session { agent, id, mcp })
 }
 
-pub(crate) fn run(args: RunArgs) -> CliResult {
+pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     let config = config_of(&args.opts)?;
     let mode = args.opts.mode.map(Mode::from);
     let (given, input) = match (&args.task, &args.resume, &args.continue_) {
@@ -266,15 +304,17 @@ pub(crate) fn run(args: RunArgs) -> CliResult {
     let rt = runtime()?;
     rt.block_on(async {
         let title = args.task.as_ref().map(|t| t.chars().take(80).collect());
-        let (agent, id) = open_conversation(&config, given.as_deref(), mode, title).await?;
+        let session = open_conversation(&config, ext, given.as_deref(), mode, title).await?;
+        let (agent, id) = (&session.agent, &session.id);
         let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
         let mut printer = Printer::new(args.opts.json, streaming);
         if !args.opts.json {
             outln!("Conversation {id}");
         }
-        let summary = drive(&agent, &id, input, &mut printer).await;
+        let summary = drive(agent, id, input, &mut printer).await;
         printer.final_report(&summary, agent.code_store());
-        let report = agent.report(&id).await?;
+        let report = agent.report(id).await?;
+        session.close().await;
         if args.opts.json {
             outln!("{}", serde_json::to_string(&report)?);
         } else {
@@ -289,16 +329,27 @@ pub(crate) fn run(args: RunArgs) -> CliResult {
 const CHAT_HELP: &str = "Commands: /compact (summarise the conversation so far), /skills (list \
 the skills), /mode chat|agent|run (switch mode), /continue (resume after a failure), /exit.";
 
-pub(crate) fn chat(args: ChatArgs) -> CliResult {
+pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     let config = config_of(&args.opts)?;
     let mode = args.opts.mode.map(Mode::from);
     let rt = runtime()?;
-    let (agent, id) = rt.block_on(open_conversation(
+    let session = rt.block_on(open_conversation(
         &config,
+        ext,
         args.conversation.as_deref(),
         mode,
         Some("chat".into()),
     ))?;
+    let (agent, id) = (session.agent.clone(), session.id.clone());
+    // Skills and plugins reload when their folders change; each run starts with the
+    // catalogue as it is then.
+    let _watcher = match agent.skills() {
+        Some(skills) => Some(crate::watch::SkillWatcher::start(
+            std::sync::Arc::clone(skills),
+            crate::watch::print_reload,
+        )?),
+        None => None,
+    };
     let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
     let mut printer = Printer::new(args.opts.json, streaming);
     outln!("Conversation {id}. {CHAT_HELP}");
@@ -365,6 +416,7 @@ pub(crate) fn chat(args: ChatArgs) -> CliResult {
         let summary = rt.block_on(drive(&agent, &id, input, &mut printer));
         printer.final_report(&summary, agent.code_store());
     }
+    rt.block_on(session.close());
     Ok(ExitCode::SUCCESS)
 }
 

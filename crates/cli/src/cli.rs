@@ -8,12 +8,15 @@ use std::process::ExitCode;
 use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
-use crate::{agent, context, convert, log, skills, tokens, tools};
+use crate::mcp::ExtOpts;
+use crate::{agent, context, convert, log, mcp, skills, tokens, tools};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
 #[command(name = "ba-agent", version, about)]
 struct Cli {
+    #[command(flatten)]
+    ext: ExtOpts,
     #[command(subcommand)]
     command: Command,
 }
@@ -32,6 +35,8 @@ enum Command {
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
     Skills(skills::Args),
+    /// List MCP servers and their tools, or call one tool (for a server that misbehaves).
+    Mcp(mcp::Args),
     /// Import, export, list, show and verify stored conversations.
     #[command(subcommand)]
     Log(log::Command),
@@ -79,13 +84,18 @@ pub(crate) fn main() -> ExitCode {
         return sandbox::exec_main(args);
     }
     let cli = Cli::parse();
+    let ext = cli.ext;
     let result = match cli.command {
+        Command::Run(args) => agent::run(args, &ext),
+        Command::Chat(args) => agent::chat(args, &ext),
+        Command::Skills(args) => skills::run(args, &ext),
+        Command::Mcp(args) => mcp::run(args, &ext),
+        _ if !ext.is_empty() => Err(CliError::input(anyhow::anyhow!(
+            "--mcp-config and --plugin apply to run, chat, mcp and skills only"
+        ))),
         Command::Demo(args) => agent::demo(args),
-        Command::Run(args) => agent::run(args),
-        Command::Chat(args) => agent::chat(args),
         Command::Inspect(args) => agent::inspect(args),
         Command::Convert(args) => convert::run(args),
-        Command::Skills(args) => skills::run(args),
         Command::Log(cmd) => log::run(cmd),
         Command::Tokens(args) => tokens::run(args),
         Command::Context(command) => context::run(command),

@@ -8,6 +8,7 @@
 //! environment variable holding one) is set; `run_python` unless turned off; `web_reader` when
 //! turned on; `web_search` when a `web_search` backend is configured.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +22,9 @@ use ba_builtins::run_python::{RunPython, RunPythonConfig};
 use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSearch};
 use ba_context::ContextBudget;
+use ba_mcp::{McpManager, McpServerConfig};
 use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
-use ba_skills::SkillSet;
+use ba_skills::{SkillRoot, SkillSet};
 use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
 use ba_storage::upload::UploadStore;
@@ -94,6 +96,19 @@ pub(crate) struct Config {
     /// Bytes of an answer read at most (default 32 MiB); past it the call fails with what
     /// was received.
     pub max_response_bytes: Option<u64>,
+    /// MCP servers by name: `command`, `args`, `env`, `cwd` (stdio) or `url`, `headers`,
+    /// `env_headers` (streamable HTTP), `enabled`, `required`, `startup`, `enabled_tools`,
+    /// `disabled_tools`, `startup_timeout_ms`, `tool_timeout_ms`, `default_level`,
+    /// `permission`.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Claude Code plugin folders: their skills (`PLUGIN:SKILL`) and MCP servers
+    /// (`PLUGIN__SERVER`).
+    #[serde(default)]
+    pub plugins: Vec<PathBuf>,
+    /// Seconds one MCP call may take in all, progress or not (default 1800); the server's
+    /// `tool_timeout_ms` bounds the time without progress.
+    pub mcp_call_timeout_secs: Option<u64>,
 }
 
 /// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or
@@ -358,11 +373,23 @@ impl Config {
         })
     }
 
-    /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]).
+    /// The skill roots: the configuration's `skills`, then the plugins' namespaced ones.
+    pub(crate) fn skill_roots(&self, plugin_roots: &[SkillRoot]) -> Vec<SkillRoot> {
+        self.skills
+            .iter()
+            .map(|p| SkillRoot::new(p.clone()))
+            .chain(plugin_roots.iter().cloned())
+            .collect()
+    }
+
+    /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]),
+    /// with the plugins' skills of `plugin_roots` and the tools of `mcp`'s servers.
     pub(crate) fn agent(
         &self,
         client: Arc<dyn ModelClient>,
         store: Arc<FileStore>,
+        plugin_roots: &[SkillRoot],
+        mcp: Option<&McpManager>,
     ) -> anyhow::Result<Agent> {
         let home = self.home();
         let uploads_dir = home.join("uploads");
@@ -399,8 +426,18 @@ impl Config {
                     s.stream = stream;
                 }
             });
-        if !self.skills.is_empty() {
-            builder = builder.skills(Arc::new(SkillSet::load(self.skills.iter().cloned())));
+        let roots = self.skill_roots(plugin_roots);
+        if !roots.is_empty() {
+            builder = builder.skills(Arc::new(SkillSet::load_roots(roots)));
+        }
+        if let Some(manager) = mcp {
+            let mut source = ba_agent::McpToolSource::new(manager.clone()).with_sink(Arc::new(
+                DataFileSink::new(DataFileStore::open(&spill_dir)?),
+            ));
+            if let Some(secs) = self.mcp_call_timeout_secs {
+                source = source.with_max_call(Duration::from_secs(secs));
+            }
+            builder = builder.tool_source(Arc::new(source));
         }
         if let Some(path) = &self.prompts {
             builder = builder.prompts(Prompts::load(path)?);

@@ -10,11 +10,13 @@ mod context;
 mod convert;
 mod input;
 mod log;
+mod mcp;
 mod out;
 mod print;
 mod skills;
 mod tokens;
 mod tools;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -1,4 +1,5 @@
-//! `ba-agent skills list|show|validate`: the skills under one or more roots.
+//! `ba-agent skills list|show|validate`: the skills under one or more roots, and those of Claude
+//! Code plugin folders (`--plugin DIR…`, named `PLUGIN:SKILL`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -7,10 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
 use ba_protocol::TokenCounter;
-use ba_skills::{Diagnostic, LoadOptions, SkillSet};
+use ba_skills::{Diagnostic, LoadOptions, SkillRoot, SkillSet};
 use serde_json::json;
 
 use crate::cli::{CliError, CliResult};
+use crate::mcp::ExtOpts;
 
 /// The token counter for level costs: the exact `cl100k_base` encoding.
 fn counter() -> Box<dyn TokenCounter> {
@@ -27,8 +29,38 @@ pub(crate) struct Args {
 #[derive(Debug, clap::Args)]
 struct Roots {
     /// A folder holding skills, at any depth; repeat for more roots, the first wins a clash.
-    #[arg(long = "root", value_name = "DIR", required = true, num_args = 1)]
+    /// (Or `--plugin DIR`: a plugin's skills, named `PLUGIN:SKILL`.)
+    #[arg(long = "root", value_name = "DIR", num_args = 1)]
     roots: Vec<PathBuf>,
+    /// The plugins' skill folders, filled from `--plugin`.
+    #[arg(skip)]
+    plugin_roots: Vec<SkillRoot>,
+    /// Whether `--plugin` was given (a plugin may have no skills).
+    #[arg(skip)]
+    plugins_given: bool,
+}
+
+impl Roots {
+    /// Every root: the plain ones, then the plugins' namespaced ones.
+    fn all(&self) -> Vec<SkillRoot> {
+        self.roots
+            .iter()
+            .map(|r| SkillRoot::new(r.clone()))
+            .chain(self.plugin_roots.iter().cloned())
+            .collect()
+    }
+
+    fn load(&self) -> SkillSet {
+        SkillSet::load_roots(self.all())
+    }
+
+    fn described(&self) -> String {
+        self.all()
+            .iter()
+            .map(|r| r.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -67,21 +99,52 @@ enum Command {
     },
 }
 
-pub(crate) fn run(args: Args) -> CliResult {
+pub(crate) fn run(args: Args, ext: &ExtOpts) -> CliResult {
+    if ext.mcp_config.is_some() {
+        return Err(CliError::input(anyhow!(
+            "--mcp-config names MCP servers, which hold no skills; use --plugin DIR"
+        )));
+    }
+    let mut plugin_roots = Vec::new();
+    for dir in &ext.plugins {
+        let plugin = ba_mcp::load_plugin(dir).map_err(|e| CliError::input(anyhow!(e)))?;
+        plugin_roots.extend(
+            plugin
+                .skill_roots
+                .iter()
+                .map(|root| SkillRoot::namespaced(root, &plugin.name)),
+        );
+    }
+    let with_plugins = |mut roots: Roots| {
+        roots.plugin_roots.clone_from(&plugin_roots);
+        roots.plugins_given = !ext.plugins.is_empty();
+        roots
+    };
     match args.command {
-        Command::List { roots, json } => list(&roots, json),
+        Command::List { roots, json } => list(&with_plugins(roots), json),
         Command::Show {
             name,
             roots,
             level,
             resource,
             json,
-        } => show(&name, &roots, level, resource.as_deref(), json),
-        Command::Validate { roots, json } => validate(&roots, json),
+        } => show(
+            &name,
+            &with_plugins(roots),
+            level,
+            resource.as_deref(),
+            json,
+        ),
+        Command::Validate { roots, json } => validate(&with_plugins(roots), json),
     }
 }
 
 fn check_roots(roots: &Roots) -> Result<(), CliError> {
+    if roots.roots.is_empty() && !roots.plugins_given {
+        return Err(CliError::input(anyhow!(
+            "give the skills' folders: --root DIR… or --plugin DIR…"
+        )));
+    }
     for root in &roots.roots {
         if !root.is_dir() {
             return Err(CliError::input(anyhow!(
@@ -128,7 +191,7 @@ fn diagnostics_json(diags: &[Diagnostic]) -> serde_json::Value {
 fn list(roots: &Roots, as_json: bool) -> CliResult {
     check_roots(roots)?;
     let counter = counter();
-    let set = SkillSet::load(roots.roots.iter().cloned());
+    let set = roots.load();
     let catalogue = set.catalogue(counter.as_ref());
     let diags = set.diagnostics();
     if as_json {
@@ -196,16 +259,11 @@ fn show(name: &str, roots: &Roots, level: u8, resource: Option<&str>, as_json: b
         return Err(CliError::input(anyhow!("--resource needs --level 3")));
     }
     let counter = counter();
-    let set = SkillSet::load(roots.roots.iter().cloned());
+    let set = roots.load();
     let skill = set.get(name).ok_or_else(|| {
         CliError::input(anyhow!(
             "no skill named `{name}` under {} (see `ba-agent skills list`)",
-            roots
-                .roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            roots.described()
         ))
     })?;
     let path = skill.dir.display().to_string();
@@ -315,7 +373,7 @@ fn show(name: &str, roots: &Roots, level: u8, resource: Option<&str>, as_json: b
 
 fn validate(roots: &Roots, as_json: bool) -> CliResult {
     check_roots(roots)?;
-    let diags = ba_skills::validate(roots.roots.iter().cloned(), &LoadOptions::default());
+    let diags = ba_skills::validate_roots(roots.all(), &LoadOptions::default());
     let errors = diags.iter().filter(|d| d.is_error()).count();
     let warnings = diags.len() - errors;
     if as_json {

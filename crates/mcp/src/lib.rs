@@ -92,6 +92,7 @@ mod framing;
 mod manager;
 mod mcp_json;
 mod names;
+mod options;
 mod plugin;
 mod process;
 mod result;
@@ -105,9 +106,10 @@ pub use config::{
 };
 pub use error::McpError;
 pub use expand::{Expanded, expand_vars};
-pub use manager::{CallOptions, McpManager, McpOptions};
+pub use manager::McpManager;
 pub use mcp_json::{ConfigDiagnostic, McpJson, parse_mcp_json, read_mcp_json};
 pub use names::{MAX_MODEL_NAME_BYTES, is_valid_model_name};
+pub use options::{CallOptions, McpOptions};
 pub use plugin::{PLUGIN_ROOT_VAR, Plugin, load_plugin, load_plugin_with};
 pub use process::ENV_ALLOW_LIST;
 pub use result::{

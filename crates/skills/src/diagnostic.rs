@@ -76,6 +76,9 @@ pub enum Rule {
     BodyTooLarge,
     /// Two skills share a name; the first root wins.
     NameClash,
+    /// A reload could not read a skill (or its root) that loaded before; the last good version
+    /// is kept until the problem is fixed.
+    KeptLastGood,
 }
 
 impl Rule {
@@ -105,6 +108,7 @@ impl Rule {
             Self::MetadataNotString => "metadata-not-string",
             Self::BodyTooLarge => "body-too-large",
             Self::NameClash => "name-clash",
+            Self::KeptLastGood => "kept-last-good",
         }
     }
 }

@@ -5,12 +5,15 @@
 //! `activate_skill` meta-tool.
 //!
 //! - [`SkillSet`] loads every skill under an ordered list of roots (first root wins a name
-//!   clash; skills may sit at any depth, as in `plugins/*/skills/*/`). Loading is lenient: a
+//!   clash; skills may sit at any depth, as in `plugins/*/skills/*/`). A [`SkillRoot`] may
+//!   carry a namespace: a plugin's skills are named `PLUGIN:SKILL`
+//!   ([`SkillSet::load_roots`]), so two plugins' skills of the same name both load. Loading is lenient: a
 //!   broken skill becomes a [`Diagnostic`] and the rest load. Level 1 (the frontmatter) is read
 //!   for every skill at load time and rendered by [`SkillSet::render_catalogue`]; Level 2
 //!   ([`SkillSet::body`]) is read on first use and cached; Level 3
 //!   ([`SkillSet::read_resource`]) reads files of the skill folder through a path-confined
-//!   reader. [`SkillSet::reload`] picks up added, changed and deleted skills.
+//!   reader. [`SkillSet::reload`] picks up added, changed and deleted skills, keeping the last
+//!   good version of a skill that no longer loads.
 //! - [`validate()`] applies the specification's rules strictly.
 //! - [`ActivationStack`] refuses cycles (with the full path) and over-deep nesting; its
 //!   [`ActivationGuard`] pops on drop.
@@ -66,4 +69,7 @@ pub use frontmatter::Frontmatter;
 pub use locks::{ConversationGuard, ConversationLocks};
 pub use meta_tool::{ACTIVATE_SKILL, ActivateSkill, Invoker};
 pub use resource::ResourceEntry;
-pub use set::{CatalogueEntry, LevelCosts, LoadOptions, ReloadReport, Skill, SkillSet, validate};
+pub use set::{
+    CatalogueEntry, LevelCosts, LoadOptions, ReloadReport, Skill, SkillRoot, SkillSet, validate,
+    validate_roots,
+};

@@ -48,9 +48,12 @@ impl Default for LoadOptions {
 /// One loaded skill at Level 1: where it is and its frontmatter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skill {
-    /// The name it is known by (the frontmatter `name`, or the folder name when that is
-    /// missing).
+    /// The name it is known by: its own name (the frontmatter `name`, or the folder name when
+    /// that is missing), prefixed with its root's namespace and a colon when the root has one
+    /// (`sales-ops:forecast`). The catalogue and `activate_skill` use this name.
     pub name: String,
+    /// The namespace of its root (a plugin's name), when it has one.
+    pub namespace: Option<String>,
     /// The skill folder.
     pub dir: PathBuf,
     /// Its `SKILL.md`.
@@ -65,6 +68,18 @@ pub struct Skill {
 }
 
 impl Skill {
+    /// Its own name, without the namespace (what the Agent Skills name rule applies to).
+    pub fn local_name(&self) -> &str {
+        match &self.namespace {
+            Some(ns) => self
+                .name
+                .strip_prefix(ns.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .unwrap_or(&self.name),
+            None => &self.name,
+        }
+    }
+
     /// The description (empty only if the file changed under us; loading requires one).
     pub fn description(&self) -> &str {
         self.frontmatter.description.as_deref().unwrap_or("")
@@ -107,12 +122,70 @@ pub struct ReloadReport {
     pub changed: Vec<String>,
     /// Skills that disappeared.
     pub removed: Vec<String>,
+    /// Skills whose new version (or root) could not be read: the last good version stays, and
+    /// a `kept-last-good` diagnostic says why.
+    pub kept: Vec<String>,
 }
 
 impl ReloadReport {
-    /// Whether nothing changed.
+    /// Whether nothing changed (skills kept at their last good version count as a change:
+    /// something needs fixing).
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+        self.added.is_empty()
+            && self.changed.is_empty()
+            && self.removed.is_empty()
+            && self.kept.is_empty()
+    }
+}
+
+/// A folder skills are loaded from, and the namespace its skills are named under.
+///
+/// A plugin's skills live under a namespaced root: `SkillRoot::namespaced(dir, "sales-ops")`
+/// names the skill `forecast` of that folder `sales-ops:forecast`, so two plugins may ship a
+/// skill of the same name and both load. The Agent Skills name rule (at most 64 characters of
+/// `[a-z0-9-]`) still applies to the skill's own name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SkillRoot {
+    /// The folder.
+    pub path: PathBuf,
+    /// The namespace of its skills' names; none for a plain root.
+    pub namespace: Option<String>,
+}
+
+impl SkillRoot {
+    /// A plain root: its skills are known by their own names.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            namespace: None,
+        }
+    }
+
+    /// A root whose skills are named `NAMESPACE:SKILL`.
+    pub fn namespaced(path: impl Into<PathBuf>, namespace: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            namespace: Some(namespace.into()),
+        }
+    }
+
+    fn qualify(&self, local: String) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}:{local}"),
+            None => local,
+        }
+    }
+}
+
+impl From<PathBuf> for SkillRoot {
+    fn from(path: PathBuf) -> Self {
+        Self::new(path)
+    }
+}
+
+impl From<&Path> for SkillRoot {
+    fn from(path: &Path) -> Self {
+        Self::new(path)
     }
 }
 
@@ -144,6 +217,7 @@ struct Index {
 #[derive(Debug)]
 pub struct SkillSet {
     roots: Vec<PathBuf>,
+    skill_roots: Vec<SkillRoot>,
     options: LoadOptions,
     index: RwLock<Index>,
     // Keyed by name; an entry is valid only for the exact `Arc<Skill>` it was read for, so a
@@ -162,19 +236,39 @@ impl SkillSet {
         roots: impl IntoIterator<Item = P>,
         options: LoadOptions,
     ) -> Self {
-        let roots: Vec<PathBuf> = roots.into_iter().map(Into::into).collect();
-        let index = build_index(&roots, &options);
+        Self::load_roots_with(roots.into_iter().map(|p| SkillRoot::new(p.into())), options)
+    }
+
+    /// Loads every skill under `roots`, each named under its root's namespace, with the
+    /// default limits.
+    pub fn load_roots(roots: impl IntoIterator<Item = SkillRoot>) -> Self {
+        Self::load_roots_with(roots, LoadOptions::default())
+    }
+
+    /// Loads every skill under `roots`, each named under its root's namespace.
+    pub fn load_roots_with(
+        roots: impl IntoIterator<Item = SkillRoot>,
+        options: LoadOptions,
+    ) -> Self {
+        let skill_roots: Vec<SkillRoot> = roots.into_iter().collect();
+        let index = build_index(&skill_roots, &options);
         Self {
-            roots,
+            roots: skill_roots.iter().map(|r| r.path.clone()).collect(),
+            skill_roots,
             options,
             index: RwLock::new(index),
             bodies: RwLock::new(HashMap::new()),
         }
     }
 
-    /// The roots, in priority order.
+    /// The roots' folders, in priority order.
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
+    }
+
+    /// The roots with their namespaces, in priority order.
+    pub fn skill_roots(&self) -> &[SkillRoot] {
+        &self.skill_roots
     }
 
     /// The limits in use.
@@ -377,8 +471,14 @@ impl SkillSet {
 
     /// Reads the roots again and picks up added, changed and deleted skills. Bodies of changed
     /// skills are read again on their next use; unchanged skills keep their cached body.
+    ///
+    /// A reload never loses a working skill to a passing problem: a skill whose `SKILL.md`
+    /// is still there but no longer loads (an edit half saved, a YAML mistake), and every skill
+    /// of a root that cannot be read any more, keep their last good version, listed in
+    /// [`ReloadReport::kept`] with a `kept-last-good` diagnostic giving the reason. A deleted
+    /// skill folder is a removal.
     pub fn reload(&self) -> ReloadReport {
-        let mut fresh = build_index(&self.roots, &self.options);
+        let mut fresh = build_index(&self.skill_roots, &self.options);
         let mut report = ReloadReport::default();
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
         for (name, skill) in &mut fresh.skills {
@@ -388,12 +488,26 @@ impl SkillSet {
                 Some(_) => report.changed.push(name.clone()),
             }
         }
-        report.removed = index
-            .skills
-            .keys()
-            .filter(|name| !fresh.skills.contains_key(*name))
-            .cloned()
-            .collect();
+        let mut kept = Vec::new();
+        for (name, old) in &index.skills {
+            if fresh.skills.contains_key(name) {
+                continue;
+            }
+            match why_unreadable(&fresh.diagnostics, old, &self.skill_roots) {
+                Some(reason) => kept.push((name.clone(), Arc::clone(old), reason)),
+                None => report.removed.push(name.clone()),
+            }
+        }
+        for (name, old, reason) in kept {
+            fresh.diagnostics.push(Diagnostic::new(
+                &old.skill_md,
+                Severity::Warning,
+                Rule::KeptLastGood,
+                format!("skill `{name}` kept at its last good version: {reason}"),
+            ));
+            fresh.skills.insert(name.clone(), old);
+            report.kept.push(name);
+        }
         *index = fresh;
         drop(index);
         let mut bodies = self.bodies.write().unwrap_or_else(PoisonError::into_inner);
@@ -402,6 +516,31 @@ impl SkillSet {
         }
         report
     }
+}
+
+/// Why a skill that loaded before is missing from a fresh load when it should not simply be
+/// removed: its root cannot be read, or its `SKILL.md` is there but failed to load.
+fn why_unreadable(diagnostics: &[Diagnostic], old: &Skill, roots: &[SkillRoot]) -> Option<String> {
+    let root = roots.get(old.root_index)?;
+    if let Some(d) = diagnostics
+        .iter()
+        .find(|d| d.rule == Rule::RootUnreadable && d.path == root.path)
+    {
+        return Some(d.message.clone());
+    }
+    if !old.skill_md.is_file() {
+        return None;
+    }
+    let errors: Vec<&str> = diagnostics
+        .iter()
+        .filter(|d| d.is_error() && d.path == old.skill_md)
+        .map(|d| d.message.as_str())
+        .collect();
+    if errors.is_empty() {
+        // Still there and fine, but under another name now: the old name is gone.
+        return None;
+    }
+    Some(errors.join("; "))
 }
 
 /// One catalogue line: `<skill name="…">description</skill>`, the description's whitespace runs
@@ -464,7 +603,12 @@ struct Read {
     diagnostics: Vec<Diagnostic>,
 }
 
-fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Read {
+fn read_one(
+    found: &Found,
+    root: Option<&SkillRoot>,
+    options: &LoadOptions,
+    strictness: Strictness,
+) -> Read {
     let path = &found.skill_md;
     let fail = |rule, message: String| Read {
         skill: None,
@@ -551,7 +695,11 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
         .or(dir_name);
     let skill = match name {
         Some(name) if usable => Some(Skill {
-            name,
+            name: match root {
+                Some(root) => root.qualify(name),
+                None => name,
+            },
+            namespace: root.and_then(|r| r.namespace.clone()),
             dir: found.dir.clone(),
             skill_md: path.clone(),
             root_index: found.root_index,
@@ -566,14 +714,15 @@ fn read_one(found: &Found, options: &LoadOptions, strictness: Strictness) -> Rea
 }
 
 fn load_all(
-    roots: &[PathBuf],
+    roots: &[SkillRoot],
     options: &LoadOptions,
     strictness: Strictness,
 ) -> (BTreeMap<String, Arc<Skill>>, Vec<Diagnostic>) {
-    let (found, mut diagnostics) = discover(roots, options.max_depth);
+    let paths: Vec<PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
+    let (found, mut diagnostics) = discover(&paths, options.max_depth);
     let mut skills: BTreeMap<String, Arc<Skill>> = BTreeMap::new();
     for f in &found {
-        let read = read_one(f, options, strictness);
+        let read = read_one(f, roots.get(f.root_index), options, strictness);
         diagnostics.extend(read.diagnostics);
         let Some(skill) = read.skill else { continue };
         if let Some(first) = skills.get(&skill.name) {
@@ -594,7 +743,7 @@ fn load_all(
     (skills, diagnostics)
 }
 
-fn build_index(roots: &[PathBuf], options: &LoadOptions) -> Index {
+fn build_index(roots: &[SkillRoot], options: &LoadOptions) -> Index {
     let (skills, diagnostics) = load_all(roots, options, Strictness::Lenient);
     Index {
         skills,
@@ -609,6 +758,15 @@ pub fn validate<P: Into<PathBuf>>(
     roots: impl IntoIterator<Item = P>,
     options: &LoadOptions,
 ) -> Vec<Diagnostic> {
-    let roots: Vec<PathBuf> = roots.into_iter().map(Into::into).collect();
+    validate_roots(roots.into_iter().map(|p| SkillRoot::new(p.into())), options)
+}
+
+/// [`validate`] over namespaced roots: a plugin's skills are checked under their own names,
+/// and two plugins' skills of the same name do not clash.
+pub fn validate_roots(
+    roots: impl IntoIterator<Item = SkillRoot>,
+    options: &LoadOptions,
+) -> Vec<Diagnostic> {
+    let roots: Vec<SkillRoot> = roots.into_iter().collect();
     load_all(&roots, options, Strictness::Strict).1
 }

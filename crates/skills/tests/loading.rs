@@ -516,3 +516,109 @@ async fn concurrent_activations_on_different_conversations() {
     }
     assert!(stacks.iter().all(|s| s.depth() == 0));
 }
+
+/// The test plugins of the MCP crate, laid out as Claude Code plugins (one folder each).
+fn plugin_fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mcp/tests/fixtures/plugins")
+        .join(name)
+        .join("skills")
+}
+
+#[test]
+fn namespaced_roots_load_two_plugins_skills_of_the_same_name() {
+    use ba_skills::SkillRoot;
+    let set = SkillSet::load_roots([
+        SkillRoot::namespaced(plugin_fixture("sales-ops"), "sales-ops"),
+        SkillRoot::namespaced(plugin_fixture("finance-ops"), "finance-ops"),
+    ]);
+    assert!(set.diagnostics().is_empty(), "{:?}", set.diagnostics());
+    // Both `forecast`s load, neither shadows the other; the SKILL.md nested in the sales
+    // skill's folder is a resource of it, not a skill.
+    assert_eq!(set.names(), ["finance-ops:forecast", "sales-ops:forecast"]);
+    let sales = set.get("sales-ops:forecast").unwrap();
+    assert_eq!(sales.local_name(), "forecast");
+    assert_eq!(sales.namespace.as_deref(), Some("sales-ops"));
+    assert!(set.body("sales-ops:forecast").unwrap().contains("quota"));
+    assert!(set.body("finance-ops:forecast").unwrap().contains("ledger"));
+    let resources: Vec<String> = set
+        .resources("sales-ops:forecast")
+        .unwrap()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(resources, ["templates/nested/SKILL.md"]);
+    assert!(
+        set.render_catalogue()
+            .contains("<skill name=\"finance-ops:forecast\">")
+    );
+    // The meta-tool activates a skill by its namespaced name.
+    let tool = ActivateSkill::new(Arc::new(set));
+    let result = tool
+        .activate(&SkillActivationRequest::new("finance-ops:forecast"))
+        .unwrap();
+    assert!(result.success);
+    // Strict validation checks each skill's own name and sees no clash.
+    let strict = ba_skills::validate_roots(
+        [
+            SkillRoot::namespaced(plugin_fixture("sales-ops"), "sales-ops"),
+            SkillRoot::namespaced(plugin_fixture("finance-ops"), "finance-ops"),
+        ],
+        &LoadOptions::default(),
+    );
+    assert!(strict.is_empty(), "{strict:?}");
+    // Without namespaces the second one is a clash, as before.
+    let plain = SkillSet::load([plugin_fixture("sales-ops"), plugin_fixture("finance-ops")]);
+    assert_eq!(plain.names(), ["forecast"]);
+    assert_eq!(plain.diagnostics()[0].rule, Rule::NameClash);
+}
+
+#[test]
+fn a_reload_that_cannot_read_a_skill_keeps_its_last_good_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("skills");
+    skill(&root, "steady", "", "steady body\n");
+    skill(&root, "edited", "", "first body\n");
+    let set = SkillSet::load([&root]);
+    assert_eq!(set.names(), ["edited", "steady"]);
+
+    // A half-saved edit: the frontmatter is broken, the file is still there.
+    write(&root.join("edited/SKILL.md"), "---\nname: edited\ndescr");
+    let report = set.reload();
+    assert_eq!(report.kept, ["edited"]);
+    assert!(report.removed.is_empty() && report.changed.is_empty());
+    assert_eq!(set.names(), ["edited", "steady"]);
+    let why = set
+        .diagnostics()
+        .into_iter()
+        .find(|d| d.rule == Rule::KeptLastGood)
+        .unwrap();
+    assert!(
+        why.message.contains("kept at its last good version"),
+        "{why}"
+    );
+    assert!(why.message.contains("never closed") || why.message.contains("frontmatter"));
+
+    // Fixed: the new version replaces the old one.
+    skill(&root, "edited", "", "second body\n");
+    let report = set.reload();
+    assert_eq!(report.changed, ["edited"]);
+    assert!(report.kept.is_empty());
+    assert_eq!(&*set.body("edited").unwrap(), "second body\n");
+    assert!(set.diagnostics().is_empty());
+
+    // A root that disappears for a moment (a checkout, a remount) keeps its skills.
+    let moved = tmp.path().join("elsewhere");
+    std::fs::rename(&root, &moved).unwrap();
+    let report = set.reload();
+    assert_eq!(report.kept, ["edited", "steady"]);
+    assert_eq!(set.len(), 2);
+    std::fs::rename(&moved, &root).unwrap();
+    assert!(set.reload().kept.is_empty());
+
+    // Deleting a skill folder is a removal, not a failure.
+    std::fs::remove_dir_all(root.join("steady")).unwrap();
+    let report = set.reload();
+    assert_eq!(report.removed, ["steady"]);
+    assert_eq!(set.names(), ["edited"]);
+}

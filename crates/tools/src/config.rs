@@ -1,6 +1,7 @@
 //! Configuration of the runtime: global defaults matching the seeds' numbers, and per-tool
 //! overrides of the timeout, the retry policy and the default level.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -251,6 +252,24 @@ impl ToolsConfig {
             .get(tool)
             .and_then(|o| o.retry.as_ref())
             .unwrap_or(&self.retry)
+    }
+
+    /// The retry configuration of `tool` when the tool itself allows at most `max_retries`
+    /// (its [`ToolCapabilities`](crate::ToolCapabilities)): a per-tool `retry` in the
+    /// configuration wins, otherwise the global policy with its retries capped.
+    pub fn retry_with(&self, tool: &str, max_retries: Option<u32>) -> Cow<'_, RetryConfig> {
+        match (
+            self.tools.get(tool).and_then(|o| o.retry.as_ref()),
+            max_retries,
+        ) {
+            (Some(own), _) => Cow::Borrowed(own),
+            (None, Some(cap)) if cap < self.retry.max_retries => {
+                let mut capped = self.retry.clone();
+                capped.max_retries = cap;
+                Cow::Owned(capped)
+            }
+            (None, _) => Cow::Borrowed(&self.retry),
+        }
     }
 }
 

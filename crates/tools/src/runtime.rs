@@ -117,6 +117,23 @@ impl ToolRuntime {
         self
     }
 
+    /// A runtime over `registry` that shares everything else with this one: configuration,
+    /// sink, jitter, token counter, idempotency cache and metrics. For a caller whose tools
+    /// change between runs (tools of MCP servers that join later) without losing the shared
+    /// state.
+    #[must_use]
+    pub fn with_registry(&self, registry: ToolRegistry) -> Self {
+        Self {
+            registry: Arc::new(registry),
+            config: self.config.clone(),
+            sink: self.sink.clone(),
+            jitter: self.jitter.clone(),
+            counter: self.counter.clone(),
+            cache: self.cache.clone(),
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+
     /// The tools.
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
@@ -227,9 +244,10 @@ impl ToolRuntime {
                     let base_timeout = Duration::from_millis(
                         overrides
                             .and_then(|o| o.timeout_ms)
+                            .or(caps.timeout_ms)
                             .unwrap_or(ctx.timeout_ms),
                     );
-                    let retry_config = self.config.retry_for(&call.name);
+                    let retry_config = self.config.retry_with(&call.name, caps.max_retries);
                     let mut policy = retry_config.policy();
                     if caps.deterministic_timeouts {
                         // The same arguments would run out of time again.

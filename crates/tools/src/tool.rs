@@ -22,6 +22,14 @@ pub struct ToolCapabilities {
     /// code, a query), so a timeout is not retried (T5). Off by default: most timeouts are a
     /// slow network or a busy service.
     pub deterministic_timeouts: bool,
+    /// The timeout of one attempt, in milliseconds, when the configuration names none for the
+    /// tool (`tools.NAME.timeout_ms`); the invocation's when absent. A tool that keeps its own,
+    /// finer clock (an MCP tool's idle timeout, reset by progress) declares a longer cap here.
+    pub timeout_ms: Option<u64>,
+    /// The most retries the tool allows when the configuration names no retry policy for it
+    /// (`tools.NAME.retry`); the configuration's when absent. `Some(0)` for a tool whose call
+    /// may have had an effect that a silent second call would repeat.
+    pub max_retries: Option<u32>,
 }
 
 impl ToolCapabilities {
@@ -43,6 +51,20 @@ impl ToolCapabilities {
     #[must_use]
     pub fn with_deterministic_timeouts(mut self, yes: bool) -> Self {
         self.deterministic_timeouts = yes;
+        self
+    }
+
+    /// Sets the tool's own timeout of one attempt.
+    #[must_use]
+    pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
+        self.timeout_ms = Some(timeout_ms);
+        self
+    }
+
+    /// Caps the retries of the tool's calls (0: never retried).
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = Some(max_retries);
         self
     }
 }

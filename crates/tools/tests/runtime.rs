@@ -313,6 +313,70 @@ async fn timeout_caps_and_per_tool_overrides_apply() {
     assert_eq!(r.retry_count, 2);
 }
 
+/// A tool that hangs and declares its own timeout and retry cap.
+fn hang_declaring(caps: ToolCapabilities) -> impl ba_tools::Tool {
+    dynamic_tool(
+        "hang_own",
+        "Never returns; declares its own bounds.",
+        json!({"type": "object"}),
+        |_, ctx: ba_tools::CallContext| async move {
+            ctx.partial.report("step 1 of 4\n");
+            std::future::pending::<()>().await;
+            Ok(Value::Null)
+        },
+    )
+    .with_capabilities(caps)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_declares_its_own_timeout_and_retry_cap_and_configuration_wins() {
+    let f = fixture(ToolsConfig::default());
+    let mut reg = ToolRegistry::new();
+    reg.register(hang_declaring(
+        ToolCapabilities::default()
+            .with_timeout_ms(700)
+            .with_max_retries(0),
+    ))
+    .unwrap();
+    // The shared state (metrics) goes with the new registry.
+    let runtime = f.runtime.with_registry(reg);
+    assert_eq!(runtime.registry().names().collect::<Vec<_>>(), ["hang_own"]);
+    let start = Instant::now();
+    let r = runtime
+        .run(&call("c1", "hang_own", json!({})), &ctx(120_000))
+        .await;
+    // Its own 700 ms, not the invocation's 120 s; no retry although timeouts are retryable.
+    assert_eq!(start.elapsed(), Duration::from_millis(700));
+    assert_eq!(r.retry_count, 0);
+    let err = r.error.unwrap();
+    assert_eq!(err.kind, ToolErrorKind::Timeout);
+    assert!(err.message.contains("step 1 of 4"), "{}", err.message);
+    assert_eq!(f.runtime.metrics().tool("hang_own").unwrap().calls, 1);
+
+    // An operator's per-tool settings win over the tool's own.
+    let config = ToolsConfig::from_json(
+        r#"{"tools": {"hang_own": {"timeout_ms": 200,
+             "retry": {"max_retries": 1, "initial_delay_ms": 100, "max_timeout_ms": 200}}}}"#,
+    )
+    .unwrap();
+    let mut reg = ToolRegistry::new();
+    reg.register(hang_declaring(
+        ToolCapabilities::default()
+            .with_timeout_ms(700)
+            .with_max_retries(0),
+    ))
+    .unwrap();
+    let runtime = ToolRuntime::new(reg, config)
+        .unwrap()
+        .with_jitter(Arc::new(NoJitter));
+    let start = Instant::now();
+    let r = runtime
+        .run(&call("c2", "hang_own", json!({})), &ctx(120_000))
+        .await;
+    assert_eq!(start.elapsed(), Duration::from_millis(500));
+    assert_eq!(r.retry_count, 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn execution_errors_are_not_retried() {
     let f = fixture(ToolsConfig::default());

@@ -1,14 +1,19 @@
 //! Adapters where the middle crates meet without depending on each other: the skills crate's
 //! `activate_skill` as a `ba_tools::Tool` ([`SkillTool`]), the storage crate's data files as
 //! the tool runtime's `DataSink` ([`DataFileSink`]), a model as the context crate's
-//! `Summarizer` ([`ModelSummarizer`]), and a child agent as the `task` tool ([`TaskTool`]).
+//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), and
+//! (feature `mcp`) MCP servers' tools as tools ([`McpTool`], offered through [`McpToolSource`]).
 
 mod datafile;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod skill;
 mod summarizer;
 mod task;
 
 pub use datafile::DataFileSink;
+#[cfg(feature = "mcp")]
+pub use mcp::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use skill::{SkillTool, activation_text};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};

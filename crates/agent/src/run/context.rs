@@ -34,14 +34,13 @@ impl Runner {
         let inner = Arc::clone(&self.inner);
         let view = context_view(&self.log);
         let mut sections = Vec::new();
-        if let Some(skills) = &inner.skills {
-            let catalogue = skills.skills().render_catalogue();
-            if !catalogue.trim().is_empty() {
-                sections.push(format!(
-                    "SKILLS\nActivate a skill with the activate_skill tool before a task it covers.\n{}",
-                    catalogue.trim_end()
-                ));
-            }
+        if let Some(catalogue) = &self.catalogue
+            && !catalogue.trim().is_empty()
+        {
+            sections.push(format!(
+                "SKILLS\nActivate a skill with the activate_skill tool before a task it covers.\n{}",
+                catalogue.trim_end()
+            ));
         }
         if inner.settings.response_mode == ResponseMode::Structured {
             sections.push(format!(

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
-use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode};
+use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
 use ba_storage::{Clock, ConversationId, SystemClock};
+use ba_tools::Tool as _;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::{AgentError, Inner, Input};
@@ -23,6 +24,7 @@ use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
 use crate::history::{active_skills, current_modifier, rounds_in_task, unanswered_calls};
 use crate::records::{self, EntryKind, keys};
 use crate::response::{Stores, process_final};
+use crate::sources::RunTools;
 
 /// Ids and times of new entries.
 pub(crate) struct LiveStamp;
@@ -94,6 +96,14 @@ pub(crate) struct Runner {
     pub(crate) format_retries: u32,
     /// The share of the budget the last window used (drives the tools' output levels).
     pub(crate) usage: f64,
+    /// The tools of this run, read from the sources when it started and kept to its end.
+    pub(crate) tools: Arc<RunTools>,
+    /// The tool list every request of this run opens with (the runtime's tools and
+    /// `activate_skill`), fixed when the run started.
+    pub(crate) specs: Vec<ToolSpec>,
+    /// The skills catalogue of this run's system prompt, rendered when it started (a reload
+    /// of the skills shows in the next run).
+    pub(crate) catalogue: Option<String>,
 }
 
 pub(crate) async fn run(
@@ -117,6 +127,16 @@ pub(crate) async fn run(
         )));
         return;
     };
+    let tools = inner.sources.for_run(&inner.runtime);
+    let mut specs = tools.specs();
+    if let Some(skills) = &inner.skills {
+        specs.push(ToolSpec::new(
+            skills.name(),
+            skills.description(),
+            skills.input_schema(),
+        ));
+    }
+    let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
     let mut runner = Runner {
         inner,
         id,
@@ -129,6 +149,9 @@ pub(crate) async fn run(
         rounds_run: 0,
         format_retries: 0,
         usage: 0.0,
+        tools,
+        specs,
+        catalogue,
     };
     let summary = match runner.go(input).await {
         Ok(summary) => summary,
@@ -220,10 +243,12 @@ impl Runner {
                         message: "the message is empty".into(),
                     });
                 }
+                self.record_inventory().await?;
                 let e = self.user_entry(&text, None);
                 self.append(e).await?;
             }
             Input::Continue => {
+                self.record_inventory().await?;
                 let e = self.user_entry("continue", Some(EntryKind::Continue));
                 self.append(e).await?;
             }
@@ -237,6 +262,7 @@ impl Runner {
                 self.round = rounds_in_task(&self.log);
                 match last.role {
                     LogRole::Assistant if last.llm_error.is_some() => {
+                        self.record_inventory().await?;
                         let e = self.user_entry("continue", Some(EntryKind::Continue));
                         self.append(e).await?;
                     }
@@ -252,7 +278,10 @@ impl Runner {
                         });
                         return Ok(self.summary(RunStatus::Answered, Some((text, response)), None));
                     }
-                    _ => pending = unanswered_calls(&self.log),
+                    _ => {
+                        pending = unanswered_calls(&self.log);
+                        self.record_inventory().await?;
+                    }
                 }
             }
         }
@@ -288,6 +317,24 @@ impl Runner {
                 Next::Done(summary) => return Ok(*summary),
             }
         }
+    }
+
+    /// Appends the inventory of the servers behind this run's tools when it differs from the
+    /// last one in the log (a hidden system entry, never sent to a model). Nothing for an
+    /// agent without tool sources.
+    async fn record_inventory(&mut self) -> Result<(), Stop> {
+        let Some(inventory) = self.tools.inventory.clone() else {
+            return Ok(());
+        };
+        if records::last_server_inventory(&self.log).as_ref() == Some(&inventory) {
+            return Ok(());
+        }
+        let mut e = LogEntry::new(new_id(), LogRole::System, now())
+            .with_text(format!("Tool servers: {}", inventory.summary()));
+        e.include_in_context = false;
+        records::put(&mut e, keys::KIND, &EntryKind::ServerInventory);
+        records::put(&mut e, keys::SERVER_INVENTORY, &inventory);
+        self.append(e).await
     }
 
     /// One model call and what follows from its answer.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ba_protocol::skill::SkillActivationResult;
 use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
-use ba_tools::{CallOptions, Tool as _};
+use ba_tools::CallOptions;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -18,26 +18,22 @@ use crate::history::{active_skills, current_modifier};
 use crate::records::{self, SkillActivationRecord, keys};
 
 impl Runner {
-    /// The tools offered: every tool of the runtime and `activate_skill` when skills are
-    /// configured, the same list every round. A skill's `allowed_tools` is not applied by
-    /// removing tools (the list opens every request, and a change would void the provider's
-    /// prompt cache): the runtime refuses a call outside it, and the activation told the model.
+    /// The tools offered: every tool of the run's runtime (the agent's own and the tool
+    /// sources' as they were when the run started) and `activate_skill` when skills are
+    /// configured, the same list every round of a run. A skill's `allowed_tools` is not
+    /// applied by removing tools (the list opens every request, and a change would void the
+    /// provider's prompt cache): the runtime refuses a call outside it, and the activation told
+    /// the model. Tools that join later (an MCP server that finished starting) are in the next
+    /// run's list.
     pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self.inner.runtime.registry().specs();
-        if let Some(skills) = &self.inner.skills {
-            specs.push(ToolSpec::new(
-                skills.name(),
-                skills.description(),
-                skills.input_schema(),
-            ));
-        }
-        specs
+        self.specs.clone()
     }
 
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
     /// call order as soon as it and the ones before it are in.
     pub(super) async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
         let inner = Arc::clone(&self.inner);
+        let runtime = Arc::clone(&self.tools.runtime);
         let modifier = current_modifier(&active_skills(&self.log));
         let ctx = InvocationContext {
             caller_id: "agent".into(),
@@ -68,6 +64,7 @@ impl Runner {
             .iter()
             .map(|c| {
                 let inner = &inner;
+                let runtime = &runtime;
                 let ctx = &ctx;
                 let conversation = conversation.as_str();
                 async move {
@@ -81,11 +78,11 @@ impl Runner {
                         return (skill_tool_result(&c.id, &result, ms), Some(result));
                     }
                     let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments);
-                    (inner.runtime.run_with(&call, ctx, opts).await, None)
+                    (runtime.run_with(&call, ctx, opts).await, None)
                 }
             })
             .collect();
-        let concurrency = inner.runtime.config().max_concurrency.max(1);
+        let concurrency = runtime.config().max_concurrency.max(1);
         let mut results = futures::stream::iter(pending).buffered(concurrency);
         let mut index = 0;
         while let Some((result, activation)) = results.next().await {

@@ -14,20 +14,10 @@ use serde_json::{Value, json};
 use tokio_postgres::NoTls;
 
 fn server_url() -> Option<String> {
-    match std::env::var("BA_AGENT_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "BA_AGENT_TEST_DATABASE_URL is required under CI=true (.ci/postgres.sh)"
-            );
-            eprintln!(
-                "skipped: BA_AGENT_TEST_DATABASE_URL is not set (run `eval \"$(bash \
-                 .ci/postgres.sh)\"` to start a server)"
-            );
-            None
-        }
-    }
+    ba_testkit::require_env(
+        "BA_AGENT_TEST_DATABASE_URL",
+        "run `eval \"$(bash .ci/postgres.sh)\"` to start a server",
+    )
 }
 
 /// A fresh database on the server holding the demo tables, dropped when done.

@@ -1,0 +1,135 @@
+//! Tools that change while the agent lives, and the one tool list of a run.
+//!
+//! The agent's own tools are fixed when it is built. A [`ToolSource`] (the MCP servers, see
+//! `McpToolSource` behind the `mcp` feature) offers tools that come and go: a server that
+//! starts after the first round, fails, or changes its list. The agent reads every source at
+//! the start of each run and keeps what it read for the whole run ([`RunTools`]): the tool list
+//! that opens every request of a run never changes mid-run (a change would void the provider's
+//! prompt cache), and a run that starts later sees the new list. Sources are read again only
+//! when their generation changed, so an unchanged agent reuses the same list, runtime and
+//! compiled schemas run after run.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ba_protocol::ToolSpec;
+use ba_tools::{Tool, ToolRegistry, ToolRuntime};
+
+use crate::records::{ServerInventoryRecord, ServerRecord};
+
+/// Tools that may change between runs, read at the start of each run.
+pub trait ToolSource: Send + Sync + fmt::Debug {
+    /// A number that changes whenever [`ToolSource::snapshot`] may give something else; the
+    /// agent reads the snapshot again only then.
+    fn generation(&self) -> u64;
+
+    /// The tools offered now, and the servers behind them for the log's inventory record.
+    fn snapshot(&self) -> SourceSnapshot;
+}
+
+/// What a [`ToolSource`] offers at one moment.
+#[derive(Default)]
+#[non_exhaustive]
+pub struct SourceSnapshot {
+    /// The tools, each registered under its own name.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The servers behind them, for the inventory record (none for a source without servers).
+    pub servers: Vec<ServerRecord>,
+}
+
+impl SourceSnapshot {
+    /// A snapshot of `tools` from `servers`.
+    pub fn new(tools: Vec<Arc<dyn Tool>>, servers: Vec<ServerRecord>) -> Self {
+        Self { tools, servers }
+    }
+}
+
+impl fmt::Debug for SourceSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceSnapshot")
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .field("servers", &self.servers)
+            .finish()
+    }
+}
+
+/// The tools of one run: the runtime whose registry holds the agent's own tools and the
+/// sources' tools as they were when the run started, and the inventory of the sources'
+/// servers (none when the agent has no source).
+#[derive(Debug)]
+pub(crate) struct RunTools {
+    generations: Vec<u64>,
+    pub(crate) runtime: Arc<ToolRuntime>,
+    pub(crate) inventory: Option<ServerInventoryRecord>,
+}
+
+/// The agent's sources and the last [`RunTools`] built from them.
+#[derive(Debug, Default)]
+pub(crate) struct Sources {
+    sources: Vec<Arc<dyn ToolSource>>,
+    current: Mutex<Option<Arc<RunTools>>>,
+}
+
+impl Sources {
+    pub(crate) fn new(sources: Vec<Arc<dyn ToolSource>>) -> Self {
+        Self {
+            sources,
+            current: Mutex::new(None),
+        }
+    }
+
+    /// The tools of a run starting now: the last ones when no source changed, otherwise the
+    /// agent's own tools (`base`) with every source's, a source's tool whose name another
+    /// tool already has being left out with a warning.
+    pub(crate) fn for_run(&self, base: &Arc<ToolRuntime>) -> Arc<RunTools> {
+        if self.sources.is_empty() {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            return Arc::clone(current.get_or_insert_with(|| {
+                Arc::new(RunTools {
+                    generations: Vec::new(),
+                    runtime: Arc::clone(base),
+                    inventory: None,
+                })
+            }));
+        }
+        let generations: Vec<u64> = self.sources.iter().map(|s| s.generation()).collect();
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tools) = current.as_ref()
+            && tools.generations == generations
+        {
+            return Arc::clone(tools);
+        }
+        let mut registry: ToolRegistry = base.registry().clone();
+        let mut servers = Vec::new();
+        for source in &self.sources {
+            let mut snapshot = source.snapshot();
+            for tool in snapshot.tools {
+                let name = tool.name().to_owned();
+                if let Err(e) = registry.register_arc(tool) {
+                    tracing::warn!(tool = %name, "a tool of a tool source is left out: {e}");
+                    for server in &mut snapshot.servers {
+                        server.tools.retain(|t| *t != name);
+                    }
+                }
+            }
+            servers.append(&mut snapshot.servers);
+        }
+        let tools = Arc::new(RunTools {
+            generations,
+            runtime: Arc::new(base.with_registry(registry)),
+            inventory: Some(ServerInventoryRecord { servers }),
+        });
+        *current = Some(Arc::clone(&tools));
+        tools
+    }
+}
+
+impl RunTools {
+    /// The specs of the runtime's tools, alphabetical.
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+        self.runtime.registry().specs()
+    }
+}

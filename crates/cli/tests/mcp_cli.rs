@@ -1,0 +1,458 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+//! `ba-agent mcp list|call`, `skills list --plugin` and MCP tools in `run`, against small
+//! stdio servers written in Python (as the MCP crate's misbehaving servers are) and the MCP
+//! crate's test plugins, laid out as Claude Code's plugin folders.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+/// A stdlib-only MCP server: `add` (text and structured content), `fail` (`isError`), `die`
+/// (exits mid-call after a line on stderr), `bad` (a schema the model APIs refuse, skipped);
+/// in mode `broken` it writes to stderr and exits before the handshake.
+const SERVER: &str = r#"
+import json, os, sys
+
+if len(sys.argv) > 1 and sys.argv[1] == "broken":
+    sys.stderr.write("fatal: the API key is missing\n")
+    sys.stderr.flush()
+    sys.exit(4)
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+TOOLS = [
+    {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}},
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}},
+    {"name": "die", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
+    {"name": "bad", "description": "An array schema.", "inputSchema": {"type": "array"}},
+]
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, mid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "calc", "version": "1.0"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name, args = msg["params"]["name"], msg["params"].get("arguments") or {}
+        if name == "add":
+            total = args["a"] + args["b"]
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "text", "text": "%d + %d = %d" % (args["a"], args["b"], total)}],
+                "structuredContent": {"sum": total}}})
+        elif name == "fail":
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "text", "text": "no rows for Q5"}], "isError": True}})
+        elif name == "die":
+            sys.stderr.write("panic: lost the connection to the ledger\n")
+            sys.stderr.flush()
+            os._exit(3)
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "unknown tool " + name}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no " + method}})
+"#;
+
+/// Writes the server and a `.mcp.json` naming it twice: `calc` and `broken`.
+fn mcp_json(dir: &Path) -> PathBuf {
+    let script = dir.join("calc.py");
+    std::fs::write(&script, SERVER).unwrap();
+    let file = dir.join(".mcp.json");
+    let config = json!({"mcpServers": {
+        "calc": {"command": "python3", "args": [script]},
+        "broken": {"command": "python3", "args": [script, "broken"]},
+    }});
+    std::fs::write(&file, config.to_string()).unwrap();
+    file
+}
+
+/// The MCP crate's test plugins.
+fn plugin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mcp/tests/fixtures/plugins")
+        .join(name)
+}
+
+fn ba_agent(cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ba-agent"));
+    cmd.current_dir(cwd)
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_PROVIDER")
+        .env_remove("BA_AGENT_HOME")
+        // A plugin's HTTP server is reached through a closed loopback port: tests reach no
+        // network beyond 127.0.0.1, and the server fails fast.
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("https_proxy", "http://127.0.0.1:9")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy");
+    cmd
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+#[test]
+fn mcp_list_json_has_the_contract_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = mcp_json(dir.path());
+    let out = ba_agent(dir.path())
+        .args(["mcp", "list", "--json", "--mcp-config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers = value["servers"].as_array().unwrap();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["broken", "calc"]);
+
+    let calc = &servers[1];
+    assert_eq!(calc["state"], "ready");
+    let tools = calc["tools"].as_array().unwrap();
+    let listed: Vec<(&str, &str)> = tools
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["model_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("add", "calc__add"),
+            ("fail", "calc__fail"),
+            ("die", "calc__die")
+        ]
+    );
+    assert_eq!(
+        tools[0]["input_schema"],
+        json!({"type": "object", "properties": {"a": {"type": "integer"},
+            "b": {"type": "integer"}}, "required": ["a", "b"]})
+    );
+    let skipped = calc["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["name"], "bad");
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("object"));
+
+    let broken = &servers[0];
+    assert_eq!(broken["state"], "failed");
+    assert_eq!(broken["tools"], json!([]));
+    assert_eq!(broken["skipped"], json!([]));
+    assert!(
+        broken["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 4"),
+        "{broken}"
+    );
+    assert!(
+        broken["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("the API key is missing")
+    );
+}
+
+#[test]
+fn mcp_call_exits_0_with_the_result_1_on_is_error_and_2_for_a_failed_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = mcp_json(dir.path());
+    let call = |args: &[&str]| {
+        ba_agent(dir.path())
+            .args(["mcp", "call"])
+            .args(args)
+            .arg("--mcp-config")
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+
+    let out = call(&["calc", "add", r#"{"a": 2, "b": 3}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("2 + 3 = 5\n"), "{stdout}");
+    let structured: Value = serde_json::from_str(stdout.trim_start_matches("2 + 3 = 5\n")).unwrap();
+    assert_eq!(structured, json!({"sum": 5}));
+
+    let out = call(&["calc", "fail", "{}"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(text(&out.stdout), "no rows for Q5\n");
+
+    let out = call(&["broken", "add", r#"{"a": 1, "b": 1}"#]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: MCP server `broken` is unavailable"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fatal: the API key is missing"), "{stderr}");
+
+    let out = call(&["calc", "die", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("exited with status 3"), "{stderr}");
+    assert!(
+        stderr.contains("lost the connection to the ledger"),
+        "{stderr}"
+    );
+
+    // Bad input: an unknown server, arguments that are not a JSON object.
+    let out = call(&["nope", "add", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no MCP server is named `nope` (servers: broken, calc)"));
+    let out = call(&["calc", "add", "[1, 2]"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: the arguments must be a JSON object"));
+}
+
+#[test]
+fn plugins_bring_their_namespaced_skills_and_their_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ba_agent(dir.path())
+        .args(["skills", "list", "--json", "--plugin"])
+        .arg(plugin("sales-ops"))
+        .arg("--plugin")
+        .arg(plugin("finance-ops"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = value["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    // Both `forecast`s, neither shadowing the other; the nested SKILL.md is no skill.
+    assert_eq!(names, ["finance-ops:forecast", "sales-ops:forecast"]);
+    assert_eq!(value["diagnostics"], json!([]));
+
+    let out = ba_agent(dir.path())
+        .args(["skills", "show", "sales-ops:forecast", "--plugin"])
+        .arg(plugin("sales-ops"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(text(&out.stdout).contains("templates/nested/SKILL.md"));
+
+    let out = ba_agent(dir.path())
+        .args(["mcp", "list", "--json", "--plugin"])
+        .arg(plugin("sales-ops"))
+        .arg("--plugin")
+        .arg(plugin("finance-ops"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers = value["servers"].as_array().unwrap();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sales-ops__crm", "sales-ops__warehouse"]);
+    assert_eq!(servers[0]["state"], "ready");
+    assert_eq!(
+        servers[0]["tools"][0]["model_name"],
+        "sales-ops__crm__open_deals"
+    );
+    assert_eq!(servers[1]["transport"], "http");
+    assert_eq!(servers[1]["state"], "failed", "no network in tests");
+}
+
+#[test]
+fn bad_plugin_and_flag_use_are_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ba_agent(dir.path())
+        .args(["skills", "list", "--plugin", "missing"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: "), "{}", show(&out));
+    let out = ba_agent(dir.path())
+        .args(["tokens", "--plugin"])
+        .arg(plugin("sales-ops"))
+        .arg("-")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("apply to run, chat, mcp and skills only"));
+}
+
+#[test]
+fn a_run_calls_an_mcp_tool_and_inspect_shows_the_servers() {
+    let home = tempfile::tempdir().unwrap();
+    mcp_json(home.path());
+    let replay = home.path().join("recording.json");
+    let turns = json!([
+        {"expect": {"text": "Add 2 and 3."}, "response": {"message": {"role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "calc__add",
+                         "input": {"a": 2, "b": 3}}]}, "stop_reason": "tool_use"}},
+        {"expect": {"tool_call_id": "c1"}, "response": {"message": {"role": "assistant",
+            "content": "The sum is 5."}, "stop_reason": "end_turn"}}
+    ]);
+    std::fs::write(&replay, turns.to_string()).unwrap();
+    let config = home.path().join("config.yaml");
+    // `calc` is required, so the first round waits for it; `extra` is disabled.
+    std::fs::write(
+        &config,
+        format!(
+            "provider: replay\nreplay: {}\nhome: {}\nrun_python: false\n\
+             mcp_servers:\n  calc:\n    command: python3\n    args: [{}]\n    required: true\n\
+             \x20 extra:\n    command: python3\n    args: [{}]\n    enabled: false\n",
+            replay.display(),
+            home.path().display(),
+            home.path().join("calc.py").display(),
+            home.path().join("calc.py").display(),
+        ),
+    )
+    .unwrap();
+    let out = ba_agent(home.path())
+        .env("BA_AGENT_CONFIG", &config)
+        .args(["run", "--json", "--task", "Add 2 and 3.", "--plugin"])
+        .arg(plugin("finance-ops"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let result = events
+        .iter()
+        .find(|e| e["event"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {stdout}"));
+    assert_eq!(result["name"], "calc__add");
+    assert_eq!(result["success"], true);
+    assert!(
+        result["observation"]
+            .as_str()
+            .unwrap()
+            .contains("\"sum\": 5"),
+        "{result}"
+    );
+    let conversation = events
+        .iter()
+        .find_map(|e| e["conversation_id"].as_str())
+        .unwrap()
+        .to_owned();
+
+    let out = ba_agent(home.path())
+        .env("BA_AGENT_CONFIG", &config)
+        .args(["inspect", &conversation])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("tool servers: 1 inventories"), "{stdout}");
+    assert!(
+        stdout.contains("calc (ready: 3 tools), extra (disabled)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("added calc__add, calc__die, calc__fail"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_required_server_that_fails_stops_the_run_with_its_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    mcp_json(home.path());
+    let config = home.path().join("config.yaml");
+    std::fs::write(&config, format!(
+        "provider: replay\nreplay: {}\nhome: {}\nrun_python: false\n\
+         mcp_servers:\n  broken:\n    command: python3\n    args: [{}, broken]\n    required: true\n",
+        home.path().join("none.json").display(),
+        home.path().display(),
+        home.path().join("calc.py").display(),
+    ))
+    .unwrap();
+    std::fs::write(home.path().join("none.json"), "[]").unwrap();
+    let out = ba_agent(home.path())
+        .env("BA_AGENT_CONFIG", &config)
+        .args(["run", "--task", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: required MCP server `broken` did not start"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the API key is missing"), "{stderr}");
+}
+
+#[test]
+fn the_configuration_names_servers_and_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("calc.py");
+    std::fs::write(&script, SERVER).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "mcp_servers:\n  calc:\n    command: python3\n    args: [{}]\n    \
+             disabled_tools: [die]\nplugins: [{}]\n",
+            script.display(),
+            plugin("sales-ops").display(),
+        ),
+    )
+    .unwrap();
+    let out = ba_agent(dir.path())
+        .args(["mcp", "list", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers = value["servers"].as_array().unwrap();
+    let names: Vec<&str> = servers
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["calc", "sales-ops__crm", "sales-ops__warehouse"]);
+    let calc: Vec<&str> = servers[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["model_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(calc, ["calc__add", "calc__fail"], "`die` is disabled");
+    assert_eq!(servers[1]["state"], "ready");
+
+    // `mcp call` finds a server of a plugin the configuration (`BA_AGENT_CONFIG`) names.
+    let out = ba_agent(dir.path())
+        .env("BA_AGENT_CONFIG", &config)
+        .args(["mcp", "call", "sales-ops__crm", "open_deals", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
