@@ -64,7 +64,7 @@ pub use adapters::{
 };
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,
-    ResponseMode,
+    ResponseMode, RunCanceller, RunOptions,
 };
 pub use events::{AgentEvent, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};

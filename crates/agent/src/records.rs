@@ -40,6 +40,11 @@ pub mod keys {
     pub const TOOL_RETRIES: &str = "retry_count";
     /// On a tool entry: the error kind of a failed call.
     pub const ERROR_KIND: &str = "error_kind";
+    /// On the user entry a run appended: the caller's request id (a retried request finds
+    /// its run by it, across restarts).
+    pub const REQUEST_ID: &str = "request_id";
+    /// On the user entry a run appended: the caller's id of the run.
+    pub const RUN_ID: &str = "run_id";
 }
 
 /// What a user or system entry the loop wrote is, beyond a message typed by the user.
@@ -144,6 +149,12 @@ pub fn context(entry: &LogEntry) -> Option<ContextRecord> {
 /// The processed final answer recorded on an assistant entry.
 pub fn api_response(entry: &LogEntry) -> Option<ApiResponse> {
     get(entry, keys::API_RESPONSE)
+}
+
+/// The caller's request id and run id recorded on the user entry a run appended.
+pub fn run_ids(entry: &LogEntry) -> Option<(String, Option<String>)> {
+    let request: String = get(entry, keys::REQUEST_ID)?;
+    Some((request, get(entry, keys::RUN_ID)))
 }
 
 /// A number recorded under `key` (round, retries), 0 when absent.

@@ -112,6 +112,20 @@ impl Runner {
             });
         }
         let debug = &built.debug;
+        if self.options.context_status {
+            let usage = debug.usage;
+            self.emit(AgentEvent::ContextStatus {
+                round: self.round,
+                used: usage.used,
+                total: usage.total,
+                percent: usage.percent,
+                status: if debug.compressed {
+                    ba_context::UsageStatus::Compressing
+                } else {
+                    usage.status
+                },
+            });
+        }
         let record = ContextRecord {
             compressed: debug.compressed,
             tokens_before: debug.tokens_before,
