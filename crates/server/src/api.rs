@@ -68,10 +68,15 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
     let upload_routes = Router::new()
         .route(&format!("{conv}/uploads"), post(files::upload))
         .layer(DefaultBodyLimit::max(upload_limit))
-        .layer(RequestBodyLimitLayer::new(upload_limit.saturating_add(64 * 1024)));
+        .layer(RequestBodyLimitLayer::new(
+            upload_limit.saturating_add(64 * 1024),
+        ));
     let api = json_routes
         .merge(upload_routes)
-        .layer(middleware::from_fn_with_state(Arc::clone(&guard), require_token));
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&guard),
+            require_token,
+        ));
     Router::new()
         .route("/health", get(health))
         .layer(RequestBodyLimitLayer::new(json_limit))
@@ -110,7 +115,9 @@ async fn demo_questions(State(state): State<AppState>) -> ApiResult<Json<Vec<Str
         .demo_questions
         .clone()
         .map(Json)
-        .ok_or_else(|| ApiError::not_found("the server does not run the demo (start it with --demo)"))
+        .ok_or_else(|| {
+            ApiError::not_found("the server does not run the demo (start it with --demo)")
+        })
 }
 
 async fn skills(State(state): State<AppState>) -> Json<Value> {

@@ -57,7 +57,8 @@ pub struct ConversationView {
 
 /// Parses a path id; a name that could leave the store's folder is refused.
 pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
-    ConversationId::new(raw).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+    ConversationId::new(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
 
 /// Reads a JSON body; an empty body is the type's default.
@@ -75,7 +76,10 @@ pub(crate) fn json_body<T: DeserializeOwned + Default>(body: &Bytes) -> ApiResul
 }
 
 /// The status of a conversation from its hub and the last entry of its log.
-pub(crate) fn status_of(hub: Option<&Hub>, last: Option<&LogEntry>) -> (ConversationStatus, Option<String>) {
+pub(crate) fn status_of(
+    hub: Option<&Hub>,
+    last: Option<&LogEntry>,
+) -> (ConversationStatus, Option<String>) {
     if let Some(hub) = hub {
         let state = hub.lock();
         if let Some(run) = &state.run {
@@ -91,7 +95,9 @@ pub(crate) fn status_of(hub: Option<&Hub>, last: Option<&LogEntry>) -> (Conversa
         return (ConversationStatus::Idle, None);
     };
     let status = match (&last.role, &last.llm_error) {
-        (LogRole::Assistant, Some(e)) if e.kind == LlmErrorKind::Cancelled => ConversationStatus::Interrupted,
+        (LogRole::Assistant, Some(e)) if e.kind == LlmErrorKind::Cancelled => {
+            ConversationStatus::Interrupted
+        }
         (LogRole::Assistant, Some(_)) => ConversationStatus::Failed,
         (LogRole::Assistant, None) if last.calls().is_empty() => ConversationStatus::Idle,
         (LogRole::System, _) => ConversationStatus::Idle,
@@ -158,7 +164,10 @@ pub(crate) struct CreateBody {
     mode: Option<Mode>,
 }
 
-pub(crate) async fn create(State(state): State<AppState>, body: Bytes) -> ApiResult<impl IntoResponse> {
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
     let body: CreateBody = json_body(&body)?;
     let id = state
         .agent()
@@ -199,7 +208,9 @@ pub(crate) async fn update(
     if let Some(title) = &body.title
         && title.chars().count() > 500
     {
-        return Err(ApiError::bad_request("the title is longer than 500 characters"));
+        return Err(ApiError::bad_request(
+            "the title is longer than 500 characters",
+        ));
     }
     let meta = state
         .store()
@@ -259,7 +270,10 @@ pub(crate) async fn messages(
 ) -> ApiResult<Json<Value>> {
     let id = conversation_id(&id)?;
     state.store().metadata(&id).await?;
-    let loaded = state.store().load_from(&id, q.from_seq.unwrap_or(1).max(1)).await?;
+    let loaded = state
+        .store()
+        .load_from(&id, q.from_seq.unwrap_or(1).max(1))
+        .await?;
     let last_seq = loaded.entries.last().map(|s| s.seq);
     let items: Vec<Message> = loaded
         .entries

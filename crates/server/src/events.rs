@@ -57,10 +57,11 @@ pub(crate) async fn events(
         .map(str::to_owned)
         .or(q.last_event_id);
     let after = match given.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(text) => Some(
-            Cursor::parse(text)
-                .ok_or_else(|| ApiError::bad_request(format!("Last-Event-ID {text:?} is not a cursor of this server")))?,
-        ),
+        Some(text) => Some(Cursor::parse(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Last-Event-ID {text:?} is not a cursor of this server"
+            ))
+        })?),
         None => None,
     };
     let hub = state.hub(&id).await?;
@@ -108,7 +109,10 @@ pub(crate) async fn events(
     let mut response = sse.into_response();
     let h = response.headers_mut();
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
     Ok(response)
 }
 
@@ -123,7 +127,10 @@ fn to_event(frame: &Frame) -> Event {
 async fn next_frame(mut tail: Tail) -> Option<(Result<Event, Infallible>, Tail)> {
     loop {
         if let Some(frame) = tail.pending.pop_front() {
-            if tail.last.is_some_and(|l| frame.cursor <= l && frame.event != "sync") {
+            if tail
+                .last
+                .is_some_and(|l| frame.cursor <= l && frame.event != "sync")
+            {
                 continue;
             }
             if frame.event != "sync" {

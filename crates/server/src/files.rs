@@ -18,7 +18,9 @@ use crate::state::AppState;
 
 /// The upload store of a conversation (its own folder under the uploads root).
 pub(crate) fn uploads(state: &AppState, id: &ConversationId) -> ApiResult<UploadStore> {
-    Ok(UploadStore::open(state.config().uploads_dir.join(id.as_str()))?)
+    Ok(UploadStore::open(
+        state.config().uploads_dir.join(id.as_str()),
+    )?)
 }
 
 fn too_large(limit: usize) -> ApiError {
@@ -46,10 +48,15 @@ pub(crate) async fn upload(
     let id = conversation_id(&id)?;
     state.store().metadata(&id).await?;
     let limit = state.config().upload_limit;
-    let mut multipart = multipart.map_err(|e| ApiError::new(e.status(), "bad_upload", e.body_text()))?;
+    let mut multipart =
+        multipart.map_err(|e| ApiError::new(e.status(), "bad_upload", e.body_text()))?;
     let mut file: Option<(String, Option<String>, Vec<u8>)> = None;
     let mut description = String::new();
-    while let Some(field) = multipart.next_field().await.map_err(|e| multipart_error(&e, limit))? {
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| multipart_error(&e, limit))?
+    {
         match field.name() {
             Some("file") => {
                 let name = field
@@ -57,7 +64,10 @@ pub(crate) async fn upload(
                     .map(str::to_owned)
                     .ok_or_else(|| ApiError::bad_request("the `file` part has no file name"))?;
                 let media = field.content_type().map(str::to_owned);
-                let bytes = field.bytes().await.map_err(|e| multipart_error(&e, limit))?;
+                let bytes = field
+                    .bytes()
+                    .await
+                    .map_err(|e| multipart_error(&e, limit))?;
                 if bytes.len() > limit {
                     return Err(too_large(limit));
                 }
@@ -69,9 +79,15 @@ pub(crate) async fn upload(
             _ => {}
         }
     }
-    let (name, media, bytes) = file.ok_or_else(|| ApiError::bad_request("no `file` part in the upload"))?;
+    let (name, media, bytes) =
+        file.ok_or_else(|| ApiError::bad_request("no `file` part in the upload"))?;
     // The name is shown, never used as a path: keep its last component only.
-    let shown = name.rsplit(['/', '\\']).next().unwrap_or("").trim().to_owned();
+    let shown = name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned();
     if shown.is_empty() || shown == "." || shown == ".." {
         return Err(ApiError::bad_request("the file name is empty"));
     }
@@ -93,16 +109,26 @@ pub(crate) async fn list_uploads(
 fn attachment(name: &str, media: &str, bytes: Vec<u8>) -> Response {
     let safe: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
         .unwrap_or_else(|_| HeaderValue::from_static("attachment"));
-    let media = HeaderValue::from_str(media).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    let media = HeaderValue::from_str(media)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
     let mut response = bytes.into_response();
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, media);
     h.insert(header::CONTENT_DISPOSITION, disposition);
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 
@@ -118,9 +144,9 @@ pub(crate) async fn download_upload(
     let id = conversation_id(&id)?;
     state.store().metadata(&id).await?;
     let store = uploads(&state, &id)?;
-    let meta = store
-        .meta(&upload_id)
-        .map_err(|_| ApiError::not_found(format!("no upload {upload_id:?} in this conversation")))?;
+    let meta = store.meta(&upload_id).map_err(|_| {
+        ApiError::not_found(format!("no upload {upload_id:?} in this conversation"))
+    })?;
     upload_response(&store, &meta)
 }
 
@@ -130,8 +156,12 @@ fn code_of(state: &AppState, id: &ConversationId, code_id: &str) -> ApiResult<(C
         .code_store()
         .ok_or_else(|| ApiError::not_found("this server saves no code"))?;
     match store.get(code_id) {
-        Ok((meta, code)) if meta.conversation_id.as_deref() == Some(id.as_str()) => Ok((meta, code)),
-        _ => Err(ApiError::not_found(format!("no code {code_id:?} in this conversation"))),
+        Ok((meta, code)) if meta.conversation_id.as_deref() == Some(id.as_str()) => {
+            Ok((meta, code))
+        }
+        _ => Err(ApiError::not_found(format!(
+            "no code {code_id:?} in this conversation"
+        ))),
     }
 }
 
@@ -163,7 +193,11 @@ pub(crate) async fn download_code(
 ) -> ApiResult<Response> {
     let id = conversation_id(&id)?;
     let (meta, code) = code_of(&state, &id, &code_id)?;
-    Ok(attachment(&meta.file_name, "text/plain; charset=utf-8", code.into_bytes()))
+    Ok(attachment(
+        &meta.file_name,
+        "text/plain; charset=utf-8",
+        code.into_bytes(),
+    ))
 }
 
 /// `GET …/files/{name}`: a file a final answer offers (`download_links`): saved code by file
@@ -178,7 +212,11 @@ pub(crate) async fn file(
         for meta in store.list(Some(id.as_str()))? {
             if meta.file_name == name || meta.code_id == name {
                 let (meta, code) = store.get(&meta.code_id)?;
-                return Ok(attachment(&meta.file_name, "text/plain; charset=utf-8", code.into_bytes()));
+                return Ok(attachment(
+                    &meta.file_name,
+                    "text/plain; charset=utf-8",
+                    code.into_bytes(),
+                ));
             }
         }
     }
@@ -188,5 +226,7 @@ pub(crate) async fn file(
             return upload_response(&store, &meta);
         }
     }
-    Err(ApiError::not_found(format!("no file {name:?} in this conversation")))
+    Err(ApiError::not_found(format!(
+        "no file {name:?} in this conversation"
+    )))
 }

@@ -59,12 +59,20 @@ fn accepted(id: &ConversationId, run_id: &str, existing: bool) -> impl IntoRespo
 }
 
 /// The run a request id started earlier, from the log (after a restart of the server).
-async fn logged_run(state: &AppState, id: &ConversationId, request_id: &str) -> ApiResult<Option<String>> {
+async fn logged_run(
+    state: &AppState,
+    id: &ConversationId,
+    request_id: &str,
+) -> ApiResult<Option<String>> {
     let loaded = state.store().load(id).await?;
-    Ok(loaded.entries.iter().rev().find_map(|s| match records::run_ids(&s.entry) {
-        Some((request, run)) if request == request_id => Some(run.unwrap_or(request)),
-        _ => None,
-    }))
+    Ok(loaded
+        .entries
+        .iter()
+        .rev()
+        .find_map(|s| match records::run_ids(&s.entry) {
+            Some((request, run)) if request == request_id => Some(run.unwrap_or(request)),
+            _ => None,
+        }))
 }
 
 pub(crate) async fn start(
@@ -77,9 +85,15 @@ pub(crate) async fn start(
     let request_id = body
         .request_id
         .filter(|r| !r.trim().is_empty())
-        .ok_or_else(|| ApiError::bad_request("`request_id` is required (a fresh id per request, the same on a retry)"))?;
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "`request_id` is required (a fresh id per request, the same on a retry)",
+            )
+        })?;
     if request_id.len() > MAX_REQUEST_ID {
-        return Err(ApiError::bad_request("`request_id` is longer than 200 bytes"));
+        return Err(ApiError::bad_request(
+            "`request_id` is longer than 200 bytes",
+        ));
     }
     let input = match body.input {
         Some(RunInput::Message { text, upload_ids }) => {
@@ -122,7 +136,12 @@ pub(crate) async fn start(
 }
 
 /// Names the uploads a message refers to, so the model can read them.
-fn with_uploads(state: &AppState, id: &ConversationId, text: String, upload_ids: &[String]) -> ApiResult<String> {
+fn with_uploads(
+    state: &AppState,
+    id: &ConversationId,
+    text: String,
+    upload_ids: &[String],
+) -> ApiResult<String> {
     if upload_ids.is_empty() {
         return Ok(text);
     }
@@ -130,7 +149,9 @@ fn with_uploads(state: &AppState, id: &ConversationId, text: String, upload_ids:
     let mut out = text;
     out.push_str("\n\nUploaded files:");
     for u in upload_ids {
-        let meta = store.meta(u).map_err(|_| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
+        let meta = store
+            .meta(u)
+            .map_err(|_| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
         let path = store.root().join(format!("{}.bin", meta.id));
         out.push_str(&format!(
             "\n- <file_ref>{}</file_ref> {} ({}, {} bytes){}: {}",
@@ -138,7 +159,11 @@ fn with_uploads(state: &AppState, id: &ConversationId, text: String, upload_ids:
             meta.name,
             meta.file_type,
             meta.size,
-            if meta.description.is_empty() { String::new() } else { format!(" — {}", meta.description) },
+            if meta.description.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", meta.description)
+            },
             path.display()
         ));
     }
@@ -155,11 +180,21 @@ struct RunGuard {
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.hub.end(&self.run_id);
-        self.state.0.running.send_modify(|n| *n = n.saturating_sub(1));
+        self.state
+            .0
+            .running
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
-fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, input: Input, request_id: String, run_id: String) {
+fn spawn_run(
+    state: &AppState,
+    hub: Arc<Hub>,
+    id: ConversationId,
+    input: Input,
+    request_id: String,
+    run_id: String,
+) {
     state.0.running.send_modify(|n| *n += 1);
     let guard = RunGuard {
         state: state.clone(),

@@ -50,7 +50,8 @@ impl Runner {
         partial: Partial,
         record: ContextRecord,
     ) -> Result<Next, Stop> {
-        let mut entry = ba_protocol::LogEntry::new(new_id(), ba_protocol::LogRole::Assistant, now());
+        let mut entry =
+            ba_protocol::LogEntry::new(new_id(), ba_protocol::LogRole::Assistant, now());
         let streamed = if partial.text.is_empty() {
             partial.thinking
         } else {

@@ -402,7 +402,10 @@ impl Runner {
                 };
                 let _ = tx.send(event);
             };
-            let call = self.inner.client.complete_streaming(&request, &mut on_delta);
+            let call = self
+                .inner
+                .client
+                .complete_streaming(&request, &mut on_delta);
             let cancel = self.signals.cancel.clone();
             tokio::select! {
                 result = call => Some(result),
