@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{agent, context, convert, log, skills, tokens};
+use crate::{agent, context, convert, log, serve, skills, tokens};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -27,6 +27,8 @@ enum Command {
     Chat(agent::ChatArgs),
     /// Print the metrics report of a stored conversation.
     Inspect(agent::InspectArgs),
+    /// Serve the HTTP API (conversations, runs, event streams, uploads) on loopback.
+    Serve(serve::ServeArgs),
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
@@ -73,6 +75,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Run(args) => agent::run(args),
         Command::Chat(args) => agent::chat(args),
         Command::Inspect(args) => agent::inspect(args),
+        Command::Serve(args) => serve::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Skills(args) => skills::run(args),
         Command::Log(cmd) => log::run(cmd),

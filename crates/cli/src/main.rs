@@ -12,6 +12,7 @@ mod input;
 mod log;
 mod out;
 mod print;
+mod serve;
 mod skills;
 mod tokens;
 
