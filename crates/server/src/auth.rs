@@ -91,7 +91,7 @@ impl HostCheck {
             return true;
         }
         let host = host.to_ascii_lowercase();
-        self.allowed.iter().any(|a| *a == host)
+        self.allowed.contains(&host)
     }
 }
 
