@@ -7,6 +7,8 @@
 
 mod answer;
 mod context;
+
+pub(crate) use context::preview;
 mod tools;
 
 use std::sync::Arc;

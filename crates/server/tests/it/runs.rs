@@ -89,6 +89,10 @@ async fn a_whole_conversation_over_http() {
     );
     assert!(entries[3]["api_response"].is_object());
     assert!(entries[1]["usage"].is_object());
+    assert!(
+        entries.iter().all(|e| e["in_window"] == true),
+        "a short conversation is seen whole: {entries:#?}"
+    );
     let tail = api
         .json(&format!("/api/v1/conversations/{id}/messages?from_seq=3"))
         .await;
@@ -103,6 +107,8 @@ async fn a_whole_conversation_over_http() {
         .json(&format!("/api/v1/conversations/{id}/context"))
         .await;
     assert!(context["usage"]["used"].as_u64().unwrap() > 0);
+    assert_eq!(context["next_call"]["kept"].as_array().unwrap().len(), 4);
+    assert_eq!(context["last_call"]["seq"], 4);
     assert_eq!(
         server.tool_calls.load(std::sync::atomic::Ordering::SeqCst),
         1
