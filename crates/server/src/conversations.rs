@@ -299,7 +299,7 @@ pub(crate) async fn messages(
                     let dropped = d.dropped.iter().find(|x| x.id == s.entry.id);
                     let changed = d.changed.iter().find(|x| x.id == s.entry.id);
                     (
-                        Some(d.kept.iter().any(|k| *k == s.entry.id)),
+                        Some(d.kept.contains(&s.entry.id)),
                         dropped.and_then(|x| serde_json::to_value(x.reason).ok()),
                         changed.and_then(|x| serde_json::to_value(x.kind).ok()),
                     )
