@@ -19,7 +19,7 @@ use crate::hub::Hub;
 use crate::state::AppState;
 
 /// Where a conversation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConversationStatus {
     /// Nothing to do: empty, or the last turn has its answer.
@@ -34,7 +34,7 @@ pub enum ConversationStatus {
 }
 
 /// A conversation as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConversationView {
     /// The id.
     pub id: String,

@@ -14,13 +14,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use ba_storage::{ConversationId, ConversationStore};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::{broadcast, watch};
 
 use crate::conversations::conversation_id;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::{Cursor, Frame, Hub, Start};
 use crate::state::AppState;
+use crate::wire::ResetFrame;
 
 /// Entries read from the log per catch-up step.
 const CATCH_UP_BATCH: u64 = 256;
@@ -92,7 +92,10 @@ pub(crate) async fn events(
                 tail.pending.push_back(Arc::new(Frame {
                     cursor: now,
                     event: "reset".into(),
-                    data: json!({"last_seq": meta.last_seq}).to_string(),
+                    data: serde_json::to_string(&ResetFrame {
+                        last_seq: meta.last_seq,
+                    })
+                    .unwrap_or_default(),
                 }));
                 tail.last = None;
             } else {

@@ -12,7 +12,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ba_agent::{AgentEvent, RunCanceller, RunStatus};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+
+use crate::wire::{EntryFrame, OpenCall, SyncFrame};
 use tokio::sync::broadcast;
 
 /// Frames the ring keeps at most.
@@ -62,14 +64,15 @@ pub(crate) struct Frame {
 impl Frame {
     /// The `entry` frame of a stored entry.
     pub(crate) fn entry(seq: u64, entry: &ba_protocol::LogEntry, run_id: Option<&str>) -> Self {
-        let mut data = json!({"seq": seq, "entry": entry});
-        if let (Some(run), Value::Object(map)) = (run_id, &mut data) {
-            map.insert("run_id".into(), Value::String(run.to_owned()));
-        }
+        let data = EntryFrame {
+            seq,
+            entry: entry.clone(),
+            run_id: run_id.map(str::to_owned),
+        };
         Self {
             cursor: Cursor { seq, k: 0 },
             event: "entry".into(),
-            data: data.to_string(),
+            data: serde_json::to_string(&data).unwrap_or_default(),
         }
     }
 }
@@ -81,10 +84,7 @@ pub(crate) struct ActiveRun {
     pub(crate) canceller: Option<RunCanceller>,
     pub(crate) cancel_requested: bool,
     /// The round in flight and what it streamed, for the `sync` frame of a reconnect.
-    round: u32,
-    text: String,
-    thinking: String,
-    open_calls: Vec<Value>,
+    sync: SyncFrame,
 }
 
 /// How the last run of this process ended.
@@ -185,17 +185,10 @@ impl Hub {
     pub(crate) fn sync_frame(&self) -> Option<Frame> {
         let state = self.lock();
         let run = state.run.as_ref()?;
-        let data = json!({
-            "run_id": run.run_id,
-            "round": run.round,
-            "text_so_far": run.text,
-            "thinking_so_far": run.thinking,
-            "open_tool_calls": run.open_calls,
-        });
         Some(Frame {
             cursor: state.cursor,
             event: "sync".into(),
-            data: data.to_string(),
+            data: serde_json::to_string(&run.sync).unwrap_or_default(),
         })
     }
 
@@ -214,10 +207,10 @@ impl Hub {
             run_id: run_id.to_owned(),
             canceller: None,
             cancel_requested: false,
-            round: 0,
-            text: String::new(),
-            thinking: String::new(),
-            open_calls: Vec::new(),
+            sync: SyncFrame {
+                run_id: run_id.to_owned(),
+                ..SyncFrame::default()
+            },
         });
         state
             .requests
@@ -329,28 +322,29 @@ fn push(state: &mut HubState, tx: &broadcast::Sender<Arc<Frame>>, frame: Frame) 
 
 /// Keeps what a reconnecting client needs to redraw the round in flight.
 fn track(run: &mut ActiveRun, event: &AgentEvent) {
+    let sync = &mut run.sync;
     match event {
         AgentEvent::RoundStarted { round, .. } => {
-            run.round = *round;
-            run.text.clear();
-            run.thinking.clear();
-            run.open_calls.clear();
+            sync.round = *round;
+            sync.text_so_far.clear();
+            sync.thinking_so_far.clear();
+            sync.open_tool_calls.clear();
         }
-        AgentEvent::TextDelta { text, .. } => run.text.push_str(text),
-        AgentEvent::ThinkingDelta { text, .. } => run.thinking.push_str(text),
+        AgentEvent::TextDelta { text, .. } => sync.text_so_far.push_str(text),
+        AgentEvent::ThinkingDelta { text, .. } => sync.thinking_so_far.push_str(text),
         AgentEvent::ToolCallStarted {
             call_id,
             name,
             arguments,
             ..
-        } => run.open_calls.push(json!({
-            "call_id": call_id,
-            "name": name,
-            "arguments": arguments,
-        })),
-        AgentEvent::ToolResult { call_id, .. } => run
-            .open_calls
-            .retain(|c| c.get("call_id").and_then(Value::as_str) != Some(call_id)),
+        } => sync.open_tool_calls.push(OpenCall {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        }),
+        AgentEvent::ToolResult { call_id, .. } => {
+            sync.open_tool_calls.retain(|c| c.call_id != *call_id);
+        }
         _ => {}
     }
 }

@@ -39,6 +39,7 @@ mod files;
 mod hub;
 mod runs;
 mod state;
+mod wire;
 
 use std::future::Future;
 
@@ -47,6 +48,7 @@ pub use auth::{HostCheck, Token};
 pub use conversations::{ConversationStatus, ConversationView};
 pub use error::{ApiError, ApiResult};
 pub use state::{AppState, ServerConfig};
+pub use wire::{EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame};
 
 /// Serves the API on `listener` until `shutdown` resolves; then the event streams end, new
 /// runs are refused, and runs in flight get the configured drain time before they are

@@ -19,6 +19,7 @@ use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;
 use crate::state::AppState;
+use crate::wire::RunAccepted;
 
 /// Longest request id accepted.
 const MAX_REQUEST_ID: usize = 200;
@@ -49,12 +50,12 @@ pub(crate) struct RunBody {
 fn accepted(id: &ConversationId, run_id: &str, existing: bool) -> impl IntoResponse + use<> {
     (
         StatusCode::ACCEPTED,
-        Json(json!({
-            "run_id": run_id,
-            "conversation_id": id.as_str(),
-            "existing": existing,
-            "events": format!("/api/v1/conversations/{id}/events"),
-        })),
+        Json(RunAccepted {
+            run_id: run_id.to_owned(),
+            conversation_id: id.to_string(),
+            existing,
+            events: format!("/api/v1/conversations/{id}/events"),
+        }),
     )
 }
 

@@ -80,9 +80,9 @@ impl Runner {
                 total: usage.total,
                 percent: usage.percent,
                 status: if debug.compressed {
-                    ba_context::UsageStatus::Compressing
+                    crate::events::ContextLevel::Compressing
                 } else {
-                    usage.status
+                    usage.status.into()
                 },
             });
         }
