@@ -33,7 +33,7 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// How long shutdown waits for runs in flight before it cancels them.
     pub drain: Duration,
-    /// Seconds between keep-alive comments on event streams.
+    /// Time between keep-alive comments on event streams (15 s).
     pub keep_alive: Duration,
 }
 
@@ -72,6 +72,12 @@ impl ServerConfig {
     /// Accepts more `Host` values.
     pub fn with_allowed_hosts(mut self, hosts: Vec<String>) -> Self {
         self.allowed_hosts = hosts;
+        self
+    }
+
+    /// Sets the time between keep-alive comments on event streams.
+    pub fn with_keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every;
         self
     }
 

@@ -138,6 +138,8 @@ pub struct Server {
 pub struct Options {
     pub upload_limit: usize,
     pub json_limit: usize,
+    pub drain: Duration,
+    pub keep_alive: Duration,
     pub demo_questions: Option<Vec<String>>,
 }
 
@@ -146,6 +148,8 @@ impl Default for Options {
         Self {
             upload_limit: 1024 * 1024,
             json_limit: 1024 * 1024,
+            drain: Duration::from_secs(5),
+            keep_alive: Duration::from_secs(15),
             demo_questions: None,
         }
     }
@@ -185,7 +189,9 @@ impl Server {
             .unwrap();
         let mut config = ServerConfig::new(dir.join("uploads"))
             .with_upload_limit(options.upload_limit)
-            .with_json_limit(options.json_limit);
+            .with_json_limit(options.json_limit)
+            .with_drain(options.drain)
+            .with_keep_alive(options.keep_alive);
         if let Some(q) = options.demo_questions {
             config = config.with_demo_questions(q);
         }
@@ -311,6 +317,13 @@ impl<'a> Api<'a> {
         let r = self.get(path).send().await.unwrap();
         assert!(r.status().is_success(), "{path}: {}", r.status());
         r.json().await.unwrap()
+    }
+
+    pub async fn raw_events(&self, conv: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/conversations/{conv}/events"))
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn events(&self, conv: &str, last_event_id: Option<&str>) -> Sse {

@@ -344,3 +344,105 @@ async fn a_tool_turn_then_a_second_question_in_the_same_stream() {
         .collect();
     assert_eq!(entries, (1..=8).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn shutdown_drains_within_its_bound_and_cancels_what_is_left() {
+    let (_d, path) = dir();
+    let options = crate::harness::Options {
+        drain: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = Server::start_with(&path, Model::new(&two_rounds(Q), 0).gated(), options);
+    let id = {
+        let api = Api::new(&server);
+        let id = api.create().await;
+        let mut s = api.events(&id, None).await;
+        api.run(&id, "r1", message(Q)).await;
+        s.until("round_started").await;
+        id
+    };
+    assert!(server.shutdown(), "serve returned");
+    // The run waited at the model's gate: it was cancelled, and the log says so.
+    let server = Server::start(&path, Model::new(&two_rounds(Q), 0));
+    let api = Api::new(&server);
+    let messages = api
+        .json(&format!("/api/v1/conversations/{id}/messages"))
+        .await;
+    let last = messages["entries"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["entry"]["llm_error"]["kind"], "cancelled",
+        "{messages:#}"
+    );
+    let conv = api.json(&format!("/api/v1/conversations/{id}")).await;
+    assert_eq!(conv["status"], "interrupted");
+}
+
+#[tokio::test]
+async fn keep_alive_comments_flow_on_an_idle_stream() {
+    let (_d, path) = dir();
+    let options = crate::harness::Options {
+        keep_alive: std::time::Duration::from_millis(20),
+        ..Default::default()
+    };
+    let server = Server::start_with(&path, Model::new(&[], 0), options);
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let r = api.raw_events(&id).await;
+    let mut body = futures::StreamExt::boxed(r.bytes_stream());
+    let mut seen = String::new();
+    while !seen.contains(":ping") && !seen.contains(": ping") {
+        let chunk =
+            tokio::time::timeout(crate::harness::LIMIT, futures::StreamExt::next(&mut body))
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn a_message_names_its_uploads_as_file_refs() {
+    let (_d, path) = dir();
+    let turns = vec![text_turn("Read it.", json!({"role": "user"}))];
+    let server = Server::start(&path, Model::new(&turns, 0));
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let boundary = "B0undary";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"targets.csv\"\r\n\r\nregion,target\r\n--{boundary}--\r\n"
+    );
+    let up = api
+        .http
+        .post(server.url(&format!("/api/v1/conversations/{id}/uploads")))
+        .bearer_auth(crate::harness::TOKEN)
+        .header(
+            "Content-Type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(up.status(), 201);
+    let mut s = api.events(&id, None).await;
+    let input =
+        json!({"type": "message", "text": "Check the targets.", "upload_ids": ["upload_001"]});
+    assert_eq!(api.run(&id, "r1", input).await.status(), 202);
+    s.until("finished").await;
+    let messages = api
+        .json(&format!("/api/v1/conversations/{id}/messages"))
+        .await;
+    let text = messages["entries"][0]["entry"].to_string();
+    assert!(
+        text.contains("<file_ref>upload_001</file_ref> targets.csv"),
+        "{text}"
+    );
+    let unknown = json!({"type": "message", "text": "x", "upload_ids": ["upload_009"]});
+    assert_eq!(api.run(&id, "r2", unknown).await.status(), 400);
+}
