@@ -20,7 +20,10 @@ use tokio::sync::broadcast;
 /// Frames the ring keeps at most.
 pub(crate) const RING_FRAMES: usize = 4096;
 /// Bytes of frame data the ring keeps at most.
-pub(crate) const RING_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const RING_BYTES: usize = 2 * 1024 * 1024;
+/// Frames kept once a run is over (its end, for late reconnects); the deltas before them go,
+/// so idle conversations hold little memory.
+const IDLE_FRAMES: usize = 64;
 /// Frames a slow stream may fall behind before it catches up from the log.
 const CHANNEL: usize = 1024;
 /// Request ids remembered per conversation (older ones are found in the log).
@@ -283,7 +286,15 @@ impl Hub {
                 state.run = None;
             }
         }
+        let finished = matches!(event, AgentEvent::Finished(_));
         push(&mut state, &self.tx, frame);
+        if finished {
+            while state.ring.len() > IDLE_FRAMES {
+                if let Some(old) = state.ring.pop_front() {
+                    state.ring_bytes -= old.data.len();
+                }
+            }
+        }
     }
 
     /// Publishes entries appended outside a run (a `/compact`), skipping any already sent.

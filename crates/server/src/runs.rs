@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use ba_agent::{Input, RunOptions, records};
+use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
 use ba_storage::ConversationId;
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -210,8 +210,15 @@ fn spawn_run(
             .with_durable_events();
         let mut run = agent.send_with(&id, input, options);
         hub.attach(&run_id, run.canceller());
+        let mut finished = false;
         while let Some(event) = run.next().await {
+            finished |= matches!(event, AgentEvent::Finished(_));
             hub.publish_event(&run_id, &event);
+        }
+        // A run whose task died without its summary still ends on every stream.
+        if !finished {
+            let summary = RunSummary::failed(id.as_str(), ba_agent::NO_SUMMARY);
+            hub.publish_event(&run_id, &AgentEvent::Finished(summary));
         }
     });
 }
