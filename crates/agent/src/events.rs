@@ -65,6 +65,8 @@ pub enum AgentEvent {
     Entry {
         /// Its sequence number in the conversation.
         seq: u64,
+        /// When its append returned (ms since the Unix epoch): durable from then on.
+        appended_ms: i64,
         /// The entry.
         entry: Box<LogEntry>,
     },

@@ -170,8 +170,12 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
     let mut last_seq = after;
     for stored in loaded.entries.iter().take(CATCH_UP_BATCH as usize) {
         last_seq = stored.seq;
-        tail.pending
-            .push_back(Arc::new(Frame::entry(stored.seq, &stored.entry, None)));
+        tail.pending.push_back(Arc::new(Frame::entry(
+            stored.seq,
+            stored.appended_ms,
+            &stored.entry,
+            None,
+        )));
     }
     if loaded.entries.len() as u64 > CATCH_UP_BATCH {
         tail.catch_up = Some(last_seq);

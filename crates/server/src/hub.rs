@@ -66,9 +66,15 @@ pub(crate) struct Frame {
 
 impl Frame {
     /// The `entry` frame of a stored entry.
-    pub(crate) fn entry(seq: u64, entry: &ba_protocol::LogEntry, run_id: Option<&str>) -> Self {
+    pub(crate) fn entry(
+        seq: u64,
+        appended_ms: i64,
+        entry: &ba_protocol::LogEntry,
+        run_id: Option<&str>,
+    ) -> Self {
         let data = EntryFrame {
             seq,
+            appended_ms,
             entry: entry.clone(),
             run_id: run_id.map(str::to_owned),
         };
@@ -256,11 +262,15 @@ impl Hub {
             track(run, event);
         }
         let frame = match event {
-            AgentEvent::Entry { seq, entry } => {
+            AgentEvent::Entry {
+                seq,
+                appended_ms,
+                entry,
+            } => {
                 if *seq <= state.cursor.seq {
                     return;
                 }
-                Frame::entry(*seq, entry, Some(run_id))
+                Frame::entry(*seq, *appended_ms, entry, Some(run_id))
             }
             other => {
                 let (name, data) = split_event(other, run_id);
@@ -302,7 +312,11 @@ impl Hub {
         let mut state = self.lock();
         for e in entries {
             if e.seq > state.cursor.seq {
-                push(&mut state, &self.tx, Frame::entry(e.seq, &e.entry, None));
+                push(
+                    &mut state,
+                    &self.tx,
+                    Frame::entry(e.seq, e.appended_ms, &e.entry, None),
+                );
             }
         }
     }

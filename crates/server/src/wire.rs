@@ -47,6 +47,8 @@ pub struct ErrorBody {
 pub struct EntryFrame {
     /// The entry's sequence number in the conversation.
     pub seq: u64,
+    /// When the store acknowledged it (ms since the Unix epoch).
+    pub appended_ms: i64,
     /// The entry as stored.
     pub entry: LogEntry,
     /// The run that appended it (absent when replayed from the log or appended by `/compact`).
