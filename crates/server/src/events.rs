@@ -66,6 +66,7 @@ pub(crate) async fn events(
     };
     let hub = state.hub(&id).await?;
     let (rx, start, now) = hub.subscribe(after);
+    follow_log(&state, &id, &hub);
     let mut tail = Tail {
         pending: VecDeque::new(),
         rx,
@@ -186,4 +187,51 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
         }
     }
     Ok(())
+}
+
+/// Starts, once per hub, a task that publishes the entries other processes sharing the store
+/// append (their runs are seen through the log); it ends when the hub has no stream left or
+/// the server shuts down.
+fn follow_log(state: &AppState, id: &ConversationId, hub: &Arc<Hub>) {
+    {
+        let mut hs = hub.lock();
+        if hs.tailing {
+            return;
+        }
+        hs.tailing = true;
+    }
+    let (state, id, hub) = (state.clone(), id.clone(), Arc::clone(hub));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(state.config().log_poll);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut shutdown = state.0.shutdown.subscribe();
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => break,
+            }
+            let after = {
+                let mut hs = hub.lock();
+                if hub.listeners() == 0 || *shutdown.borrow() {
+                    hs.tailing = false;
+                    return;
+                }
+                if hs.run.is_some() {
+                    continue;
+                }
+                hs.cursor.seq
+            };
+            match state.store().metadata(&id).await {
+                Ok(meta) if meta.last_seq > after => {
+                    if let Ok(loaded) = state.store().load_from(&id, after + 1).await {
+                        hub.publish_entries(&loaded.entries);
+                    }
+                }
+                Ok(_) => {}
+                // The conversation is gone (deleted): nothing more to follow.
+                Err(_) => break,
+            }
+        }
+        hub.lock().tailing = false;
+    });
 }

@@ -113,6 +113,8 @@ pub(crate) struct HubState {
     pub(crate) last_run: Option<LastRun>,
     /// `(request_id, run_id)`, newest last.
     requests: VecDeque<(String, String)>,
+    /// Whether a task follows the log for appends made by other processes.
+    pub(crate) tailing: bool,
 }
 
 /// What a new event stream starts from.
@@ -155,6 +157,7 @@ impl Hub {
                 run: None,
                 last_run: None,
                 requests: VecDeque::new(),
+                tailing: false,
             }),
             tx,
         }
@@ -227,6 +230,15 @@ impl Hub {
         while state.requests.len() > REQUESTS {
             state.requests.pop_front();
         }
+    }
+
+    /// Forgets a run that could not start (and the request id that asked for it).
+    pub(crate) fn abandon(&self, run_id: &str) {
+        let mut state = self.lock();
+        if state.run.as_ref().is_some_and(|r| r.run_id == run_id) {
+            state.run = None;
+        }
+        state.requests.retain(|(_, run)| run != run_id);
     }
 
     /// Gives the run its canceller; a cancel asked for before it had one applies now.

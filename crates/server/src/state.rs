@@ -35,6 +35,9 @@ pub struct ServerConfig {
     pub drain: Duration,
     /// Time between keep-alive comments on event streams (15 s).
     pub keep_alive: Duration,
+    /// How often a conversation with open streams and no run here looks at the log for
+    /// entries another server appended (250 ms).
+    pub log_poll: Duration,
 }
 
 impl ServerConfig {
@@ -48,6 +51,7 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
             drain: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
+            log_poll: Duration::from_millis(250),
         }
     }
 
@@ -78,6 +82,12 @@ impl ServerConfig {
     /// Sets the time between keep-alive comments on event streams.
     pub fn with_keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every;
+        self
+    }
+
+    /// Sets how often the log is read for other servers' appends.
+    pub fn with_log_poll(mut self, every: Duration) -> Self {
+        self.log_poll = every;
         self
     }
 

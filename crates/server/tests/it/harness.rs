@@ -136,6 +136,9 @@ pub struct Server {
 }
 
 pub struct Options {
+    /// The store (a `FileStore` in the folder when `None`).
+    pub store: Option<Arc<dyn ba_storage::ConversationStore>>,
+    pub log_poll: Duration,
     pub upload_limit: usize,
     pub json_limit: usize,
     pub drain: Duration,
@@ -146,6 +149,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
+            store: None,
+            log_poll: Duration::from_millis(20),
             upload_limit: 1024 * 1024,
             json_limit: 1024 * 1024,
             drain: Duration::from_secs(5),
@@ -169,7 +174,10 @@ impl Server {
         let model = Arc::new(model);
         let tool_calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&tool_calls);
-        let store = Arc::new(FileStore::open(dir).unwrap());
+        let store: Arc<dyn ba_storage::ConversationStore> = match options.store {
+            Some(s) => s,
+            None => Arc::new(FileStore::open(dir).unwrap()),
+        };
         let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
             .store(store)
             .code_store(ba_storage::code::CodeStore::open(dir.join("code")).unwrap())
@@ -191,6 +199,7 @@ impl Server {
             .with_upload_limit(options.upload_limit)
             .with_json_limit(options.json_limit)
             .with_drain(options.drain)
+            .with_log_poll(options.log_poll)
             .with_keep_alive(options.keep_alive);
         if let Some(q) = options.demo_questions {
             config = config.with_demo_questions(q);

@@ -10,3 +10,4 @@
 mod harness;
 mod runs;
 mod safety;
+mod scale_out;
