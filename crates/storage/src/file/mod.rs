@@ -424,7 +424,11 @@ impl FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) => return Err(StorageError::io("deleting", path, e)),
         };
-        for extra in [self.meta_path(id), self.torn_path(id)] {
+        for extra in [
+            self.meta_path(id),
+            self.torn_path(id),
+            self.inner.dir.join(format!("{id}.run")),
+        ] {
             match std::fs::remove_file(&extra) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
