@@ -446,3 +446,28 @@ async fn a_message_names_its_uploads_as_file_refs() {
     let unknown = json!({"type": "message", "text": "x", "upload_ids": ["upload_009"]});
     assert_eq!(api.run(&id, "r2", unknown).await.status(), 400);
 }
+
+#[tokio::test]
+async fn compact_appends_its_summary_and_streams_it() {
+    let (_d, path) = dir();
+    let server = Server::start(&path, Model::new(&two_rounds(Q), 0).gated());
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let mut s = api.events(&id, None).await;
+    api.run(&id, "r1", message(Q)).await;
+    let url = format!("/api/v1/conversations/{id}/compact");
+    let busy = api.post(&url, json!({})).send().await.unwrap();
+    assert_eq!(busy.status(), 409, "no compaction during a run");
+    server.model.release(2);
+    s.until("finished").await;
+    let done = api.post(&url, json!({})).send().await.unwrap();
+    assert_eq!(done.status(), 200);
+    let v: Value = done.json().await.unwrap();
+    assert_eq!(v["entries"], 4);
+    let f = s.next().await.unwrap();
+    assert_eq!(
+        (f.event.as_str(), f.data["seq"].as_u64()),
+        ("entry", Some(5))
+    );
+    assert_eq!(f.data["entry"]["role"], "system");
+}
