@@ -129,6 +129,8 @@ pub struct Server {
     pub base: String,
     pub addr: SocketAddr,
     pub tool_calls: Arc<AtomicUsize>,
+    /// Tool calls wait for a permit here (plenty unless `Options::tool_gated`).
+    pub tool_gate: Arc<Semaphore>,
     pub model: Arc<Model>,
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -136,6 +138,8 @@ pub struct Server {
 }
 
 pub struct Options {
+    /// Tool calls wait for [`Server::tool_gate`] permits.
+    pub tool_gated: bool,
     /// The store (a `FileStore` in the folder when `None`).
     pub store: Option<Arc<dyn ba_storage::ConversationStore>>,
     pub log_poll: Duration,
@@ -149,6 +153,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
+            tool_gated: false,
             store: None,
             log_poll: Duration::from_millis(20),
             upload_limit: 1024 * 1024,
@@ -174,6 +179,12 @@ impl Server {
         let model = Arc::new(model);
         let tool_calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&tool_calls);
+        let tool_gate = Arc::new(Semaphore::new(if options.tool_gated {
+            0
+        } else {
+            Semaphore::MAX_PERMITS
+        }));
+        let gate = Arc::clone(&tool_gate);
         let store: Arc<dyn ba_storage::ConversationStore> = match options.store {
             Some(s) => s,
             None => Arc::new(FileStore::open(dir).unwrap()),
@@ -186,7 +197,11 @@ impl Server {
                 "Counts the rows of a table.",
                 move |_a: CountArgs, _| {
                     let counter = Arc::clone(&counter);
+                    let gate = Arc::clone(&gate);
                     async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
                         counter.fetch_add(1, Ordering::SeqCst);
                         Ok(json!({"rows": 42}))
                     }
@@ -224,6 +239,7 @@ impl Server {
             base: format!("http://{addr}"),
             addr,
             tool_calls,
+            tool_gate,
             model,
             runtime: Some(runtime),
             stop: Some(stop),

@@ -471,3 +471,47 @@ async fn compact_appends_its_summary_and_streams_it() {
     );
     assert_eq!(f.data["entry"]["role"], "system");
 }
+
+#[tokio::test]
+async fn cancel_during_tool_calls_leaves_them_to_resume() {
+    let (_d, path) = dir();
+    let options = crate::harness::Options {
+        tool_gated: true,
+        ..Default::default()
+    };
+    let server = Server::start_with(&path, Model::new(&two_rounds(Q), 0), options);
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let mut s = api.events(&id, None).await;
+    let run: Value = api.run(&id, "r1", message(Q)).await.json().await.unwrap();
+    s.until("tool_call_started").await;
+    let run_id = run["run_id"].as_str().unwrap();
+    let url = format!("/api/v1/conversations/{id}/runs/{run_id}/cancel");
+    assert_eq!(
+        api.post(&url, json!({})).send().await.unwrap().status(),
+        202
+    );
+    let frames = s.until("finished").await;
+    let cancelled = frames.iter().find(|f| f.event == "cancelled").unwrap();
+    assert_eq!(cancelled.data["partial_saved"], false);
+    assert_eq!(frames.last().unwrap().data["status"], "cancelled");
+    assert_eq!(
+        server.tool_calls.load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+    let conv = api.json(&format!("/api/v1/conversations/{id}")).await;
+    assert_eq!(conv["status"], "interrupted", "a call without its result");
+    server.tool_gate.add_permits(1);
+    assert_eq!(
+        api.run(&id, "r2", json!({"type": "resume"})).await.status(),
+        202
+    );
+    let frames = s.until("finished").await;
+    assert!(frames.iter().any(|f| f.event == "tool_result"));
+    let fin = frames.iter().find(|f| f.event == "final_answer").unwrap();
+    assert_eq!(fin.data["text"], "There are 42 rows.");
+    assert_eq!(
+        server.tool_calls.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+}
