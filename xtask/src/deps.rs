@@ -8,7 +8,7 @@ mod tests {
     use std::process::Command;
 
     /// The workspace's packages.
-    const WORKSPACE: [&str; 12] = [
+    const WORKSPACE: [&str; 13] = [
         "ba-protocol",
         "ba-context",
         "ba-tools",
@@ -18,6 +18,7 @@ mod tests {
         "ba-builtins",
         "ba-mcp",
         "ba-agent",
+        "ba-server",
         "ba-cli",
         "ba-testkit",
         "xtask",
@@ -217,6 +218,43 @@ mod tests {
         assert!(
             extra.is_empty(),
             "ba-agent --features mcp depends on {extra:?}"
+        );
+    }
+
+    #[test]
+    fn server_is_a_front_end_of_the_loop() {
+        workspace_deps_only(
+            "ba-server",
+            &[
+                "ba-protocol",
+                "ba-context",
+                "ba-skills",
+                "ba-storage",
+                "ba-agent",
+            ],
+        );
+        forbid(
+            "ba-server",
+            &deps("ba-server", false, &[]),
+            &[
+                "clap",
+                "anyhow",
+                "serde_yaml_ng",
+                "rusqlite",
+                "libsqlite3-sys",
+                "rustix",
+                "reqwest",
+                "rmcp",
+            ],
+            "the server takes an agent built by the program; it chooses no model provider, \
+             no tools, no configuration format and no argument parser",
+        );
+        let agent = deps("ba-agent", false, &[]);
+        forbid(
+            "ba-agent",
+            &agent,
+            &["ba-server", "axum", "hyper", "tower-http"],
+            "the loop knows nothing of HTTP serving; the server depends on it, never the reverse",
         );
     }
 

@@ -6,12 +6,15 @@
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
 //! - `fuzz [--cases N]` — the parser fuzz tests (`crates/*/tests/fuzz.rs`) in release, N cases
 //!   each (default 20 000; the normal test run does a short pass of 256).
-//! - `ci` — the checks CI runs: format, lints, tests.
+//! - `load [--quick] [--write]` — the HTTP server under load on loopback (`load.rs`); `--write`
+//!   puts the figures in `docs/BENCHMARKS.md`.
+//! - `ci` — the checks CI runs: format, lints, tests, the short load test.
 
 mod bench;
 mod codegen;
 mod corpus;
 mod deps;
+mod load;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -42,9 +45,10 @@ fn run() -> anyhow::Result<()> {
         Some("fixtures") => fixtures(),
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("load") => load::run(&args[1..]),
         Some("ci") => ci(),
         _ => bail!(
-            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | ci"
+            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | load [--quick] [--write] | ci"
         ),
     }
 }
@@ -146,5 +150,6 @@ fn ci() -> anyhow::Result<()> {
         "-D",
         "warnings",
     ])?;
-    cargo(&["test", "--workspace"])
+    cargo(&["test", "--workspace"])?;
+    load::run(&["--quick".to_owned()])
 }

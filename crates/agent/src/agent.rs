@@ -146,6 +146,58 @@ impl Input {
     }
 }
 
+/// How a run is started beyond its input: the caller's ids, recorded on the user entry it
+/// appends, and the events a front end wants besides the default ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// The caller's id of the request that started the run (kept in the user entry's
+    /// `extra`, so a retried request finds its run after a restart).
+    pub request_id: Option<String>,
+    /// The caller's id of the run (kept beside the request id).
+    pub run_id: Option<String>,
+    /// Send an [`AgentEvent::Entry`] for every entry appended.
+    pub entry_events: bool,
+    /// Send an [`AgentEvent::ContextStatus`] every round.
+    pub context_status: bool,
+}
+
+impl RunOptions {
+    /// Records the caller's request and run ids.
+    pub fn with_ids(mut self, request_id: impl Into<String>, run_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Sends entry and context status events too.
+    pub fn with_durable_events(mut self) -> Self {
+        self.entry_events = true;
+        self.context_status = true;
+        self
+    }
+}
+
+/// Cancels a run from anywhere (cheap to clone). Cancelling is cooperative and idempotent:
+/// the model call in flight is cut and what it streamed is appended as an `llm_error` of kind
+/// `cancelled`; tool calls under way are left to a resume; no new round starts.
+#[derive(Debug, Clone)]
+pub struct RunCanceller {
+    tx: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl RunCanceller {
+    /// Asks the run to stop now.
+    pub fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        *self.tx.borrow()
+    }
+}
+
 /// What [`Agent::compact`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Compaction {
@@ -512,16 +564,31 @@ impl Agent {
     /// cancels the run; what was appended stays, and [`Input::Resume`] goes on from it.
     /// Must be called within a tokio runtime.
     pub fn send(&self, id: &ConversationId, input: Input) -> AgentRun {
+        self.send_with(id, input, RunOptions::default())
+    }
+
+    /// [`Agent::send`] with options: the caller's ids and more events.
+    pub fn send_with(&self, id: &ConversationId, input: Input, options: RunOptions) -> AgentRun {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
         let id = id.clone();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let task = tokio::spawn(async move { crate::run::run(inner, id, input, tx, flag).await });
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        let signals = crate::run::Signals {
+            stop: flag,
+            cancel: cancel_rx,
+        };
+        let task = tokio::spawn(async move {
+            crate::run::run(inner, id, input, tx, signals, options).await;
+        });
         AgentRun {
             rx,
             task: Some(task),
             stop,
+            cancel: RunCanceller {
+                tx: Arc::new(cancel_tx),
+            },
         }
     }
 
@@ -543,6 +610,20 @@ impl Agent {
         Ok(ConversationReport::from_log(id.as_str(), &entries))
     }
 
+    /// What the next model call of a conversation would see, computed without changing the
+    /// log: the entries kept, dropped (with the reason) and changed, and the budget's usage.
+    ///
+    /// # Errors
+    /// The store's; [`AgentError::Context`] when the window cannot be built.
+    pub async fn context_debug(
+        &self,
+        id: &ConversationId,
+    ) -> Result<ba_context::DebugData, AgentError> {
+        let meta = self.inner.store.metadata(id).await?;
+        let log = self.inner.store.load(id).await?.into_entries();
+        crate::run::preview(&self.inner, &log, meta.mode.unwrap_or_default()).await
+    }
+
     /// The entries of a conversation.
     ///
     /// # Errors
@@ -562,9 +643,16 @@ pub struct AgentRun {
     rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
     task: Option<tokio::task::JoinHandle<()>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    cancel: RunCanceller,
 }
 
 impl AgentRun {
+    /// A handle that cancels the run (see [`RunCanceller`]); keep reading the stream to its
+    /// end, which comes with [`AgentEvent::Cancelled`] and [`AgentEvent::Finished`].
+    pub fn canceller(&self) -> RunCanceller {
+        self.cancel.clone()
+    }
+
     /// Asks the run to stop at the end of its round: the model call and tool calls under way
     /// finish and land in the log, no new round starts, and the run ends with
     /// [`RunStatus::Stopped`](crate::RunStatus::Stopped). Keep reading the stream to its end.

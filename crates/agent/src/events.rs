@@ -1,13 +1,15 @@
 //! What a run tells its consumer as it goes: typed events, in order, ending with
 //! [`AgentEvent::Finished`].
 
-use ba_protocol::Mode;
+use ba_context::UsageStatus;
 use ba_protocol::structured::ApiResponse;
+use ba_protocol::{LogEntry, Mode};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 /// One event of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AgentEvent {
@@ -42,6 +44,40 @@ pub enum AgentEvent {
         /// Active skills whose instructions were put back into the system prompt because
         /// their activation left the window.
         skills_reinjected: Vec<String>,
+    },
+    /// How full the context of the round's call is (seed 002's meter); sent every round when
+    /// the run was started with [`crate::RunOptions::context_status`].
+    ContextStatus {
+        /// Round.
+        round: u32,
+        /// Tokens the request uses (system prompt and messages).
+        used: usize,
+        /// The budget's total.
+        total: usize,
+        /// `used` as a percentage of `total`.
+        percent: f64,
+        /// `normal`, `warning` (within ten points of the trigger) or `compressing` (the window
+        /// was compressed for this call, or the next build will compress).
+        status: ContextLevel,
+    },
+    /// An entry was appended to the log (durable); sent for every append when the run was
+    /// started with [`crate::RunOptions::entry_events`].
+    Entry {
+        /// Its sequence number in the conversation.
+        seq: u64,
+        /// When its append returned (ms since the Unix epoch): durable from then on.
+        appended_ms: i64,
+        /// The entry.
+        entry: Box<LogEntry>,
+    },
+    /// The run was cancelled ([`crate::RunCanceller::cancel`]); what the model had streamed
+    /// is in the log as an `llm_error` of kind `cancelled`, so `continue` goes on from it, and
+    /// tool calls left without a result are run by a resume.
+    Cancelled {
+        /// Round.
+        round: u32,
+        /// Whether a model call was cut and its partial answer appended.
+        partial_saved: bool,
     },
     /// More thinking streamed.
     ThinkingDelta {
@@ -144,8 +180,30 @@ pub enum AgentEvent {
     Finished(RunSummary),
 }
 
+/// Where a context's usage stands (seed 002's meter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextLevel {
+    /// Below the compression trigger by more than ten points.
+    Normal,
+    /// Within ten points of the trigger.
+    Warning,
+    /// Compressed for this call, or over the trigger.
+    Compressing,
+}
+
+impl From<UsageStatus> for ContextLevel {
+    fn from(s: UsageStatus) -> Self {
+        match s {
+            UsageStatus::Normal => Self::Normal,
+            UsageStatus::Warning => Self::Warning,
+            UsageStatus::Compressing => Self::Compressing,
+        }
+    }
+}
+
 /// How a run began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputKind {
     /// A new user message.
@@ -157,7 +215,7 @@ pub enum InputKind {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// A final answer was given.
@@ -170,10 +228,13 @@ pub enum RunStatus {
     Failed,
     /// Asked to stop: it did at the end of a round, with everything so far in the log.
     Stopped,
+    /// Cancelled: the model call in flight was cut (its partial answer appended) or the tool
+    /// calls under way were left to a resume.
+    Cancelled,
 }
 
 /// The end of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunSummary {
     /// The conversation.
     pub conversation_id: String,

@@ -67,9 +67,9 @@ pub use adapters::{
 };
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,
-    ResponseMode,
+    ResponseMode, RunCanceller, RunOptions,
 };
-pub use events::{AgentEvent, InputKind, RunStatus, RunSummary};
+pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange};
 pub use sources::{SourceSnapshot, ToolSource};

@@ -43,6 +43,12 @@ pub mod keys {
     /// On a hidden system entry: the servers behind the run's changing tools and the tools
     /// they offered ([`super::ServerInventoryRecord`]).
     pub const SERVER_INVENTORY: &str = "server_inventory";
+    /// On the user entry a run appended: the caller's request id (a retried request finds
+    /// its run by it, across restarts).
+    pub const REQUEST_ID: &str = "request_id";
+    /// On the user entry a run appended: the caller's id of the run (not `run_id`, the
+    /// log's own field for a workflow run).
+    pub const RUN_ID: &str = "caller_run_id";
 }
 
 /// What a user or system entry the loop wrote is, beyond a message typed by the user.
@@ -207,6 +213,12 @@ pub fn context(entry: &LogEntry) -> Option<ContextRecord> {
 /// The processed final answer recorded on an assistant entry.
 pub fn api_response(entry: &LogEntry) -> Option<ApiResponse> {
     get(entry, keys::API_RESPONSE)
+}
+
+/// The caller's request id and run id recorded on the user entry a run appended.
+pub fn run_ids(entry: &LogEntry) -> Option<(String, Option<String>)> {
+    let request: String = get(entry, keys::REQUEST_ID)?;
+    Some((request, get(entry, keys::RUN_ID)))
 }
 
 /// A number recorded under `key` (round, retries), 0 when absent.

@@ -228,7 +228,7 @@ impl Session {
 /// Starts the MCP servers of the configuration and the flags: every one in parallel, waiting
 /// for the `required` ones (each bounded by its start-up timeout); a required one that did not
 /// start is an error with its stderr tail.
-async fn start_mcp(
+pub(crate) async fn start_mcp(
     config: &Config,
     ext: &Extensions,
 ) -> anyhow::Result<Option<ba_mcp::McpManager>> {

@@ -9,7 +9,7 @@ use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
 use crate::mcp::ExtOpts;
-use crate::{agent, context, convert, log, mcp, skills, tokens, tools};
+use crate::{agent, context, convert, log, mcp, serve, skills, tokens, tools};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -31,6 +31,8 @@ enum Command {
     Chat(agent::ChatArgs),
     /// Print the metrics report of a stored conversation.
     Inspect(agent::InspectArgs),
+    /// Serve the HTTP API (conversations, runs, event streams, uploads) on loopback.
+    Serve(serve::ServeArgs),
     /// Convert a conversation between Anthropic, OpenAI and log formats.
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
@@ -95,6 +97,7 @@ pub(crate) fn main() -> ExitCode {
         ))),
         Command::Demo(args) => agent::demo(args),
         Command::Inspect(args) => agent::inspect(args),
+        Command::Serve(args) => serve::run(args, &ext),
         Command::Convert(args) => convert::run(args),
         Command::Log(cmd) => log::run(cmd),
         Command::Tokens(args) => tokens::run(args),

@@ -28,7 +28,9 @@ use ba_skills::{SkillRoot, SkillSet};
 use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
 use ba_storage::upload::UploadStore;
-use ba_storage::{FileStore, FileStoreOptions, StorageError};
+use ba_storage::{
+    ConversationStore, FileStore, FileStoreOptions, PostgresOptions, PostgresStore, StorageError,
+};
 use ba_tools::Tool;
 use serde::Deserialize;
 
@@ -48,6 +50,11 @@ pub(crate) struct Config {
     pub replay: Option<PathBuf>,
     /// Where conversations, code and data files live (default `.ba-agent`).
     pub home: Option<PathBuf>,
+    /// A PostgreSQL URL (`postgres://user@host:port/db`): conversations live there instead of
+    /// under `home` (`serve`; several servers can share it).
+    pub database_url: Option<String>,
+    /// The PostgreSQL schema of the conversations (default `public`).
+    pub database_schema: Option<String>,
     /// Skill roots, in priority order.
     #[serde(default)]
     pub skills: Vec<PathBuf>,
@@ -211,6 +218,22 @@ impl Config {
             http = http.with_max_response_bytes(b);
         }
         http
+    }
+
+    /// The conversation store of `serve`: PostgreSQL when `database_url` is set, the files
+    /// under `home` otherwise.
+    pub(crate) async fn shared_store(&self) -> anyhow::Result<Arc<dyn ConversationStore>> {
+        let Some(url) = &self.database_url else {
+            return Ok(self.store()?);
+        };
+        let mut opts = PostgresOptions::default();
+        if let Some(schema) = &self.database_schema {
+            opts.schema = schema.clone();
+        }
+        let store = PostgresStore::connect(url, opts)
+            .await
+            .context("connecting to the database of `database_url`")?;
+        Ok(Arc::new(store))
     }
 
     /// The model client; a replay client starts after `played` turns.
@@ -387,7 +410,7 @@ impl Config {
     pub(crate) fn agent(
         &self,
         client: Arc<dyn ModelClient>,
-        store: Arc<FileStore>,
+        store: Arc<dyn ConversationStore>,
         plugin_roots: &[SkillRoot],
         mcp: Option<&McpManager>,
     ) -> anyhow::Result<Agent> {

@@ -19,11 +19,17 @@ use ba_storage::{ConversationId, FileStore, NewConversation};
 
 use ba_agent::{Agent, AgentError, DataFileSink, ResponseMode};
 use ba_builtins::{demo_data, demo_tools};
-use ba_model::{ModelError, ReplayClient};
+use ba_model::{
+    DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
+    ReplayTurn,
+};
 
 /// The question of the recorded session.
 pub const QUESTION: &str = "Why did the West region's sales jump in Q3 2024, and did it beat its target? \
 Give me a short report with the figures and the code behind them.";
+
+/// The questions the recording answers (what `ba-agent serve --demo` offers).
+pub const QUESTIONS: &[&str] = &[QUESTION];
 
 /// The recorded model turns.
 pub const RECORDING: &str = include_str!("../demo/recording.json");
@@ -86,15 +92,6 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoErr
 /// # Errors
 /// [`DemoError`] naming the file that could not be written or the part that failed.
 pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError> {
-    let data = dir.join("data");
-    let uploads = dir.join("uploads");
-    let skill_dir = dir.join("skills").join("sales-report");
-    for d in [&data, &uploads, &skill_dir] {
-        std::fs::create_dir_all(d).map_err(io("creating", d))?;
-    }
-    demo_data::generate(&data).map_err(io("writing the demo data into", &data))?;
-    let skill = skill_dir.join("SKILL.md");
-    std::fs::write(&skill, SKILL_MD).map_err(io("writing", &skill))?;
     // The folder is the store's root, as `home` is for the other commands; an earlier demo's
     // conversations go.
     let conversations = dir.join("conversations");
@@ -105,14 +102,108 @@ pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError>
     if index.exists() {
         std::fs::remove_file(&index).map_err(io("clearing", &index))?;
     }
-    let store = Arc::new(FileStore::open(dir)?);
-    let code = CodeStore::open(dir.join("code"))?;
-    let spill = DataFileStore::open(data.join("spill"))?;
-    let skills = Arc::new(SkillSet::load([dir.join("skills")]));
     let client = Arc::new(
         ReplayClient::from_json(RECORDING, "the demo recording")?
             .with_token_counter(Arc::new(Encoding::Cl100kBase)),
     );
+    let agent = build(dir, budget, client)?;
+    let conversation = agent
+        .new_conversation(NewConversation {
+            title: Some("West Q3 2024 sales".into()),
+            mode: Some(Mode::Agent),
+            parent: None,
+        })
+        .await?;
+    Ok(Demo {
+        dir: dir.to_owned(),
+        agent,
+        conversation,
+    })
+}
+
+/// The demo's agent for a server: the same folder layout as [`setup`], with a model that
+/// answers every conversation that asks a recorded question (the turn is chosen by what the
+/// request ends with, not by a position shared by all conversations).
+///
+/// # Errors
+/// As [`setup`].
+pub fn server_agent(dir: &Path, budget: Option<usize>) -> Result<Agent, DemoError> {
+    build(dir, budget, Arc::new(DemoModel::new()?))
+}
+
+/// The recording played per request: the turn whose expectation the request meets.
+#[derive(Debug)]
+pub struct DemoModel {
+    turns: Vec<ReplayTurn>,
+}
+
+impl DemoModel {
+    /// The demo's recording.
+    ///
+    /// # Errors
+    /// The recording could not be read.
+    pub fn new() -> Result<Self, ModelError> {
+        Ok(Self {
+            turns: ReplayClient::from_json(RECORDING, "the demo recording")?
+                .turns()
+                .to_vec(),
+        })
+    }
+}
+
+fn meets(expect: &ExpectedRequest, found: &ExpectedRequest) -> bool {
+    (expect.role.is_none() || expect.role == found.role)
+        && (expect.text.is_none() || expect.text == found.text)
+        && (expect.tool_call_id.is_none() || expect.tool_call_id == found.tool_call_id)
+}
+
+#[async_trait::async_trait]
+impl ModelClient for DemoModel {
+    fn provider(&self) -> &str {
+        "replay"
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let found = ExpectedRequest::of(request);
+        let turn = self
+            .turns
+            .iter()
+            .find(|t| meets(&t.expect, &found))
+            .cloned()
+            .ok_or(ModelError::ReplayDiverged {
+                turn: 0,
+                expected: "a request the demo recording answers (ask a recorded question)"
+                    .to_owned(),
+                found: format!("{:?}", found.text.unwrap_or_default()),
+            })?;
+        let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
+        one.complete_streaming(request, on_delta).await
+    }
+}
+
+/// The folders, data and skill of the demo in `dir` (created if missing), and its agent.
+fn build(
+    dir: &Path,
+    budget: Option<usize>,
+    client: Arc<dyn ModelClient>,
+) -> Result<Agent, DemoError> {
+    let data = dir.join("data");
+    let uploads = dir.join("uploads");
+    let skill_dir = dir.join("skills").join("sales-report");
+    for d in [&data, &uploads, &skill_dir] {
+        std::fs::create_dir_all(d).map_err(io("creating", d))?;
+    }
+    demo_data::generate(&data).map_err(io("writing the demo data into", &data))?;
+    let skill = skill_dir.join("SKILL.md");
+    std::fs::write(&skill, SKILL_MD).map_err(io("writing", &skill))?;
+    let store = Arc::new(FileStore::open(dir)?);
+    let code = CodeStore::open(dir.join("code"))?;
+    let spill = DataFileStore::open(data.join("spill"))?;
+    let skills = Arc::new(SkillSet::load([dir.join("skills")]));
     let total = budget.unwrap_or(DEMO_BUDGET);
     let agent = Agent::builder(client)
         .store(store)
@@ -127,16 +218,5 @@ pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError>
             s.max_rounds = 8;
         })
         .build()?;
-    let conversation = agent
-        .new_conversation(NewConversation {
-            title: Some("West Q3 2024 sales".into()),
-            mode: Some(Mode::Agent),
-            parent: None,
-        })
-        .await?;
-    Ok(Demo {
-        dir: dir.to_owned(),
-        agent,
-        conversation,
-    })
+    Ok(agent)
 }

@@ -90,6 +90,8 @@ pub enum LlmErrorKind {
     StreamCut,
     /// The provider's answer could not be read.
     InvalidResponse,
+    /// The user stopped the call; the text streamed until then is kept.
+    Cancelled,
     /// Anything else.
     Other,
 }

@@ -7,7 +7,7 @@ use ba_protocol::LogToolCall;
 use ba_protocol::structured::{Action, StructuredResponse};
 use serde_json::Value;
 
-use super::{LiveStamp, Next, Runner, Stop, new_id, now};
+use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
 use crate::agent::ResponseMode;
 use crate::events::{AgentEvent, RunStatus};
 use crate::history::call_ids;
@@ -41,6 +41,37 @@ impl Runner {
             None,
             Some(message),
         ))))
+    }
+
+    /// The call was cancelled: what it streamed goes to the log as an `llm_error` of kind
+    /// `cancelled` (so `continue` resumes from it), and the run ends.
+    pub(super) async fn call_cancelled(
+        &mut self,
+        partial: Partial,
+        record: ContextRecord,
+    ) -> Result<Next, Stop> {
+        let mut entry =
+            ba_protocol::LogEntry::new(new_id(), ba_protocol::LogRole::Assistant, now());
+        let streamed = if partial.text.is_empty() {
+            partial.thinking
+        } else {
+            partial.text
+        };
+        entry.llm_error = Some(ba_protocol::LlmError {
+            kind: ba_protocol::LlmErrorKind::Cancelled,
+            message: "the user cancelled the call".to_owned(),
+            partial_output: (!streamed.is_empty()).then_some(streamed),
+        });
+        entry.mode = Some(self.mode);
+        records::put(&mut entry, keys::ROUND, &self.round);
+        records::put(&mut entry, keys::CONTEXT, &record);
+        let model = ModelRecord {
+            provider: self.inner.client.provider().to_owned(),
+            name: None,
+        };
+        records::put(&mut entry, keys::MODEL, &model);
+        self.append(entry).await?;
+        Ok(Next::Done(Box::new(self.cancelled(true))))
     }
 
     pub(super) async fn answered(

@@ -7,6 +7,8 @@
 
 mod answer;
 mod context;
+
+pub(crate) use context::preview;
 mod tools;
 
 use std::sync::Arc;
@@ -16,10 +18,9 @@ use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
 use ba_storage::{Clock, ConversationId, SystemClock};
-use ba_tools::Tool as _;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::agent::{AgentError, Inner, Input};
+use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
 use crate::history::{active_skills, current_modifier, rounds_in_task, unanswered_calls};
 use crate::records::{self, EntryKind, keys};
@@ -72,6 +73,20 @@ impl From<ba_storage::StorageError> for Stop {
     }
 }
 
+/// What a model call streamed before it was cut.
+#[derive(Default)]
+pub(crate) struct Partial {
+    pub(crate) text: String,
+    pub(crate) thinking: String,
+}
+
+/// Resolves once `rx` says cancelled (never when its sender is gone).
+async fn wait_for_cancel(mut rx: tokio::sync::watch::Receiver<bool>) {
+    if rx.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// What follows a round.
 pub(crate) enum Next {
     /// Run these calls, then call the model again.
@@ -82,12 +97,26 @@ pub(crate) enum Next {
     Done(Box<RunSummary>),
 }
 
+/// How a run is told to stop.
+pub(crate) struct Signals {
+    /// Set by [`crate::AgentRun::stop_after_round`]: no new round starts.
+    pub(crate) stop: Arc<AtomicBool>,
+    /// Set by [`crate::RunCanceller::cancel`]: the call under way is cut.
+    pub(crate) cancel: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Signals {
+    pub(crate) fn cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+}
+
 pub(crate) struct Runner {
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: ConversationId,
     tx: UnboundedSender<AgentEvent>,
-    /// Set by [`crate::AgentRun::stop_after_round`]: no new round starts.
-    stop: Arc<AtomicBool>,
+    pub(crate) signals: Signals,
+    pub(crate) options: RunOptions,
     pub(crate) log: Vec<LogEntry>,
     last_seq: u64,
     pub(crate) mode: Mode,
@@ -111,7 +140,8 @@ pub(crate) async fn run(
     id: ConversationId,
     input: Input,
     tx: UnboundedSender<AgentEvent>,
-    stop: Arc<AtomicBool>,
+    signals: Signals,
+    options: RunOptions,
 ) {
     let Some(running) = inner.runs.try_lock(id.as_str()) else {
         let message = format!("conversation {id} already has a run going");
@@ -128,20 +158,14 @@ pub(crate) async fn run(
         return;
     };
     let tools = inner.sources.for_run(&inner.runtime);
-    let mut specs = tools.specs();
-    if let Some(skills) = &inner.skills {
-        specs.push(ToolSpec::new(
-            skills.name(),
-            skills.description(),
-            skills.input_schema(),
-        ));
-    }
+    let specs = tools::with_skill_spec(&inner, tools.specs());
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
     let mut runner = Runner {
         inner,
         id,
         tx,
-        stop,
+        signals,
+        options,
         log: Vec::new(),
         last_seq: 0,
         mode: Mode::default(),
@@ -205,8 +229,33 @@ impl Runner {
             .append(&self.id, &entry, Some(self.last_seq))
             .await?;
         self.last_seq = seq;
+        if self.options.entry_events {
+            self.emit(AgentEvent::Entry {
+                seq,
+                appended_ms: SystemClock.now_ms(),
+                entry: Box::new(entry.clone()),
+            });
+        }
         self.log.push(entry);
         Ok(())
+    }
+
+    fn put_run_ids(&self, entry: &mut LogEntry) {
+        if let Some(request) = &self.options.request_id {
+            records::put(entry, keys::REQUEST_ID, request);
+        }
+        if let Some(run) = &self.options.run_id {
+            records::put(entry, keys::RUN_ID, run);
+        }
+    }
+
+    /// The end of a cancelled run.
+    pub(crate) fn cancelled(&self, partial_saved: bool) -> RunSummary {
+        self.emit(AgentEvent::Cancelled {
+            round: self.round,
+            partial_saved,
+        });
+        self.summary(RunStatus::Cancelled, None, None)
     }
 
     pub(crate) fn user_entry(&self, text: &str, kind: Option<EntryKind>) -> LogEntry {
@@ -244,12 +293,14 @@ impl Runner {
                     });
                 }
                 self.record_inventory().await?;
-                let e = self.user_entry(&text, None);
+                let mut e = self.user_entry(&text, None);
+                self.put_run_ids(&mut e);
                 self.append(e).await?;
             }
             Input::Continue => {
                 self.record_inventory().await?;
-                let e = self.user_entry("continue", Some(EntryKind::Continue));
+                let mut e = self.user_entry("continue", Some(EntryKind::Continue));
+                self.put_run_ids(&mut e);
                 self.append(e).await?;
             }
             Input::Resume => {
@@ -291,9 +342,21 @@ impl Runner {
         loop {
             if !pending.is_empty() {
                 let calls = std::mem::take(&mut pending);
-                self.run_calls(&calls).await?;
+                // Results in so far stay in the log; the calls cut off are left to a resume.
+                let cancel = self.signals.cancel.clone();
+                let done = tokio::select! {
+                    done = self.run_calls(&calls) => Some(done),
+                    () = wait_for_cancel(cancel) => None,
+                };
+                match done {
+                    Some(done) => done?,
+                    None => return Ok(self.cancelled(false)),
+                }
             }
-            if self.stop.load(Ordering::SeqCst) {
+            if self.signals.cancelled() {
+                return Ok(self.cancelled(false));
+            }
+            if self.signals.stop.load(Ordering::SeqCst) {
                 return Ok(self.summary(RunStatus::Stopped, None, None));
             }
             if self.rounds_run >= self.inner.settings.max_rounds {
@@ -365,21 +428,36 @@ impl Runner {
         request.thinking_budget = settings.thinking_budget;
         let round = self.round;
         let tx = self.tx.clone();
-        let result = self
-            .inner
-            .client
-            .complete_streaming(&request, &mut |delta| {
+        let mut partial = Partial::default();
+        let result = {
+            let mut on_delta = |delta| {
                 let event = match delta {
-                    StreamDelta::Text { text, .. } => AgentEvent::TextDelta { round, text },
-                    StreamDelta::Thinking { text, .. } => AgentEvent::ThinkingDelta { round, text },
+                    StreamDelta::Text { text, .. } => {
+                        partial.text.push_str(&text);
+                        AgentEvent::TextDelta { round, text }
+                    }
+                    StreamDelta::Thinking { text, .. } => {
+                        partial.thinking.push_str(&text);
+                        AgentEvent::ThinkingDelta { round, text }
+                    }
                     _ => return,
                 };
                 let _ = tx.send(event);
-            })
-            .await;
+            };
+            let call = self
+                .inner
+                .client
+                .complete_streaming(&request, &mut on_delta);
+            let cancel = self.signals.cancel.clone();
+            tokio::select! {
+                result = call => Some(result),
+                () = wait_for_cancel(cancel) => None,
+            }
+        };
         match result {
-            Err(err) => self.model_failed(err, built.record).await,
-            Ok(response) => self.answered(response, built.record).await,
+            None => self.call_cancelled(partial, built.record).await,
+            Some(Err(err)) => self.model_failed(err, built.record).await,
+            Some(Ok(response)) => self.answered(response, built.record).await,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! through the runtime (the `activate_skill` meta-tool directly, to keep its modifier), each
 //! result appended in call order as soon as it and the ones before it are in.
 
+use ba_tools::Tool as _;
 use std::sync::Arc;
 
 use ba_protocol::skill::SkillActivationResult;
@@ -140,6 +141,26 @@ impl Runner {
             Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
         }
     }
+}
+
+/// The tools offered to the model (see [`Runner::tool_specs`]) by a run starting now.
+pub(super) fn tool_specs_of(inner: &crate::agent::Inner) -> Vec<ToolSpec> {
+    with_skill_spec(inner, inner.sources.for_run(&inner.runtime).specs())
+}
+
+/// `specs` and, when the agent has skills, the skill meta-tool.
+pub(super) fn with_skill_spec(
+    inner: &crate::agent::Inner,
+    mut specs: Vec<ToolSpec>,
+) -> Vec<ToolSpec> {
+    if let Some(skills) = &inner.skills {
+        specs.push(ToolSpec::new(
+            skills.name(),
+            skills.description(),
+            skills.input_schema(),
+        ));
+    }
+    specs
 }
 
 fn arguments_of(call: &LogToolCall) -> Value {

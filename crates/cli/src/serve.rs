@@ -1,0 +1,155 @@
+//! `ba-agent serve`: the HTTP API (`ba-server`) on the agent the configuration describes, or on
+//! the offline demo with `--demo`.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, anyhow, bail};
+use ba_cli::demo;
+use ba_server::{AppState, ServerConfig, Token};
+
+use crate::cli::{CliError, CliResult};
+use crate::config::Config;
+use crate::mcp::{ExtOpts, Extensions};
+
+/// `ba-agent serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on; an address other than loopback needs a token.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    bind: SocketAddr,
+    /// The bearer token clients send (a random one is made and printed when none is given).
+    #[arg(long, conflicts_with = "token_file")]
+    token: Option<String>,
+    /// A file holding the token (its first line).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Where conversations live (overrides `home`; with `--demo`, the demo's folder).
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Serve the offline demo: the recorded model, the demo data and skill (no key, no
+    /// network).
+    #[arg(long)]
+    demo: bool,
+    /// More `host:port` names the server answers to (behind a proxy, say).
+    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    allow_hosts: Vec<String>,
+}
+
+fn token(args: &ServeArgs) -> anyhow::Result<(Token, bool)> {
+    let given = match (&args.token, &args.token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(f)) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("reading the token file {}", f.display()))?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned(),
+        ),
+        (None, None) => None,
+    };
+    match given {
+        Some(t) => Token::new(&t)
+            .map(|t| (t, false))
+            .ok_or_else(|| anyhow!("the token is empty or has spaces or control characters")),
+        None if !args.bind.ip().is_loopback() => bail!(
+            "listening on {} (not loopback) needs a token: pass --token or --token-file",
+            args.bind
+        ),
+        None => Ok((Token::random(), true)),
+    }
+}
+
+/// Serves until Ctrl-C or SIGTERM; MCP servers and plugins (`--mcp-config`, `--plugin`, the
+/// configuration's `mcp_servers` and `plugins`) are the agent's as for `run`.
+pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
+    let (token, generated) = token(&args).map_err(CliError::input)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let mut mcp = None;
+        let (agent, home, questions) = if args.demo {
+            let dir = args
+                .home
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("ba-agent-serve-demo"));
+            let agent = demo::server_agent(&dir, None)
+                .with_context(|| format!("setting the demo up in {}", dir.display()))?;
+            let questions = demo::QUESTIONS.iter().map(|q| (*q).to_owned()).collect();
+            (agent, dir, Some(questions))
+        } else {
+            let mut config = Config::load(args.config.as_deref())?;
+            if let Some(home) = &args.home {
+                config.home = Some(home.clone());
+            }
+            let extensions = Extensions::gather(&config, ext)?;
+            mcp = crate::agent::start_mcp(&config, &extensions).await?;
+            let agent = config.agent(
+                config.client(0)?,
+                config.shared_store().await?,
+                &extensions.skill_roots,
+                mcp.as_ref(),
+            )?;
+            (agent, config.home(), None)
+        };
+        let mut server =
+            ServerConfig::new(home.join("uploads")).with_allowed_hosts(args.allow_hosts);
+        if let Some(q) = questions {
+            server = server.with_demo_questions(q);
+        }
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .with_context(|| format!("listening on {}", args.bind))?;
+        let addr = listener.local_addr()?;
+        {
+            let mut out = std::io::stdout().lock();
+            if generated {
+                writeln!(
+                    out,
+                    "ba-agent serving on http://{addr}/#token={}",
+                    token.expose()
+                )?;
+            } else {
+                writeln!(out, "ba-agent serving on http://{addr}/")?;
+            }
+            writeln!(out, "data: {}", home.display())?;
+            out.flush()?;
+        }
+        let state = AppState::new(agent, server);
+        let served = ba_server::serve(listener, state, token, stop_signal()).await;
+        if let Some(manager) = mcp {
+            manager.shutdown().await;
+        }
+        served?;
+        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
+    })
+    .map_err(CliError::from)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                () = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    ctrl_c.await;
+}

@@ -1,0 +1,189 @@
+//! The router: `/health` open, everything under `/api/v1` behind the token, every route behind
+//! the `Host`/`Origin` check and a body limit, and every error answered as JSON.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{Request, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use ba_agent::records;
+use serde_json::{Value, json};
+use tower_http::limit::RequestBodyLimitLayer;
+
+use crate::auth::{Guard, HostCheck, Token, check_host, require_token};
+use crate::conversations::{self, conversation_id};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::{events, files, runs};
+
+/// The whole application for a server listening on `addr` with `token`.
+pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
+    let guard = Arc::new(Guard {
+        token,
+        hosts: HostCheck::for_addr(addr, &state.config().allowed_hosts),
+    });
+    let json_limit = state.config().json_limit;
+    let upload_limit = state.config().upload_limit;
+    let conv = "/api/v1/conversations/{id}";
+    let json_routes = Router::new()
+        .route(
+            "/api/v1/conversations",
+            get(conversations::list).post(conversations::create),
+        )
+        .route(
+            conv,
+            get(conversations::read)
+                .patch(conversations::update)
+                .delete(conversations::delete),
+        )
+        .route(&format!("{conv}/messages"), get(conversations::messages))
+        .route(&format!("{conv}/runs"), post(runs::start))
+        .route(&format!("{conv}/runs/{{run}}/cancel"), post(runs::cancel))
+        .route(&format!("{conv}/events"), get(events::events))
+        .route(&format!("{conv}/compact"), post(compact))
+        .route(&format!("{conv}/context"), get(context))
+        .route(&format!("{conv}/report"), get(report))
+        .route(&format!("{conv}/uploads"), get(files::list_uploads))
+        .route(
+            &format!("{conv}/uploads/{{upload}}"),
+            get(files::download_upload),
+        )
+        .route(&format!("{conv}/code"), get(files::list_code))
+        .route(&format!("{conv}/code/{{code}}"), get(files::view_code))
+        .route(
+            &format!("{conv}/code/{{code}}/download"),
+            get(files::download_code),
+        )
+        .route(&format!("{conv}/files/{{name}}"), get(files::file))
+        .route("/api/v1/skills", get(skills))
+        .route("/api/v1/demo/questions", get(demo_questions))
+        .layer(DefaultBodyLimit::max(json_limit))
+        .layer(RequestBodyLimitLayer::new(json_limit));
+    let upload_routes = Router::new()
+        .route(&format!("{conv}/uploads"), post(files::upload))
+        .layer(DefaultBodyLimit::max(upload_limit))
+        .layer(RequestBodyLimitLayer::new(
+            upload_limit.saturating_add(64 * 1024),
+        ));
+    let api = json_routes
+        .merge(upload_routes)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&guard),
+            require_token,
+        ));
+    Router::new()
+        .route("/health", get(health))
+        .layer(RequestBodyLimitLayer::new(json_limit))
+        .merge(api)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(guard, check_host))
+        .layer(middleware::from_fn(json_errors))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+/// Errors that a layer or the router answered without a JSON body get one.
+async fn json_errors(request: Request<Body>, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        return ApiError::from_status(status).into_response();
+    }
+    response
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn demo_questions(State(state): State<AppState>) -> ApiResult<Json<Vec<String>>> {
+    state
+        .config()
+        .demo_questions
+        .clone()
+        .map(Json)
+        .ok_or_else(|| {
+            ApiError::not_found("the server does not run the demo (start it with --demo)")
+        })
+}
+
+async fn skills(State(state): State<AppState>) -> Json<Value> {
+    let Some(set) = state.agent().skills() else {
+        return Json(json!({"skills": [], "diagnostics": []}));
+    };
+    let skills: Vec<Value> = set
+        .skills()
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "description": s.description(),
+                "allowed_tools": s.frontmatter.allowed_tools,
+                "model": s.frontmatter.model,
+            })
+        })
+        .collect();
+    let diagnostics: Vec<Value> = set
+        .diagnostics()
+        .iter()
+        .map(|d| json!({"skill": d.path.file_name().map(|n| n.to_string_lossy().into_owned()), "message": d.message}))
+        .collect();
+    Json(json!({"skills": skills, "diagnostics": diagnostics}))
+}
+
+async fn report(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let id = conversation_id(&id)?;
+    state.store().metadata(&id).await?;
+    let report = state.agent().report(&id).await?;
+    Ok(Json(serde_json::to_value(report).unwrap_or(Value::Null)))
+}
+
+/// The context the next model call would get: usage against the budget, the entries kept,
+/// dropped (and why) and changed, the strategies; and the record of the last call made.
+async fn context(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let id = conversation_id(&id)?;
+    let entries = state.store().load(&id).await?.entries;
+    let debug = state.agent().context_debug(&id).await?;
+    let budget = state.agent().settings().budget;
+    let last = entries
+        .iter()
+        .rev()
+        .find_map(|s| records::context(&s.entry).map(|r| json!({"seq": s.seq, "record": r})));
+    Ok(Json(json!({
+        "usage": debug.usage,
+        "budget": {"total": budget.total, "reserved_for_response": budget.reserved_for_response},
+        "next_call": debug,
+        "last_call": last,
+    })))
+}
+
+/// `/compact`: the conversation so far summarised into one entry (refused during a run).
+async fn compact(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let id = conversation_id(&id)?;
+    let hub = state.hub(&id).await?;
+    if let Some(run) = hub.lock().run.as_ref() {
+        return Err(ApiError::busy(id.as_str(), &run.run_id));
+    }
+    let done = state.agent().compact(&id).await?;
+    let after = hub.lock().cursor.seq;
+    let appended = state.store().load_from(&id, after + 1).await?;
+    hub.publish_entries(&appended.entries);
+    let mut body = serde_json::to_value(done).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut body {
+        map.insert("status".into(), Value::String("compacted".into()));
+    }
+    Ok(Json(body))
+}

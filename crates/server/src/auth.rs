@@ -1,0 +1,193 @@
+//! Who may talk to the server: the bearer token (compared in constant time) on every API route,
+//! and the `Host` and `Origin` checks that keep a page on another site — or a DNS name rebound to
+//! loopback — out.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rand::RngCore as _;
+
+use crate::error::ApiError;
+
+/// The secret every API request carries as `Authorization: Bearer TOKEN`.
+#[derive(Clone)]
+pub struct Token(Arc<str>);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(…)")
+    }
+}
+
+impl Token {
+    /// A token given by the operator; `None` when it is empty or has characters a header
+    /// cannot carry.
+    pub fn new(token: &str) -> Option<Self> {
+        let token = token.trim();
+        let fits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());
+        fits.then(|| Self(token.into()))
+    }
+
+    /// 32 random bytes from the operating system's generator, hex-encoded.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Self(hex.into())
+    }
+
+    /// The token's text (to print it once, at start).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `candidate` is the token, in time that depends on the lengths only.
+    pub fn matches(&self, candidate: &[u8]) -> bool {
+        let expected = self.0.as_bytes();
+        let mut diff = u8::from(expected.len() != candidate.len());
+        for (i, e) in expected.iter().enumerate() {
+            diff |= e ^ candidate.get(i).copied().unwrap_or(0);
+        }
+        diff == 0
+    }
+}
+
+/// Which `Host` values (and `Origin` hosts) the server answers.
+#[derive(Debug, Clone)]
+pub struct HostCheck {
+    /// `host:port` values accepted, lowercased; empty means any host (a non-loopback bind
+    /// without an allow-list, where the token alone guards).
+    allowed: Vec<String>,
+}
+
+impl HostCheck {
+    /// The names of `addr`: for a loopback address `localhost`, `127.0.0.1` and `[::1]` with
+    /// its port; for another address its own text, unless `extra` names more hosts. `extra`
+    /// (`host:port`) is always accepted too.
+    pub fn for_addr(addr: SocketAddr, extra: &[String]) -> Self {
+        let port = addr.port();
+        let mut allowed: Vec<String> = extra.iter().map(|h| h.to_ascii_lowercase()).collect();
+        if addr.ip().is_loopback() {
+            for name in ["localhost", "127.0.0.1", "[::1]"] {
+                allowed.push(format!("{name}:{port}"));
+            }
+        } else if addr.ip().is_unspecified() {
+            if !allowed.is_empty() {
+                allowed.push(format!("localhost:{port}"));
+                allowed.push(format!("127.0.0.1:{port}"));
+            }
+        } else {
+            allowed.push(addr.to_string());
+        }
+        Self { allowed }
+    }
+
+    fn accepts(&self, host: &str) -> bool {
+        if self.allowed.is_empty() {
+            return true;
+        }
+        let host = host.to_ascii_lowercase();
+        self.allowed.contains(&host)
+    }
+}
+
+/// What the middlewares need.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    pub(crate) token: Token,
+    pub(crate) hosts: HostCheck,
+}
+
+/// `Host` must be one of ours, and an `Origin`, when sent, must be this server (403 otherwise).
+pub(crate) async fn check_host(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    let Some(host) = host else {
+        return forbidden("the request names no host");
+    };
+    if !guard.hosts.accepts(host) {
+        return forbidden(&format!("host {host:?} is not served here"));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let origin_host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(|rest| rest.trim_end_matches('/'));
+        match origin_host {
+            Some(o) if guard.hosts.accepts(o) && o.eq_ignore_ascii_case(host) => {}
+            _ => return forbidden(&format!("origin {origin:?} is not this server")),
+        }
+    }
+    next.run(request).await
+}
+
+/// Every API route needs `Authorization: Bearer TOKEN` (401 otherwise).
+pub(crate) async fn require_token(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.as_bytes().strip_prefix(b"Bearer "));
+    match given {
+        Some(t) if guard.token.matches(t) => next.run(request).await,
+        Some(_) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the bearer token is wrong",
+        )
+        .into_response(),
+        None => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send `Authorization: Bearer TOKEN` (the token the server printed at start)",
+        )
+        .into_response(),
+    }
+}
+
+fn forbidden(message: &str) -> Response {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", message).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        let t = Token::new("secret-1").unwrap_or_else(Token::random);
+        assert!(t.matches(b"secret-1"));
+        assert!(!t.matches(b"secret-"));
+        assert!(!t.matches(b"secret-12"));
+        assert!(!t.matches(b""));
+        assert!(Token::new(" ").is_none());
+        assert!(Token::new("a b").is_none());
+        assert_eq!(Token::random().expose().len(), 64);
+    }
+
+    #[test]
+    fn loopback_hosts_only_with_the_port() {
+        let check = HostCheck::for_addr(SocketAddr::from(([127, 0, 0, 1], 8765)), &[]);
+        assert!(check.accepts("127.0.0.1:8765"));
+        assert!(check.accepts("LOCALHOST:8765"));
+        assert!(!check.accepts("localhost:80"));
+        assert!(!check.accepts("evil.example:8765"));
+        let any = HostCheck::for_addr(SocketAddr::from(([0, 0, 0, 0], 80)), &[]);
+        assert!(any.accepts("server.internal"));
+    }
+}

@@ -1,0 +1,328 @@
+//! Conversations: list, create, read (with the status the page shows), rename, switch mode,
+//! delete, and the transcript (`messages?from_seq=`).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use ba_agent::RunStatus;
+use ba_agent::records;
+use ba_protocol::{LlmErrorKind, LogEntry, LogRole, Mode};
+use ba_storage::{ConversationId, ConversationMeta, MetaUpdate, NewConversation, Page};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::hub::Hub;
+use crate::state::AppState;
+
+/// Where a conversation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationStatus {
+    /// Nothing to do: empty, or the last turn has its answer.
+    Idle,
+    /// A run is in flight.
+    Running,
+    /// The log ends mid-turn (a run was cut by a restart or cancelled): Resume or Continue
+    /// goes on.
+    Interrupted,
+    /// The last run failed (a model failure in the log: Continue goes on).
+    Failed,
+}
+
+/// A conversation as the API shows it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ConversationView {
+    /// The id.
+    pub id: String,
+    /// Title, if set.
+    pub title: Option<String>,
+    /// Active mode.
+    pub mode: Mode,
+    /// Creation time (ms since the epoch).
+    pub created_ms: i64,
+    /// Last change (ms since the epoch).
+    pub updated_ms: i64,
+    /// Sequence number of the last entry (0 when empty).
+    pub last_seq: u64,
+    /// Idle, running, interrupted or failed.
+    pub status: ConversationStatus,
+    /// The run in flight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_run_id: Option<String>,
+}
+
+/// Parses a path id; a name that could leave the store's folder is refused.
+pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
+    ConversationId::new(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}
+
+/// Reads a JSON body; an empty body is the type's default.
+pub(crate) fn json_body<T: DeserializeOwned + Default>(body: &Bytes) -> ApiResult<T> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("the body is not the expected JSON: {e}"),
+        )
+    })
+}
+
+/// The status of a conversation from its hub and the last entry of its log.
+pub(crate) fn status_of(
+    hub: Option<&Hub>,
+    last: Option<&LogEntry>,
+) -> (ConversationStatus, Option<String>) {
+    if let Some(hub) = hub {
+        let state = hub.lock();
+        if let Some(run) = &state.run {
+            return (ConversationStatus::Running, Some(run.run_id.clone()));
+        }
+        if let Some(l) = &state.last_run
+            && matches!(l.status, RunStatus::Failed)
+        {
+            return (ConversationStatus::Failed, None);
+        }
+    }
+    let Some(last) = last else {
+        return (ConversationStatus::Idle, None);
+    };
+    let status = match (&last.role, &last.llm_error) {
+        (LogRole::Assistant, Some(e)) if e.kind == LlmErrorKind::Cancelled => {
+            ConversationStatus::Interrupted
+        }
+        (LogRole::Assistant, Some(_)) => ConversationStatus::Failed,
+        (LogRole::Assistant, None) if last.calls().is_empty() => ConversationStatus::Idle,
+        (LogRole::System, _) => ConversationStatus::Idle,
+        _ => ConversationStatus::Interrupted,
+    };
+    (status, None)
+}
+
+async fn view(state: &AppState, meta: ConversationMeta) -> ApiResult<ConversationView> {
+    let id = conversation_id(&meta.id)?;
+    let last = if meta.last_seq == 0 {
+        None
+    } else {
+        state
+            .store()
+            .load_from(&id, meta.last_seq)
+            .await?
+            .entries
+            .pop()
+            .map(|s| s.entry)
+    };
+    let hub = state.existing_hub(&id);
+    let (status, active_run_id) = status_of(hub.as_deref(), last.as_ref());
+    Ok(ConversationView {
+        id: meta.id,
+        title: meta.title,
+        mode: meta.mode.unwrap_or_default(),
+        created_ms: meta.created_ms,
+        updated_ms: meta.updated_ms,
+        last_seq: meta.last_seq,
+        status,
+        active_run_id,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let page = state
+        .store()
+        .list(Page {
+            after: q.after,
+            limit: q.limit.unwrap_or(100).clamp(1, 500),
+        })
+        .await?;
+    let mut items = Vec::with_capacity(page.items.len());
+    for meta in page.items {
+        items.push(view(&state, meta).await?);
+    }
+    Ok(Json(json!({"items": items, "next": page.next})))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateBody {
+    title: Option<String>,
+    mode: Option<Mode>,
+}
+
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let body: CreateBody = json_body(&body)?;
+    let id = state
+        .agent()
+        .new_conversation(NewConversation {
+            title: body.title,
+            mode: body.mode,
+            parent: None,
+        })
+        .await?;
+    let meta = state.store().metadata(&id).await?;
+    Ok((StatusCode::CREATED, Json(view(&state, meta).await?)))
+}
+
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ConversationView>> {
+    let id = conversation_id(&id)?;
+    let meta = state.store().metadata(&id).await?;
+    Ok(Json(view(&state, meta).await?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateBody {
+    title: Option<String>,
+    mode: Option<Mode>,
+}
+
+/// Renames a conversation or switches its mode (only later requests' system prompt changes).
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<ConversationView>> {
+    let id = conversation_id(&id)?;
+    let body: UpdateBody = json_body(&body)?;
+    if let Some(title) = &body.title
+        && title.chars().count() > 500
+    {
+        return Err(ApiError::bad_request(
+            "the title is longer than 500 characters",
+        ));
+    }
+    let meta = state
+        .store()
+        .update_metadata(
+            &id,
+            MetaUpdate {
+                title: body.title,
+                mode: body.mode,
+            },
+        )
+        .await?;
+    Ok(Json(view(&state, meta).await?))
+}
+
+/// Deletes a conversation; one with a run in flight is refused (cancel the run first).
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = conversation_id(&id)?;
+    if let Some(hub) = state.existing_hub(&id)
+        && let Some(run) = hub.lock().run.as_ref()
+    {
+        return Err(ApiError::busy(id.as_str(), &run.run_id));
+    }
+    if !state.store().delete(&id).await? {
+        return Err(ApiError::not_found(format!("no conversation {id}")));
+    }
+    state.drop_hub(&id);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MessagesQuery {
+    from_seq: Option<u64>,
+}
+
+/// One entry of the transcript.
+#[derive(Debug, Serialize)]
+struct Message {
+    seq: u64,
+    appended_ms: i64,
+    entry: LogEntry,
+    /// The processed API response of a final answer (seed 003 §六).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    api_response: Option<ba_protocol::structured::ApiResponse>,
+    /// Token figures of a model call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Value>,
+    /// Whether the next model call sees the entry (`None` when the window could not be
+    /// built).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    in_window: Option<bool>,
+    /// Why it does not (`low_score`, `summarized`, `over_budget`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped_reason: Option<Value>,
+    /// How what the model sees differs from the log (`tool_result_preview`, `trace`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<Value>,
+}
+
+/// The log entries from `from_seq` (default 1), with the processed final answers and usage.
+pub(crate) async fn messages(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<MessagesQuery>,
+) -> ApiResult<Json<Value>> {
+    let id = conversation_id(&id)?;
+    state.store().metadata(&id).await?;
+    let loaded = state
+        .store()
+        .load_from(&id, q.from_seq.unwrap_or(1).max(1))
+        .await?;
+    let last_seq = loaded.entries.last().map(|s| s.seq);
+    // The window the next call would get, so each entry says whether the model sees it.
+    let (debug, context_error) = match state.agent().context_debug(&id).await {
+        Ok(d) => (Some(d), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let items: Vec<Message> = loaded
+        .entries
+        .into_iter()
+        .map(|s| {
+            let (in_window, dropped_reason, changed) = match &debug {
+                Some(d) => {
+                    let dropped = d.dropped.iter().find(|x| x.id == s.entry.id);
+                    let changed = d.changed.iter().find(|x| x.id == s.entry.id);
+                    (
+                        Some(d.kept.contains(&s.entry.id)),
+                        dropped.and_then(|x| serde_json::to_value(x.reason).ok()),
+                        changed.and_then(|x| serde_json::to_value(x.kind).ok()),
+                    )
+                }
+                None => (None, None, None),
+            };
+            Message {
+                api_response: records::api_response(&s.entry),
+                usage: records::usage(&s.entry).and_then(|u| serde_json::to_value(u).ok()),
+                in_window,
+                dropped_reason,
+                changed,
+                seq: s.seq,
+                appended_ms: s.appended_ms,
+                entry: s.entry,
+            }
+        })
+        .collect();
+    let diagnostics: Vec<String> = loaded.diagnostics.iter().map(ToString::to_string).collect();
+    Ok(Json(json!({
+        "entries": items,
+        "last_seq": last_seq,
+        "diagnostics": diagnostics,
+        "context_error": context_error,
+    })))
+}

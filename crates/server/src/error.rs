@@ -1,0 +1,137 @@
+//! The one error type of the API: an HTTP status, a short machine-readable code and a sentence,
+//! always sent as JSON (`{"error": {"code", "message"}, …}`), whatever failed.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ba_agent::AgentError;
+use ba_storage::StorageError;
+
+use crate::wire::{ErrorBody, ErrorDetail};
+
+/// An error answer of the API.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{status}: {code}: {message}")]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A short snake_case code (`not_found`, `busy`, `too_large`, …).
+    pub code: &'static str,
+    /// What went wrong, as a sentence.
+    pub message: String,
+    /// The run in flight, on a 409 `busy`.
+    pub active_run_id: Option<String>,
+}
+
+impl ApiError {
+    /// An error with `status`, `code` and `message`.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            active_run_id: None,
+        }
+    }
+
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 409 with the run that holds the conversation.
+    pub fn busy(conversation: &str, active_run_id: &str) -> Self {
+        let mut e = Self::new(
+            StatusCode::CONFLICT,
+            "busy",
+            format!("conversation {conversation} already has run {active_run_id} going"),
+        );
+        e.active_run_id = Some(active_run_id.to_owned());
+        e
+    }
+
+    /// 500 (the message goes to the log as well).
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        tracing::error!("{message}");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// An error for a status the router or a layer produced without a body we wrote.
+    pub fn from_status(status: StatusCode) -> Self {
+        let (code, message) = match status {
+            StatusCode::NOT_FOUND => ("not_found", "no such route"),
+            StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "method not allowed here"),
+            StatusCode::PAYLOAD_TOO_LARGE => ("too_large", "the request body is over the limit"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+                "unsupported_media_type",
+                "the body must be JSON (Content-Type: application/json)",
+            ),
+            StatusCode::UNAUTHORIZED => ("unauthorized", "a bearer token is required"),
+            StatusCode::FORBIDDEN => ("forbidden", "refused"),
+            s if s.is_server_error() => ("internal", "the server failed"),
+            _ => ("bad_request", "the request could not be read"),
+        };
+        Self::new(status, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+            active_run_id: self.active_run_id,
+        };
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(e: StorageError) -> Self {
+        match &e {
+            StorageError::NotFound { .. } => Self::not_found(e.to_string()),
+            StorageError::InvalidId { .. } | StorageError::Invalid { .. } => {
+                Self::new(StatusCode::BAD_REQUEST, "invalid", e.to_string())
+            }
+            StorageError::AlreadyExists { .. } => {
+                Self::new(StatusCode::CONFLICT, "already_exists", e.to_string())
+            }
+            StorageError::SequenceConflict { .. } => {
+                Self::new(StatusCode::CONFLICT, "sequence_conflict", e.to_string())
+            }
+            StorageError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Self::not_found(e.to_string())
+            }
+            _ => Self::internal(e.to_string()),
+        }
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Store(s) => s.into(),
+            AgentError::Context(c) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "context", c.to_string())
+            }
+            other => Self::internal(other.to_string()),
+        }
+    }
+}
+
+/// The result of a handler.
+pub type ApiResult<T> = Result<T, ApiError>;

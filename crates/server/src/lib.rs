@@ -1,0 +1,81 @@
+//! # ba-server
+//!
+//! The HTTP API of the BA-Agent pipeline (seed 003's flow from the model's answer to a page):
+//! conversations, runs, one resumable SSE event stream per conversation, uploads, saved code and
+//! cancel, on axum. It is a front end of the loop (`ba-agent`): it holds an [`ba_agent::Agent`]
+//! and keeps no state the store does not, besides the runs in flight and a bounded ring of their
+//! recent events.
+//!
+//! - [`router`] builds the application: `GET /health` (open) and `/api/v1/…` behind a bearer
+//!   [`Token`] (compared in constant time), every route behind a `Host`/`Origin` check and a
+//!   body limit; errors are JSON (`{"error": {"code", "message"}}`).
+//! - Runs (`POST …/runs`) are idempotent on the client's `request_id`, one at a time per
+//!   conversation (409 with the active run id), owned by the server — a client going away never
+//!   cancels one; `POST …/runs/{run}/cancel` is cooperative (the partial answer is kept).
+//! - `GET …/events` frames carry `id:` cursors built from the log's sequence numbers; with
+//!   `Last-Event-ID` a stream resumes exactly, from memory or from the durable log.
+//! - [`serve`] runs the application on a listener until a shutdown signal, then ends the event
+//!   streams and drains the runs within a bound.
+//!
+//! ```no_run
+//! # async fn demo(agent: ba_agent::Agent) -> std::io::Result<()> {
+//! use ba_server::{AppState, ServerConfig, Token, serve};
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
+//! let state = AppState::new(agent, ServerConfig::new(".ba-agent/uploads"));
+//! let token = Token::random();
+//! println!("http://{}/#token={}", listener.local_addr()?, token.expose());
+//! serve(listener, state, token, std::future::pending()).await
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod api;
+mod auth;
+mod conversations;
+mod error;
+mod events;
+mod files;
+mod hub;
+mod runs;
+mod state;
+mod wire;
+
+use std::future::Future;
+
+pub use api::router;
+pub use auth::{HostCheck, Token};
+pub use conversations::{ConversationStatus, ConversationView};
+pub use error::{ApiError, ApiResult};
+pub use state::{AppState, ServerConfig};
+pub use wire::{EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame};
+
+/// Serves the API on `listener` until `shutdown` resolves; then the event streams end, new
+/// runs are refused, and runs in flight get the configured drain time before they are
+/// cancelled (their partial answers land in the log; Resume goes on after a restart).
+///
+/// # Errors
+/// The listener's address or the server's I/O failed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    token: Token,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    let app = router(state.clone(), token, addr);
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal_state = state.clone();
+    let graceful = async move {
+        shutdown.await;
+        // Event streams end first, or the server would wait for them forever.
+        signal_state.begin_shutdown();
+        let _ = stopped_tx.send(());
+    };
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .await;
+    let _ = stopped_rx.await;
+    state.shutdown().await;
+    served
+}

@@ -1,0 +1,288 @@
+//! Runs: `POST …/runs` starts one (idempotent on the client's `request_id`, one at a time per
+//! conversation), `POST …/runs/{run}/cancel` stops one. A run belongs to the server, not to a
+//! connection: it goes on when every client has gone.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
+use ba_storage::{ConversationId, RunLease};
+use futures::StreamExt as _;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::conversations::{conversation_id, json_body};
+use crate::error::{ApiError, ApiResult};
+use crate::hub::Hub;
+use crate::state::AppState;
+use crate::wire::RunAccepted;
+
+/// Longest request id accepted.
+const MAX_REQUEST_ID: usize = 200;
+
+/// What a run starts from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum RunInput {
+    /// A new user message.
+    Message {
+        text: String,
+        #[serde(default)]
+        upload_ids: Vec<String>,
+    },
+    /// `continue` after a failure or a cancel.
+    Continue,
+    /// Go on from the log alone.
+    Resume,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunBody {
+    request_id: Option<String>,
+    input: Option<RunInput>,
+}
+
+fn accepted(id: &ConversationId, run_id: &str, existing: bool) -> impl IntoResponse + use<> {
+    (
+        StatusCode::ACCEPTED,
+        Json(RunAccepted {
+            run_id: run_id.to_owned(),
+            conversation_id: id.to_string(),
+            existing,
+            events: format!("/api/v1/conversations/{id}/events"),
+        }),
+    )
+}
+
+/// The run id of the last run the log records (the one in flight on another server).
+async fn last_logged_run(state: &AppState, id: &ConversationId) -> ApiResult<Option<String>> {
+    let loaded = state.store().load(id).await?;
+    Ok(loaded
+        .entries
+        .iter()
+        .rev()
+        .find_map(|s| records::run_ids(&s.entry).and_then(|(_, run)| run)))
+}
+
+/// The run a request id started earlier, from the log (after a restart of the server).
+async fn logged_run(
+    state: &AppState,
+    id: &ConversationId,
+    request_id: &str,
+) -> ApiResult<Option<String>> {
+    let loaded = state.store().load(id).await?;
+    Ok(loaded
+        .entries
+        .iter()
+        .rev()
+        .find_map(|s| match records::run_ids(&s.entry) {
+            Some((request, run)) if request == request_id => Some(run.unwrap_or(request)),
+            _ => None,
+        }))
+}
+
+pub(crate) async fn start(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let id = conversation_id(&id)?;
+    let body: RunBody = json_body(&body)?;
+    let request_id = body
+        .request_id
+        .filter(|r| !r.trim().is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "`request_id` is required (a fresh id per request, the same on a retry)",
+            )
+        })?;
+    if request_id.len() > MAX_REQUEST_ID {
+        return Err(ApiError::bad_request(
+            "`request_id` is longer than 200 bytes",
+        ));
+    }
+    let input = match body.input {
+        Some(RunInput::Message { text, upload_ids }) => {
+            if text.trim().is_empty() {
+                return Err(ApiError::bad_request("the message is empty"));
+            }
+            Input::Message(with_uploads(&state, &id, text, &upload_ids)?)
+        }
+        Some(RunInput::Continue) => Input::Continue,
+        Some(RunInput::Resume) => Input::Resume,
+        None => return Err(ApiError::bad_request("`input` is required")),
+    };
+    let hub = state.hub(&id).await?;
+    if let Some(run_id) = Hub::run_of_request(&hub.lock(), &request_id) {
+        return Ok(accepted(&id, &run_id, true));
+    }
+    if let Some(run_id) = logged_run(&state, &id, &request_id).await? {
+        return Ok(accepted(&id, &run_id, true));
+    }
+    if *state.0.shutdown.borrow() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down",
+        ));
+    }
+    let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    {
+        let mut hs = hub.lock();
+        if let Some(existing) = Hub::run_of_request(&hs, &request_id) {
+            return Ok(accepted(&id, &existing, true));
+        }
+        if let Some(active) = &hs.run {
+            return Err(ApiError::busy(id.as_str(), &active.run_id));
+        }
+        // Registered before the lock below is awaited, so a concurrent retry in this process
+        // finds this run.
+        Hub::begin(&mut hs, &run_id, &request_id);
+    }
+    // The lock that spans processes sharing the store (a file lock, a PostgreSQL advisory
+    // lock): a run of another server on this conversation refuses this one.
+    let lease = match state.store().try_lock_run(&id).await {
+        Ok(Some(lease)) => lease,
+        refused => {
+            hub.abandon(&run_id);
+            refused?;
+            let active = last_logged_run(&state, &id)
+                .await?
+                .unwrap_or_else(|| "a run of another server".to_owned());
+            return Err(ApiError::busy(id.as_str(), &active));
+        }
+    };
+    let run = NewRun {
+        id: id.clone(),
+        input,
+        request_id,
+        run_id: run_id.clone(),
+        lease,
+    };
+    spawn_run(&state, hub, run);
+    Ok(accepted(&id, &run_id, false))
+}
+
+/// Names the uploads a message refers to, so the model can read them.
+fn with_uploads(
+    state: &AppState,
+    id: &ConversationId,
+    text: String,
+    upload_ids: &[String],
+) -> ApiResult<String> {
+    if upload_ids.is_empty() {
+        return Ok(text);
+    }
+    let store = crate::files::uploads(state, id)?;
+    let mut out = text;
+    out.push_str("\n\nUploaded files:");
+    for u in upload_ids {
+        let meta = store
+            .meta(u)
+            .map_err(|_| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
+        let path = store.root().join(format!("{}.bin", meta.id));
+        out.push_str(&format!(
+            "\n- <file_ref>{}</file_ref> {} ({}, {} bytes){}: {}",
+            meta.id,
+            meta.name,
+            meta.file_type,
+            meta.size,
+            if meta.description.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", meta.description)
+            },
+            path.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Ends the run's bookkeeping however its task ends.
+struct RunGuard {
+    state: AppState,
+    hub: Arc<Hub>,
+    run_id: String,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.hub.end(&self.run_id);
+        self.state
+            .0
+            .running
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A run about to start.
+struct NewRun {
+    id: ConversationId,
+    input: Input,
+    request_id: String,
+    run_id: String,
+    lease: RunLease,
+}
+
+fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
+    state.0.running.send_modify(|n| *n += 1);
+    let NewRun {
+        id,
+        input,
+        request_id,
+        run_id,
+        lease,
+    } = run;
+    let guard = RunGuard {
+        state: state.clone(),
+        hub: Arc::clone(&hub),
+        run_id: run_id.clone(),
+    };
+    let agent = state.agent().clone();
+    tokio::spawn(async move {
+        let _guard = guard;
+        let mut lease = Some(lease);
+        let options = RunOptions::default()
+            .with_ids(request_id, run_id.clone())
+            .with_durable_events();
+        let mut run = agent.send_with(&id, input, options);
+        hub.attach(&run_id, run.canceller());
+        let mut finished = false;
+        while let Some(event) = run.next().await {
+            if matches!(event, AgentEvent::Finished(_)) {
+                finished = true;
+                // Free for every server before anyone hears the run is over.
+                lease = None;
+            }
+            hub.publish_event(&run_id, &event);
+        }
+        drop(lease);
+        // A run whose task died without its summary still ends on every stream.
+        if !finished {
+            let summary = RunSummary::failed(id.as_str(), ba_agent::NO_SUMMARY);
+            hub.publish_event(&run_id, &AgentEvent::Finished(summary));
+        }
+    });
+}
+
+/// Cancels a run: cooperative (the partial answer is kept) and idempotent.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    Path((id, run_id)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    let id = conversation_id(&id)?;
+    let hub = state.hub(&id).await?;
+    let cancelling = hub.cancel(&run_id);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "run_id": run_id,
+            "state": if cancelling { "cancelling" } else { "not_running" },
+        })),
+    ))
+}

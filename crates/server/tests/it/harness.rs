@@ -1,0 +1,431 @@
+//! A server on 127.0.0.1:0 in its own runtime (so a test can kill it mid-run by dropping the
+//! runtime), a replay model the test can hold at a gate or hang mid-answer, a tool that counts
+//! its calls, and a small SSE reader.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ba_agent::Agent;
+use ba_model::{
+    DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient, StreamDelta,
+};
+use ba_server::{AppState, ServerConfig, Token};
+use ba_storage::FileStore;
+use ba_tools::typed_tool;
+use futures::StreamExt as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, watch};
+
+pub const TOKEN: &str = "test-token-123";
+/// Every wait of a test is bounded by this, so a broken server fails the test instead of
+/// hanging it.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+pub fn tool_turn(call: &str, expect: Value) -> Value {
+    json!({"expect": expect, "response": {"message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Counting the rows."},
+        {"type": "tool_use", "id": call, "name": "count_rows", "input": {"table": "sales"}}]},
+        "stop_reason": "tool_use"}})
+}
+
+pub fn text_turn(text: &str, expect: Value) -> Value {
+    json!({"expect": expect, "response": {"message": {"role": "assistant", "content": text},
+        "stop_reason": "end_turn"}})
+}
+
+/// Question → tool call → final answer.
+pub fn two_rounds(question: &str) -> Vec<Value> {
+    vec![
+        tool_turn("call_1", json!({"role": "user", "text": question})),
+        text_turn(
+            "There are 42 rows.",
+            json!({"role": "tool", "tool_call_id": "call_1"}),
+        ),
+    ]
+}
+
+/// The model: a replay client behind a gate (a call waits for a permit) that can hang chosen
+/// calls after one streamed delta until the run cancels them.
+#[derive(Debug)]
+pub struct Model {
+    replay: ReplayClient,
+    pub gate: Arc<Semaphore>,
+    hang: HashSet<usize>,
+    calls: AtomicUsize,
+    pub started: watch::Sender<usize>,
+}
+
+impl Model {
+    pub fn new(turns: &[Value], played: usize) -> Self {
+        Self {
+            replay: ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test")
+                .unwrap()
+                .with_played(played),
+            gate: Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)),
+            hang: HashSet::new(),
+            calls: AtomicUsize::new(0),
+            started: watch::channel(0).0,
+        }
+    }
+
+    /// Calls wait for [`Model::release`].
+    pub fn gated(mut self) -> Self {
+        self.gate = Arc::new(Semaphore::new(0));
+        self
+    }
+
+    /// Call `n` (from 0) streams "partial " and then never answers.
+    pub fn hanging(mut self, n: usize) -> Self {
+        self.hang.insert(n);
+        self
+    }
+
+    pub fn release(&self, calls: usize) {
+        self.gate.add_permits(calls);
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelClient for Model {
+    fn provider(&self) -> &str {
+        "replay"
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        self.started.send_replace(n + 1);
+        if let Ok(permit) = self.gate.acquire().await {
+            permit.forget();
+        }
+        if self.hang.contains(&n) {
+            on_delta(StreamDelta::Text {
+                index: 0,
+                text: "partial ".into(),
+            });
+            std::future::pending::<()>().await;
+        }
+        self.replay.complete_streaming(request, on_delta).await
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    #[allow(dead_code, reason = "read by the schema only")]
+    table: String,
+}
+
+/// A server running in its own runtime on its own thread.
+pub struct Server {
+    pub base: String,
+    pub addr: SocketAddr,
+    pub tool_calls: Arc<AtomicUsize>,
+    /// Tool calls wait for a permit here (plenty unless `Options::tool_gated`).
+    pub tool_gate: Arc<Semaphore>,
+    pub model: Arc<Model>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+pub struct Options {
+    /// Tool calls wait for [`Server::tool_gate`] permits.
+    pub tool_gated: bool,
+    /// The store (a `FileStore` in the folder when `None`).
+    pub store: Option<Arc<dyn ba_storage::ConversationStore>>,
+    pub log_poll: Duration,
+    pub upload_limit: usize,
+    pub json_limit: usize,
+    pub drain: Duration,
+    pub keep_alive: Duration,
+    pub demo_questions: Option<Vec<String>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            tool_gated: false,
+            store: None,
+            log_poll: Duration::from_millis(20),
+            upload_limit: 1024 * 1024,
+            json_limit: 1024 * 1024,
+            drain: Duration::from_secs(5),
+            keep_alive: Duration::from_secs(15),
+            demo_questions: None,
+        }
+    }
+}
+
+impl Server {
+    pub fn start(dir: &Path, model: Model) -> Self {
+        Self::start_with(dir, model, Options::default())
+    }
+
+    pub fn start_with(dir: &Path, model: Model, options: Options) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let model = Arc::new(model);
+        let tool_calls = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&tool_calls);
+        let tool_gate = Arc::new(Semaphore::new(if options.tool_gated {
+            0
+        } else {
+            Semaphore::MAX_PERMITS
+        }));
+        let gate = Arc::clone(&tool_gate);
+        let store: Arc<dyn ba_storage::ConversationStore> = match options.store {
+            Some(s) => s,
+            None => Arc::new(FileStore::open(dir).unwrap()),
+        };
+        let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
+            .store(store)
+            .code_store(ba_storage::code::CodeStore::open(dir.join("code")).unwrap())
+            .tool(typed_tool(
+                "count_rows",
+                "Counts the rows of a table.",
+                move |_a: CountArgs, _| {
+                    let counter = Arc::clone(&counter);
+                    let gate = Arc::clone(&gate);
+                    async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        Ok(json!({"rows": 42}))
+                    }
+                },
+            ))
+            .configure(|s| s.model = "test-model".into())
+            .build()
+            .unwrap();
+        let mut config = ServerConfig::new(dir.join("uploads"))
+            .with_upload_limit(options.upload_limit)
+            .with_json_limit(options.json_limit)
+            .with_drain(options.drain)
+            .with_log_poll(options.log_poll)
+            .with_keep_alive(options.keep_alive);
+        if let Some(q) = options.demo_questions {
+            config = config.with_demo_questions(q);
+        }
+        let state = AppState::new(agent, config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let serving = state.clone();
+        runtime.spawn(async move {
+            let token = Token::new(TOKEN).unwrap();
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let _ = ba_server::serve(listener, serving, token, async {
+                let _ = stopped.await;
+            })
+            .await;
+            let _ = done_tx.send(());
+        });
+        Self {
+            base: format!("http://{addr}"),
+            addr,
+            tool_calls,
+            tool_gate,
+            model,
+            runtime: Some(runtime),
+            stop: Some(stop),
+            done: Some(done),
+        }
+    }
+
+    /// Kills the server: every task (runs included) is dropped where it stands.
+    pub fn kill(mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    /// Graceful shutdown; returns once `serve` has returned.
+    pub fn shutdown(mut self) -> bool {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let ok = self
+            .done
+            .take()
+            .is_some_and(|d| d.recv_timeout(LIMIT).is_ok());
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        ok
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().build().unwrap()
+}
+
+pub fn dir() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_owned();
+    (d, p)
+}
+
+/// A thin API client with the token.
+pub struct Api<'a> {
+    pub server: &'a Server,
+    pub http: reqwest::Client,
+}
+
+impl<'a> Api<'a> {
+    pub fn new(server: &'a Server) -> Self {
+        Self {
+            server,
+            http: client(),
+        }
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http.get(self.server.url(path)).bearer_auth(TOKEN)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(self.server.url(path))
+            .bearer_auth(TOKEN)
+            .json(&body)
+    }
+
+    pub async fn create(&self) -> String {
+        let r = self
+            .post("/api/v1/conversations", json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let v: Value = r.json().await.unwrap();
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn run(&self, conv: &str, request_id: &str, input: Value) -> reqwest::Response {
+        self.post(
+            &format!("/api/v1/conversations/{conv}/runs"),
+            json!({"request_id": request_id, "input": input}),
+        )
+        .send()
+        .await
+        .unwrap()
+    }
+
+    pub async fn json(&self, path: &str) -> Value {
+        let r = self.get(path).send().await.unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    pub async fn raw_events(&self, conv: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/conversations/{conv}/events"))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn events(&self, conv: &str, last_event_id: Option<&str>) -> Sse {
+        let mut req = self.get(&format!("/api/v1/conversations/{conv}/events"));
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        assert_eq!(r.headers()["x-accel-buffering"], "no");
+        Sse::new(r)
+    }
+}
+
+/// One SSE frame as the client saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub id: String,
+    pub event: String,
+    pub data: Value,
+}
+
+pub struct Sse {
+    body: futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+    buf: String,
+}
+
+impl Sse {
+    fn new(r: reqwest::Response) -> Self {
+        Self {
+            body: r.bytes_stream().boxed(),
+            buf: String::new(),
+        }
+    }
+
+    /// The next frame with data (keep-alive comments skipped); `None` when the stream ends.
+    pub async fn next(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(pos) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..pos + 2).collect();
+                let (mut id, mut event, mut data) = (None, None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                return Some(Frame {
+                    id: id.expect("every frame has an id"),
+                    event: event.expect("every frame has an event name"),
+                    data: serde_json::from_str(&data).expect("data is JSON"),
+                });
+            }
+            let chunk = tokio::time::timeout(LIMIT, self.body.next())
+                .await
+                .expect("the stream stalled")?;
+            self.buf.push_str(&String::from_utf8_lossy(&chunk.ok()?));
+        }
+    }
+
+    /// Frames up to and including the first `event`.
+    pub async fn until(&mut self, event: &str) -> Vec<Frame> {
+        let mut out = Vec::new();
+        while let Some(f) = self.next().await {
+            let done = f.event == event;
+            out.push(f);
+            if done {
+                return out;
+            }
+        }
+        panic!("the stream ended before `{event}`: {out:#?}");
+    }
+}
