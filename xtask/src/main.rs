@@ -4,7 +4,10 @@
 //! - `fixtures` — the demo's sales database and targets file into `fixtures/demo/`.
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
 //! - `ci` — the checks CI runs: format, lints, tests.
+//! - `assets` — the page's ECharts from the npm registry (pinned, integrity checked) into
+//!   `target/assets/`.
 
+mod assets;
 mod bench;
 mod codegen;
 mod corpus;
@@ -39,7 +42,10 @@ fn run() -> anyhow::Result<()> {
         Some("fixtures") => fixtures(),
         Some("bench") => bench::run(&args[1..]),
         Some("ci") => ci(),
-        _ => bail!("usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | ci"),
+        Some("assets") => assets::run(),
+        _ => {
+            bail!("usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | ci | assets")
+        }
     }
 }
 

@@ -63,8 +63,22 @@ impl Frame {
     /// The `entry` frame of a stored entry.
     pub(crate) fn entry(seq: u64, entry: &ba_protocol::LogEntry, run_id: Option<&str>) -> Self {
         let mut data = json!({"seq": seq, "entry": entry});
-        if let (Some(run), Value::Object(map)) = (run_id, &mut data) {
-            map.insert("run_id".into(), Value::String(run.to_owned()));
+        if let Value::Object(map) = &mut data {
+            if let Some(run) = run_id {
+                map.insert("run_id".into(), Value::String(run.to_owned()));
+            }
+            // What the page renders: the processed answer, its sanitised HTML, the usage.
+            if let Some(api) =
+                ba_agent::records::api_response(entry).and_then(|a| serde_json::to_value(a).ok())
+            {
+                map.insert("api_response".into(), api);
+                crate::render::decorate(map, "api_response");
+            }
+            if let Some(usage) =
+                ba_agent::records::usage(entry).and_then(|u| serde_json::to_value(u).ok())
+            {
+                map.insert("usage".into(), usage);
+            }
         }
         Self {
             cursor: Cursor { seq, k: 0 },
@@ -366,6 +380,9 @@ pub(crate) fn split_event(event: &AgentEvent, run_id: &str) -> (String, String) 
         _ => "unknown".to_owned(),
     };
     map.insert("run_id".into(), Value::String(run_id.to_owned()));
+    if name == "final_answer" {
+        crate::render::decorate(&mut map, "response");
+    }
     (name, Value::Object(map).to_string())
 }
 

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub drain: Duration,
     /// Seconds between keep-alive comments on event streams.
     pub keep_alive: Duration,
+    /// Where `cargo xtask assets` put the page's third-party assets (`echarts.min.js`).
+    pub assets_dir: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -48,6 +50,7 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
             drain: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
+            assets_dir: None,
         }
     }
 
@@ -72,6 +75,12 @@ impl ServerConfig {
     /// Accepts more `Host` values.
     pub fn with_allowed_hosts(mut self, hosts: Vec<String>) -> Self {
         self.allowed_hosts = hosts;
+        self
+    }
+
+    /// Serves the page's assets (`echarts.min.js`) from `dir`.
+    pub fn with_assets_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.assets_dir = Some(dir.into());
         self
     }
 
