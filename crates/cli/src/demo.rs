@@ -209,6 +209,9 @@ impl ModelClient for DemoModel {
                     .to_owned(),
                 found: format!("{:?}", found.text.unwrap_or_default()),
             })?;
+        // Matched above, past any `continue`: the inner client must not check it again.
+        let mut turn = turn;
+        turn.expect = ExpectedRequest::default();
         let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
         one.complete_streaming(request, on_delta).await
     }

@@ -107,7 +107,7 @@
           loadList();
         } catch (e) { notice(e.message, 'error'); }
       } });
-    li.append(open, el('span', { class: 'meta', text: c.mode }), badge, rename, del);
+    li.append(...[open, el('span', { class: 'meta', text: c.mode }), badge, rename, del].filter(Boolean));
     return li;
   }
   function authError(e) {
@@ -287,7 +287,7 @@
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
     if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))));
-    const markers = t.rest.filter((e) => e.role === 'system' || /compact/.test(e.kind || '')).map((e) => el('div', { class: 'marker', role: 'note', text: 'Conversation compacted: earlier turns are summarised for the model.' }));
+    const markers = t.rest.filter((e) => /compact/.test(e.kind || '')).map((e) => el('div', { class: 'marker', role: 'note', text: 'Conversation compacted: earlier turns are summarised for the model.' }));
     const assistant = t.rest.filter((e) => e.role === 'assistant');
     const liveHere = last && S.live && S.running;
     if (!assistant.length && !liveHere) { art.append(...markers); return art; }

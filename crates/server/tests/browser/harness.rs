@@ -102,6 +102,9 @@ impl ModelClient for DemoModel {
                 ReplayClient::from_json(&json!([v]).to_string(), "fallback")?.turns()[0].clone()
             }
         };
+        // Matched above, past any `continue`: the inner client must not check it again.
+        let mut turn = turn;
+        turn.expect = ExpectedRequest::default();
         let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
         one.complete_streaming(request, on_delta).await
     }
@@ -117,7 +120,7 @@ pub struct Options {
 
 pub struct Server {
     pub addr: SocketAddr,
-    pub dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     pub agent: Agent,
     _task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -192,7 +195,7 @@ impl Server {
         ));
         Self {
             addr,
-            dir,
+            _dir: dir,
             agent,
             _task: task,
         }
