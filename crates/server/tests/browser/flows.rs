@@ -109,7 +109,11 @@ async fn the_demo_question_is_answered_with_its_components_in_order() {
             .contains("\"action\"")
     );
     screenshot(&c, "answer.png").await;
-    js(&c, "document.querySelector('[data-component=final_report]').scrollIntoView(); return 1").await;
+    js(
+        &c,
+        "document.querySelector('[data-component=final_report]').scrollIntoView(); return 1",
+    )
+    .await;
     screenshot(&c, "answer-report.png").await;
 
     // A recommended question fills the input.
