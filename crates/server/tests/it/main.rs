@@ -8,5 +8,6 @@
 //! Origin, limits, traversal), conversations, runs and their event streams.
 
 mod harness;
+mod page;
 mod runs;
 mod safety;
