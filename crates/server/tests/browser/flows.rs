@@ -365,3 +365,155 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
     assert_in_order(&js(&c, COMPONENTS).await);
     c.close().await.unwrap();
 }
+
+const FULL: &str = "Show me every part of an answer.";
+
+/// A question answered in two rounds with every component of §七: a tool call, then a report
+/// with a code block, recommended questions and a download link.
+fn full_answer() -> Vec<Value> {
+    let call = serde_json::json!({"task_analysis": "Count the rows first.", "execution_plan": "R1: count; R2: report",
+        "current_round": 1, "action": {"type": "tool_call", "content": [{"tool_name": "query_database",
+        "tool_call_id": "call_full", "arguments": {"query": "SELECT COUNT(*) AS n FROM sales"}}]}});
+    let done = serde_json::json!({"task_analysis": "The count is in.", "execution_plan": "R1: count; R2: report",
+        "current_round": 2, "action": {"type": "complete",
+        "content": "The table has **all** its rows.\n\n<code_ref>code_full</code_ref>\n\nDone.",
+        "recommended_questions": ["By region?"], "download_links": ["code_full"],
+        "code_blocks": [{"code_id": "code_full", "language": "sql", "code": "SELECT COUNT(*) AS n\nFROM sales; -- all rows",
+            "description": "Row count"}]}});
+    let turn = |expect: Value, body: &Value| {
+        serde_json::json!({"expect": expect, "response": {"message": {"role": "assistant",
+        "content": [{"type": "text", "text": body.to_string()}]}, "stop_reason": "end_turn"}})
+    };
+    vec![
+        turn(serde_json::json!({"role": "user", "text": FULL}), &call),
+        turn(
+            serde_json::json!({"role": "tool", "tool_call_id": "call_full"}),
+            &done,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_component_the_sidebar_and_the_meter() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        extra_turns: full_answer(),
+        delay: Duration::from_millis(300),
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    // Raw JSON of a structured answer must never show, not even while it streams.
+    js(&c, "window.__raw = false; new MutationObserver(() => { if (/\"(task_analysis|action)\"/.test(document.querySelector('#transcript').innerText)) window.__raw = true; })
+        .observe(document.querySelector('#transcript'), {subtree: true, childList: true, characterData: true}); return 1").await;
+    ask(&c, FULL).await;
+    wait_for(
+        &c,
+        "the running badge",
+        "return document.querySelector('#conv-list .badge.running')",
+    )
+    .await;
+    wait_for(
+        &c,
+        "the download link",
+        "return document.querySelector('[data-component=download_links] button')",
+    )
+    .await;
+    let found = js(&c, COMPONENTS).await;
+    assert_eq!(
+        found,
+        serde_json::json!(ORDER),
+        "all seven components in §七 order"
+    );
+    assert_eq!(
+        js(&c, "return window.__raw").await,
+        false,
+        "raw JSON was shown"
+    );
+    wait_for(
+        &c,
+        "the highlighted SQL",
+        "return document.querySelector('.report figure.code-block .tk-com')",
+    )
+    .await;
+
+    // The context meter: figures from the stream; a click says what the model sees.
+    let meter = js(
+        &c,
+        "return document.querySelector('#meter-text').textContent",
+    )
+    .await;
+    assert!(meter.as_str().unwrap().contains("/ 4,000"), "{meter}");
+    c.find(Locator::Css("#meter"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let said = wait_for(
+        &c,
+        "the context dialog",
+        "const d = document.querySelector('#context-dialog'); \
+        return d.open && !d.textContent.includes('Loading') && d.textContent",
+    )
+    .await;
+    assert!(
+        said.as_str().unwrap().contains("The last model call used"),
+        "{said}"
+    );
+    c.find(Locator::Css("#context-dialog button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // Mode switch, rename and delete from the sidebar.
+    c.find(Locator::Css("#mode input[value=run]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "the mode in the list", "return [...document.querySelectorAll('#conv-list .meta')].some(e => e.textContent === 'run')").await;
+    c.find(Locator::Css("#conv-list button[aria-label^=Rename]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let title = c.find(Locator::Css("#conv-list input")).await.unwrap();
+    title.send_keys("Row counts\u{E007}").await.unwrap();
+    wait_for(
+        &c,
+        "the new title",
+        "return document.querySelector('#conv-title').textContent === 'Row counts' && \
+        document.querySelector('#conv-list .open').textContent === 'Row counts'",
+    )
+    .await;
+    let meta: Value = reqwest::Client::new()
+        .get(format!("http://{}/api/v1/conversations/{id}", server.addr))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (meta["title"].as_str(), meta["mode"].as_str()),
+        (Some("Row counts"), Some("run"))
+    );
+    let delete = c
+        .find(Locator::Css("#conv-list button[aria-label^=Delete]"))
+        .await
+        .unwrap();
+    delete.click().await.unwrap();
+    assert_eq!(delete.text().await.unwrap(), "Really delete?");
+    delete.click().await.unwrap();
+    wait_for(&c, "the list to empty", "return document.querySelectorAll('#conv-list li').length === 0 && !location.search.includes('conversation')").await;
+    c.close().await.unwrap();
+}
