@@ -128,6 +128,7 @@
     notice('');
     setMeter(null);
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
+    restoreDraft();
     if (!id) { $('#conv-title').textContent = 'New conversation'; renderAll(); updateControls(); return; }
     const gen = S.gen;
     try {
@@ -282,7 +283,7 @@
       S.demo.map((q) => el('button', { type: 'button', text: q, onclick: () => fill(q) }))));
     return box;
   }
-  function fill(q) { const i = $('#input'); i.value = q; i.focus(); }
+  function fill(q) { const i = $('#input'); i.value = q; i.focus(); saveDraft(); }
 
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
@@ -584,12 +585,18 @@
     $('#continue').hidden = running || !((S.lastError && S.lastError.resumable) || S.cancelled || st === 'failed' || cut);
     $('#resume').hidden = running || st !== 'interrupted' || Boolean(cut);
   }
+  // A conversation is created by the first message or upload; the draft moves with it.
+  async function ensureConv() {
+    if (S.conv) return;
+    const mode = (document.querySelector('#mode input:checked') || {}).value || 'agent';
+    const c = await api('/api/v1/conversations', { method: 'POST', body: { mode } });
+    saveDraft();
+    sessionStorage.setItem('ba-draft:' + c.id, sessionStorage.getItem(draftKey()) || '');
+    sessionStorage.removeItem(draftKey());
+    await openConv(c.id); loadList();
+  }
   async function start(input) {
-    if (!S.conv) {
-      const mode = (document.querySelector('#mode input:checked') || {}).value || 'agent';
-      const c = await api('/api/v1/conversations', { method: 'POST', body: { mode } });
-      await openConv(c.id); loadList();
-    }
+    await ensureConv();
     const body = { request_id: uuid(), input };
     for (let attempt = 0; ; attempt += 1) {
       try {
@@ -615,10 +622,7 @@
     if (await start({ type: 'message', text, upload_ids })) { $('#input').value = ''; S.attachments = []; showAttachments(); }
   }
   async function upload(files) {
-    if (!S.conv) {
-      const c = await api('/api/v1/conversations', { method: 'POST', body: {} });
-      await openConv(c.id); loadList();
-    }
+    await ensureConv();
     for (const f of files) {
       const form = new FormData(); form.append('file', f, f.name);
       try { const meta = await api(base() + '/uploads', { method: 'POST', form }); S.attachments.push(meta); }
@@ -626,14 +630,27 @@
     }
     showAttachments();
   }
+  // The draft and its attachments survive a reload (per conversation, this tab only).
+  const draftKey = () => 'ba-draft:' + (S.conv || 'new');
+  function saveDraft() {
+    sessionStorage.setItem(draftKey(), JSON.stringify({ text: $('#input').value, attachments: S.attachments }));
+  }
+  function restoreDraft() {
+    let d = null; try { d = JSON.parse(sessionStorage.getItem(draftKey()) || 'null'); } catch (e) { d = null; }
+    $('#input').value = (d && d.text) || '';
+    S.attachments = (d && Array.isArray(d.attachments)) ? d.attachments : [];
+    showAttachments();
+  }
   function showAttachments() {
     $('#attachments').replaceChildren(...S.attachments.map((a) => el('span', { class: 'chip', 'data-upload-id': a.id },
       '📎 ' + a.name + ' (' + a.id + ') ',
       el('button', { type: 'button', text: '×', 'aria-label': 'Remove ' + a.name, onclick: () => { S.attachments = S.attachments.filter((x) => x !== a); showAttachments(); } }))));
+    saveDraft();
   }
 
   function init() {
     $('#composer').addEventListener('submit', submit);
+    $('#input').addEventListener('input', saveDraft);
     $('#input').addEventListener('keydown', (ev) => { if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) submit(ev); });
     $('#continue').addEventListener('click', () => start({ type: 'continue' }));
     $('#resume').addEventListener('click', () => start({ type: 'resume' }));

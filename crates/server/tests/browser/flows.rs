@@ -327,8 +327,19 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
         "return document.querySelector('[data-call][data-state=done]')",
     )
     .await;
+    // A draft typed meanwhile survives the reload.
+    c.find(Locator::Css("#input"))
+        .await
+        .unwrap()
+        .send_keys("a draft")
+        .await
+        .unwrap();
     c.refresh().await.unwrap();
     loaded(&c).await;
+    assert_eq!(
+        js(&c, "return document.querySelector('#input').value").await,
+        "a draft"
+    );
     assert_eq!(
         js(&c, "return document.querySelector('#send').textContent").await,
         "Stop"
