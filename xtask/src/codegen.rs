@@ -1,4 +1,5 @@
-//! JSON Schemas of the public protocol types, written to `docs/schema/`.
+//! JSON Schemas of the public protocol types and of the HTTP API's events and answers,
+//! written to `docs/schema/`.
 
 use std::path::PathBuf;
 
@@ -56,6 +57,15 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
             schema::<p::structured::StructuredResponse>()?,
         ),
         ("ApiResponse", schema::<p::structured::ApiResponse>()?),
+        // The HTTP API (`ba-server`): the data of the event frames and the answers that are
+        // not the protocol's own types.
+        ("AgentEvent", schema::<ba_agent::AgentEvent>()?),
+        ("EntryFrame", schema::<ba_server::EntryFrame>()?),
+        ("SyncFrame", schema::<ba_server::SyncFrame>()?),
+        ("ResetFrame", schema::<ba_server::ResetFrame>()?),
+        ("ConversationView", schema::<ba_server::ConversationView>()?),
+        ("RunAccepted", schema::<ba_server::RunAccepted>()?),
+        ("ErrorBody", schema::<ba_server::ErrorBody>()?),
     ])
 }
 

@@ -3,7 +3,9 @@
 //! - `codegen [--check]` — JSON Schemas of the public protocol types into `docs/schema/`.
 //! - `fixtures` — the demo's sales database and targets file into `fixtures/demo/`.
 //! - `bench` — runs the criterion benches and tables them in `docs/BENCHMARKS.md`.
-//! - `ci` — the checks CI runs: format, lints, tests.
+//! - `load [--quick] [--write]` — the HTTP server under load on loopback (`load.rs`); `--write`
+//!   puts the figures in `docs/BENCHMARKS.md`.
+//! - `ci` — the checks CI runs: format, lints, tests, the short load test.
 //! - `assets` — the page's ECharts from the npm registry (pinned, integrity checked) into
 //!   `target/assets/`.
 
@@ -12,6 +14,7 @@ mod bench;
 mod codegen;
 mod corpus;
 mod deps;
+mod load;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -41,10 +44,13 @@ fn run() -> anyhow::Result<()> {
         }
         Some("fixtures") => fixtures(),
         Some("bench") => bench::run(&args[1..]),
+        Some("load") => load::run(&args[1..]),
         Some("ci") => ci(),
         Some("assets") => assets::run(),
         _ => {
-            bail!("usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | ci | assets")
+            bail!(
+                "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | load [--quick] [--write] | ci | assets"
+            )
         }
     }
 }
@@ -94,5 +100,6 @@ fn ci() -> anyhow::Result<()> {
         "-D",
         "warnings",
     ])?;
-    cargo(&["test", "--workspace"])
+    cargo(&["test", "--workspace"])?;
+    load::run(&["--quick".to_owned()])
 }

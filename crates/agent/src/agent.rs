@@ -565,6 +565,20 @@ impl Agent {
         Ok(ConversationReport::from_log(id.as_str(), &entries))
     }
 
+    /// What the next model call of a conversation would see, computed without changing the
+    /// log: the entries kept, dropped (with the reason) and changed, and the budget's usage.
+    ///
+    /// # Errors
+    /// The store's; [`AgentError::Context`] when the window cannot be built.
+    pub async fn context_debug(
+        &self,
+        id: &ConversationId,
+    ) -> Result<ba_context::DebugData, AgentError> {
+        let meta = self.inner.store.metadata(id).await?;
+        let log = self.inner.store.load(id).await?.into_entries();
+        crate::run::preview(&self.inner, &log, meta.mode.unwrap_or_default()).await
+    }
+
     /// The entries of a conversation.
     ///
     /// # Errors

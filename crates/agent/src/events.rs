@@ -4,11 +4,12 @@
 use ba_context::UsageStatus;
 use ba_protocol::structured::ApiResponse;
 use ba_protocol::{LogEntry, Mode};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 /// One event of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AgentEvent {
@@ -57,13 +58,15 @@ pub enum AgentEvent {
         percent: f64,
         /// `normal`, `warning` (within ten points of the trigger) or `compressing` (the window
         /// was compressed for this call, or the next build will compress).
-        status: UsageStatus,
+        status: ContextLevel,
     },
     /// An entry was appended to the log (durable); sent for every append when the run was
     /// started with [`crate::RunOptions::entry_events`].
     Entry {
         /// Its sequence number in the conversation.
         seq: u64,
+        /// When its append returned (ms since the Unix epoch): durable from then on.
+        appended_ms: i64,
         /// The entry.
         entry: Box<LogEntry>,
     },
@@ -177,8 +180,30 @@ pub enum AgentEvent {
     Finished(RunSummary),
 }
 
+/// Where a context's usage stands (seed 002's meter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextLevel {
+    /// Below the compression trigger by more than ten points.
+    Normal,
+    /// Within ten points of the trigger.
+    Warning,
+    /// Compressed for this call, or over the trigger.
+    Compressing,
+}
+
+impl From<UsageStatus> for ContextLevel {
+    fn from(s: UsageStatus) -> Self {
+        match s {
+            UsageStatus::Normal => Self::Normal,
+            UsageStatus::Warning => Self::Warning,
+            UsageStatus::Compressing => Self::Compressing,
+        }
+    }
+}
+
 /// How a run began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputKind {
     /// A new user message.
@@ -190,7 +215,7 @@ pub enum InputKind {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// A final answer was given.
@@ -209,7 +234,7 @@ pub enum RunStatus {
 }
 
 /// The end of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunSummary {
     /// The conversation.
     pub conversation_id: String,

@@ -66,6 +66,6 @@ pub use agent::{
     Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,
     ResponseMode, RunCanceller, RunOptions,
 };
-pub use events::{AgentEvent, InputKind, RunStatus, RunSummary};
+pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::ConversationReport;

@@ -43,8 +43,9 @@ pub mod keys {
     /// On the user entry a run appended: the caller's request id (a retried request finds
     /// its run by it, across restarts).
     pub const REQUEST_ID: &str = "request_id";
-    /// On the user entry a run appended: the caller's id of the run.
-    pub const RUN_ID: &str = "run_id";
+    /// On the user entry a run appended: the caller's id of the run (not `run_id`, the
+    /// log's own field for a workflow run).
+    pub const RUN_ID: &str = "caller_run_id";
 }
 
 /// What a user or system entry the loop wrote is, beyond a message typed by the user.

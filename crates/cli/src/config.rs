@@ -16,10 +16,10 @@ use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_context::ContextBudget;
 use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
 use ba_skills::SkillSet;
-use ba_storage::FileStore;
 use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
 use ba_storage::upload::UploadStore;
+use ba_storage::{ConversationStore, FileStore, PostgresOptions, PostgresStore};
 use ba_tools::Tool;
 use serde::Deserialize;
 
@@ -39,6 +39,11 @@ pub(crate) struct Config {
     pub replay: Option<PathBuf>,
     /// Where conversations, code and data files live (default `.ba-agent`).
     pub home: Option<PathBuf>,
+    /// A PostgreSQL URL (`postgres://user@host:port/db`): conversations live there instead of
+    /// under `home` (`serve`; several servers can share it).
+    pub database_url: Option<String>,
+    /// The PostgreSQL schema of the conversations (default `public`).
+    pub database_schema: Option<String>,
     /// Skill roots, in priority order.
     #[serde(default)]
     pub skills: Vec<PathBuf>,
@@ -140,6 +145,22 @@ impl Config {
         http
     }
 
+    /// The conversation store of `serve`: PostgreSQL when `database_url` is set, the files
+    /// under `home` otherwise.
+    pub(crate) async fn shared_store(&self) -> anyhow::Result<Arc<dyn ConversationStore>> {
+        let Some(url) = &self.database_url else {
+            return Ok(self.store()?);
+        };
+        let mut opts = PostgresOptions::default();
+        if let Some(schema) = &self.database_schema {
+            opts.schema = schema.clone();
+        }
+        let store = PostgresStore::connect(url, opts)
+            .await
+            .context("connecting to the database of `database_url`")?;
+        Ok(Arc::new(store))
+    }
+
     /// The model client; a replay client starts after `played` turns.
     pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
         let provider = self.provider.as_deref().ok_or_else(|| {
@@ -203,7 +224,7 @@ impl Config {
     pub(crate) fn agent(
         &self,
         client: Arc<dyn ModelClient>,
-        store: Arc<FileStore>,
+        store: Arc<dyn ConversationStore>,
     ) -> anyhow::Result<Agent> {
         let home = self.home();
         let uploads_dir = home.join("uploads");

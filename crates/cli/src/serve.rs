@@ -90,7 +90,7 @@ pub(crate) fn run(args: ServeArgs) -> CliResult {
             if let Some(home) = &args.home {
                 config.home = Some(home.clone());
             }
-            let agent = config.agent(config.client(0)?, config.store()?)?;
+            let agent = config.agent(config.client(0)?, config.shared_store().await?)?;
             (agent, config.home(), None)
         };
         let assets = args

@@ -234,7 +234,8 @@
   function addEntry(m, render) {
     if (S.bySeq.has(m.seq) || m.seq <= S.maxSeq) return;
     S.bySeq.add(m.seq); S.maxSeq = m.seq;
-    const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null, usage: m.usage || m.entry.usage || null });
+    const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null,
+      usage: m.usage || m.entry.usage || null, inWindow: m.in_window, dropped: m.dropped_reason || null });
     S.entries.push(e);
     if (S.live && e.role === 'assistant') S.live.text = '';
     if (S.live && e.role === 'tool') S.live.calls.delete(e.tool_call_id);
@@ -288,6 +289,9 @@
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
     if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))));
+    if (t.user && t.user.inWindow === false) {
+      art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
+    }
     const markers = t.rest.filter((e) => /compact/.test(e.kind || '')).map((e) => el('div', { class: 'marker', role: 'note', text: 'Conversation compacted: earlier turns are summarised for the model.' }));
     const assistant = t.rest.filter((e) => e.role === 'assistant');
     const liveHere = last && S.live && S.running;
@@ -551,6 +555,7 @@
     $('#meter-text').textContent = 'context ' + fmt(used) + ' / ' + fmt(total) + (u ? ' · ' + u.status : '');
     m.setAttribute('aria-label', 'Context: ' + fmt(used) + ' of ' + fmt(total) + ' tokens used (' + Math.round(pct || 0) + '%), ' + (u ? u.status : 'normal') + '. Show what the model no longer sees.');
   }
+  const reason = (r) => String(typeof r === 'object' ? JSON.stringify(r) : r).replace(/_/g, ' ');
   async function showContext() {
     const body = $('#context-body'); body.replaceChildren(el('p', { text: 'Loading…' }));
     $('#context-dialog').showModal();
@@ -566,6 +571,13 @@
         rows.push(el('p', { text: 'Why: ' + ((r.strategies || []).join(', ') || 'compression') + '.' }));
         if ((r.skills_reinjected || []).length) rows.push(el('p', { text: 'Skills put back into the system prompt: ' + r.skills_reinjected.join(', ') }));
         rows.push(el('p', { text: 'Everything stays in the log and on this page; only the model’s view is shortened.' }));
+      }
+      // Entry by entry: what the next call leaves out, and why (from /messages).
+      const msgs = await api(base() + '/messages');
+      const out = msgs.entries.filter((m) => m.in_window === false);
+      if (out.length) {
+        rows.push(el('p', { text: 'Left out of the next call:' }), el('ul', {}, out.slice(-50).map((m) =>
+          el('li', { text: '#' + m.seq + ' ' + m.entry.role + ': ' + textOf(m.entry).slice(0, 80) + ' — ' + reason(m.dropped_reason || 'outside the window') }))));
       }
       body.replaceChildren(...rows);
     } catch (e) { body.replaceChildren(el('p', { text: e.message })); }

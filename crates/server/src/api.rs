@@ -156,28 +156,22 @@ async fn report(State(state): State<AppState>, Path(id): Path<String>) -> ApiRes
     Ok(Json(serde_json::to_value(report).unwrap_or(Value::Null)))
 }
 
-/// The context as the last model call saw it: usage against the budget and what was left
-/// out (from the record the loop keeps on each answer).
+/// The context the next model call would get: usage against the budget, the entries kept,
+/// dropped (and why) and changed, the strategies; and the record of the last call made.
 async fn context(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = conversation_id(&id)?;
     let entries = state.store().load(&id).await?.entries;
+    let debug = state.agent().context_debug(&id).await?;
     let budget = state.agent().settings().budget;
     let last = entries
         .iter()
         .rev()
-        .find_map(|s| records::context(&s.entry).map(|r| (s.seq, r)));
-    let Some((seq, record)) = last else {
-        return Ok(Json(json!({
-            "usage": budget.usage(0),
-            "budget": {"total": budget.total, "reserved_for_response": budget.reserved_for_response},
-            "record": null,
-        })));
-    };
+        .find_map(|s| records::context(&s.entry).map(|r| json!({"seq": s.seq, "record": r})));
     Ok(Json(json!({
-        "usage": budget.usage(record.used),
+        "usage": debug.usage,
         "budget": {"total": budget.total, "reserved_for_response": budget.reserved_for_response},
-        "at_seq": seq,
-        "record": record,
+        "next_call": debug,
+        "last_call": last,
     })))
 }
 

@@ -19,7 +19,7 @@ use crate::hub::Hub;
 use crate::state::AppState;
 
 /// Where a conversation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConversationStatus {
     /// Nothing to do: empty, or the last turn has its answer.
@@ -34,7 +34,7 @@ pub enum ConversationStatus {
 }
 
 /// A conversation as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ConversationView {
     /// The id.
     pub id: String,
@@ -263,6 +263,16 @@ struct Message {
     /// Token figures of a model call.
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<Value>,
+    /// Whether the next model call sees the entry (`None` when the window could not be
+    /// built).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    in_window: Option<bool>,
+    /// Why it does not (`low_score`, `summarized`, `over_budget`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped_reason: Option<Value>,
+    /// How what the model sees differs from the log (`tool_result_preview`, `trace`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<Value>,
 }
 
 /// The log entries from `from_seq` (default 1), with the processed final answers and usage.
@@ -278,10 +288,27 @@ pub(crate) async fn messages(
         .load_from(&id, q.from_seq.unwrap_or(1).max(1))
         .await?;
     let last_seq = loaded.entries.last().map(|s| s.seq);
+    // The window the next call would get, so each entry says whether the model sees it.
+    let (debug, context_error) = match state.agent().context_debug(&id).await {
+        Ok(d) => (Some(d), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let items: Vec<Message> = loaded
         .entries
         .into_iter()
         .map(|s| {
+            let (in_window, dropped_reason, changed) = match &debug {
+                Some(d) => {
+                    let dropped = d.dropped.iter().find(|x| x.id == s.entry.id);
+                    let changed = d.changed.iter().find(|x| x.id == s.entry.id);
+                    (
+                        Some(d.kept.contains(&s.entry.id)),
+                        dropped.and_then(|x| serde_json::to_value(x.reason).ok()),
+                        changed.and_then(|x| serde_json::to_value(x.kind).ok()),
+                    )
+                }
+                None => (None, None, None),
+            };
             let api_response = records::api_response(&s.entry);
             let response_html = api_response
                 .as_ref()
@@ -291,6 +318,9 @@ pub(crate) async fn messages(
                 api_response,
                 response_html,
                 usage: records::usage(&s.entry).and_then(|u| serde_json::to_value(u).ok()),
+                in_window,
+                dropped_reason,
+                changed,
                 seq: s.seq,
                 appended_ms: s.appended_ms,
                 entry: s.entry,
@@ -302,5 +332,6 @@ pub(crate) async fn messages(
         "entries": items,
         "last_seq": last_seq,
         "diagnostics": diagnostics,
+        "context_error": context_error,
     })))
 }

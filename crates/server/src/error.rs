@@ -6,7 +6,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ba_agent::AgentError;
 use ba_storage::StorageError;
-use serde_json::{Map, Value, json};
+
+use crate::wire::{ErrorBody, ErrorDetail};
 
 /// An error answer of the API.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -18,8 +19,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// What went wrong, as a sentence.
     pub message: String,
-    /// More top-level fields of the body (the active run of a 409, say).
-    pub extra: Map<String, Value>,
+    /// The run in flight, on a 409 `busy`.
+    pub active_run_id: Option<String>,
 }
 
 impl ApiError {
@@ -29,7 +30,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
-            extra: Map::new(),
+            active_run_id: None,
         }
     }
 
@@ -50,8 +51,7 @@ impl ApiError {
             "busy",
             format!("conversation {conversation} already has run {active_run_id} going"),
         );
-        e.extra
-            .insert("active_run_id".into(), Value::String(active_run_id.into()));
+        e.active_run_id = Some(active_run_id.to_owned());
         e
     }
 
@@ -83,12 +83,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = self.extra;
-        body.insert(
-            "error".into(),
-            json!({"code": self.code, "message": self.message}),
-        );
-        let mut response = (self.status, Json(Value::Object(body))).into_response();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+            active_run_id: self.active_run_id,
+        };
+        let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

@@ -14,13 +14,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use ba_storage::{ConversationId, ConversationStore};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::{broadcast, watch};
 
 use crate::conversations::conversation_id;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::{Cursor, Frame, Hub, Start};
 use crate::state::AppState;
+use crate::wire::ResetFrame;
 
 /// Entries read from the log per catch-up step.
 const CATCH_UP_BATCH: u64 = 256;
@@ -66,6 +66,7 @@ pub(crate) async fn events(
     };
     let hub = state.hub(&id).await?;
     let (rx, start, now) = hub.subscribe(after);
+    follow_log(&state, &id, &hub);
     let mut tail = Tail {
         pending: VecDeque::new(),
         rx,
@@ -92,7 +93,10 @@ pub(crate) async fn events(
                 tail.pending.push_back(Arc::new(Frame {
                     cursor: now,
                     event: "reset".into(),
-                    data: json!({"last_seq": meta.last_seq}).to_string(),
+                    data: serde_json::to_string(&ResetFrame {
+                        last_seq: meta.last_seq,
+                    })
+                    .unwrap_or_default(),
                 }));
                 tail.last = None;
             } else {
@@ -167,8 +171,12 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
     let mut last_seq = after;
     for stored in loaded.entries.iter().take(CATCH_UP_BATCH as usize) {
         last_seq = stored.seq;
-        tail.pending
-            .push_back(Arc::new(Frame::entry(stored.seq, &stored.entry, None)));
+        tail.pending.push_back(Arc::new(Frame::entry(
+            stored.seq,
+            stored.appended_ms,
+            &stored.entry,
+            None,
+        )));
     }
     if loaded.entries.len() as u64 > CATCH_UP_BATCH {
         tail.catch_up = Some(last_seq);
@@ -179,4 +187,51 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
         }
     }
     Ok(())
+}
+
+/// Starts, once per hub, a task that publishes the entries other processes sharing the store
+/// append (their runs are seen through the log); it ends when the hub has no stream left or
+/// the server shuts down.
+fn follow_log(state: &AppState, id: &ConversationId, hub: &Arc<Hub>) {
+    {
+        let mut hs = hub.lock();
+        if hs.tailing {
+            return;
+        }
+        hs.tailing = true;
+    }
+    let (state, id, hub) = (state.clone(), id.clone(), Arc::clone(hub));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(state.config().log_poll);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut shutdown = state.0.shutdown.subscribe();
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => break,
+            }
+            let after = {
+                let mut hs = hub.lock();
+                if hub.listeners() == 0 || *shutdown.borrow() {
+                    hs.tailing = false;
+                    return;
+                }
+                if hs.run.is_some() {
+                    continue;
+                }
+                hs.cursor.seq
+            };
+            match state.store().metadata(&id).await {
+                Ok(meta) if meta.last_seq > after => {
+                    if let Ok(loaded) = state.store().load_from(&id, after + 1).await {
+                        hub.publish_entries(&loaded.entries);
+                    }
+                }
+                Ok(_) => {}
+                // The conversation is gone (deleted): nothing more to follow.
+                Err(_) => break,
+            }
+        }
+        hub.lock().tailing = false;
+    });
 }

@@ -12,13 +12,18 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ba_agent::{AgentEvent, RunCanceller, RunStatus};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+
+use crate::wire::{EntryFrame, OpenCall, SyncFrame};
 use tokio::sync::broadcast;
 
 /// Frames the ring keeps at most.
 pub(crate) const RING_FRAMES: usize = 4096;
 /// Bytes of frame data the ring keeps at most.
-pub(crate) const RING_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const RING_BYTES: usize = 2 * 1024 * 1024;
+/// Frames kept once a run is over (its end, for late reconnects); the deltas before them go,
+/// so idle conversations hold little memory.
+const IDLE_FRAMES: usize = 64;
 /// Frames a slow stream may fall behind before it catches up from the log.
 const CHANNEL: usize = 1024;
 /// Request ids remembered per conversation (older ones are found in the log).
@@ -61,29 +66,32 @@ pub(crate) struct Frame {
 
 impl Frame {
     /// The `entry` frame of a stored entry.
-    pub(crate) fn entry(seq: u64, entry: &ba_protocol::LogEntry, run_id: Option<&str>) -> Self {
-        let mut data = json!({"seq": seq, "entry": entry});
-        if let Value::Object(map) = &mut data {
-            if let Some(run) = run_id {
-                map.insert("run_id".into(), Value::String(run.to_owned()));
-            }
-            // What the page renders: the processed answer, its sanitised HTML, the usage.
-            if let Some(api) =
-                ba_agent::records::api_response(entry).and_then(|a| serde_json::to_value(a).ok())
-            {
-                map.insert("api_response".into(), api);
-                crate::render::decorate(map, "api_response");
-            }
-            if let Some(usage) =
-                ba_agent::records::usage(entry).and_then(|u| serde_json::to_value(u).ok())
-            {
-                map.insert("usage".into(), usage);
-            }
-        }
+    pub(crate) fn entry(
+        seq: u64,
+        appended_ms: i64,
+        entry: &ba_protocol::LogEntry,
+        run_id: Option<&str>,
+    ) -> Self {
+        // What the page renders besides the entry: the processed answer, its sanitised HTML,
+        // the usage.
+        let api_response = ba_agent::records::api_response(entry);
+        let response_html = api_response
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
+            .and_then(|a| crate::render::response_html(&a));
+        let data = EntryFrame {
+            seq,
+            appended_ms,
+            entry: entry.clone(),
+            run_id: run_id.map(str::to_owned),
+            api_response,
+            response_html,
+            usage: ba_agent::records::usage(entry).and_then(|u| serde_json::to_value(u).ok()),
+        };
         Self {
             cursor: Cursor { seq, k: 0 },
             event: "entry".into(),
-            data: data.to_string(),
+            data: serde_json::to_string(&data).unwrap_or_default(),
         }
     }
 }
@@ -95,10 +103,7 @@ pub(crate) struct ActiveRun {
     pub(crate) canceller: Option<RunCanceller>,
     pub(crate) cancel_requested: bool,
     /// The round in flight and what it streamed, for the `sync` frame of a reconnect.
-    round: u32,
-    text: String,
-    thinking: String,
-    open_calls: Vec<Value>,
+    sync: SyncFrame,
 }
 
 /// How the last run of this process ended.
@@ -118,6 +123,8 @@ pub(crate) struct HubState {
     pub(crate) last_run: Option<LastRun>,
     /// `(request_id, run_id)`, newest last.
     requests: VecDeque<(String, String)>,
+    /// Whether a task follows the log for appends made by other processes.
+    pub(crate) tailing: bool,
 }
 
 /// What a new event stream starts from.
@@ -160,6 +167,7 @@ impl Hub {
                 run: None,
                 last_run: None,
                 requests: VecDeque::new(),
+                tailing: false,
             }),
             tx,
         }
@@ -199,17 +207,10 @@ impl Hub {
     pub(crate) fn sync_frame(&self) -> Option<Frame> {
         let state = self.lock();
         let run = state.run.as_ref()?;
-        let data = json!({
-            "run_id": run.run_id,
-            "round": run.round,
-            "text_so_far": run.text,
-            "thinking_so_far": run.thinking,
-            "open_tool_calls": run.open_calls,
-        });
         Some(Frame {
             cursor: state.cursor,
             event: "sync".into(),
-            data: data.to_string(),
+            data: serde_json::to_string(&run.sync).unwrap_or_default(),
         })
     }
 
@@ -228,10 +229,10 @@ impl Hub {
             run_id: run_id.to_owned(),
             canceller: None,
             cancel_requested: false,
-            round: 0,
-            text: String::new(),
-            thinking: String::new(),
-            open_calls: Vec::new(),
+            sync: SyncFrame {
+                run_id: run_id.to_owned(),
+                ..SyncFrame::default()
+            },
         });
         state
             .requests
@@ -239,6 +240,15 @@ impl Hub {
         while state.requests.len() > REQUESTS {
             state.requests.pop_front();
         }
+    }
+
+    /// Forgets a run that could not start (and the request id that asked for it).
+    pub(crate) fn abandon(&self, run_id: &str) {
+        let mut state = self.lock();
+        if state.run.as_ref().is_some_and(|r| r.run_id == run_id) {
+            state.run = None;
+        }
+        state.requests.retain(|(_, run)| run != run_id);
     }
 
     /// Gives the run its canceller; a cancel asked for before it had one applies now.
@@ -274,11 +284,15 @@ impl Hub {
             track(run, event);
         }
         let frame = match event {
-            AgentEvent::Entry { seq, entry } => {
+            AgentEvent::Entry {
+                seq,
+                appended_ms,
+                entry,
+            } => {
                 if *seq <= state.cursor.seq {
                     return;
                 }
-                Frame::entry(*seq, entry, Some(run_id))
+                Frame::entry(*seq, *appended_ms, entry, Some(run_id))
             }
             other => {
                 let (name, data) = split_event(other, run_id);
@@ -304,7 +318,15 @@ impl Hub {
                 state.run = None;
             }
         }
+        let finished = matches!(event, AgentEvent::Finished(_));
         push(&mut state, &self.tx, frame);
+        if finished {
+            while state.ring.len() > IDLE_FRAMES {
+                if let Some(old) = state.ring.pop_front() {
+                    state.ring_bytes -= old.data.len();
+                }
+            }
+        }
     }
 
     /// Publishes entries appended outside a run (a `/compact`), skipping any already sent.
@@ -312,7 +334,11 @@ impl Hub {
         let mut state = self.lock();
         for e in entries {
             if e.seq > state.cursor.seq {
-                push(&mut state, &self.tx, Frame::entry(e.seq, &e.entry, None));
+                push(
+                    &mut state,
+                    &self.tx,
+                    Frame::entry(e.seq, e.appended_ms, &e.entry, None),
+                );
             }
         }
     }
@@ -343,28 +369,29 @@ fn push(state: &mut HubState, tx: &broadcast::Sender<Arc<Frame>>, frame: Frame) 
 
 /// Keeps what a reconnecting client needs to redraw the round in flight.
 fn track(run: &mut ActiveRun, event: &AgentEvent) {
+    let sync = &mut run.sync;
     match event {
         AgentEvent::RoundStarted { round, .. } => {
-            run.round = *round;
-            run.text.clear();
-            run.thinking.clear();
-            run.open_calls.clear();
+            sync.round = *round;
+            sync.text_so_far.clear();
+            sync.thinking_so_far.clear();
+            sync.open_tool_calls.clear();
         }
-        AgentEvent::TextDelta { text, .. } => run.text.push_str(text),
-        AgentEvent::ThinkingDelta { text, .. } => run.thinking.push_str(text),
+        AgentEvent::TextDelta { text, .. } => sync.text_so_far.push_str(text),
+        AgentEvent::ThinkingDelta { text, .. } => sync.thinking_so_far.push_str(text),
         AgentEvent::ToolCallStarted {
             call_id,
             name,
             arguments,
             ..
-        } => run.open_calls.push(json!({
-            "call_id": call_id,
-            "name": name,
-            "arguments": arguments,
-        })),
-        AgentEvent::ToolResult { call_id, .. } => run
-            .open_calls
-            .retain(|c| c.get("call_id").and_then(Value::as_str) != Some(call_id)),
+        } => sync.open_tool_calls.push(OpenCall {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        }),
+        AgentEvent::ToolResult { call_id, .. } => {
+            sync.open_tool_calls.retain(|c| c.call_id != *call_id);
+        }
         _ => {}
     }
 }

@@ -41,6 +41,7 @@ mod page;
 mod render;
 mod runs;
 mod state;
+mod wire;
 
 use std::future::Future;
 
@@ -50,6 +51,7 @@ pub use conversations::{ConversationStatus, ConversationView};
 pub use error::{ApiError, ApiResult};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use state::{AppState, ServerConfig};
+pub use wire::{EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame};
 
 /// Serves the API on `listener` until `shutdown` resolves; then the event streams end, new
 /// runs are refused, and runs in flight get the configured drain time before they are

@@ -9,8 +9,8 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use ba_agent::{Input, RunOptions, records};
-use ba_storage::ConversationId;
+use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
+use ba_storage::{ConversationId, RunLease};
 use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;
@@ -19,6 +19,7 @@ use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;
 use crate::state::AppState;
+use crate::wire::RunAccepted;
 
 /// Longest request id accepted.
 const MAX_REQUEST_ID: usize = 200;
@@ -49,13 +50,23 @@ pub(crate) struct RunBody {
 fn accepted(id: &ConversationId, run_id: &str, existing: bool) -> impl IntoResponse + use<> {
     (
         StatusCode::ACCEPTED,
-        Json(json!({
-            "run_id": run_id,
-            "conversation_id": id.as_str(),
-            "existing": existing,
-            "events": format!("/api/v1/conversations/{id}/events"),
-        })),
+        Json(RunAccepted {
+            run_id: run_id.to_owned(),
+            conversation_id: id.to_string(),
+            existing,
+            events: format!("/api/v1/conversations/{id}/events"),
+        }),
     )
+}
+
+/// The run id of the last run the log records (the one in flight on another server).
+async fn last_logged_run(state: &AppState, id: &ConversationId) -> ApiResult<Option<String>> {
+    let loaded = state.store().load(id).await?;
+    Ok(loaded
+        .entries
+        .iter()
+        .rev()
+        .find_map(|s| records::run_ids(&s.entry).and_then(|(_, run)| run)))
 }
 
 /// The run a request id started earlier, from the log (after a restart of the server).
@@ -129,9 +140,31 @@ pub(crate) async fn start(
         if let Some(active) = &hs.run {
             return Err(ApiError::busy(id.as_str(), &active.run_id));
         }
+        // Registered before the lock below is awaited, so a concurrent retry in this process
+        // finds this run.
         Hub::begin(&mut hs, &run_id, &request_id);
     }
-    spawn_run(&state, hub, id.clone(), input, request_id, run_id.clone());
+    // The lock that spans processes sharing the store (a file lock, a PostgreSQL advisory
+    // lock): a run of another server on this conversation refuses this one.
+    let lease = match state.store().try_lock_run(&id).await {
+        Ok(Some(lease)) => lease,
+        refused => {
+            hub.abandon(&run_id);
+            refused?;
+            let active = last_logged_run(&state, &id)
+                .await?
+                .unwrap_or_else(|| "a run of another server".to_owned());
+            return Err(ApiError::busy(id.as_str(), &active));
+        }
+    };
+    let run = NewRun {
+        id: id.clone(),
+        input,
+        request_id,
+        run_id: run_id.clone(),
+        lease,
+    };
+    spawn_run(&state, hub, run);
     Ok(accepted(&id, &run_id, false))
 }
 
@@ -187,15 +220,24 @@ impl Drop for RunGuard {
     }
 }
 
-fn spawn_run(
-    state: &AppState,
-    hub: Arc<Hub>,
+/// A run about to start.
+struct NewRun {
     id: ConversationId,
     input: Input,
     request_id: String,
     run_id: String,
-) {
+    lease: RunLease,
+}
+
+fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
     state.0.running.send_modify(|n| *n += 1);
+    let NewRun {
+        id,
+        input,
+        request_id,
+        run_id,
+        lease,
+    } = run;
     let guard = RunGuard {
         state: state.clone(),
         hub: Arc::clone(&hub),
@@ -204,13 +246,26 @@ fn spawn_run(
     let agent = state.agent().clone();
     tokio::spawn(async move {
         let _guard = guard;
+        let mut lease = Some(lease);
         let options = RunOptions::default()
             .with_ids(request_id, run_id.clone())
             .with_durable_events();
         let mut run = agent.send_with(&id, input, options);
         hub.attach(&run_id, run.canceller());
+        let mut finished = false;
         while let Some(event) = run.next().await {
+            if matches!(event, AgentEvent::Finished(_)) {
+                finished = true;
+                // Free for every server before anyone hears the run is over.
+                lease = None;
+            }
             hub.publish_event(&run_id, &event);
+        }
+        drop(lease);
+        // A run whose task died without its summary still ends on every stream.
+        if !finished {
+            let summary = RunSummary::failed(id.as_str(), ba_agent::NO_SUMMARY);
+            hub.publish_event(&run_id, &AgentEvent::Finished(summary));
         }
     });
 }

@@ -33,10 +33,13 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// How long shutdown waits for runs in flight before it cancels them.
     pub drain: Duration,
-    /// Seconds between keep-alive comments on event streams.
+    /// Time between keep-alive comments on event streams (15 s).
     pub keep_alive: Duration,
     /// Where `cargo xtask assets` put the page's third-party assets (`echarts.min.js`).
     pub assets_dir: Option<PathBuf>,
+    /// How often a conversation with open streams and no run here looks at the log for
+    /// entries another server appended (250 ms).
+    pub log_poll: Duration,
 }
 
 impl ServerConfig {
@@ -51,6 +54,7 @@ impl ServerConfig {
             drain: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
             assets_dir: None,
+            log_poll: Duration::from_millis(250),
         }
     }
 
@@ -75,6 +79,18 @@ impl ServerConfig {
     /// Accepts more `Host` values.
     pub fn with_allowed_hosts(mut self, hosts: Vec<String>) -> Self {
         self.allowed_hosts = hosts;
+        self
+    }
+
+    /// Sets the time between keep-alive comments on event streams.
+    pub fn with_keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every;
+        self
+    }
+
+    /// Sets how often the log is read for other servers' appends.
+    pub fn with_log_poll(mut self, every: Duration) -> Self {
+        self.log_poll = every;
         self
     }
 

@@ -57,6 +57,7 @@ pub const CHECKS: &[&str] = &[
     "retention",
     "metadata",
     "unicode_and_large",
+    "run_lock",
     "entry_kinds_round_trip",
 ];
 
@@ -79,10 +80,43 @@ where
             "retention" => retention(&store, &clock).await,
             "metadata" => metadata(&store, &clock).await,
             "unicode_and_large" => unicode_and_large(&store).await,
+            "run_lock" => run_lock(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;
     }
+    Ok(())
+}
+
+/// One run lease per conversation at a time; another conversation is not held up; a dropped
+/// lease frees the conversation.
+async fn run_lock<S: ConversationStore>(store: &S) -> CheckResult {
+    let (a, b) = (cid("lock-a")?, cid("lock-b")?);
+    for id in [&a, &b] {
+        store
+            .create(id, NewConversation::default())
+            .await
+            .map_err(err)?;
+    }
+    let held = store.try_lock_run(&a).await.map_err(err)?;
+    ensure!(
+        held.is_some(),
+        "the first lease of a conversation was refused"
+    );
+    ensure!(
+        store.try_lock_run(&a).await.map_err(err)?.is_none(),
+        "a second lease of a held conversation was granted"
+    );
+    let other = store.try_lock_run(&b).await.map_err(err)?;
+    ensure!(
+        other.is_some(),
+        "a lease on one conversation held up another"
+    );
+    drop(held);
+    ensure!(
+        store.try_lock_run(&a).await.map_err(err)?.is_some(),
+        "a dropped lease did not free the conversation"
+    );
     Ok(())
 }
 

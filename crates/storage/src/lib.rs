@@ -64,5 +64,5 @@ pub use id::ConversationId;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
-    Loaded, ManualClock, MetaUpdate, NewConversation, Page, StoredEntry, SystemClock,
+    Loaded, ManualClock, MetaUpdate, NewConversation, Page, RunLease, StoredEntry, SystemClock,
 };

@@ -18,7 +18,7 @@ use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
-    MetaUpdate, NewConversation, Page, SharedClock, StoredEntry, SystemClock,
+    MetaUpdate, NewConversation, Page, RunLease, SharedClock, StoredEntry, SystemClock,
 };
 
 /// The schema migrations, in order; version `i + 1` is `MIGRATIONS[i]`.
@@ -418,6 +418,25 @@ impl ConversationStore for PostgresStore {
             .map_err(db)?
             .ok_or_else(|| StorageError::NotFound { id: id.to_string() })?;
         Ok(meta_of(&row))
+    }
+
+    /// A session advisory lock on a connection taken out of the pool: dropping the lease
+    /// closes the connection, and the server releases the lock with it (also when this
+    /// process dies).
+    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+        let client = self.client().await?;
+        let key = format!("ba-run:{id}");
+        let row = client
+            .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
+            .await
+            .map_err(db)?;
+        let locked: bool = row.get(0);
+        if !locked {
+            return Ok(None);
+        }
+        Ok(Some(RunLease::holding(deadpool_postgres::Object::take(
+            client,
+        ))))
     }
 
     async fn delete(&self, id: &ConversationId) -> Result<bool> {

@@ -155,6 +155,34 @@ pub struct Appended {
     pub last_seq: u64,
 }
 
+/// The right to run a conversation, held until dropped: while one is held, every other
+/// [`ConversationStore::try_lock_run`] on the conversation — in this process or another one
+/// sharing the store — gets `None`.
+pub struct RunLease(#[allow(dead_code, reason = "held for its Drop")] Option<Box<dyn Send + Sync>>);
+
+impl RunLease {
+    /// A lease that locks nothing beyond the caller's own process (stores that cannot lock
+    /// across processes).
+    pub fn local() -> Self {
+        Self(None)
+    }
+
+    /// A lease that releases its lock when `holder` is dropped.
+    pub fn holding(holder: impl Send + Sync + 'static) -> Self {
+        Self(Some(Box::new(holder)))
+    }
+}
+
+impl fmt::Debug for RunLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RunLease(held)"
+        } else {
+            "RunLease(local)"
+        })
+    }
+}
+
 /// A source of the current time, so retention can be tested without waiting.
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Milliseconds since the Unix epoch.
@@ -248,6 +276,14 @@ pub trait ConversationStore: Send + Sync {
     /// Deletes every conversation last updated before `cutoff_ms`; returns their ids.
     async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>>;
 
+    /// Takes the run lock of a conversation, across processes where the backend can (an
+    /// `flock` for files, an advisory lock for PostgreSQL); `None` when someone holds it. The
+    /// default locks nothing beyond the caller's process.
+    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+        let _ = id;
+        Ok(Some(RunLease::local()))
+    }
+
     /// Appends one entry; returns its sequence number.
     async fn append(
         &self,
@@ -321,6 +357,9 @@ macro_rules! forward {
             }
             async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
                 (**self).delete_older_than(cutoff_ms).await
+            }
+            async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+                (**self).try_lock_run(id).await
             }
         }
     };

@@ -11,7 +11,7 @@ use ba_context::builder::BuildRequest;
 use ba_protocol::LogEntry;
 
 use super::{Runner, Stop, new_id, now};
-use crate::agent::{AgentError, ResponseMode};
+use crate::agent::{AgentError, Inner, ResponseMode};
 use crate::events::AgentEvent;
 use crate::history::{ActiveSkill, context_view, current_task};
 use crate::records::{self, ContextRecord, EntryKind, keys};
@@ -33,47 +33,7 @@ impl Runner {
     pub(super) async fn build_context(&mut self, active: &[ActiveSkill]) -> Result<Built, Stop> {
         let inner = Arc::clone(&self.inner);
         let view = context_view(&self.log);
-        let mut sections = Vec::new();
-        if let Some(skills) = &inner.skills {
-            let catalogue = skills.skills().render_catalogue();
-            if !catalogue.trim().is_empty() {
-                sections.push(format!(
-                    "SKILLS\nActivate a skill with the activate_skill tool before a task it covers.\n{}",
-                    catalogue.trim_end()
-                ));
-            }
-        }
-        if inner.settings.response_mode == ResponseMode::Structured {
-            sections.push(format!(
-                "RESPONSE FORMAT\n{}",
-                inner.prompts.structured_format
-            ));
-        }
-        // A skill's instructions are read in full while its activation is in the window.
-        let pinned = view
-            .iter()
-            .filter(|e| records::skill(e).is_some())
-            .map(|e| e.id.clone())
-            .collect();
-        let counter = inner.builder.counter();
-        let tool_tokens = self
-            .tool_specs()
-            .iter()
-            .map(|t| {
-                counter.text(&t.name)
-                    + counter.text(&t.description)
-                    + counter.text(&t.input_schema.to_string())
-            })
-            .sum();
-        let mut request = BuildRequest {
-            entries: view,
-            mode: self.mode,
-            task: current_task(view),
-            system_sections: sections,
-            pinned,
-            fixed_tokens: tool_tokens,
-            ..BuildRequest::default()
-        };
+        let mut request = build_request(&inner, view, self.mode, &self.tool_specs());
         let mut built = self.build(&request).await?;
         // Active skills whose activation the model no longer reads whole get their
         // instructions back in the system prompt (the same ones every round until the next
@@ -120,9 +80,9 @@ impl Runner {
                 total: usage.total,
                 percent: usage.percent,
                 status: if debug.compressed {
-                    ba_context::UsageStatus::Compressing
+                    crate::events::ContextLevel::Compressing
                 } else {
-                    usage.status
+                    usage.status.into()
                 },
             });
         }
@@ -187,6 +147,70 @@ impl Runner {
         }
         out
     }
+}
+
+/// The request of the next call's window over `view` (the log after the last compaction): the
+/// system sections (skills catalogue, reply format), the pinned skill instructions and the
+/// tokens of the tool list.
+pub(crate) fn build_request<'a>(
+    inner: &Inner,
+    view: &'a [LogEntry],
+    mode: ba_protocol::Mode,
+    tools: &[ba_protocol::ToolSpec],
+) -> BuildRequest<'a> {
+    let mut sections = Vec::new();
+    if let Some(skills) = &inner.skills {
+        let catalogue = skills.skills().render_catalogue();
+        if !catalogue.trim().is_empty() {
+            sections.push(format!(
+                "SKILLS\nActivate a skill with the activate_skill tool before a task it covers.\n{}",
+                catalogue.trim_end()
+            ));
+        }
+    }
+    if inner.settings.response_mode == ResponseMode::Structured {
+        sections.push(format!(
+            "RESPONSE FORMAT\n{}",
+            inner.prompts.structured_format
+        ));
+    }
+    // A skill's instructions are read in full while its activation is in the window.
+    let pinned = view
+        .iter()
+        .filter(|e| records::skill(e).is_some())
+        .map(|e| e.id.clone())
+        .collect();
+    let counter = inner.builder.counter();
+    let fixed_tokens = tools
+        .iter()
+        .map(|t| {
+            counter.text(&t.name)
+                + counter.text(&t.description)
+                + counter.text(&t.input_schema.to_string())
+        })
+        .sum();
+    BuildRequest {
+        entries: view,
+        mode,
+        task: current_task(view),
+        system_sections: sections,
+        pinned,
+        fixed_tokens,
+        ..BuildRequest::default()
+    }
+}
+
+/// What the next model call of a conversation would see, built without appending anything:
+/// the debug data of the window (kept, dropped with the reason, changed, usage).
+pub(crate) async fn preview(
+    inner: &Inner,
+    log: &[LogEntry],
+    mode: ba_protocol::Mode,
+) -> Result<ba_context::DebugData, AgentError> {
+    let view = context_view(log);
+    let tools = super::tools::tool_specs_of(inner);
+    let request = build_request(inner, view, mode, &tools);
+    Ok(inner.builder.build(&request).await?.debug)
 }
 
 /// The longest prefix of `text` (on a line boundary when possible) within `max` tokens.

@@ -7,6 +7,8 @@
 
 mod answer;
 mod context;
+
+pub(crate) use context::preview;
 mod tools;
 
 use std::sync::Arc;
@@ -215,6 +217,7 @@ impl Runner {
         if self.options.entry_events {
             self.emit(AgentEvent::Entry {
                 seq,
+                appended_ms: SystemClock.now_ms(),
                 entry: Box::new(entry.clone()),
             });
         }

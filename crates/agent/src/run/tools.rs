@@ -23,15 +23,7 @@ impl Runner {
     /// removing tools (the list opens every request, and a change would void the provider's
     /// prompt cache): the runtime refuses a call outside it, and the activation told the model.
     pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self.inner.runtime.registry().specs();
-        if let Some(skills) = &self.inner.skills {
-            specs.push(ToolSpec::new(
-                skills.name(),
-                skills.description(),
-                skills.input_schema(),
-            ));
-        }
-        specs
+        tool_specs_of(&self.inner)
     }
 
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
@@ -143,6 +135,19 @@ impl Runner {
             Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
         }
     }
+}
+
+/// The tools offered to the model (see [`Runner::tool_specs`]).
+pub(super) fn tool_specs_of(inner: &crate::agent::Inner) -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = inner.runtime.registry().specs();
+    if let Some(skills) = &inner.skills {
+        specs.push(ToolSpec::new(
+            skills.name(),
+            skills.description(),
+            skills.input_schema(),
+        ));
+    }
+    specs
 }
 
 fn arguments_of(call: &LogToolCall) -> Value {

@@ -129,6 +129,8 @@ pub struct Server {
     pub base: String,
     pub addr: SocketAddr,
     pub tool_calls: Arc<AtomicUsize>,
+    /// Tool calls wait for a permit here (plenty unless `Options::tool_gated`).
+    pub tool_gate: Arc<Semaphore>,
     pub model: Arc<Model>,
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -136,16 +138,28 @@ pub struct Server {
 }
 
 pub struct Options {
+    /// Tool calls wait for [`Server::tool_gate`] permits.
+    pub tool_gated: bool,
+    /// The store (a `FileStore` in the folder when `None`).
+    pub store: Option<Arc<dyn ba_storage::ConversationStore>>,
+    pub log_poll: Duration,
     pub upload_limit: usize,
     pub json_limit: usize,
+    pub drain: Duration,
+    pub keep_alive: Duration,
     pub demo_questions: Option<Vec<String>>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
+            tool_gated: false,
+            store: None,
+            log_poll: Duration::from_millis(20),
             upload_limit: 1024 * 1024,
             json_limit: 1024 * 1024,
+            drain: Duration::from_secs(5),
+            keep_alive: Duration::from_secs(15),
             demo_questions: None,
         }
     }
@@ -165,7 +179,16 @@ impl Server {
         let model = Arc::new(model);
         let tool_calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&tool_calls);
-        let store = Arc::new(FileStore::open(dir).unwrap());
+        let tool_gate = Arc::new(Semaphore::new(if options.tool_gated {
+            0
+        } else {
+            Semaphore::MAX_PERMITS
+        }));
+        let gate = Arc::clone(&tool_gate);
+        let store: Arc<dyn ba_storage::ConversationStore> = match options.store {
+            Some(s) => s,
+            None => Arc::new(FileStore::open(dir).unwrap()),
+        };
         let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
             .store(store)
             .code_store(ba_storage::code::CodeStore::open(dir.join("code")).unwrap())
@@ -174,7 +197,11 @@ impl Server {
                 "Counts the rows of a table.",
                 move |_a: CountArgs, _| {
                     let counter = Arc::clone(&counter);
+                    let gate = Arc::clone(&gate);
                     async move {
+                        if let Ok(permit) = gate.acquire().await {
+                            permit.forget();
+                        }
                         counter.fetch_add(1, Ordering::SeqCst);
                         Ok(json!({"rows": 42}))
                     }
@@ -185,7 +212,10 @@ impl Server {
             .unwrap();
         let mut config = ServerConfig::new(dir.join("uploads"))
             .with_upload_limit(options.upload_limit)
-            .with_json_limit(options.json_limit);
+            .with_json_limit(options.json_limit)
+            .with_drain(options.drain)
+            .with_log_poll(options.log_poll)
+            .with_keep_alive(options.keep_alive);
         if let Some(q) = options.demo_questions {
             config = config.with_demo_questions(q);
         }
@@ -209,6 +239,7 @@ impl Server {
             base: format!("http://{addr}"),
             addr,
             tool_calls,
+            tool_gate,
             model,
             runtime: Some(runtime),
             stop: Some(stop),
@@ -311,6 +342,13 @@ impl<'a> Api<'a> {
         let r = self.get(path).send().await.unwrap();
         assert!(r.status().is_success(), "{path}: {}", r.status());
         r.json().await.unwrap()
+    }
+
+    pub async fn raw_events(&self, conv: &str) -> reqwest::Response {
+        self.get(&format!("/api/v1/conversations/{conv}/events"))
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn events(&self, conv: &str, last_event_id: Option<&str>) -> Sse {

@@ -11,3 +11,4 @@ mod harness;
 mod page;
 mod runs;
 mod safety;
+mod scale_out;

@@ -42,7 +42,7 @@ use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
-    MetaUpdate, NewConversation, Page, SharedClock, SystemClock,
+    MetaUpdate, NewConversation, Page, RunLease, SharedClock, SystemClock,
 };
 
 /// When an append reaches the disk.
@@ -424,7 +424,11 @@ impl FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) => return Err(StorageError::io("deleting", path, e)),
         };
-        for extra in [self.meta_path(id), self.torn_path(id)] {
+        for extra in [
+            self.meta_path(id),
+            self.torn_path(id),
+            self.inner.dir.join(format!("{id}.run")),
+        ] {
             match std::fs::remove_file(&extra) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -504,6 +508,25 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 #[async_trait]
 impl ConversationStore for FileStore {
+    /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file.
+    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+        let path = self.inner.dir.join(format!("{id}.run"));
+        blocking(move || {
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| StorageError::io("opening", &path, e))?;
+            match file.try_lock() {
+                Ok(()) => Ok(Some(RunLease::holding(file))),
+                Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io("locking", &path, e)),
+            }
+        })
+        .await
+    }
+
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
         let (this, id) = (self.clone(), id.clone());
         blocking(move || this.create_blocking(&id, new)).await

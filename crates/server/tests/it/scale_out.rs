@@ -1,0 +1,123 @@
+//! Two servers on one store: a run on one is seen through the other's event stream (from
+//! the log), and a second run on the same conversation is refused by either — with the file
+//! store (an `flock` per conversation) and with PostgreSQL (an advisory lock), the server
+//! holding nothing the store does not.
+
+use std::sync::Arc;
+
+use ba_storage::{ConversationStore, PostgresOptions, PostgresStore};
+use serde_json::{Value, json};
+
+use crate::harness::{Api, Model, Options, Server, dir, text_turn, two_rounds};
+
+const Q: &str = "How many rows has the sales table?";
+
+async fn two_servers_share_the_conversations(a: &Server, b: &Server) {
+    let (api_a, api_b) = (Api::new(a), Api::new(b));
+    let id = api_a.create().await;
+    // B follows the conversation it did not create, A runs it.
+    let mut seen_by_b = api_b.events(&id, None).await;
+    let run = api_a
+        .run(&id, "r1", json!({"type": "message", "text": Q}))
+        .await;
+    assert_eq!(run.status(), 202);
+    let run_id = run.json::<Value>().await.unwrap()["run_id"].clone();
+    // The run waits at A's model gate: B refuses a second run, and finds the first by its
+    // request id in the log.
+    let first = seen_by_b.next().await.unwrap();
+    assert_eq!(
+        (first.event.as_str(), first.data["seq"].as_u64()),
+        ("entry", Some(1))
+    );
+    let refused = api_b
+        .run(&id, "r2", json!({"type": "message", "text": "another"}))
+        .await;
+    assert_eq!(refused.status(), 409);
+    assert_eq!(
+        refused.json::<Value>().await.unwrap()["active_run_id"],
+        run_id
+    );
+    let retried: Value = api_b
+        .run(&id, "r1", json!({"type": "message", "text": Q}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(retried["run_id"], run_id);
+    a.model.release(2);
+    let mut seqs = vec![1];
+    while seqs.len() < 4 {
+        let f = seen_by_b.next().await.unwrap();
+        assert_eq!(f.event, "entry");
+        seqs.push(f.data["seq"].as_u64().unwrap());
+    }
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    // The lock is free once A's run is over: B runs the next question.
+    let mut seen_by_a = api_a.events(&id, Some("4")).await;
+    let next = api_b
+        .run(&id, "r3", json!({"type": "message", "text": "Thanks"}))
+        .await;
+    assert_eq!(next.status(), 202);
+    // A's stream goes on after its own run's end, then sees B's entry.
+    let f = loop {
+        let f = seen_by_a.next().await.unwrap();
+        if f.event == "entry" {
+            break f;
+        }
+    };
+    assert_eq!(f.data["seq"].as_u64(), Some(5));
+}
+
+fn b_turns() -> Vec<Value> {
+    vec![text_turn(
+        "You are welcome.",
+        json!({"role": "user", "text": "Thanks"}),
+    )]
+}
+
+#[tokio::test]
+async fn two_servers_on_one_file_store() {
+    let (_d, path) = dir();
+    let a = Server::start(&path, Model::new(&two_rounds(Q), 0).gated());
+    let b = Server::start(&path, Model::new(&b_turns(), 0));
+    two_servers_share_the_conversations(&a, &b).await;
+}
+
+#[tokio::test]
+async fn two_servers_on_one_postgres_database() {
+    let Some(url) = ba_testkit::require_env(
+        "BA_AGENT_TEST_DATABASE_URL",
+        "run `eval \"$(bash .ci/postgres.sh)\"` to start a server",
+    ) else {
+        return;
+    };
+    let schema = format!("ba_server_{}", uuid::Uuid::new_v4().simple());
+    let connect = || async {
+        let opts = PostgresOptions {
+            schema: schema.clone(),
+            ..PostgresOptions::default()
+        };
+        let store: Arc<dyn ConversationStore> =
+            Arc::new(PostgresStore::connect(&url, opts).await.unwrap());
+        store
+    };
+    let (_da, path_a) = dir();
+    let (_db, path_b) = dir();
+    let a = Server::start_with(
+        &path_a,
+        Model::new(&two_rounds(Q), 0).gated(),
+        Options {
+            store: Some(connect().await),
+            ..Options::default()
+        },
+    );
+    let b = Server::start_with(
+        &path_b,
+        Model::new(&b_turns(), 0),
+        Options {
+            store: Some(connect().await),
+            ..Options::default()
+        },
+    );
+    two_servers_share_the_conversations(&a, &b).await;
+}
