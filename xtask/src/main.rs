@@ -9,7 +9,10 @@
 //! - `load [--quick] [--write]` — the HTTP server under load on loopback (`load.rs`); `--write`
 //!   puts the figures in `docs/BENCHMARKS.md`.
 //! - `ci` — the checks CI runs: format, lints, tests, the short load test.
+//! - `assets` — the page's ECharts from the npm registry (pinned, integrity checked) into
+//!   `target/assets/`.
 
+mod assets;
 mod bench;
 mod codegen;
 mod corpus;
@@ -47,8 +50,9 @@ fn run() -> anyhow::Result<()> {
         Some("fuzz") => fuzz(&args[1..]),
         Some("load") => load::run(&args[1..]),
         Some("ci") => ci(),
+        Some("assets") => assets::run(),
         _ => bail!(
-            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | load [--quick] [--write] | ci"
+            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | load [--quick] [--write] | assets | ci"
         ),
     }
 }

@@ -5,13 +5,16 @@
 //! the `sales-report` skill, reads the targets sheet of the sales workbook and queries the
 //! quarterly actuals in parallel, breaks West's Q3 down by product and month, computes the
 //! growth figures with `run_python`, and answers with a report that cites the saved code as a
-//! `<code_ref>`. The context budget is small on purpose, so the later rounds are compressed.
+//! `<code_ref>`. The context budget is small on purpose, so the later rounds are compressed. A
+//! second question ([`CHART_QUESTION`]) queries the quarterly sales of every region and answers
+//! with an HTML report drawing them as an ECharts bar chart.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ba_agent::records::EntryKind;
 use ba_context::{ContextBudget, Encoding};
-use ba_protocol::Mode;
+use ba_protocol::{LogRole, Mode};
 use ba_skills::SkillSet;
 use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
@@ -28,8 +31,12 @@ use ba_model::{
 pub const QUESTION: &str = "Why did the West region's sales jump in Q3 2024, and did it beat its target? \
 Give me a short report with the figures and the code behind them.";
 
+/// The second recorded question: its report is HTML with an ECharts chart (the page's HTML
+/// path, offline).
+pub const CHART_QUESTION: &str = "Chart the 2024 quarterly sales of every region.";
+
 /// The questions the recording answers (what `ba-agent serve --demo` offers).
-pub const QUESTIONS: &[&str] = &[QUESTION];
+pub const QUESTIONS: &[&str] = &[QUESTION, CHART_QUESTION];
 
 /// The recorded model turns.
 pub const RECORDING: &str = include_str!("../demo/recording.json");
@@ -151,6 +158,29 @@ impl DemoModel {
     }
 }
 
+/// The last user or tool entry of a request, past the `continue` (or format correction) the
+/// loop itself wrote: after a Stop and Continue the turn cut short is played again.
+fn asked(request: &ModelRequest) -> ExpectedRequest {
+    request
+        .entries
+        .iter()
+        .rev()
+        .filter(|e| e.include_in_context)
+        .filter(|e| {
+            !matches!(
+                ba_agent::records::kind(e),
+                Some(EntryKind::Continue | EntryKind::FormatError)
+            )
+        })
+        .find(|e| matches!(e.role, LogRole::User | LogRole::Tool))
+        .map(|e| ExpectedRequest {
+            role: Some(e.role),
+            text: Some(e.text().into_owned()),
+            tool_call_id: e.tool_call_id.clone(),
+        })
+        .unwrap_or_default()
+}
+
 fn meets(expect: &ExpectedRequest, found: &ExpectedRequest) -> bool {
     (expect.role.is_none() || expect.role == found.role)
         && (expect.text.is_none() || expect.text == found.text)
@@ -168,7 +198,7 @@ impl ModelClient for DemoModel {
         request: &ModelRequest,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let found = ExpectedRequest::of(request);
+        let found = asked(request);
         let turn = self
             .turns
             .iter()
@@ -180,6 +210,9 @@ impl ModelClient for DemoModel {
                     .to_owned(),
                 found: format!("{:?}", found.text.unwrap_or_default()),
             })?;
+        // Matched above, past any `continue`: the inner client must not check it again.
+        let mut turn = turn;
+        turn.expect = ExpectedRequest::default();
         let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
         one.complete_streaming(request, on_delta).await
     }

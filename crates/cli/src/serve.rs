@@ -36,6 +36,10 @@ pub(crate) struct ServeArgs {
     /// network).
     #[arg(long)]
     demo: bool,
+    /// Where `cargo xtask assets` put the page's ECharts (default: `BA_AGENT_ASSETS`, else
+    /// `target/assets` in the current folder).
+    #[arg(long, value_name = "DIR")]
+    assets: Option<PathBuf>,
     /// More `host:port` names the server answers to (behind a proxy, say).
     #[arg(long = "allow-host", value_name = "HOST:PORT")]
     allow_hosts: Vec<String>,
@@ -100,8 +104,15 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             )?;
             (agent, config.home(), None)
         };
-        let mut server =
-            ServerConfig::new(home.join("uploads")).with_allowed_hosts(args.allow_hosts);
+        let assets = args
+            .assets
+            .clone()
+            .or_else(|| std::env::var_os("BA_AGENT_ASSETS").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("target").join("assets"));
+        let echarts = assets.join(ba_server::ECHARTS_FILE).is_file();
+        let mut server = ServerConfig::new(home.join("uploads"))
+            .with_allowed_hosts(args.allow_hosts)
+            .with_assets_dir(&assets);
         if let Some(q) = questions {
             server = server.with_demo_questions(q);
         }
@@ -121,6 +132,14 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
                 writeln!(out, "ba-agent serving on http://{addr}/")?;
             }
             writeln!(out, "data: {}", home.display())?;
+            if !echarts {
+                writeln!(
+                    out,
+                    "charts: no {} in {} (run `cargo xtask assets` for ECharts)",
+                    ba_server::ECHARTS_FILE,
+                    assets.display()
+                )?;
+            }
             out.flush()?;
         }
         let state = AppState::new(agent, server);

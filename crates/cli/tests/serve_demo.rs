@@ -110,7 +110,7 @@ async fn the_demo_conversation_over_http() {
         .json()
         .await
         .unwrap();
-    assert_eq!(questions, [ba_cli::demo::QUESTION]);
+    assert_eq!(questions, ba_cli::demo::QUESTIONS);
     let created = http
         .post(format!("{base}/api/v1/conversations"))
         .bearer_auth(TOKEN)

@@ -20,7 +20,7 @@ use crate::auth::{Guard, HostCheck, Token, check_host, require_token};
 use crate::conversations::{self, conversation_id};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::{events, files, runs};
+use crate::{events, files, page, runs};
 
 /// The whole application for a server listening on `addr` with `token`.
 pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
@@ -79,6 +79,11 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         ));
     Router::new()
         .route("/health", get(health))
+        .route("/", get(page::index))
+        .route("/page/app.js", get(page::app_js))
+        .route("/page/style.css", get(page::style_css))
+        .route("/page/status", get(page::status))
+        .route(page::ECHARTS_PATH, get(page::echarts))
         .layer(RequestBodyLimitLayer::new(json_limit))
         .merge(api)
         .fallback(not_found)

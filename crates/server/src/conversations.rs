@@ -257,6 +257,9 @@ struct Message {
     /// The processed API response of a final answer (seed 003 §六).
     #[serde(skip_serializing_if = "Option::is_none")]
     api_response: Option<ba_protocol::structured::ApiResponse>,
+    /// The report of a Markdown final answer as sanitised HTML.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_html: Option<String>,
     /// Token figures of a model call.
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<Value>,
@@ -306,8 +309,14 @@ pub(crate) async fn messages(
                 }
                 None => (None, None, None),
             };
+            let api_response = records::api_response(&s.entry);
+            let response_html = api_response
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok())
+                .and_then(|a| crate::render::response_html(&a));
             Message {
-                api_response: records::api_response(&s.entry),
+                api_response,
+                response_html,
                 usage: records::usage(&s.entry).and_then(|u| serde_json::to_value(u).ok()),
                 in_window,
                 dropped_reason,

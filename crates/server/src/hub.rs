@@ -72,11 +72,21 @@ impl Frame {
         entry: &ba_protocol::LogEntry,
         run_id: Option<&str>,
     ) -> Self {
+        // What the page renders besides the entry: the processed answer, its sanitised HTML,
+        // the usage.
+        let api_response = ba_agent::records::api_response(entry);
+        let response_html = api_response
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok())
+            .and_then(|a| crate::render::response_html(&a));
         let data = EntryFrame {
             seq,
             appended_ms,
             entry: entry.clone(),
             run_id: run_id.map(str::to_owned),
+            api_response,
+            response_html,
+            usage: ba_agent::records::usage(entry).and_then(|u| serde_json::to_value(u).ok()),
         };
         Self {
             cursor: Cursor { seq, k: 0 },
@@ -397,6 +407,9 @@ pub(crate) fn split_event(event: &AgentEvent, run_id: &str) -> (String, String) 
         _ => "unknown".to_owned(),
     };
     map.insert("run_id".into(), Value::String(run_id.to_owned()));
+    if name == "final_answer" {
+        crate::render::decorate(&mut map, "response");
+    }
     (name, Value::Object(map).to_string())
 }
 

@@ -37,6 +37,8 @@ mod error;
 mod events;
 mod files;
 mod hub;
+mod page;
+mod render;
 mod runs;
 mod state;
 mod wire;
@@ -47,6 +49,7 @@ pub use api::router;
 pub use auth::{HostCheck, Token};
 pub use conversations::{ConversationStatus, ConversationView};
 pub use error::{ApiError, ApiResult};
+pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use state::{AppState, ServerConfig};
 pub use wire::{EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame};
 

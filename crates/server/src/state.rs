@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub drain: Duration,
     /// Time between keep-alive comments on event streams (15 s).
     pub keep_alive: Duration,
+    /// Where `cargo xtask assets` put the page's third-party assets (`echarts.min.js`).
+    pub assets_dir: Option<PathBuf>,
     /// How often a conversation with open streams and no run here looks at the log for
     /// entries another server appended (250 ms).
     pub log_poll: Duration,
@@ -51,6 +53,7 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
             drain: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
+            assets_dir: None,
             log_poll: Duration::from_millis(250),
         }
     }
@@ -88,6 +91,12 @@ impl ServerConfig {
     /// Sets how often the log is read for other servers' appends.
     pub fn with_log_poll(mut self, every: Duration) -> Self {
         self.log_poll = every;
+        self
+    }
+
+    /// Serves the page's assets (`echarts.min.js`) from `dir`.
+    pub fn with_assets_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.assets_dir = Some(dir.into());
         self
     }
 

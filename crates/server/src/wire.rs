@@ -54,6 +54,16 @@ pub struct EntryFrame {
     /// The run that appended it (absent when replayed from the log or appended by `/compact`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The processed final answer (seed 003 §六), when the entry is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_response: Option<ba_protocol::structured::ApiResponse>,
+    /// That answer's report rendered from Markdown and sanitised (absent for an HTML report,
+    /// which the page shows in a sandboxed frame).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_html: Option<String>,
+    /// Token figures of a model call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
 }
 
 /// A tool call started and not finished yet.

@@ -8,6 +8,7 @@
 //! Origin, limits, traversal), conversations, runs and their event streams.
 
 mod harness;
+mod page;
 mod runs;
 mod safety;
 mod scale_out;

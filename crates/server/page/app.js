@@ -1,0 +1,689 @@
+// The page of seed 003: a conversation sidebar, the transcript with each assistant turn in
+// §七 order, the context meter of seed 002, and a composer. No framework, no build step.
+// Model output is hostile: Markdown arrives rendered and sanitised by the server; text is only
+// ever set with textContent; an HTML report runs in a sandboxed frame (see reportFrame).
+'use strict';
+(() => {
+  const $ = (s) => document.querySelector(s);
+  const el = (tag, attrs = {}, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v == null || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const kid of kids.flat()) if (kid != null) e.append(kid);
+    return e;
+  };
+  const COMPONENTS = ['task_analysis', 'execution_plan', 'tool_call_status', 'final_report',
+    'code_blocks', 'recommended_questions', 'download_links'];
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const token = hash.get('token') || sessionStorage.getItem('ba-token') || '';
+  if (token) sessionStorage.setItem('ba-token', token);
+  const nonce = (document.querySelector('meta[name="ba-nonce"]') || {}).content || '';
+  const S = {
+    conv: new URLSearchParams(location.search).get('conversation'), meta: null,
+    entries: [], bySeq: new Set(), maxSeq: 0, lastId: null, gen: 0, abort: null,
+    running: null, live: null, lastError: null, attachments: [], echarts: false,
+    turnEls: new Map(), demo: [],
+  };
+  const headers = (extra = {}) => Object.assign({ Authorization: 'Bearer ' + token }, extra);
+  const base = () => '/api/v1/conversations/' + encodeURIComponent(S.conv);
+
+  async function api(path, { method = 'GET', body, form } = {}) {
+    const init = { method, headers: headers(), cache: 'no-store' };
+    if (form) init.body = form;
+    else if (body !== undefined) { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
+    const r = await fetch(path, init);
+    const text = await r.text();
+    const data = text ? JSON.parse(text) : null;
+    if (!r.ok) {
+      const err = new Error((data && data.error && data.error.message) || r.statusText);
+      err.status = r.status; err.data = data; throw err;
+    }
+    return data;
+  }
+  function notice(text, kind) {
+    const n = $('#notice');
+    n.hidden = !text; n.textContent = text || ''; n.className = kind || '';
+  }
+  const fmt = (n) => Number(n || 0).toLocaleString('en-US');
+  const uuid = () => (crypto.randomUUID ? crypto.randomUUID()
+    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join(''));
+  const textOf = (entry) => {
+    const c = entry && entry.content;
+    if (typeof c === 'string') return c;
+    if (Array.isArray(c)) return c.map((p) => p.text || '').join('');
+    return '';
+  };
+
+  // ---- downloads (the token goes in a header, so files come through fetch and a blob)
+  async function download(path) {
+    try {
+      const r = await fetch(path, { headers: headers() });
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      const m = /filename="([^"]+)"/.exec(r.headers.get('content-disposition') || '');
+      const url = URL.createObjectURL(await r.blob());
+      const a = el('a', { href: url, download: m ? m[1] : path.split('/').pop() });
+      document.body.append(a); a.click(); a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) { notice('Download failed: ' + e.message, 'error'); }
+  }
+
+  // ---- sidebar
+  async function loadList() {
+    let list;
+    try { list = await api('/api/v1/conversations'); } catch (e) { return authError(e); }
+    const ul = $('#conv-list');
+    ul.replaceChildren(...list.items.map((c) => convItem(c)));
+  }
+  function convItem(c) {
+    const title = c.title || 'Untitled ' + c.id.slice(0, 8);
+    const li = el('li', { class: c.id === S.conv ? 'current' : null, 'data-id': c.id });
+    const open = el('button', { type: 'button', class: 'open', text: title, title,
+      'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) });
+    const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status });
+    const rename = el('button', { type: 'button', class: 'small', text: 'Rename', 'aria-label': 'Rename ' + title,
+      onclick: () => {
+        const input = el('input', { type: 'text', value: c.title || '', 'aria-label': 'New title' });
+        input.addEventListener('keydown', async (ev) => {
+          if (ev.key === 'Escape') return loadList();
+          if (ev.key !== 'Enter') return;
+          ev.preventDefault();
+          await api('/api/v1/conversations/' + c.id, { method: 'PATCH', body: { title: input.value.trim() } });
+          if (c.id === S.conv) $('#conv-title').textContent = input.value.trim() || 'Untitled';
+          loadList();
+        });
+        open.replaceWith(input); input.focus();
+      } });
+    let armed = false;
+    const del = el('button', { type: 'button', class: 'small', text: 'Delete', 'aria-label': 'Delete ' + title,
+      onclick: async () => {
+        if (!armed) { armed = true; del.textContent = 'Really delete?'; setTimeout(() => { armed = false; del.textContent = 'Delete'; }, 4000); return; }
+        try {
+          await api('/api/v1/conversations/' + c.id, { method: 'DELETE' });
+          if (c.id === S.conv) openConv(null);
+          loadList();
+        } catch (e) { notice(e.message, 'error'); }
+      } });
+    li.append(...[open, el('span', { class: 'meta', text: c.mode }), badge, rename, del].filter(Boolean));
+    return li;
+  }
+  function authError(e) {
+    if (e.status === 401) notice('No valid token: open the URL the server printed (it ends with #token=…).', 'error');
+    else notice(e.message, 'error');
+  }
+
+  // ---- opening a conversation
+  async function openConv(id) {
+    S.gen += 1; if (S.abort) S.abort.abort();
+    Object.assign(S, { conv: id, meta: null, entries: [], bySeq: new Set(), maxSeq: 0, lastId: null,
+      running: null, live: null, lastError: null, cancelled: false });
+    S.turnEls = new Map();
+    const url = new URL(location.href);
+    if (id) url.searchParams.set('conversation', id); else url.searchParams.delete('conversation');
+    history.replaceState(null, '', url);
+    $('#transcript').replaceChildren();
+    notice('');
+    setMeter(null);
+    document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
+    restoreDraft();
+    if (!id) { $('#conv-title').textContent = 'New conversation'; renderAll(); updateControls(); return; }
+    const gen = S.gen;
+    try {
+      S.meta = await api(base());
+      const t0 = performance.now();
+      const msgs = await api(base() + '/messages');
+      if (gen !== S.gen) return;
+      for (const m of msgs.entries) addEntry(m, false);
+      S.lastId = String(S.maxSeq);
+      renderAll();
+      document.body.dataset.renderMs = String(Math.round(performance.now() - t0));
+      document.body.dataset.entries = String(S.entries.length);
+      if (S.meta.status === 'running') S.running = S.meta.active_run_id;
+      showMeta(); updateControls();
+      api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
+      stream(gen);
+    } catch (e) { authError(e); }
+  }
+  function showMeta() {
+    const m = S.meta; if (!m) return;
+    $('#conv-title').textContent = m.title || 'Untitled ' + m.id.slice(0, 8);
+    const radio = document.querySelector('#mode input[value="' + m.mode + '"]');
+    if (radio) radio.checked = true;
+  }
+  async function refreshMeta() {
+    if (!S.conv) return;
+    try { S.meta = await api(base()); } catch (e) { return; }
+    if (!S.running && S.meta.status === 'running') S.running = S.meta.active_run_id;
+    showMeta(); updateControls(); loadList();
+  }
+
+  // ---- the event stream: fetch + ReadableStream (the token stays in a header), reconnecting
+  // with the last event id, backoff doubling up to 10 s.
+  async function stream(gen) {
+    let backoff = 500;
+    while (gen === S.gen) {
+      const ctrl = new AbortController(); S.abort = ctrl;
+      try {
+        const h = headers(); if (S.lastId) h['Last-Event-ID'] = S.lastId;
+        const r = await fetch(base() + '/events', { headers: h, signal: ctrl.signal, cache: 'no-store' });
+        if (r.status === 404 || r.status === 401) { notice('The event stream is refused (' + r.status + ').', 'error'); return; }
+        if (!r.ok) throw new Error('HTTP ' + r.status);
+        document.body.dataset.stream = 'open';
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done || gen !== S.gen) break;
+          buf += value.replace(/\r\n?/g, '\n');
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i); buf = buf.slice(i + 2);
+            if (frame(block)) backoff = 500;
+          }
+        }
+      } catch (e) { if (gen !== S.gen) return; }
+      if (gen !== S.gen) return;
+      document.body.dataset.stream = 'reconnecting';
+      await new Promise((res) => setTimeout(res, backoff));
+      backoff = Math.min(backoff * 2, 10000);
+    }
+  }
+  function frame(block) {
+    let id = null; let event = 'message'; const data = [];
+    for (const line of block.split('\n')) {
+      if (!line || line.startsWith(':')) continue;
+      const k = line.indexOf(':');
+      const field = k < 0 ? line : line.slice(0, k);
+      const value = k < 0 ? '' : line.slice(k + 1).replace(/^ /, '');
+      if (field === 'id') id = value; else if (field === 'event') event = value; else if (field === 'data') data.push(value);
+    }
+    if (!data.length) return false;
+    let d; try { d = JSON.parse(data.join('\n')); } catch (e) { return false; }
+    if (id && event !== 'sync') S.lastId = id;
+    onEvent(event, d);
+    return true;
+  }
+  function onEvent(name, d) {
+    const live = () => (S.live = S.live || { round: 0, text: '', calls: new Map(), plan: null });
+    switch (name) {
+      case 'entry': addEntry(d, true); break;
+      case 'run_started': S.running = d.run_id; S.lastError = null; S.cancelled = false; S.live = null; notice(''); updateControls(); loadList(); break;
+      case 'round_started': S.running = S.running || d.run_id; S.live = { round: d.round, text: '', calls: new Map(), plan: null }; break;
+      case 'text_delta': live().text += d.text; scheduleLive(); break;
+      case 'plan': live().plan = d; scheduleLive(); break;
+      case 'tool_call_started': live().calls.set(d.call_id, { name: d.name, arguments: d.arguments }); scheduleLive(); break;
+      case 'tool_result': if (S.live) S.live.calls.delete(d.call_id); scheduleLive(); break;
+      case 'context_status': setMeter(d); break;
+      case 'context_compressed': live().compressed = d; scheduleLive(); break;
+      case 'sync': {
+        S.running = d.run_id;
+        const calls = new Map((d.open_tool_calls || []).map((c) => [c.call_id, c]));
+        S.live = { round: d.round, text: d.text_so_far || '', calls, plan: null };
+        updateControls(); scheduleLive(); break;
+      }
+      case 'error': S.lastError = d; notice(d.message + (d.resumable ? ' (Continue goes on from here)' : ''), 'error'); break;
+      case 'cancelled': S.cancelled = true; notice('Stopped. Continue picks the answer up where it was cut.'); break;
+      case 'finished': S.running = null; S.live = null; rerenderLast(); refreshMeta(); break;
+      case 'reset': openConv(S.conv); break;
+      default: break;
+    }
+  }
+  function addEntry(m, render) {
+    if (S.bySeq.has(m.seq) || m.seq <= S.maxSeq) return;
+    S.bySeq.add(m.seq); S.maxSeq = m.seq;
+    const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null,
+      usage: m.usage || m.entry.usage || null, inWindow: m.in_window, dropped: m.dropped_reason || null });
+    S.entries.push(e);
+    if (S.live && e.role === 'assistant') S.live.text = '';
+    if (S.live && e.role === 'tool') S.live.calls.delete(e.tool_call_id);
+    if (!render) return;
+    if (e.role === 'user' && !isContinue(e)) renderAll(); else rerenderLast();
+  }
+  // Entries the loop wrote (a `continue`, a format correction, a compaction) are not turns.
+  const isContinue = (e) => ['continue', 'format_error', 'compact_boundary', 'compaction'].includes(e.kind);
+
+  // ---- turns: a user message and everything up to the next one
+  function turns() {
+    const out = []; let cur = null;
+    for (const e of S.entries) {
+      if (e.role === 'user' && !isContinue(e)) { cur = { user: e, rest: [] }; out.push(cur); }
+      else if (cur) cur.rest.push(e);
+      else out.push({ user: null, rest: [e] });
+    }
+    return out;
+  }
+  function renderAll() {
+    const box = $('#transcript');
+    const list = turns();
+    if (!list.length) { box.replaceChildren(emptyState()); return; }
+    const frag = document.createDocumentFragment();
+    S.turnEls = new Map();
+    list.forEach((t, i) => { const n = renderTurn(t, i === list.length - 1); S.turnEls.set(i, n); frag.append(n); });
+    box.replaceChildren(frag);
+    box.scrollTop = box.scrollHeight;
+  }
+  function rerenderLast() {
+    const list = turns();
+    if (!list.length) return renderAll();
+    const i = list.length - 1; const old = S.turnEls.get(i);
+    if (!old) return renderAll();
+    const stick = $('#transcript').scrollHeight - $('#transcript').scrollTop - $('#transcript').clientHeight < 80;
+    const n = renderTurn(list[i], true);
+    old.replaceWith(n); S.turnEls.set(i, n);
+    if (stick) $('#transcript').scrollTop = $('#transcript').scrollHeight;
+    updateControls();
+  }
+  let liveTimer = 0;
+  function scheduleLive() { if (!liveTimer) liveTimer = requestAnimationFrame(() => { liveTimer = 0; rerenderLast(); }); }
+  function emptyState() {
+    const box = el('div', { class: 'empty' }, el('p', { text: 'Ask a question about your data. Upload files with the Upload button or by dropping them on the message box.' }));
+    if (S.demo.length) box.append(el('p', { text: 'Recorded demo questions:' }), el('div', { class: 'chips questions' },
+      S.demo.map((q) => el('button', { type: 'button', text: q, onclick: () => fill(q) }))));
+    return box;
+  }
+  function fill(q) { const i = $('#input'); i.value = q; i.focus(); saveDraft(); }
+
+  function renderTurn(t, last) {
+    const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
+    if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))));
+    if (t.user && t.user.inWindow === false) {
+      art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
+    }
+    const markers = t.rest.filter((e) => /compact/.test(e.kind || '')).map((e) => el('div', { class: 'marker', role: 'note', text: 'Conversation compacted: earlier turns are summarised for the model.' }));
+    const assistant = t.rest.filter((e) => e.role === 'assistant');
+    const liveHere = last && S.live && S.running;
+    if (!assistant.length && !liveHere) { art.append(...markers); return art; }
+    art.append(answer(t, assistant, liveHere ? S.live : null, markers));
+    return art;
+  }
+  function userText(text) {
+    const frag = document.createDocumentFragment();
+    const re = /<file_ref>([^<]{1,200})<\/file_ref>/g; let at = 0; let m;
+    while ((m = re.exec(text))) {
+      frag.append(text.slice(at, m.index));
+      const id = m[1].trim();
+      frag.append(el('button', { type: 'button', class: 'file-ref', 'data-file-ref': id, text: '📎 ' + id,
+        'aria-label': 'Download uploaded file ' + id, onclick: () => download(base() + '/uploads/' + encodeURIComponent(id)) }));
+      at = re.lastIndex;
+    }
+    frag.append(text.slice(at));
+    return frag;
+  }
+  // Reads a string field out of a JSON answer still streaming (a partial JSON document).
+  function partialField(text, key) {
+    const m = new RegExp('"' + key + '"\\s*:\\s*"').exec(text);
+    if (!m) return null;
+    let i = m.index + m[0].length; let raw = '';
+    while (i < text.length) {
+      const c = text[i];
+      if (c === '\\') { if (i + 1 >= text.length) break; raw += c + text[i + 1]; i += 2; continue; }
+      if (c === '"') break;
+      raw += c; i += 1;
+    }
+    raw = raw.replace(/\\u[0-9a-fA-F]{0,3}$/, '');
+    try { return JSON.parse('"' + raw + '"'); } catch (e) { return raw; }
+  }
+
+  function planOf(e) {
+    const text = textOf(e).trim();
+    if (!text.startsWith('{')) return null;
+    let v = null; try { v = JSON.parse(text); } catch (err) { v = null; }
+    const ta = v ? v.task_analysis : partialField(text, 'task_analysis');
+    const ep = v ? v.execution_plan : partialField(text, 'execution_plan');
+    return ta || ep ? { metadata: { task_analysis: ta || '', execution_plan: ep || '' } } : null;
+  }
+  function answer(t, assistant, live, markers) {
+    const box = el('div', { class: 'answer', 'data-role': 'assistant' }, markers);
+    for (const e of assistant) {
+      if (e.context && e.context.compressed) {
+        box.append(el('div', { class: 'marker', role: 'note', text: 'Context compressed before round ' + (e.round || '?') + ': ' +
+          (e.context.strategies || []).join(', ') + '; ' + e.context.dropped + ' entries left out (' + fmt(e.context.tokens_before) + ' → ' + fmt(e.context.tokens_after) + ' tokens)' }));
+      }
+    }
+    if (live && live.compressed) box.append(el('div', { class: 'marker', role: 'note', text: 'Context compressed for round ' + live.compressed.round + ': ' + live.compressed.dropped + ' entries left out' }));
+    // A tool-call round's entry holds the structured answer as its text: read its analysis and
+    // plan out of it (never shown raw).
+    const apis = assistant.map((e) => e.api || planOf(e)).filter(Boolean);
+    const lastApi = apis[apis.length - 1];
+    const final = [...assistant].reverse().find((e) => e.api && e.api.metadata.action_type === 'complete');
+    const structuredLive = live && live.text.trimStart().startsWith('{');
+    let analysis = lastApi ? lastApi.metadata.task_analysis : '';
+    let plan = lastApi ? lastApi.metadata.execution_plan : '';
+    if (live && !final) {
+      if (live.plan) { analysis = live.plan.task_analysis || analysis; plan = live.plan.execution_plan || plan; }
+      if (structuredLive) { analysis = partialField(live.text, 'task_analysis') || analysis; plan = partialField(live.text, 'execution_plan') || plan; }
+    }
+    // 1. task_analysis (blue, collapsible): every round's reading, newest last.
+    if (analysis) {
+      const rounds = apis.map((a) => a.metadata.task_analysis).filter(Boolean);
+      if (!rounds.length || rounds[rounds.length - 1] !== analysis) rounds.push(analysis);
+      box.append(el('details', { class: 'box ta', 'data-component': 'task_analysis', open: true },
+        el('summary', { text: 'Task analysis' }), rounds.map((r) => el('p', { text: r }))));
+    }
+    // 2. execution_plan (orange, fixed)
+    if (plan) {
+      const steps = plan.split(/;\s*/).filter((s) => s.trim());
+      box.append(el('div', { class: 'box plan', 'data-component': 'execution_plan' },
+        el('div', { class: 'title', text: 'Execution plan' }), el('ol', {}, steps.map((s) => el('li', { text: s.trim() })))));
+    }
+    // 3. tool_call_status: a spinner per running call, then ✓/✗, duration, observation.
+    const results = new Map(t.rest.filter((e) => e.role === 'tool').map((e) => [e.tool_call_id, e]));
+    const calls = [];
+    for (const e of assistant) for (const c of e.tool_calls || []) calls.push({ id: c.id, name: c.function ? c.function.name : c.name });
+    if (live) for (const [id, c] of live.calls) if (!calls.some((x) => x.id === id)) calls.push({ id, name: c.name });
+    if (calls.length) {
+      const ul = el('ul');
+      for (const c of calls) {
+        const r = results.get(c.id);
+        if (r) {
+          const bad = r.is_error === true;
+          ul.append(el('li', { 'data-call': c.id, 'data-state': bad ? 'failed' : 'done' },
+            el('span', { class: bad ? 'fail' : 'ok', text: bad ? '✗ ' : '✓ ' }), c.name + (r.duration_ms != null ? ' · ' + fmt(r.duration_ms) + ' ms' : ''),
+            el('details', {}, el('summary', { text: 'Observation' }), el('pre', { text: textOf(r).slice(0, 20000) }))));
+        } else if (S.running && live) {
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'running' }, el('span', { class: 'spinner', role: 'img', 'aria-label': 'running' }), ' ' + c.name + ' running…'));
+        } else {
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'pending' }, '… ' + c.name + ' not run yet (Resume runs it)'));
+        }
+      }
+      box.append(el('div', { class: 'box tools', 'data-component': 'tool_call_status' }, el('div', { class: 'title', text: 'Tool calls' }), ul));
+    }
+    // 4. final_report: always present.
+    box.append(report(final, assistant, live, structuredLive));
+    const md = final ? final.api.metadata : null;
+    // 5. code_blocks
+    if (md && md.code_refs && md.code_refs.length) {
+      box.append(el('div', { class: 'code-list', 'data-component': 'code_blocks' },
+        el('div', { class: 'title', text: 'Code in this answer' }),
+        el('div', { class: 'chips' }, [...md.code_refs].sort((a, b) => a.index - b.index).map((c) => codeButtons(c)))));
+    }
+    // 6. recommended_questions
+    if (md && md.recommended_questions && md.recommended_questions.length) {
+      box.append(el('div', { class: 'chips questions', 'data-component': 'recommended_questions', role: 'group', 'aria-label': 'Recommended questions' },
+        md.recommended_questions.map((q) => el('button', { type: 'button', text: q, onclick: () => fill(q) }))));
+    }
+    // 7. download_links
+    if (md && md.download_links && md.download_links.length) {
+      box.append(el('div', { class: 'chips', 'data-component': 'download_links', role: 'group', 'aria-label': 'Downloads' },
+        md.download_links.map((name) => el('button', { type: 'button', text: '⬇ ' + name, onclick: () => download(base() + '/files/' + encodeURIComponent(name)) }))));
+    }
+    const usage = assistant.map((e) => e.usage).filter(Boolean);
+    if (usage.length) {
+      const sum = (k) => usage.reduce((n, u) => n + (u[k] || 0), 0);
+      box.append(el('div', { class: 'usage', text: 'Tokens: ' + fmt(sum('input_tokens')) + ' in · ' + fmt(sum('output_tokens')) + ' out · ' + usage.length + ' model call' + (usage.length > 1 ? 's' : '') }));
+    }
+    return box;
+  }
+  function codeButtons(c) {
+    return el('span', { class: 'chip' }, c.language + ' · ' + (c.description || c.code_id) + ' ',
+      el('button', { type: 'button', text: 'View', 'aria-label': 'View code ' + c.code_id, onclick: () => viewCode(c) }),
+      el('button', { type: 'button', text: 'Download', 'aria-label': 'Download code ' + c.code_id, onclick: () => download(base() + '/code/' + encodeURIComponent(c.code_id) + '/download') }));
+  }
+  async function viewCode(c) {
+    const d = $('#code-dialog');
+    $('#code-title').textContent = c.language + ' · ' + (c.description || c.code_id);
+    const body = $('#code-body'); body.textContent = 'Loading…';
+    d.showModal();
+    try { const r = await api(base() + '/code/' + encodeURIComponent(c.code_id)); body.replaceChildren(highlight(r.code, c.language)); } catch (e) { body.textContent = e.message; }
+  }
+  function report(final, assistant, live, structuredLive) {
+    const box = el('div', { class: 'report', 'data-component': 'final_report' });
+    if (final) {
+      const md = final.api.metadata;
+      if (md.content_type === 'html') box.append(reportFrame(final.api.response));
+      else if (final.html) { box.innerHTML = final.html; placeholders(box, md); } // sanitised by the server
+      else box.textContent = final.api.response;
+      return box;
+    }
+    const lastA = assistant[assistant.length - 1];
+    if (live) {
+      box.classList.add('streaming');
+      if (!structuredLive && live.text) box.textContent = live.text;
+      else box.textContent = 'Working… (round ' + (live.round || 1) + ')';
+      return box;
+    }
+    if (lastA && lastA.llm_error) {
+      const e = lastA.llm_error;
+      box.append(el('div', { class: 'error', text: (e.kind === 'cancelled' ? 'Stopped' : 'The model failed: ' + e.message) + '. Continue goes on from here.' }));
+    } else if (lastA && !lastA.api && !(lastA.tool_calls || []).length) {
+      box.textContent = textOf(lastA);
+    } else {
+      box.textContent = S.running ? 'Working…' : 'No answer yet.';
+    }
+    return box;
+  }
+  // {{CODE:N}} → the code block at its place; {{FILE:N}} → the file reference.
+  function placeholders(root, md) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const hits = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) if (/\{\{(CODE|FILE):\d+\}\}/.test(n.nodeValue)) hits.push(n);
+    for (const n of hits) {
+      const frag = document.createDocumentFragment();
+      const parts = n.nodeValue.split(/(\{\{(?:CODE|FILE):\d+\}\})/);
+      for (const p of parts) {
+        const m = /^\{\{(CODE|FILE):(\d+)\}\}$/.exec(p);
+        if (!m) { frag.append(p); continue; }
+        const i = Number(m[2]);
+        if (m[1] === 'CODE') {
+          const c = (md.code_refs || []).find((x) => x.index === i);
+          frag.append(c ? codeBlock(c) : p);
+        } else {
+          const f = (md.file_refs || []).find((x) => x.index === i);
+          frag.append(f ? el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.file_id,
+            text: '📎 ' + (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + fmt(f.size_bytes) + ' bytes)' : ''),
+            onclick: () => download(base() + '/uploads/' + encodeURIComponent(f.file_id)) }) : p);
+        }
+      }
+      // A placeholder alone in its paragraph: the block replaces the paragraph.
+      const parent = n.parentNode;
+      if (parent.nodeName === 'P' && parent.childNodes.length === 1 && parts.filter((x) => x.trim()).length === 1 && frag.firstElementChild && frag.firstElementChild.tagName === 'FIGURE') parent.replaceWith(frag);
+      else n.replaceWith(frag);
+    }
+  }
+  const codeCache = new Map();
+  function codeBlock(c) {
+    const pre = el('pre', {}, el('code', { text: 'Loading code…' }));
+    const fig = el('figure', { class: 'code-block', 'data-code-id': c.code_id },
+      el('figcaption', {}, el('span', { class: 'lang', text: c.language }), el('span', { class: 'desc', text: c.description }),
+        el('button', { type: 'button', text: 'View', 'aria-label': 'View code ' + c.code_id, onclick: () => viewCode(c) }),
+        el('button', { type: 'button', text: 'Download', 'aria-label': 'Download code ' + c.code_id, onclick: () => download(base() + '/code/' + encodeURIComponent(c.code_id) + '/download') })),
+      pre);
+    const key = S.conv + '/' + c.code_id;
+    if (!codeCache.has(key)) codeCache.set(key, api(base() + '/code/' + encodeURIComponent(c.code_id)).then((r) => r.code));
+    codeCache.get(key).then((code) => pre.firstChild.replaceChildren(highlight(code, c.language)))
+      .catch((e) => { pre.firstChild.textContent = 'The code could not be read: ' + e.message; });
+    return fig;
+  }
+  const KW = new Set(('def return import from for in if elif else while class and or not none true false as with lambda try except raise ' +
+    'select where group by order join left right inner on case when then end limit having distinct union insert update delete create table ' +
+    'function const let var new async await of null undefined fn pub use struct impl match mut print').split(' '));
+  function highlight(code, lang) {
+    const com = /^(sql)$/i.test(lang) ? '--[^\n]*' : /^(javascript|typescript|java|c|cpp|go|rust|php)$/i.test(lang) ? '//[^\n]*' : '#[^\n]*';
+    const re = new RegExp('(' + com + ')|("(?:[^"\\\\\\n]|\\\\.)*"|\'(?:[^\'\\\\\\n]|\\\\.)*\')|(\\b\\d+(?:\\.\\d+)?\\b)|([A-Za-z_]\\w*)', 'g');
+    const frag = document.createDocumentFragment(); let at = 0; let m;
+    while ((m = re.exec(code))) {
+      if (m.index > at) frag.append(code.slice(at, m.index));
+      const cls = m[1] ? 'tk-com' : m[2] ? 'tk-str' : m[3] ? 'tk-num' : KW.has(m[4].toLowerCase()) ? 'tk-kw' : null;
+      frag.append(cls ? el('span', { class: cls, text: m[0] }) : m[0]);
+      at = re.lastIndex;
+    }
+    frag.append(code.slice(at));
+    return frag;
+  }
+  // An HTML report: parsed inertly, external scripts dropped, inline scripts given the
+  // page's nonce, a stricter CSP (no network) put first, then shown in a frame sandboxed to
+  // an opaque origin (allow-scripts only): it cannot read the page, its storage or its token.
+  function reportFrame(html) {
+    const doc = new DOMParser().parseFromString(html, 'text/html');
+    doc.querySelectorAll('script[src], base, meta[http-equiv], link, object, embed').forEach((n) => n.remove());
+    doc.querySelectorAll('script').forEach((s) => s.setAttribute('nonce', nonce));
+    const echarts = location.origin + '/assets/echarts.min.js';
+    const csp = doc.createElement('meta');
+    csp.setAttribute('http-equiv', 'Content-Security-Policy');
+    csp.setAttribute('content', "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'");
+    const boot = doc.createElement('script'); boot.setAttribute('nonce', nonce);
+    boot.textContent = "addEventListener('load',function(){setTimeout(function(){parent.postMessage({baReportHeight:document.documentElement.scrollHeight},'*')},50)})";
+    const add = [csp, boot];
+    if (S.echarts) { const s = doc.createElement('script'); s.setAttribute('src', echarts); s.setAttribute('nonce', nonce); add.push(s); }
+    doc.head.prepend(...add);
+    const wrap = el('div', { class: 'html-report' });
+    if (!S.echarts && /echarts/i.test(html)) {
+      wrap.append(el('p', { class: 'error', text: 'This report draws ECharts charts, but ECharts is not installed on this server: run `cargo xtask assets` (it fetches the npm registry\'s echarts package into target/assets), then restart `ba-agent serve`.' }));
+    }
+    const frame = el('iframe', { sandbox: 'allow-scripts', title: 'Report (HTML, sandboxed)', referrerpolicy: 'no-referrer' });
+    frame.srcdoc = '<!doctype html>' + doc.documentElement.outerHTML;
+    wrap.append(frame);
+    return wrap;
+  }
+  window.addEventListener('message', (ev) => {
+    const h = ev.data && ev.data.baReportHeight;
+    if (typeof h !== 'number') return;
+    for (const f of document.querySelectorAll('.report iframe')) {
+      if (f.contentWindow === ev.source) f.style.height = Math.min(Math.max(h + 20, 200), 3000) + 'px';
+    }
+  });
+
+  // ---- context meter (seed 002)
+  function setMeter(u) {
+    const m = $('#meter');
+    const used = u ? u.used : 0; const total = u ? u.total : 0; const pct = u ? u.percent : 0;
+    m.dataset.status = u ? u.status : 'normal';
+    m.querySelector('.fill').style.width = Math.min(100, pct || 0) + '%';
+    $('#meter-text').textContent = 'context ' + fmt(used) + ' / ' + fmt(total) + (u ? ' · ' + u.status : '');
+    m.setAttribute('aria-label', 'Context: ' + fmt(used) + ' of ' + fmt(total) + ' tokens used (' + Math.round(pct || 0) + '%), ' + (u ? u.status : 'normal') + '. Show what the model no longer sees.');
+  }
+  const reason = (r) => String(typeof r === 'object' ? JSON.stringify(r) : r).replace(/_/g, ' ');
+  async function showContext() {
+    const body = $('#context-body'); body.replaceChildren(el('p', { text: 'Loading…' }));
+    $('#context-dialog').showModal();
+    if (!S.conv) { body.replaceChildren(el('p', { text: 'No conversation yet.' })); return; }
+    try {
+      const c = await api(base() + '/context');
+      const u = c.usage; const r = c.record;
+      const rows = [el('p', { text: 'The last model call used ' + fmt(u.used) + ' of ' + fmt(u.total) + ' tokens (' + Math.round(u.percent) + '%, ' + u.status + '); ' + fmt(c.budget.reserved_for_response) + ' are kept for the answer.' })];
+      if (!r) rows.push(el('p', { text: 'No model call yet: the model sees the whole conversation.' }));
+      else if (!r.compressed && !r.dropped) rows.push(el('p', { text: 'Nothing is left out: the model sees the whole conversation (' + fmt(r.system_tokens) + ' tokens of system prompt).' }));
+      else {
+        rows.push(el('p', { text: 'The model no longer sees ' + r.dropped + ' entr' + (r.dropped === 1 ? 'y' : 'ies') + ' of this conversation: the window went over its trigger and was compressed from ' + fmt(r.tokens_before) + ' to ' + fmt(r.tokens_after) + ' tokens.' }));
+        rows.push(el('p', { text: 'Why: ' + ((r.strategies || []).join(', ') || 'compression') + '.' }));
+        if ((r.skills_reinjected || []).length) rows.push(el('p', { text: 'Skills put back into the system prompt: ' + r.skills_reinjected.join(', ') }));
+        rows.push(el('p', { text: 'Everything stays in the log and on this page; only the model’s view is shortened.' }));
+      }
+      // Entry by entry: what the next call leaves out, and why (from /messages).
+      const msgs = await api(base() + '/messages');
+      const out = msgs.entries.filter((m) => m.in_window === false);
+      if (out.length) {
+        rows.push(el('p', { text: 'Left out of the next call:' }), el('ul', {}, out.slice(-50).map((m) =>
+          el('li', { text: '#' + m.seq + ' ' + m.entry.role + ': ' + textOf(m.entry).slice(0, 80) + ' — ' + reason(m.dropped_reason || 'outside the window') }))));
+      }
+      body.replaceChildren(...rows);
+    } catch (e) { body.replaceChildren(el('p', { text: e.message })); }
+  }
+
+  // ---- composer
+  function lastEntry() { return S.entries[S.entries.length - 1]; }
+  function updateControls() {
+    const send = $('#send');
+    const running = Boolean(S.running);
+    send.textContent = running ? 'Stop' : 'Send';
+    send.classList.toggle('stop', running);
+    send.setAttribute('aria-label', running ? 'Stop the run' : 'Send the message');
+    const st = S.meta ? S.meta.status : 'idle';
+    const last = lastEntry();
+    const cut = last && last.role === 'assistant' && last.llm_error;
+    $('#continue').hidden = running || !((S.lastError && S.lastError.resumable) || S.cancelled || st === 'failed' || cut);
+    $('#resume').hidden = running || st !== 'interrupted' || Boolean(cut);
+  }
+  // A conversation is created by the first message or upload; the draft moves with it.
+  async function ensureConv() {
+    if (S.conv) return;
+    const mode = (document.querySelector('#mode input:checked') || {}).value || 'agent';
+    const c = await api('/api/v1/conversations', { method: 'POST', body: { mode } });
+    saveDraft();
+    sessionStorage.setItem('ba-draft:' + c.id, sessionStorage.getItem(draftKey()) || '');
+    sessionStorage.removeItem(draftKey());
+    await openConv(c.id); loadList();
+  }
+  async function start(input) {
+    await ensureConv();
+    const body = { request_id: uuid(), input };
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const r = await api(base() + '/runs', { method: 'POST', body });
+        S.running = r.run_id; S.lastError = null; S.cancelled = false; notice(''); updateControls();
+        return true;
+      } catch (e) {
+        if (e.status === 409) { notice('A run is already going on in this conversation.'); S.running = e.data && e.data.error && e.data.error.active_run_id || S.running; updateControls(); return false; }
+        if (e.status || attempt >= 2) { notice(e.message, 'error'); return false; }
+        await new Promise((res) => setTimeout(res, 500 * (attempt + 1))); // same request_id: never a second run
+      }
+    }
+  }
+  async function submit(ev) {
+    if (ev) ev.preventDefault();
+    if (S.running) {
+      try { await api(base() + '/runs/' + encodeURIComponent(S.running) + '/cancel', { method: 'POST' }); } catch (e) { notice(e.message, 'error'); }
+      return;
+    }
+    const text = $('#input').value.trim();
+    if (!text) { $('#input').focus(); return; }
+    const upload_ids = S.attachments.map((a) => a.id);
+    if (await start({ type: 'message', text, upload_ids })) { $('#input').value = ''; S.attachments = []; showAttachments(); }
+  }
+  async function upload(files) {
+    await ensureConv();
+    for (const f of files) {
+      const form = new FormData(); form.append('file', f, f.name);
+      try { const meta = await api(base() + '/uploads', { method: 'POST', form }); S.attachments.push(meta); }
+      catch (e) { notice('Upload of ' + f.name + ' failed: ' + e.message, 'error'); }
+    }
+    showAttachments();
+  }
+  // The draft and its attachments survive a reload (per conversation, this tab only).
+  const draftKey = () => 'ba-draft:' + (S.conv || 'new');
+  function saveDraft() {
+    sessionStorage.setItem(draftKey(), JSON.stringify({ text: $('#input').value, attachments: S.attachments }));
+  }
+  function restoreDraft() {
+    let d = null; try { d = JSON.parse(sessionStorage.getItem(draftKey()) || 'null'); } catch (e) { d = null; }
+    $('#input').value = (d && d.text) || '';
+    S.attachments = (d && Array.isArray(d.attachments)) ? d.attachments : [];
+    showAttachments();
+  }
+  function showAttachments() {
+    $('#attachments').replaceChildren(...S.attachments.map((a) => el('span', { class: 'chip', 'data-upload-id': a.id },
+      '📎 ' + a.name + ' (' + a.id + ') ',
+      el('button', { type: 'button', text: '×', 'aria-label': 'Remove ' + a.name, onclick: () => { S.attachments = S.attachments.filter((x) => x !== a); showAttachments(); } }))));
+    saveDraft();
+  }
+
+  function init() {
+    $('#composer').addEventListener('submit', submit);
+    $('#input').addEventListener('input', saveDraft);
+    $('#input').addEventListener('keydown', (ev) => { if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) submit(ev); });
+    $('#continue').addEventListener('click', () => start({ type: 'continue' }));
+    $('#resume').addEventListener('click', () => start({ type: 'resume' }));
+    $('#upload').addEventListener('click', () => $('#file').click());
+    $('#file').addEventListener('change', (ev) => { upload([...ev.target.files]); ev.target.value = ''; });
+    const comp = $('#composer');
+    comp.addEventListener('dragover', (ev) => { ev.preventDefault(); comp.classList.add('drop'); });
+    comp.addEventListener('dragleave', () => comp.classList.remove('drop'));
+    comp.addEventListener('drop', (ev) => { ev.preventDefault(); comp.classList.remove('drop'); if (ev.dataTransfer.files.length) upload([...ev.dataTransfer.files]); });
+    $('#new-conv').addEventListener('click', () => openConv(null));
+    $('#meter').addEventListener('click', showContext);
+    document.querySelectorAll('#mode input').forEach((r) => r.addEventListener('change', async () => {
+      if (!S.conv) return;
+      try { S.meta = await api(base(), { method: 'PATCH', body: { mode: r.value } }); loadList(); } catch (e) { notice(e.message, 'error'); }
+    }));
+    if (!token) notice('No token: open the URL the server printed (it ends with #token=…).', 'error');
+    api('/api/v1/demo/questions').then((q) => { S.demo = q || []; if (!S.entries.length) renderAll(); }).catch(() => {});
+    loadList();
+    // ECharts first: a report drawn before we know whether it is served would lack it.
+    fetch('/page/status').then((r) => r.json()).then((s) => { S.echarts = Boolean(s.echarts); })
+      .catch(() => {}).finally(() => { document.body.dataset.echarts = S.echarts ? 'yes' : 'missing'; openConv(S.conv); });
+  }
+  init();
+})();

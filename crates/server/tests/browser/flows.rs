@@ -1,0 +1,530 @@
+//! What a business analyst does all day: ask, read the answer in §七 order, click a
+//! recommended question, chart, upload, stop and continue, reload mid-run.
+
+use std::time::Duration;
+
+use fantoccini::Locator;
+use serde_json::Value;
+
+use crate::harness::*;
+
+const ORDER: [&str; 7] = [
+    "task_analysis",
+    "execution_plan",
+    "tool_call_status",
+    "final_report",
+    "code_blocks",
+    "recommended_questions",
+    "download_links",
+];
+
+const COMPONENTS: &str = "return [...document.querySelectorAll('.answer')].pop() \
+    ? [...[...document.querySelectorAll('.answer')].pop().querySelectorAll('[data-component]')].map(e => e.dataset.component) : []";
+
+fn assert_in_order(found: &Value) {
+    let found: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let ranks: Vec<usize> = found
+        .iter()
+        .map(|c| {
+            ORDER
+                .iter()
+                .position(|o| o == c)
+                .unwrap_or_else(|| panic!("unknown component {c}"))
+        })
+        .collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] < w[1]),
+        "components out of §七 order: {found:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_question_is_answered_with_its_components_in_order() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    screenshot(&c, "empty.png").await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "the final report",
+        "return document.querySelector('.report strong') && \
+        document.querySelector('.report').textContent.includes('West beat')",
+    )
+    .await;
+    wait_for(
+        &c,
+        "the code block's code",
+        "const f = document.querySelector('.report figure.code-block code'); \
+        return f && f.textContent.includes('import json') && f.querySelector('.tk-kw')",
+    )
+    .await;
+    let found = js(&c, COMPONENTS).await;
+    assert_in_order(&found);
+    for needed in [
+        "task_analysis",
+        "execution_plan",
+        "tool_call_status",
+        "final_report",
+        "code_blocks",
+        "recommended_questions",
+    ] {
+        assert!(
+            found.as_array().unwrap().iter().any(|v| v == needed),
+            "{needed} missing: {found:?}"
+        );
+    }
+    // Every tool call done, with its duration; usage under the answer.
+    let states = js(
+        &c,
+        "return [...document.querySelectorAll('[data-call]')].map(e => e.dataset.state)",
+    )
+    .await;
+    assert!(states.as_array().unwrap().len() >= 5, "{states:?}");
+    assert!(
+        states.as_array().unwrap().iter().all(|s| s == "done"),
+        "{states:?}"
+    );
+    assert!(
+        js(&c, "return document.querySelector('.usage').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .contains("Tokens:")
+    );
+    // No raw JSON of the structured answer anywhere.
+    assert!(
+        !js(&c, "return document.querySelector('#transcript').innerText")
+            .await
+            .as_str()
+            .unwrap()
+            .contains("\"action\"")
+    );
+    screenshot(&c, "answer.png").await;
+    js(
+        &c,
+        "document.querySelector('[data-component=final_report]').scrollIntoView(); return 1",
+    )
+    .await;
+    screenshot(&c, "answer-report.png").await;
+
+    // A recommended question fills the input.
+    let button = c
+        .find(Locator::Css(
+            "[data-component=recommended_questions] button",
+        ))
+        .await
+        .unwrap();
+    let question = button.text().await.unwrap();
+    button.click().await.unwrap();
+    let value = js(&c, "return document.querySelector('#input').value").await;
+    assert_eq!(value.as_str().unwrap(), question);
+    assert_eq!(js(&c, "return document.activeElement.id").await, "input");
+
+    // (The file input is reached through its Upload button, which opens it.)
+    // Accessibility: every control is reachable by keyboard and every input has a label.
+    let bad = js(
+        &c,
+        "return [...document.querySelectorAll('button, input, textarea, select, summary, a[href]')]
+        .filter(e => e.id !== 'file' && e.offsetParent !== null && e.tabIndex < 0).map(e => e.outerHTML.slice(0, 80))",
+    )
+    .await;
+    assert_eq!(bad, Value::Array(vec![]), "controls out of the tab order");
+    let unlabelled = js(&c, "return [...document.querySelectorAll('input, textarea, select')]
+        .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.outerHTML.slice(0, 80))").await;
+    assert_eq!(unlabelled, Value::Array(vec![]), "inputs without a label");
+    // Tab from the message box reaches the buttons of the composer.
+    c.find(Locator::Css("#input"))
+        .await
+        .unwrap()
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+    assert_eq!(js(&c, "return document.activeElement.id").await, "upload");
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_html_report_draws_its_chart_in_the_sandbox() {
+    let _one = BROWSER.lock().await;
+    if !assets_dir().join(ba_server::ECHARTS_FILE).is_file() {
+        let what = format!(
+            "no {} in {} (run `cargo xtask assets`)",
+            ba_server::ECHARTS_FILE,
+            assets_dir().display()
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{what} (CI is set: a failure, not a skip)"
+        );
+        eprintln!("skipping: {what}");
+        return;
+    }
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    ask(&c, CHART_QUESTION).await;
+    wait_for(&c, "the report's frame", "return document.querySelector('[data-component=final_report] iframe[sandbox=\"allow-scripts\"]')").await;
+    assert_in_order(&js(&c, COMPONENTS).await);
+    let frame = c
+        .find(Locator::Css("[data-component=final_report] iframe"))
+        .await
+        .unwrap();
+    frame.enter_frame().await.unwrap();
+    let painted = wait_for(
+        &c,
+        "a painted canvas",
+        "const c = document.querySelector('canvas'); if (!c) return 0; \
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; \
+        for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) n++; return n > 2000 ? n : 0",
+    )
+    .await;
+    eprintln!("chart: {painted} painted pixels");
+    c.enter_parent_frame().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c.execute(
+        "document.querySelector('[data-component=final_report]').scrollIntoView()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    screenshot(&c, "chart.png").await;
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_becomes_a_file_ref() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        fallback: Some("Your file: <file_ref>upload_001</file_ref>".into()),
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    // Dropped on the composer, as a person drags a file in.
+    js(&c, "const dt = new DataTransfer(); dt.items.add(new File(['region,amount\\nWest,1\\n'], 'notes.csv', {type: 'text/csv'})); \
+        document.querySelector('#composer').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return 1").await;
+    let upload = wait_for(
+        &c,
+        "the attachment",
+        "const a = document.querySelector('[data-upload-id]'); return a && a.dataset.uploadId",
+    )
+    .await;
+    assert_eq!(upload, "upload_001");
+    ask(&c, "What is in my file?").await;
+    wait_for(
+        &c,
+        "the file_ref in the question",
+        "return document.querySelector('.user .file-ref[data-file-ref=upload_001]')",
+    )
+    .await;
+    wait_for(
+        &c,
+        "the file_ref in the answer",
+        "return document.querySelector('.report .file-ref[data-file-ref=upload_001]')",
+    )
+    .await;
+    assert!(
+        js(
+            &c,
+            "return document.querySelector('.user .file-ref').parentNode.textContent"
+        )
+        .await
+        .as_str()
+        .unwrap()
+        .contains("notes.csv")
+    );
+    assert_eq!(
+        js(
+            &c,
+            "return document.querySelectorAll('[data-upload-id]').length"
+        )
+        .await,
+        0
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_then_continue() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        delay: Duration::from_millis(1500),
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    ask(&c, QUESTION).await;
+    wait_for(&c, "Send to become Stop", "return document.querySelector('#send').textContent === 'Stop' && document.querySelector('.user')").await;
+    c.find(Locator::Css("#send"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "Continue", "return !document.querySelector('#continue').hidden && document.querySelector('#send').textContent === 'Send'").await;
+    screenshot(&c, "stopped.png").await;
+    c.find(Locator::Css("#continue"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "the final report", "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat')").await;
+    assert_eq!(
+        js(&c, "return document.querySelectorAll('.turn').length").await,
+        1
+    );
+    assert_eq!(
+        js(
+            &c,
+            "return document.querySelectorAll('[data-component=final_report]').length"
+        )
+        .await,
+        1
+    );
+    assert!(
+        js(&c, "return document.querySelector('#continue').hidden")
+            .await
+            .as_bool()
+            .unwrap()
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_mid_run_resumes_with_no_duplicate() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        delay: Duration::from_millis(700),
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "a finished tool call",
+        "return document.querySelector('[data-call][data-state=done]')",
+    )
+    .await;
+    // A draft typed meanwhile survives the reload.
+    c.find(Locator::Css("#input"))
+        .await
+        .unwrap()
+        .send_keys("a draft")
+        .await
+        .unwrap();
+    c.refresh().await.unwrap();
+    loaded(&c).await;
+    assert_eq!(
+        js(&c, "return document.querySelector('#input').value").await,
+        "a draft"
+    );
+    assert_eq!(
+        js(&c, "return document.querySelector('#send').textContent").await,
+        "Stop"
+    );
+    wait_for(&c, "the final report", "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat')").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        js(&c, "return document.querySelectorAll('.turn').length").await,
+        1
+    );
+    assert_eq!(
+        js(&c, "return document.querySelectorAll('.user').length").await,
+        1
+    );
+    let calls = js(
+        &c,
+        "return [...document.querySelectorAll('[data-call]')].map(e => e.dataset.call)",
+    )
+    .await;
+    let calls: Vec<&str> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut unique = calls.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        calls.len(),
+        unique.len(),
+        "a tool call shown twice: {calls:?}"
+    );
+    assert_in_order(&js(&c, COMPONENTS).await);
+    c.close().await.unwrap();
+}
+
+const FULL: &str = "Show me every part of an answer.";
+
+/// A question answered in two rounds with every component of §七: a tool call, then a report
+/// with a code block, recommended questions and a download link.
+fn full_answer() -> Vec<Value> {
+    let call = serde_json::json!({"task_analysis": "Count the rows first.", "execution_plan": "R1: count; R2: report",
+        "current_round": 1, "action": {"type": "tool_call", "content": [{"tool_name": "query_database",
+        "tool_call_id": "call_full", "arguments": {"query": "SELECT COUNT(*) AS n FROM sales"}}]}});
+    let done = serde_json::json!({"task_analysis": "The count is in.", "execution_plan": "R1: count; R2: report",
+        "current_round": 2, "action": {"type": "complete",
+        "content": "The table has **all** its rows.\n\n<code_ref>code_full</code_ref>\n\nDone.",
+        "recommended_questions": ["By region?"], "download_links": ["code_full"],
+        "code_blocks": [{"code_id": "code_full", "language": "sql", "code": "SELECT COUNT(*) AS n\nFROM sales; -- all rows",
+            "description": "Row count"}]}});
+    let turn = |expect: Value, body: &Value| {
+        serde_json::json!({"expect": expect, "response": {"message": {"role": "assistant",
+        "content": [{"type": "text", "text": body.to_string()}]}, "stop_reason": "end_turn"}})
+    };
+    vec![
+        turn(serde_json::json!({"role": "user", "text": FULL}), &call),
+        turn(
+            serde_json::json!({"role": "tool", "tool_call_id": "call_full"}),
+            &done,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_component_the_sidebar_and_the_meter() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        extra_turns: full_answer(),
+        delay: Duration::from_millis(300),
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    // Raw JSON of a structured answer must never show, not even while it streams.
+    js(&c, "window.__raw = false; new MutationObserver(() => { if (/\"(task_analysis|action)\"/.test(document.querySelector('#transcript').innerText)) window.__raw = true; })
+        .observe(document.querySelector('#transcript'), {subtree: true, childList: true, characterData: true}); return 1").await;
+    ask(&c, FULL).await;
+    wait_for(
+        &c,
+        "the running badge",
+        "return document.querySelector('#conv-list .badge.running')",
+    )
+    .await;
+    wait_for(
+        &c,
+        "the download link",
+        "return document.querySelector('[data-component=download_links] button')",
+    )
+    .await;
+    let found = js(&c, COMPONENTS).await;
+    assert_eq!(
+        found,
+        serde_json::json!(ORDER),
+        "all seven components in §七 order"
+    );
+    assert_eq!(
+        js(&c, "return window.__raw").await,
+        false,
+        "raw JSON was shown"
+    );
+    wait_for(
+        &c,
+        "the highlighted SQL",
+        "return document.querySelector('.report figure.code-block .tk-com')",
+    )
+    .await;
+
+    // The context meter: figures from the stream; a click says what the model sees.
+    let meter = js(
+        &c,
+        "return document.querySelector('#meter-text').textContent",
+    )
+    .await;
+    assert!(meter.as_str().unwrap().contains("/ 4,000"), "{meter}");
+    c.find(Locator::Css("#meter"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let said = wait_for(
+        &c,
+        "the context dialog",
+        "const d = document.querySelector('#context-dialog'); \
+        return d.open && !d.textContent.includes('Loading') && d.textContent",
+    )
+    .await;
+    assert!(
+        said.as_str().unwrap().contains("The last model call used"),
+        "{said}"
+    );
+    c.find(Locator::Css("#context-dialog button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // Mode switch, rename and delete from the sidebar.
+    c.find(Locator::Css("#mode input[value=run]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "the mode in the list", "return [...document.querySelectorAll('#conv-list .meta')].some(e => e.textContent === 'run')").await;
+    c.find(Locator::Css("#conv-list button[aria-label^=Rename]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let title = c.find(Locator::Css("#conv-list input")).await.unwrap();
+    title.send_keys("Row counts\u{E007}").await.unwrap();
+    wait_for(
+        &c,
+        "the new title",
+        "return document.querySelector('#conv-title').textContent === 'Row counts' && \
+        document.querySelector('#conv-list .open').textContent === 'Row counts'",
+    )
+    .await;
+    let meta: Value = reqwest::Client::new()
+        .get(format!("http://{}/api/v1/conversations/{id}", server.addr))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (meta["title"].as_str(), meta["mode"].as_str()),
+        (Some("Row counts"), Some("run"))
+    );
+    let delete = c
+        .find(Locator::Css("#conv-list button[aria-label^=Delete]"))
+        .await
+        .unwrap();
+    delete.click().await.unwrap();
+    assert_eq!(delete.text().await.unwrap(), "Really delete?");
+    delete.click().await.unwrap();
+    wait_for(&c, "the list to empty", "return document.querySelectorAll('#conv-list li').length === 0 && !location.search.includes('conversation')").await;
+    c.close().await.unwrap();
+}

@@ -1,0 +1,316 @@
+//! A demo server (the recording of `ba-agent serve --demo`, its data, tools and skill) on
+//! 127.0.0.1:0, and a headless chromium driven over WebDriver.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ba_agent::records::{self, EntryKind};
+use ba_agent::{Agent, DataFileSink, ResponseMode};
+use ba_context::{ContextBudget, Encoding};
+use ba_model::{
+    DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
+    ReplayTurn,
+};
+use ba_protocol::LogRole;
+use ba_server::{AppState, ServerConfig, Token};
+use ba_skills::SkillSet;
+use ba_storage::FileStore;
+use ba_storage::code::CodeStore;
+use ba_storage::datafile::DataFileStore;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+pub const TOKEN: &str = "browser-test-token";
+pub const LIMIT: Duration = Duration::from_secs(60);
+pub const RECORDING: &str = include_str!("../../../cli/demo/recording.json");
+const SKILL_MD: &str = include_str!("../../../cli/demo/skills/sales-report/SKILL.md");
+pub const QUESTION: &str = "Why did the West region's sales jump in Q3 2024, and did it beat its target? \
+Give me a short report with the figures and the code behind them.";
+pub const CHART_QUESTION: &str = "Chart the 2024 quarterly sales of every region.";
+
+/// One browser at a time: two cores are shared with the rest of the suite.
+pub static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The demo's model: the recorded turn whose expectation the request meets (after any
+/// `continue` the loop wrote), each call after `delay`; with `fallback`, a request no turn
+/// answers gets that structured final answer.
+#[derive(Debug)]
+pub struct DemoModel {
+    turns: Vec<ReplayTurn>,
+    delay: Duration,
+    fallback: Option<String>,
+}
+
+fn asked(request: &ModelRequest) -> ExpectedRequest {
+    request
+        .entries
+        .iter()
+        .rev()
+        .filter(|e| e.include_in_context)
+        .filter(|e| {
+            !matches!(
+                records::kind(e),
+                Some(EntryKind::Continue | EntryKind::FormatError)
+            )
+        })
+        .find(|e| matches!(e.role, LogRole::User | LogRole::Tool))
+        .map(|e| ExpectedRequest {
+            role: Some(e.role),
+            text: Some(e.text().into_owned()),
+            tool_call_id: e.tool_call_id.clone(),
+        })
+        .unwrap_or_default()
+}
+
+/// A recorded turn answering `text` with a structured final answer of `content`.
+pub fn final_turn(question: &str, content: &str) -> Value {
+    let body = json!({"task_analysis": "A test answer.", "execution_plan": "R1: answer",
+        "current_round": 1, "action": {"type": "complete", "content": content}});
+    json!({"expect": {"role": "user", "text": question}, "response": {"message": {"role": "assistant",
+        "content": [{"type": "text", "text": body.to_string()}]}, "stop_reason": "end_turn"}})
+}
+
+#[async_trait::async_trait]
+impl ModelClient for DemoModel {
+    fn provider(&self) -> &str {
+        "replay"
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        tokio::time::sleep(self.delay).await;
+        let found = asked(request);
+        let meets = |e: &ExpectedRequest| {
+            (e.role.is_none() || e.role == found.role)
+                && (e.text.is_none() || e.text == found.text)
+                && (e.tool_call_id.is_none() || e.tool_call_id == found.tool_call_id)
+        };
+        let turn = match self.turns.iter().find(|t| meets(&t.expect)) {
+            Some(t) => t.clone(),
+            None => {
+                let content = self.fallback.clone().ok_or(ModelError::ReplayDiverged {
+                    turn: 0,
+                    expected: "a recorded question".into(),
+                    found: format!("{:?}", found.text),
+                })?;
+                let v = final_turn(found.text.as_deref().unwrap_or(""), &content);
+                ReplayClient::from_json(&json!([v]).to_string(), "fallback")?.turns()[0].clone()
+            }
+        };
+        // Matched above, past any `continue`: the inner client must not check it again.
+        let mut turn = turn;
+        turn.expect = ExpectedRequest::default();
+        let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
+        one.complete_streaming(request, on_delta).await
+    }
+}
+
+/// How a test server differs from the demo.
+#[derive(Debug, Default)]
+pub struct Options {
+    pub delay: Duration,
+    pub extra_turns: Vec<Value>,
+    pub fallback: Option<String>,
+}
+
+pub struct Server {
+    pub addr: SocketAddr,
+    _dir: tempfile::TempDir,
+    pub agent: Agent,
+    _task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Where screenshots go (a test artifact, under `target/`).
+pub fn artifacts() -> PathBuf {
+    let dir = workspace().join("target").join("browser-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn assets_dir() -> PathBuf {
+    std::env::var_os("BA_AGENT_ASSETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target").join("assets"))
+}
+
+impl Server {
+    pub async fn start(options: Options) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let data = root.join("data");
+        let uploads = root.join("uploads");
+        let skill_dir = root.join("skills").join("sales-report");
+        for d in [&data, &uploads, &skill_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        ba_builtins::demo_data::generate(&data).unwrap();
+        std::fs::write(skill_dir.join("SKILL.md"), SKILL_MD).unwrap();
+        let mut turns: Vec<Value> = serde_json::from_str(RECORDING).unwrap();
+        turns.extend(options.extra_turns);
+        let model = DemoModel {
+            turns: ReplayClient::from_json(&Value::Array(turns).to_string(), "test")
+                .unwrap()
+                .turns()
+                .to_vec(),
+            delay: options.delay,
+            fallback: options.fallback,
+        };
+        let agent = Agent::builder(Arc::new(model))
+            .store(Arc::new(FileStore::open(root).unwrap()))
+            .code_store(CodeStore::open(root.join("code")).unwrap())
+            .skills(Arc::new(SkillSet::load([root.join("skills")])))
+            .tools(ba_builtins::demo_tools(&data, &uploads))
+            .data_sink(Arc::new(DataFileSink::new(
+                DataFileStore::open(data.join("spill")).unwrap(),
+            )))
+            .configure(|s| {
+                s.model = "demo-recording".into();
+                s.response_mode = ResponseMode::Structured;
+                s.budget = ContextBudget::new(4_000, 4_000 / 6);
+                s.max_rounds = 8;
+            })
+            .build()
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = ServerConfig::new(uploads)
+            .with_demo_questions(vec![QUESTION.into(), CHART_QUESTION.into()])
+            .with_assets_dir(assets_dir());
+        let state = AppState::new(agent.clone(), config);
+        let token = Token::new(TOKEN).unwrap();
+        let task = tokio::spawn(ba_server::serve(
+            listener,
+            state,
+            token,
+            std::future::pending(),
+        ));
+        Self {
+            addr,
+            _dir: dir,
+            agent,
+            _task: task,
+        }
+    }
+
+    /// A new conversation through the API; its id.
+    pub async fn conversation(&self) -> String {
+        let r = reqwest::Client::new()
+            .post(format!("http://{}/api/v1/conversations", self.addr))
+            .bearer_auth(TOKEN)
+            .json(&json!({"mode": "agent"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        r.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The page's contract URL for a conversation.
+    pub fn url(&self, conversation: &str) -> String {
+        format!(
+            "http://{}/?conversation={conversation}#token={TOKEN}",
+            self.addr
+        )
+    }
+}
+
+/// A headless chromium session, or `None` (after a message) when no WebDriver is configured.
+pub async fn browser() -> Option<Client> {
+    let url = ba_testkit::require_env(
+        "BA_AGENT_TEST_WEBDRIVER",
+        "start chromedriver with `eval \"$(bash .ci/browser.sh)\"`",
+    )?;
+    let mut options = json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+        "--disable-dev-shm-usage", "--window-size=1280,1000", "--force-device-scale-factor=1"]});
+    let binary =
+        std::env::var("BA_AGENT_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if Path::new(&binary).exists() {
+        options["binary"] = Value::String(binary);
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), options);
+    let client = ClientBuilder::rustls()
+        .unwrap()
+        .capabilities(caps)
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("no WebDriver session at {url}: {e}"));
+    Some(client)
+}
+
+/// Runs `script` (a function body returning a value) until it returns something truthy.
+pub async fn wait_for(c: &Client, what: &str, script: &str) -> Value {
+    let start = Instant::now();
+    let mut last_error = None;
+    loop {
+        // A script sent while the page navigates or reloads fails; that is "not yet".
+        let v = match c.execute(script, vec![]).await {
+            Ok(v) => v,
+            Err(e) => {
+                last_error = Some(e.to_string());
+                Value::Null
+            }
+        };
+        let truthy = match &v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_f64().unwrap_or(0.0) != 0.0,
+            Value::String(s) => !s.is_empty(),
+            _ => true,
+        };
+        if truthy {
+            return v;
+        }
+        if start.elapsed() > LIMIT {
+            let body = c
+                .execute("return document.body.innerText.slice(0, 3000)", vec![])
+                .await
+                .unwrap_or_default();
+            panic!(
+                "timed out waiting for {what} (last script error: {last_error:?}); the page \
+                 shows:\n{body}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs a script and returns its value.
+pub async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap()
+}
+
+pub async fn screenshot(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(artifacts().join(name), png).unwrap();
+}
+
+/// Types `text` into the message box and presses Enter (the keyboard path).
+pub async fn ask(c: &Client, text: &str) {
+    let input = c.find(Locator::Css("#input")).await.unwrap();
+    input.click().await.unwrap();
+    input.send_keys(text).await.unwrap();
+    input.send_keys("\u{E007}").await.unwrap();
+}
+
+/// Waits for the page to have loaded its conversation.
+pub async fn loaded(c: &Client) {
+    wait_for(
+        c,
+        "the page to load",
+        "return document.body.dataset.stream === 'open'",
+    )
+    .await;
+}

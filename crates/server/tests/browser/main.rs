@@ -1,0 +1,14 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+//! The page in a real browser: Debian's chromium driven through chromedriver (WebDriver) with
+//! fantoccini. Skipped with a message when `BA_AGENT_TEST_WEBDRIVER` is unset (a failure under
+//! CI=true); `.ci/browser.sh` installs and starts chromedriver. Screenshots go to
+//! `target/browser-artifacts/`.
+
+mod flows;
+mod harness;
+mod safety;
