@@ -443,7 +443,8 @@ fn write_section(report: &str) -> anyhow::Result<()> {
          from an entry's append (when the store acknowledged it) to its frame at the client;\n\
          memory is the whole process's peak (server and clients), an upper bound of the\n\
          server's. The machine is shared (two cores, other builds running): the tail varies from\n\
-         run to run. `cargo xtask ci` runs a short version (8 conversations of 3 rounds).\n\n{report}"
+         run to run. `.ci/run` and `cargo xtask ci` run a short version (8 conversations of 3\n\
+         rounds, a debug build) that checks exactness and memory and reports its latency.\n\n{report}"
     );
     let text = match old.find(HEADING) {
         Some(start) => {

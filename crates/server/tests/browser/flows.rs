@@ -156,16 +156,11 @@ async fn the_demo_question_is_answered_with_its_components_in_order() {
 async fn the_html_report_draws_its_chart_in_the_sandbox() {
     let _one = BROWSER.lock().await;
     if !assets_dir().join(ba_server::ECHARTS_FILE).is_file() {
-        let what = format!(
+        ba_testkit::missing(&format!(
             "no {} in {} (run `cargo xtask assets`)",
             ba_server::ECHARTS_FILE,
             assets_dir().display()
-        );
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{what} (CI is set: a failure, not a skip)"
-        );
-        eprintln!("skipping: {what}");
+        ));
         return;
     }
     let Some(c) = browser().await else { return };

@@ -137,8 +137,10 @@ pub fn artifacts() -> PathBuf {
 }
 
 pub fn assets_dir() -> PathBuf {
+    // Where `cargo xtask assets` writes: the same target folder cargo builds in.
     std::env::var_os("BA_AGENT_ASSETS")
         .map(PathBuf::from)
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(|t| PathBuf::from(t).join("assets")))
         .unwrap_or_else(|| workspace().join("target").join("assets"))
 }
 
