@@ -40,10 +40,21 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     if let Some(filter) = args.first() {
         cargo_args.push(filter);
     }
-    crate::cargo(&cargo_args)?;
-    let target = std::env::var("CARGO_TARGET_DIR")
+    let target: std::path::PathBuf = std::env::var("CARGO_TARGET_DIR")
         .map(Into::into)
         .unwrap_or_else(|_| crate::root().join("target"));
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    // Criterion finds its output folder through CARGO_TARGET_DIR, else `cargo metadata`, else
+    // `target` under the bench's working folder (its crate): name it, so every group lands in
+    // the one folder read below.
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(&cargo_args)
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(crate::root())
+            .status()
+            .context("running cargo bench")?;
+    anyhow::ensure!(status.success(), "cargo bench failed ({status})");
     let (results, notes) = collect(&target.join("criterion"))?;
     let path = crate::root().join("docs/BENCHMARKS.md");
     let mut text = render(&results, &notes);
