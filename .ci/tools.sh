@@ -13,12 +13,15 @@ if ! command -v soffice >/dev/null 2>&1; then
     apt-get update >&2
     apt-get install -y --no-install-recommends libreoffice-calc-nogui >&2
 fi
-if ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
-    # Debian's own packages first (a bare Debian python3 refuses pip installs, PEP 668), then PyPI.
-    if [ "$(command -v python3)" = /usr/bin/python3 ] && command -v apt-get >/dev/null 2>&1; then
-        log "installing Debian's python3-openpyxl and msoffcrypto-tool"
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
+    # A bare Debian python3 has no pip and refuses pip installs (PEP 668): Debian's openpyxl and
+    # pip first; msoffcrypto-tool is not packaged by Debian, so it comes from PyPI.
+    if { ! command -v python3 >/dev/null 2>&1 || [ "$(command -v python3)" = /usr/bin/python3 ]; } \
+        && command -v apt-get >/dev/null 2>&1; then
+        log "installing Debian's python3, python3-openpyxl and python3-pip"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y --no-install-recommends python3-openpyxl msoffcrypto-tool >&2 || true
+        apt-get update >&2
+        apt-get install -y --no-install-recommends python3 python3-openpyxl python3-pip >&2
     fi
     if ! python3 -c "import openpyxl, msoffcrypto" >/dev/null 2>&1; then
         log "installing openpyxl and msoffcrypto-tool from PyPI"
