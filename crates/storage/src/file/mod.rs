@@ -128,9 +128,21 @@ pub(super) struct Inner {
 #[derive(Debug, Default)]
 struct Handle {
     state: Mutex<FileState>,
-    /// Serialises `fsync` calls; holds the generation known to be on disk.
-    synced: Mutex<u64>,
+    /// Whose turn it is to flush (group commit): one flush at a time, awaited, so the writers
+    /// a flush covers are not parked on a thread meanwhile.
+    flush_turn: tokio::sync::Mutex<()>,
+    /// The generation known to be on disk.
+    durable: AtomicU64,
     written: AtomicU64,
+}
+
+/// An append written but not yet flushed (group commit): the flush that covers it is awaited
+/// outside the blocking task, so the writer's thread is free for the next writer's lines.
+struct PendingFlush {
+    handle: Arc<Handle>,
+    file: Arc<File>,
+    path: PathBuf,
+    generation: u64,
 }
 
 #[derive(Debug, Default)]
@@ -295,7 +307,7 @@ impl FileStore {
         id: &ConversationId,
         entries: &[LogEntry],
         expect_last: Option<u64>,
-    ) -> Result<Appended> {
+    ) -> Result<(Appended, Option<PendingFlush>)> {
         if entries.is_empty() {
             return Err(StorageError::invalid(
                 format!("append to `{id}`"),
@@ -370,19 +382,42 @@ impl FileStore {
             }
             Durability::GroupCommit => {
                 drop(_flock);
-                drop(state);
-                let mut synced = lock(&handle.synced);
-                if *synced < generation {
-                    // Everything written so far rides on this one flush.
-                    let target = handle.written.load(Ordering::SeqCst);
-                    self.sync_lines(&file)
-                        .map_err(|e| StorageError::io("syncing", &path, e))?;
-                    *synced = target;
-                }
+                return Ok((
+                    appended,
+                    Some(PendingFlush {
+                        handle: handle.clone(),
+                        file: file.clone(),
+                        path,
+                        generation,
+                    }),
+                ));
             }
             Durability::OsBuffered => {}
         }
-        Ok(appended)
+        Ok((appended, None))
+    }
+
+    /// Waits until `pending`'s lines are on disk: covered by a flush under way or done, or by
+    /// one this writer makes for everything written so far.
+    async fn flush(&self, pending: PendingFlush) -> Result<()> {
+        let handle = &pending.handle;
+        if handle.durable.load(Ordering::SeqCst) >= pending.generation {
+            return Ok(());
+        }
+        let _turn = handle.flush_turn.lock().await;
+        if handle.durable.load(Ordering::SeqCst) >= pending.generation {
+            return Ok(());
+        }
+        // Everything written so far rides on this one flush.
+        let target = handle.written.load(Ordering::SeqCst);
+        let (this, file, path) = (self.clone(), pending.file.clone(), pending.path.clone());
+        blocking(move || {
+            this.sync_lines(&file)
+                .map_err(|e| StorageError::io("syncing", &path, e))
+        })
+        .await?;
+        handle.durable.fetch_max(target, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Writes a batch's lines with one `write` (or through the simulated fault).
@@ -598,7 +633,12 @@ impl ConversationStore for FileStore {
         expect_last: Option<u64>,
     ) -> Result<Appended> {
         let (this, id, entries) = (self.clone(), id.clone(), entries.to_vec());
-        blocking(move || this.append_blocking(&id, &entries, expect_last)).await
+        let (appended, pending) =
+            blocking(move || this.append_blocking(&id, &entries, expect_last)).await?;
+        if let Some(pending) = pending {
+            self.flush(pending).await?;
+        }
+        Ok(appended)
     }
 
     async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
