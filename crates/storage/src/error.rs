@@ -94,6 +94,56 @@ impl StorageError {
         }
     }
 
+    /// A copy of this error for each of several callers that one failure ends (the appends
+    /// of one group commit). An I/O cause keeps its OS error code or kind and its message.
+    pub(crate) fn copy_for_another(&self) -> Self {
+        match self {
+            Self::InvalidId {
+                what,
+                value,
+                reason,
+            } => Self::InvalidId {
+                what,
+                value: value.clone(),
+                reason,
+            },
+            Self::NotFound { id } => Self::NotFound { id: id.clone() },
+            Self::AlreadyExists { id } => Self::AlreadyExists { id: id.clone() },
+            Self::SequenceConflict {
+                id,
+                expected,
+                actual,
+            } => Self::SequenceConflict {
+                id: id.clone(),
+                expected: *expected,
+                actual: *actual,
+            },
+            Self::NoStore { path } => Self::NoStore { path: path.clone() },
+            Self::Io {
+                action,
+                path,
+                source,
+            } => Self::Io {
+                action,
+                path: path.clone(),
+                source: source.raw_os_error().map_or_else(
+                    || std::io::Error::new(source.kind(), source.to_string()),
+                    std::io::Error::from_raw_os_error,
+                ),
+            },
+            Self::Format { what, message } => Self::Format {
+                what: what.clone(),
+                message: message.clone(),
+            },
+            Self::Invalid { what, message } => Self::Invalid {
+                what: what.clone(),
+                message: message.clone(),
+            },
+            Self::Database(message) => Self::Database(message.clone()),
+            Self::Task(message) => Self::Task(message.clone()),
+        }
+    }
+
     pub(crate) fn invalid(what: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid {
             what: what.into(),

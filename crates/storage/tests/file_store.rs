@@ -309,7 +309,8 @@ async fn every_append_is_synced_by_its_own_fsync_before_it_is_acknowledged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_commit_covers_every_acknowledged_append_with_fewer_fsyncs() {
-    // The first fsync waits until all eight appends are written, so they surely meet at it.
+    // The first fsync waits until all eight appends have reached the store, so the seven it
+    // does not cover are all waiting for the next one.
     let fault = WriteFault::counting().hold_syncs_until(8);
     let (_dir, store, id) = counted(Durability::GroupCommit, &fault).await;
     append_concurrently(&store, &id, &fault, 8, 1).await;
@@ -325,6 +326,65 @@ async fn group_commit_covers_every_acknowledged_append_with_fewer_fsyncs() {
     assert_eq!(fault.writes(), 88);
     assert!(fault.syncs() <= 88, "{} fsyncs", fault.syncs());
     assert_eq!(store.load(&id).await.unwrap().entries.len(), 88);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_commit_append_given_up_by_its_caller_is_still_written_and_the_store_goes_on() {
+    // The first fsync is held until a second append arrives, so the first append is surely
+    // still waiting when its caller gives it up.
+    let fault = WriteFault::counting().hold_syncs_until(2);
+    let (_dir, store, id) = counted(Durability::GroupCommit, &fault).await;
+    let one = entry(1);
+    let mut first = store.append(&id, &one, None);
+    tokio::select! {
+        biased;
+        done = &mut first => panic!("the held append finished: {done:?}"),
+        () = std::future::ready(()) => {}
+    }
+    drop(first);
+    assert_eq!(fault.arrived(), 1);
+    assert_eq!(store.append(&id, &entry(2), None).await.unwrap(), 2);
+    assert_eq!(store.append(&id, &entry(3), None).await.unwrap(), 3);
+    let loaded = store.load(&id).await.unwrap();
+    let ids: Vec<_> = loaded.entries.iter().map(|e| e.entry.id.as_str()).collect();
+    assert_eq!(ids, ["m1", "m2", "m3"]);
+    assert!(fault.synced_writes() >= 3, "every write was flushed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_batch_in_a_group_fails_alone_and_leaves_whole_lines() {
+    // The length of one line, from a store of its own (every line here has as many digits).
+    let sizing = WriteFault::counting();
+    let (_sized, store, id) = counted(Durability::OsBuffered, &sizing).await;
+    store.append(&id, &entry(1), None).await.unwrap();
+    let line = std::fs::metadata(store.log_path(&id)).unwrap().len();
+    // Seven appends; the first fsync waits for all of them, so the last six meet at the
+    // second. The disk has room for three and a half lines: the group's first writes are
+    // kept and acknowledged, the one cut short is taken back, the rest refused.
+    let fault = WriteFault::counting().hold_syncs_until(7);
+    let (_dir, store, id) = counted(Durability::GroupCommit, &fault).await;
+    fault.set_remaining(line * 3 + line / 2);
+    let mut tasks = Vec::new();
+    for i in 1..=7 {
+        let (store, id) = (store.clone(), id.clone());
+        tasks.push(tokio::spawn(async move { store.append(&id, &entry(i), None).await }));
+    }
+    let mut acked = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(seq) => acked.push(seq),
+            Err(StorageError::Io { action, .. }) => assert_eq!(action, "appending to"),
+            Err(other) => panic!("unexpected error {other}"),
+        }
+    }
+    acked.sort_unstable();
+    assert_eq!(acked, [1, 2, 3], "the three batches that fit were acknowledged");
+    assert!(fault.syncs() < 7, "{} fsyncs for a group", fault.syncs());
+    let loaded = store.load(&id).await.unwrap();
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let seqs: Vec<_> = loaded.entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(std::fs::metadata(store.log_path(&id)).unwrap().len(), line * 3);
 }
 
 #[tokio::test]

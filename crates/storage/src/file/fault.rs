@@ -34,13 +34,15 @@ struct Counts {
     syncs: AtomicU64,
     /// The most writes any finished `fsync` covered (writes completed when it started).
     synced: AtomicU64,
-    /// Syncs wait until this many writes completed (0: they do not wait).
+    /// Appends that reached the store (started), written or not.
+    arrived: AtomicU64,
+    /// Syncs wait until this many appends arrived (0: they do not wait).
     hold_until: AtomicU64,
     gate: Mutex<()>,
-    written: Condvar,
+    arrivals: Condvar,
 }
 
-/// A held `fsync` goes on after this long even if the writes it waits for never come, so a
+/// A held `fsync` goes on after this long even if the appends it waits for never come, so a
 /// broken store fails its test's counts instead of hanging it.
 const HOLD_LIMIT: Duration = Duration::from_secs(20);
 
@@ -67,11 +69,28 @@ impl WriteFault {
         Self::fail_after(u64::MAX)
     }
 
-    /// Makes every `fsync` of appended lines wait until `writes` appends have been written
-    /// (or a long time has passed), so that concurrent appends are sure to meet at one.
-    pub fn hold_syncs_until(self, writes: u64) -> Self {
-        self.counts.hold_until.store(writes, Ordering::SeqCst);
+    /// Makes every `fsync` of appended lines wait until `appends` appends have reached the
+    /// store (or a long time has passed), so that concurrent appends are sure to be waiting
+    /// for the next one.
+    pub fn hold_syncs_until(self, appends: u64) -> Self {
+        self.counts.hold_until.store(appends, Ordering::SeqCst);
         self
+    }
+
+    /// Appends that reached the store so far, written or not.
+    pub fn arrived(&self) -> u64 {
+        self.counts.arrived.load(Ordering::SeqCst)
+    }
+
+    /// Counts an append reaching the store.
+    pub(crate) fn arrive(&self) {
+        let c = &self.counts;
+        let _gate = c
+            .gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.arrived.fetch_add(1, Ordering::SeqCst);
+        c.arrivals.notify_all();
     }
 
     /// Appends written so far (whole batches, one each).
@@ -100,8 +119,10 @@ impl WriteFault {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let _released = c
-                .written
-                .wait_timeout_while(gate, HOLD_LIMIT, |_| c.writes.load(Ordering::SeqCst) < hold)
+                .arrivals
+                .wait_timeout_while(gate, HOLD_LIMIT, |_| {
+                    c.arrived.load(Ordering::SeqCst) < hold
+                })
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         let covered = c.writes.load(Ordering::SeqCst);
@@ -112,13 +133,7 @@ impl WriteFault {
     }
 
     fn wrote(&self) {
-        let c = &self.counts;
-        let _gate = c
-            .gate
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        c.writes.fetch_add(1, Ordering::SeqCst);
-        c.written.notify_all();
+        self.counts.writes.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Gives the disk `bytes` of room again.

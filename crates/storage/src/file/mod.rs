@@ -17,12 +17,14 @@
 //!
 //! An append takes the in-process lock of the conversation, then an exclusive `flock` on its
 //! file (so two processes never interleave lines), writes all its lines with one `write`, and
-//! makes them durable before returning: with [`Durability::EveryAppend`] by its own `fsync`,
-//! with [`Durability::GroupCommit`] by one `fsync` shared with every append written before it.
+//! makes them durable before returning: with [`Durability::EveryAppend`] by its own `fsync`.
+//! With [`Durability::GroupCommit`] appends queue, and one leader writes every queued batch
+//! in a pass under the same locks and makes them durable with one `fsync` (see `group`).
 
 mod codec;
 #[cfg(feature = "test-util")]
 mod fault;
+mod group;
 mod incoming;
 mod index;
 mod lock;
@@ -32,7 +34,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -41,6 +42,7 @@ use ba_protocol::log::LogEntry;
 use self::codec::{LineOut, Tail, scan_tail};
 #[cfg(feature = "test-util")]
 pub use self::fault::WriteFault;
+use self::group::GroupCommit;
 use self::index::{IndexRow, MetaFile};
 use self::lock::FileLock;
 use crate::atomic::sync_dir;
@@ -58,7 +60,8 @@ pub enum Durability {
     /// Every append calls `fsync` before it returns.
     EveryAppend,
     /// Concurrent appends share one `fsync`: each append still returns only once its lines
-    /// are on disk, but one flush covers everything written before it started.
+    /// are on disk, but the appends waiting at the same time are written together and
+    /// covered by one flush.
     #[default]
     GroupCommit,
     /// No `fsync` (tests and throwaway stores): a crash of the machine may lose appends.
@@ -128,21 +131,17 @@ pub(super) struct Inner {
 #[derive(Debug, Default)]
 struct Handle {
     state: Mutex<FileState>,
-    /// Whose turn it is to flush (group commit): one flush at a time, awaited, so the writers
-    /// a flush covers are not parked on a thread meanwhile.
-    flush_turn: tokio::sync::Mutex<()>,
-    /// The generation known to be on disk.
-    durable: AtomicU64,
-    written: AtomicU64,
+    /// Appends sharing `fsync`s ([`Durability::GroupCommit`]).
+    commit: Arc<GroupCommit>,
 }
 
-/// An append written but not yet flushed (group commit): the flush that covers it is awaited
-/// outside the blocking task, so the writer's thread is free for the next writer's lines.
-struct PendingFlush {
-    handle: Arc<Handle>,
-    file: Arc<File>,
-    path: PathBuf,
-    generation: u64,
+/// A log opened for appending, under its locks.
+struct OpenLog<'a> {
+    state: &'a mut FileState,
+    file: &'a File,
+    path: &'a Path,
+    id: &'a ConversationId,
+    tail: &'a mut Tail,
 }
 
 #[derive(Debug, Default)]
@@ -307,45 +306,85 @@ impl FileStore {
         id: &ConversationId,
         entries: &[LogEntry],
         expect_last: Option<u64>,
-    ) -> Result<(Appended, Option<PendingFlush>)> {
+    ) -> Result<Appended> {
+        let path = self.log_path(id);
+        let handle = self.handle(id.as_str());
+        let mut state = lock(&handle.state);
+        let file = open_current(&mut state, &path, id)?;
+        let flock = FileLock::exclusive(&file, &path)?;
+        let mut tail = self.current_tail(&mut state, &file, &path, id)?;
+        let mut log = OpenLog {
+            state: &mut state,
+            file: &file,
+            path: &path,
+            id,
+            tail: &mut tail,
+        };
+        let appended = self.write_batch(&mut log, entries, expect_last)?;
+        drop(flock);
+        if self.inner.opts.durability == Durability::EveryAppend {
+            self.sync_lines(&file)
+                .map_err(|e| StorageError::io("syncing", &path, e))?;
+        }
+        Ok(appended)
+    }
+
+    /// The tail of the log under the exclusive lock: as last seen when no other process wrote
+    /// since, else rescanned; a torn tail moved aside first.
+    fn current_tail(
+        &self,
+        state: &mut FileState,
+        file: &File,
+        path: &Path,
+        id: &ConversationId,
+    ) -> Result<Tail> {
+        let len = file
+            .metadata()
+            .map_err(|e| StorageError::io("reading", path, e))?
+            .len();
+        let mut tail = match state.known {
+            Some(t) if t.len + t.torn == len => t,
+            Some(t) if t.len < len => scan_tail(file, path, t)?,
+            _ => scan_tail(file, path, Tail::default())?,
+        };
+        if tail.torn > 0 {
+            self.quarantine(file, path, id.as_str(), &mut tail)?;
+        }
+        state.known = Some(tail);
+        Ok(tail)
+    }
+
+    /// Writes one batch after the log's tail (under the exclusive lock) and moves the tail
+    /// past it. A failed write is taken back, so the log stays whole lines and the batch is
+    /// not half-applied.
+    fn write_batch(
+        &self,
+        log: &mut OpenLog<'_>,
+        entries: &[LogEntry],
+        expect_last: Option<u64>,
+    ) -> Result<Appended> {
+        let id = log.id;
         if entries.is_empty() {
             return Err(StorageError::invalid(
                 format!("append to `{id}`"),
                 "the batch holds no entries",
             ));
         }
-        let path = self.log_path(id);
-        let handle = self.handle(id.as_str());
-        let mut state = lock(&handle.state);
-        let file = open_current(&mut state, &path, id)?;
-        let _flock = FileLock::exclusive(&file, &path)?;
-        let len = file
-            .metadata()
-            .map_err(|e| StorageError::io("reading", &path, e))?
-            .len();
-        let mut tail = match state.known {
-            Some(t) if t.len + t.torn == len => t,
-            Some(t) if t.len < len => scan_tail(&file, &path, t)?,
-            _ => scan_tail(&file, &path, Tail::default())?,
-        };
-        if tail.torn > 0 {
-            self.quarantine(&file, &path, id.as_str(), &mut tail)?;
-        }
-        state.known = Some(tail);
+        let last_seq = log.tail.last_seq;
         if let Some(expected) = expect_last
-            && expected != tail.last_seq
+            && expected != last_seq
         {
             return Err(StorageError::SequenceConflict {
                 id: id.to_string(),
                 expected,
-                actual: tail.last_seq,
+                actual: last_seq,
             });
         }
         let at = self.now();
         let mut buf = Vec::with_capacity(256 * entries.len());
         for (i, entry) in entries.iter().enumerate() {
             let line = LineOut {
-                seq: tail.last_seq + 1 + i as u64,
+                seq: last_seq + 1 + i as u64,
                 at,
                 entry,
             };
@@ -355,69 +394,70 @@ impl FileStore {
             })?;
             buf.push(b'\n');
         }
-        let written = self.write_lines(&file, &buf);
-        if let Err(e) = written {
-            // Take back whatever part of the batch reached the file, so the log stays whole
-            // lines and the failed batch is not half-applied.
-            if file.set_len(tail.len).is_err() {
-                state.known = None;
+        if let Err(e) = self.write_lines(log.file, &buf) {
+            if log.file.set_len(log.tail.len).is_err() {
+                log.state.known = None;
             }
-            return Err(StorageError::io("appending to", path, e));
+            return Err(StorageError::io("appending to", log.path, e));
         }
         let appended = Appended {
-            first_seq: tail.last_seq + 1,
-            last_seq: tail.last_seq + entries.len() as u64,
+            first_seq: last_seq + 1,
+            last_seq: last_seq + entries.len() as u64,
         };
-        state.known = Some(Tail {
-            len: tail.len + buf.len() as u64,
+        *log.tail = Tail {
+            len: log.tail.len + buf.len() as u64,
             last_seq: appended.last_seq,
             last_at: at,
             torn: 0,
-        });
-        let generation = handle.written.fetch_add(1, Ordering::SeqCst) + 1;
-        match self.inner.opts.durability {
-            Durability::EveryAppend => {
-                self.sync_lines(&file)
-                    .map_err(|e| StorageError::io("syncing", &path, e))?;
-            }
-            Durability::GroupCommit => {
-                drop(_flock);
-                return Ok((
-                    appended,
-                    Some(PendingFlush {
-                        handle: handle.clone(),
-                        file: file.clone(),
-                        path,
-                        generation,
-                    }),
-                ));
-            }
-            Durability::OsBuffered => {}
-        }
-        Ok((appended, None))
+        };
+        log.state.known = Some(*log.tail);
+        Ok(appended)
     }
 
-    /// Waits until `pending`'s lines are on disk: covered by a flush under way or done, or by
-    /// one this writer makes for everything written so far.
-    async fn flush(&self, pending: PendingFlush) -> Result<()> {
-        let handle = &pending.handle;
-        if handle.durable.load(Ordering::SeqCst) >= pending.generation {
-            return Ok(());
+    /// Writes a group of queued batches (group commit) in one pass under the locks, then
+    /// makes them durable with one `fsync`: each batch's own outcome, in order.
+    pub(super) fn commit_group(
+        &self,
+        id: &ConversationId,
+        batches: &[(Vec<LogEntry>, Option<u64>)],
+    ) -> Vec<Result<Appended>> {
+        let path = self.log_path(id);
+        let handle = self.handle(id.as_str());
+        let mut state = lock(&handle.state);
+        let file = match open_current(&mut state, &path, id) {
+            Ok(file) => file,
+            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
+        };
+        let flock = match FileLock::exclusive(&file, &path) {
+            Ok(flock) => flock,
+            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
+        };
+        let mut tail = match self.current_tail(&mut state, &file, &path, id) {
+            Ok(tail) => tail,
+            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
+        };
+        let mut log = OpenLog {
+            state: &mut state,
+            file: &file,
+            path: &path,
+            id,
+            tail: &mut tail,
+        };
+        let mut results: Vec<Result<Appended>> = batches
+            .iter()
+            .map(|(entries, expect_last)| self.write_batch(&mut log, entries, *expect_last))
+            .collect();
+        drop(flock);
+        drop(state);
+        if results.iter().any(Result::is_ok)
+            && let Err(e) = self.sync_lines(&file)
+        {
+            let e = StorageError::io("syncing", &path, e);
+            for r in results.iter_mut().filter(|r| r.is_ok()) {
+                *r = Err(e.copy_for_another());
+            }
         }
-        let _turn = handle.flush_turn.lock().await;
-        if handle.durable.load(Ordering::SeqCst) >= pending.generation {
-            return Ok(());
-        }
-        // Everything written so far rides on this one flush.
-        let target = handle.written.load(Ordering::SeqCst);
-        let (this, file, path) = (self.clone(), pending.file.clone(), pending.path.clone());
-        blocking(move || {
-            this.sync_lines(&file)
-                .map_err(|e| StorageError::io("syncing", &path, e))
-        })
-        .await?;
-        handle.durable.fetch_max(target, Ordering::SeqCst);
-        Ok(())
+        results
     }
 
     /// Writes a batch's lines with one `write` (or through the simulated fault).
@@ -632,13 +672,16 @@ impl ConversationStore for FileStore {
         entries: &[LogEntry],
         expect_last: Option<u64>,
     ) -> Result<Appended> {
-        let (this, id, entries) = (self.clone(), id.clone(), entries.to_vec());
-        let (appended, pending) =
-            blocking(move || this.append_blocking(&id, &entries, expect_last)).await?;
-        if let Some(pending) = pending {
-            self.flush(pending).await?;
+        #[cfg(feature = "test-util")]
+        if let Some(fault) = &self.inner.opts.fault {
+            fault.arrive();
         }
-        Ok(appended)
+        if self.inner.opts.durability == Durability::GroupCommit {
+            let commit = self.handle(id.as_str()).commit.clone();
+            return commit.append(self, id, entries.to_vec(), expect_last).await;
+        }
+        let (this, id, entries) = (self.clone(), id.clone(), entries.to_vec());
+        blocking(move || this.append_blocking(&id, &entries, expect_last)).await
     }
 
     async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
