@@ -233,6 +233,20 @@ pub enum RunStatus {
     Cancelled,
 }
 
+impl RunStatus {
+    /// The wire name (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::RoundLimit => "round_limit",
+            Self::ModelFailed => "model_failed",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// The end of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunSummary {
