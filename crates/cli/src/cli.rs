@@ -67,7 +67,11 @@ impl Command {
     /// [`crate::telemetry`]); nothing for the others, or when no endpoint is configured.
     fn telemetry(&self) -> Result<telemetry::Guard, telemetry::TelemetryError> {
         match self {
-            Self::Demo(_) | Self::Run(_) | Self::Chat(_) | Self::Serve(_) | Self::Tools(_)
+            Self::Demo(_)
+            | Self::Run(_)
+            | Self::Chat(_)
+            | Self::Serve(_)
+            | Self::Tools(_)
             | Self::Mcp(_) => telemetry::Guard::start(self.config_file()),
             _ => Ok(telemetry::Guard::none()),
         }

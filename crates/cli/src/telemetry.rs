@@ -307,7 +307,10 @@ impl Guard {
 
     #[cfg(not(feature = "otlp"))]
     fn install(settings: &TelemetrySettings) -> Result<Self, TelemetryError> {
-        let url = settings.traces_url.as_ref().or(settings.metrics_url.as_ref());
+        let url = settings
+            .traces_url
+            .as_ref()
+            .or(settings.metrics_url.as_ref());
         eprintln!(
             "warning: this ba-agent was built without OTLP export (feature `otlp`): nothing is \
              sent to {}",
@@ -509,6 +512,9 @@ mod tests {
         // Not this section's to report: the commands that read the file do.
         std::fs::write(&path, "{{ not yaml").unwrap();
         assert_eq!(file_section(&path).unwrap(), None);
-        assert_eq!(file_section(&dir.path().join("missing.yaml")).unwrap(), None);
+        assert_eq!(
+            file_section(&dir.path().join("missing.yaml")).unwrap(),
+            None
+        );
     }
 }
