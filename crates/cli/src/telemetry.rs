@@ -90,9 +90,11 @@ pub(crate) enum TelemetryError {
     #[error("configuration {path}: telemetry: {message}")]
     Section { path: PathBuf, message: String },
     /// The exporter could not be built.
+    #[cfg(feature = "otlp")]
     #[error("setting up the OTLP export to {url}: {message}")]
     Exporter { url: String, message: String },
     /// The exporters did not shut down (in time).
+    #[cfg(feature = "otlp")]
     #[error("telemetry was not flushed: {0}")]
     Shutdown(String),
 }
@@ -266,6 +268,7 @@ pub(crate) fn from_process(
 }
 
 /// How long the end of a command waits for the last export.
+#[cfg(feature = "otlp")]
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 
 /// The export of one command, if any; [`Guard::shutdown`] at its end flushes it.
