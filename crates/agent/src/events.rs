@@ -277,3 +277,25 @@ impl RunSummary {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RunStatus;
+
+    #[test]
+    fn a_run_status_name_is_its_wire_name() {
+        for status in [
+            RunStatus::Answered,
+            RunStatus::RoundLimit,
+            RunStatus::ModelFailed,
+            RunStatus::Failed,
+            RunStatus::Stopped,
+            RunStatus::Cancelled,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).ok(),
+                Some(serde_json::Value::from(status.as_str()))
+            );
+        }
+    }
+}
