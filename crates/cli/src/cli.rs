@@ -59,11 +59,12 @@ impl Command {
             Self::Run(args) => args.config_file(),
             Self::Chat(args) => args.config_file(),
             Self::Serve(args) => args.config_file(),
+            Self::Tools(tools::Command::Call { config, .. }) => config.as_deref(),
             _ => None,
         }
     }
 
-    /// The telemetry export of the commands that run the agent or its tools (see
+    /// The telemetry export of the commands that run the agent or a tool (see
     /// [`crate::telemetry`]); nothing for the others, or when no endpoint is configured.
     fn telemetry(&self) -> Result<telemetry::Guard, telemetry::TelemetryError> {
         match self {
@@ -71,8 +72,9 @@ impl Command {
             | Self::Run(_)
             | Self::Chat(_)
             | Self::Serve(_)
-            | Self::Tools(_)
-            | Self::Mcp(_) => telemetry::Guard::start(self.config_file()),
+            | Self::Tools(tools::Command::Call { .. }) => {
+                telemetry::Guard::start(self.config_file())
+            }
             _ => Ok(telemetry::Guard::none()),
         }
     }
