@@ -329,6 +329,36 @@ mod tests {
     }
 
     #[test]
+    fn the_telemetry_sdk_and_exporter_are_the_binarys_feature() {
+        // Libraries record through `tracing` and the OpenTelemetry API only; the program picks
+        // the SDK, the exporter and the subscriber (ba-cli's `otlp` feature).
+        const SDK: [&str; 5] = [
+            "opentelemetry_sdk",
+            "opentelemetry-otlp",
+            "opentelemetry-http",
+            "tracing-subscriber",
+            "tracing-opentelemetry",
+        ];
+        for package in WORKSPACE
+            .iter()
+            .filter(|p| !matches!(**p, "ba-cli" | "xtask" | "ba-testkit"))
+        {
+            forbid(
+                package,
+                &deps(package, false, &["--all-features"]),
+                &SDK,
+                "a library leaves the telemetry SDK and its exporter to the program",
+            );
+        }
+        forbid(
+            "ba-cli --no-default-features",
+            &deps("ba-cli", false, &["--no-default-features"]),
+            &SDK,
+            "without the `otlp` feature the binary carries no exporter",
+        );
+    }
+
+    #[test]
     fn test_support_is_never_a_normal_dependency() {
         for package in WORKSPACE.iter().filter(|p| **p != "ba-testkit") {
             forbid(

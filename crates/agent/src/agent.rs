@@ -31,6 +31,7 @@ use ba_storage::upload::UploadStore;
 use ba_storage::{ConversationId, ConversationStore, MetaUpdate, NewConversation, StorageError};
 use ba_tools::{DataSink, Tool, ToolOverride, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
 use serde::{Deserialize, Serialize};
+use tracing::Instrument as _;
 
 use crate::adapters::{SkillTool, TASK_TOOL, TaskTool};
 use crate::events::{AgentEvent, RunSummary};
@@ -579,9 +580,14 @@ impl Agent {
             stop: flag,
             cancel: cancel_rx,
         };
-        let task = tokio::spawn(async move {
-            crate::run::run(inner, id, input, tx, signals, options).await;
-        });
+        // The caller's span (a `task` tool call, for a sub-agent) becomes the run's parent, so
+        // a child agent's run nests in the call that started it; a front end has none.
+        let task = tokio::spawn(
+            async move {
+                crate::run::run(inner, id, input, tx, signals, options).await;
+            }
+            .instrument(tracing::Span::current()),
+        );
         AgentRun {
             rx,
             task: Some(task),

@@ -233,6 +233,20 @@ pub enum RunStatus {
     Cancelled,
 }
 
+impl RunStatus {
+    /// The wire name (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::RoundLimit => "round_limit",
+            Self::ModelFailed => "model_failed",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// The end of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunSummary {
@@ -260,6 +274,28 @@ impl RunSummary {
             final_answer: None,
             response: None,
             error: Some(error.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunStatus;
+
+    #[test]
+    fn a_run_status_name_is_its_wire_name() {
+        for status in [
+            RunStatus::Answered,
+            RunStatus::RoundLimit,
+            RunStatus::ModelFailed,
+            RunStatus::Failed,
+            RunStatus::Stopped,
+            RunStatus::Cancelled,
+        ] {
+            assert_eq!(
+                serde_json::to_value(status).ok(),
+                Some(serde_json::Value::from(status.as_str()))
+            );
         }
     }
 }

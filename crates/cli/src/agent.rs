@@ -1,7 +1,7 @@
 //! The agent commands: `demo`, `run`, `chat` and `inspect`.
 
 use std::io::BufRead as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
@@ -47,6 +47,20 @@ pub(crate) struct AgentOpts {
     /// One JSON object per event instead of text.
     #[arg(long)]
     json: bool,
+}
+
+impl RunArgs {
+    /// `--config`.
+    pub(crate) fn config_file(&self) -> Option<&Path> {
+        self.opts.config.as_deref()
+    }
+}
+
+impl ChatArgs {
+    /// `--config`.
+    pub(crate) fn config_file(&self) -> Option<&Path> {
+        self.opts.config.as_deref()
+    }
 }
 
 /// Modes (O3).

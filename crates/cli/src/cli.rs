@@ -9,7 +9,7 @@ use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
 use crate::mcp::ExtOpts;
-use crate::{agent, context, convert, log, mcp, serve, skills, tokens, tools};
+use crate::{agent, context, convert, log, mcp, serve, skills, telemetry, tokens, tools};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -52,6 +52,34 @@ enum Command {
     Tools(tools::Command),
 }
 
+impl Command {
+    /// The configuration file the command names (`--config`), else none.
+    fn config_file(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Run(args) => args.config_file(),
+            Self::Chat(args) => args.config_file(),
+            Self::Serve(args) => args.config_file(),
+            Self::Tools(tools::Command::Call { config, .. }) => config.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The telemetry export of the commands that run the agent or a tool (see
+    /// [`crate::telemetry`]); nothing for the others, or when no endpoint is configured.
+    fn telemetry(&self) -> Result<telemetry::Guard, telemetry::TelemetryError> {
+        match self {
+            Self::Demo(_)
+            | Self::Run(_)
+            | Self::Chat(_)
+            | Self::Serve(_)
+            | Self::Tools(tools::Command::Call { .. }) => {
+                telemetry::Guard::start(self.config_file())
+            }
+            _ => Ok(telemetry::Guard::none()),
+        }
+    }
+}
+
 /// An error that carries its exit code.
 #[derive(Debug)]
 pub(crate) struct CliError {
@@ -86,6 +114,13 @@ pub(crate) fn main() -> ExitCode {
         return sandbox::exec_main(args);
     }
     let cli = Cli::parse();
+    let telemetry = match cli.command.telemetry() {
+        Ok(t) => t,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let ext = cli.ext;
     let result = match cli.command {
         Command::Run(args) => agent::run(args, &ext),
@@ -104,6 +139,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Context(command) => context::run(command),
         Command::Tools(command) => tools::run(command),
     };
+    telemetry.shutdown();
     if crate::out::is_closed() {
         // The reader went away mid-command (an agent run then stopped between rounds).
         return ExitCode::SUCCESS;

@@ -116,6 +116,15 @@ pub(crate) struct Config {
     /// Seconds one MCP call may take in all, progress or not (default 1800); the server's
     /// `tool_timeout_ms` bounds the time without progress.
     pub mcp_call_timeout_secs: Option<u64>,
+    /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
+    /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
+    /// winning key by key.
+    #[allow(
+        dead_code,
+        reason = "read from the same file by crate::telemetry before the command starts; here so \
+                  the section is checked with the rest"
+    )]
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 /// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or

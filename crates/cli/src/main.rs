@@ -15,6 +15,7 @@ mod out;
 mod print;
 mod serve;
 mod skills;
+mod telemetry;
 mod tokens;
 mod tools;
 mod watch;

@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -43,6 +43,13 @@ pub(crate) struct ServeArgs {
     /// More `host:port` names the server answers to (behind a proxy, say).
     #[arg(long = "allow-host", value_name = "HOST:PORT")]
     allow_hosts: Vec<String>,
+}
+
+impl ServeArgs {
+    /// `--config`.
+    pub(crate) fn config_file(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
 }
 
 fn token(args: &ServeArgs) -> anyhow::Result<(Token, bool)> {

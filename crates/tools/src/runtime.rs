@@ -194,6 +194,7 @@ impl ToolRuntime {
             level = Empty,
             retries = Empty,
             outcome = Empty,
+            duration_ms = Empty,
         );
         self.run_inner(call, ctx, opts, &span)
             .instrument(span.clone())
@@ -351,6 +352,7 @@ impl ToolRuntime {
             }
         };
         span.record("retries", retries);
+        span.record("duration_ms", duration_ms);
         span.record(
             "outcome",
             result.error.as_ref().map_or("ok", |e| e.kind.as_str()),

@@ -228,7 +228,7 @@ fn stop_reason_name(response: &ModelResponse) -> String {
         .unwrap_or_else(|| "other".to_owned())
 }
 
-fn llm_kind(err: &ModelError) -> String {
+pub(super) fn llm_kind(err: &ModelError) -> String {
     serde_json::to_value(err.kind())
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

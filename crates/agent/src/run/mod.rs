@@ -19,6 +19,8 @@ use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
@@ -78,6 +80,15 @@ impl From<ba_storage::StorageError> for Stop {
 pub(crate) struct Partial {
     pub(crate) text: String,
     pub(crate) thinking: String,
+}
+
+/// The input's name on the run's span.
+fn input_name(input: &Input) -> &'static str {
+    match input {
+        Input::Message(_) => "message",
+        Input::Continue => "continue",
+        Input::Resume => "resume",
+    }
 }
 
 /// Resolves once `rx` says cancelled (never when its sender is gone).
@@ -177,7 +188,16 @@ pub(crate) async fn run(
         specs,
         catalogue,
     };
-    let summary = match runner.go(input).await {
+    let span = tracing::info_span!(
+        "run",
+        conversation_id = %runner.id,
+        run_id = runner.options.run_id.as_deref().unwrap_or(""),
+        input = input_name(&input),
+        mode = Empty,
+        rounds = Empty,
+        status = Empty,
+    );
+    let summary = match runner.go(input).instrument(span.clone()).await {
         Ok(summary) => summary,
         Err(stop) => {
             runner.emit(AgentEvent::Error {
@@ -189,6 +209,9 @@ pub(crate) async fn run(
             runner.summary(RunStatus::Failed, None, Some(stop.message))
         }
     };
+    span.record("rounds", summary.rounds);
+    span.record("status", summary.status.as_str());
+    drop(span);
     // The conversation is free again before the consumer hears the run is over, so a run
     // started on `Finished` (or on the end of the stream) is never refused as busy.
     drop(running);
@@ -270,6 +293,7 @@ impl Runner {
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
         self.mode = meta.mode.unwrap_or_default();
+        tracing::Span::current().record("mode", self.mode.as_str());
         let loaded = self.inner.store.load(&self.id).await?;
         self.last_seq = loaded.last_seq;
         self.log = loaded.into_entries();
@@ -339,13 +363,17 @@ impl Runner {
         if !matches!(kind, InputKind::Resume) {
             self.round = rounds_in_task(&self.log);
         }
+        // The span of the round whose calls are pending: they run inside it (calls a resume
+        // finds pending belong to no round of this run, so they sit under the run's span).
+        let mut round_span = tracing::Span::none();
         loop {
             if !pending.is_empty() {
                 let calls = std::mem::take(&mut pending);
                 // Results in so far stay in the log; the calls cut off are left to a resume.
                 let cancel = self.signals.cancel.clone();
+                let span = std::mem::replace(&mut round_span, tracing::Span::none());
                 let done = tokio::select! {
-                    done = self.run_calls(&calls) => Some(done),
+                    done = self.run_calls(&calls).instrument(span) => Some(done),
                     () = wait_for_cancel(cancel) => None,
                 };
                 match done {
@@ -374,8 +402,12 @@ impl Runner {
             }
             self.round += 1;
             self.rounds_run += 1;
-            match self.round_once().await? {
-                Next::Calls(calls) => pending = calls,
+            let span = tracing::info_span!("round", round = self.round);
+            match self.round_once().instrument(span.clone()).await? {
+                Next::Calls(calls) => {
+                    pending = calls;
+                    round_span = span;
+                }
                 Next::Again => {}
                 Next::Done(summary) => return Ok(*summary),
             }
@@ -429,6 +461,17 @@ impl Runner {
         let round = self.round;
         let tx = self.tx.clone();
         let mut partial = Partial::default();
+        // Names and figures only: neither the request nor the answer goes on a span.
+        let call_span = tracing::info_span!(
+            "model_call",
+            provider = self.inner.client.provider(),
+            model = %request.model,
+            stream = settings.stream,
+            outcome = Empty,
+            input_tokens = Empty,
+            output_tokens = Empty,
+            retries = Empty,
+        );
         let result = {
             let mut on_delta = |delta| {
                 let event = match delta {
@@ -449,11 +492,25 @@ impl Runner {
                 .client
                 .complete_streaming(&request, &mut on_delta);
             let cancel = self.signals.cancel.clone();
-            tokio::select! {
-                result = call => Some(result),
-                () = wait_for_cancel(cancel) => None,
+            async {
+                tokio::select! {
+                    result = call => Some(result),
+                    () = wait_for_cancel(cancel) => None,
+                }
             }
+            .instrument(call_span.clone())
+            .await
         };
+        match &result {
+            None => call_span.record("outcome", "cancelled"),
+            Some(Err(err)) => call_span.record("outcome", answer::llm_kind(err).as_str()),
+            Some(Ok(response)) => call_span
+                .record("outcome", "answered")
+                .record("input_tokens", response.usage.input_tokens)
+                .record("output_tokens", response.usage.output_tokens)
+                .record("retries", response.retries),
+        };
+        drop(call_span);
         match result {
             None => self.call_cancelled(partial, built.record).await,
             Some(Err(err)) => self.model_failed(err, built.record).await,

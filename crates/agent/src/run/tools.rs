@@ -11,6 +11,8 @@ use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
 use ba_tools::CallOptions;
 use futures::StreamExt;
 use serde_json::Value;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use super::{Runner, Stop, new_id, now};
 use crate::adapters::activation_text;
@@ -73,9 +75,27 @@ impl Runner {
                     if c.function.name == ba_skills::ACTIVATE_SKILL
                         && let Some(skills) = &inner.skills
                     {
+                        // The same span the runtime opens for the calls it runs.
+                        let span = tracing::info_span!(
+                            "tool_call",
+                            tool = ba_skills::ACTIVATE_SKILL,
+                            call_id = %c.id,
+                            conversation_id = conversation,
+                            outcome = Empty,
+                            duration_ms = Empty,
+                        );
                         let start = std::time::Instant::now();
-                        let result = skills.activate(&arguments, Some(conversation)).await;
+                        let result = skills
+                            .activate(&arguments, Some(conversation))
+                            .instrument(span.clone())
+                            .await;
                         let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        let outcome = if result.success {
+                            "ok"
+                        } else {
+                            ba_protocol::ToolErrorKind::InvalidParameters.as_str()
+                        };
+                        span.record("outcome", outcome).record("duration_ms", ms);
                         return (skill_tool_result(&c.id, &result, ms), Some(result));
                     }
                     let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments);
