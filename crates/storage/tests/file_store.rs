@@ -367,7 +367,9 @@ async fn a_failed_batch_in_a_group_fails_alone_and_leaves_whole_lines() {
     let mut tasks = Vec::new();
     for i in 1..=7 {
         let (store, id) = (store.clone(), id.clone());
-        tasks.push(tokio::spawn(async move { store.append(&id, &entry(i), None).await }));
+        tasks.push(tokio::spawn(async move {
+            store.append(&id, &entry(i), None).await
+        }));
     }
     let mut acked = Vec::new();
     for t in tasks {
@@ -378,13 +380,20 @@ async fn a_failed_batch_in_a_group_fails_alone_and_leaves_whole_lines() {
         }
     }
     acked.sort_unstable();
-    assert_eq!(acked, [1, 2, 3], "the three batches that fit were acknowledged");
+    assert_eq!(
+        acked,
+        [1, 2, 3],
+        "the three batches that fit were acknowledged"
+    );
     assert!(fault.syncs() < 7, "{} fsyncs for a group", fault.syncs());
     let loaded = store.load(&id).await.unwrap();
     assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
     let seqs: Vec<_> = loaded.entries.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [1, 2, 3]);
-    assert_eq!(std::fs::metadata(store.log_path(&id)).unwrap().len(), line * 3);
+    assert_eq!(
+        std::fs::metadata(store.log_path(&id)).unwrap().len(),
+        line * 3
+    );
 }
 
 #[tokio::test]
