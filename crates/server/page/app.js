@@ -162,8 +162,10 @@
 
   // ---- the event stream: fetch + ReadableStream (the token stays in a header), reconnecting
   // with the last event id, backoff doubling up to 10 s.
+  // The wait before reconnect attempt `n` (0 after a stream that delivered frames).
+  const backoff = (n) => Math.min(500 * 2 ** Math.max(0, n), 10000);
   async function stream(gen) {
-    let backoff = 500;
+    let attempt = 0;
     while (gen === S.gen) {
       const ctrl = new AbortController(); S.abort = ctrl;
       try {
@@ -181,14 +183,14 @@
           let i;
           while ((i = buf.indexOf('\n\n')) >= 0) {
             const block = buf.slice(0, i); buf = buf.slice(i + 2);
-            if (frame(block)) backoff = 500;
+            if (frame(block)) attempt = 0;
           }
         }
       } catch (e) { if (gen !== S.gen) return; }
       if (gen !== S.gen) return;
       document.body.dataset.stream = 'reconnecting';
-      await new Promise((res) => setTimeout(res, backoff));
-      backoff = Math.min(backoff * 2, 10000);
+      await new Promise((res) => setTimeout(res, backoff(attempt)));
+      attempt += 1;
     }
   }
   function frame(block) {
@@ -685,5 +687,7 @@
     fetch('/page/status').then((r) => r.json()).then((s) => { S.echarts = Boolean(s.echarts); })
       .catch(() => {}).finally(() => { document.body.dataset.echarts = S.echarts ? 'yes' : 'missing'; openConv(S.conv); });
   }
+  // For the browser tests: the pure parts of the page.
+  window.baAgentPage = Object.freeze({ backoff });
   init();
 })();

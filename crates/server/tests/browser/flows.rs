@@ -8,41 +8,6 @@ use serde_json::Value;
 
 use crate::harness::*;
 
-const ORDER: [&str; 7] = [
-    "task_analysis",
-    "execution_plan",
-    "tool_call_status",
-    "final_report",
-    "code_blocks",
-    "recommended_questions",
-    "download_links",
-];
-
-const COMPONENTS: &str = "return [...document.querySelectorAll('.answer')].pop() \
-    ? [...[...document.querySelectorAll('.answer')].pop().querySelectorAll('[data-component]')].map(e => e.dataset.component) : []";
-
-fn assert_in_order(found: &Value) {
-    let found: Vec<&str> = found
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    let ranks: Vec<usize> = found
-        .iter()
-        .map(|c| {
-            ORDER
-                .iter()
-                .position(|o| o == c)
-                .unwrap_or_else(|| panic!("unknown component {c}"))
-        })
-        .collect();
-    assert!(
-        ranks.windows(2).all(|w| w[0] < w[1]),
-        "components out of §七 order: {found:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_question_is_answered_with_its_components_in_order() {
     let _one = BROWSER.lock().await;

@@ -1,0 +1,1 @@
+//! Turns that outlive their run: resume, downloads and file references.
