@@ -174,6 +174,7 @@ async fn an_upload_becomes_a_file_ref() {
     let id = server.conversation().await;
     c.goto(&server.url(&id)).await.unwrap();
     loaded(&c).await;
+    js(&c, CATCH_DOWNLOADS).await;
     // Dropped on the composer, as a person drags a file in.
     js(&c, "const dt = new DataTransfer(); dt.items.add(new File(['region,amount\\nWest,1\\n'], 'notes.csv', {type: 'text/csv'})); \
         document.querySelector('#composer').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return 1").await;
@@ -215,6 +216,20 @@ async fn an_upload_becomes_a_file_ref() {
         .await,
         0
     );
+    // The answer's reference shows the upload's own name (the server resolves it among the
+    // conversation's uploads), and a click downloads the file under that name.
+    let shown = js(
+        &c,
+        "return document.querySelector('.report .file-ref').textContent",
+    )
+    .await;
+    assert!(
+        shown.as_str().unwrap().contains("notes.csv"),
+        "the reference shows {shown}"
+    );
+    let got = download(&c, ".report .file-ref").await;
+    assert_eq!(got["name"], "notes.csv");
+    assert_eq!(got["text"], "region,amount\nWest,1\n");
     c.close().await.unwrap();
 }
 
@@ -337,11 +352,11 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
     c.close().await.unwrap();
 }
 
-const FULL: &str = "Show me every part of an answer.";
+pub const FULL: &str = "Show me every part of an answer.";
 
 /// A question answered in two rounds with every component of §七: a tool call, then a report
 /// with a code block, recommended questions and a download link.
-fn full_answer() -> Vec<Value> {
+pub fn full_answer() -> Vec<Value> {
     let call = serde_json::json!({"task_analysis": "Count the rows first.", "execution_plan": "R1: count; R2: report",
         "current_round": 1, "action": {"type": "tool_call", "content": [{"tool_name": "query_database",
         "tool_call_id": "call_full", "arguments": {"query": "SELECT COUNT(*) AS n FROM sales"}}]}});

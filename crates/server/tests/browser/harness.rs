@@ -461,3 +461,33 @@ pub async fn assert_one_turn(c: &Client) {
         "a tool call shown twice: {calls:?}"
     );
 }
+
+/// Keeps what the page downloads instead of saving it: the page fetches a file with the token
+/// in a header, makes a blob URL of it and clicks a link with a `download` name; this records
+/// `{name, text}` of each such click in `window.__downloads`.
+pub const CATCH_DOWNLOADS: &str = "window.__downloads = []; const blobs = new Map(); \
+    const create = URL.createObjectURL; \
+    URL.createObjectURL = function (b) { const u = create.call(URL, b); blobs.set(u, b); return u; }; \
+    const click = HTMLAnchorElement.prototype.click; \
+    HTMLAnchorElement.prototype.click = function () { \
+      const b = blobs.get(this.href); \
+      if (!b || !this.download) return click.call(this); \
+      const name = this.download; b.text().then((text) => window.__downloads.push({name, text})); \
+    }; return 1";
+
+/// Clicks the element `css` and returns the `{name, text}` the page downloaded for it.
+pub async fn download(c: &Client, css: &str) -> Value {
+    let before = js(c, "return window.__downloads.length").await;
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        &format!("the download of {css}"),
+        &format!("return window.__downloads.length > {before} && window.__downloads[{before}]"),
+    )
+    .await
+}
