@@ -522,6 +522,7 @@
     const doc = new DOMParser().parseFromString(html, 'text/html');
     doc.querySelectorAll('script[src], base, meta[http-equiv], link, object, embed').forEach((n) => n.remove());
     doc.querySelectorAll('script').forEach((s) => s.setAttribute('nonce', nonce));
+    inlineHandlers(doc);
     const echarts = location.origin + '/assets/echarts.min.js';
     const csp = doc.createElement('meta');
     csp.setAttribute('http-equiv', 'Content-Security-Policy');
@@ -539,6 +540,31 @@
     frame.srcdoc = '<!doctype html>' + doc.documentElement.outerHTML;
     wrap.append(frame);
     return wrap;
+  }
+  // Inline handlers (onclick="…") are refused by the policy the frame inherits from the page
+  // (a nonce policy runs no attribute code without 'unsafe-hashes', which would weaken the page
+  // itself). Each becomes a listener added by a script carrying the nonce: the same code with
+  // the same rights as the report's own scripts — the sandbox's, not the page's.
+  const WINDOW_EVENTS = /^(load|unload|beforeunload|resize|scroll|message|hashchange|pageshow|pagehide|error)$/;
+  function inlineHandlers(doc) {
+    let n = 0;
+    for (const node of doc.querySelectorAll('*')) {
+      for (const a of [...node.attributes]) {
+        if (!/^on[a-z]+$/i.test(a.name)) continue;
+        node.removeAttribute(a.name);
+        const type = a.name.slice(2).toLowerCase();
+        if (!node.dataset.baOn) node.dataset.baOn = String(n++);
+        const target = node.tagName === 'BODY' && WINDOW_EVENTS.test(type) ? 'window'
+          : 'document.querySelector(\'[data-ba-on="' + node.dataset.baOn + '"]\')';
+        // One script a handler: a handler that does not parse breaks only itself. `</script`
+        // and `<!--` are escaped so the code cannot end its script element early.
+        const s = doc.createElement('script'); s.setAttribute('nonce', nonce);
+        s.textContent = ('(function (n) { if (n) n.addEventListener(' + JSON.stringify(type) +
+          ', function (event) { if ((function (event) {' + a.value + '\n}).call(n, event) === false) event.preventDefault(); }); })(' +
+          target + ');').replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
+        doc.body.append(s);
+      }
+    }
   }
   window.addEventListener('message', (ev) => {
     const h = ev.data && ev.data.baReportHeight;
