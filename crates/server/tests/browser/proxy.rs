@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -14,6 +15,10 @@ struct Shared {
     /// Per connection, the bytes the browser sent.
     sent: Vec<Vec<u8>>,
     open: Vec<AbortHandle>,
+    /// While set, connections are closed as soon as their request head is read.
+    refusing: bool,
+    /// When each refused request came, and its head (lowercased).
+    refused: Vec<(Instant, String)>,
 }
 
 #[derive(Debug)]
@@ -38,6 +43,10 @@ impl Proxy {
         let accepting = Arc::clone(&shared);
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                if accepting.lock().unwrap().refusing {
+                    tokio::spawn(refuse(client, Arc::clone(&accepting)));
+                    continue;
+                }
                 let mut s = accepting.lock().unwrap();
                 let slot = s.sent.len();
                 s.sent.push(Vec::new());
@@ -57,6 +66,22 @@ impl Proxy {
             h.abort();
         }
         live
+    }
+
+    /// Refuses new connections (closes them once their request is read) or serves them again.
+    pub fn refuse(&self, on: bool) {
+        self.shared.lock().unwrap().refusing = on;
+    }
+
+    /// When the refused requests for the event stream of `conversation` came.
+    pub fn refused_event_requests(&self, conversation: &str) -> Vec<Instant> {
+        let start = format!("get /api/v1/conversations/{conversation}/events");
+        let s = self.shared.lock().unwrap();
+        s.refused
+            .iter()
+            .filter(|(_, head)| head.starts_with(&start))
+            .map(|(at, _)| *at)
+            .collect()
     }
 
     /// The `Last-Event-ID` of each request for the event stream of `conversation`, in the order
@@ -105,4 +130,18 @@ async fn pipe(client: TcpStream, target: SocketAddr, shared: Arc<Mutex<Shared>>,
         let _ = to_client.shutdown().await;
     };
     tokio::join!(up, down);
+}
+
+async fn refuse(mut client: TcpStream, shared: Arc<Mutex<Shared>>) {
+    let at = Instant::now();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => head.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    shared.lock().unwrap().refused.push((at, head));
 }

@@ -122,6 +122,78 @@ async fn a_dropped_connection_reconnects_with_its_last_event_id() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        delay: Duration::from_millis(300),
+        proxy: true,
+        ..Options::default()
+    })
+    .await;
+    let proxy = server.proxy.as_ref().unwrap();
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "a finished tool call",
+        "return document.querySelector('[data-call][data-state=done]')",
+    )
+    .await;
+    proxy.refuse(true);
+    assert!(proxy.cut() >= 1, "the event stream was not open");
+    // The page keeps trying, waiting longer each time.
+    let start = std::time::Instant::now();
+    let attempts = loop {
+        let attempts = proxy.refused_event_requests(&id);
+        if attempts.len() >= 3 {
+            break attempts;
+        }
+        assert!(start.elapsed() < LIMIT, "the page stopped retrying");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let gaps: Vec<f64> = attempts
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    eprintln!("refused attempts {:.2?} s apart", gaps);
+    assert!(
+        gaps.windows(2).all(|g| g[1] > g[0] * 1.5),
+        "the wait does not grow: {gaps:?}"
+    );
+    assert!(gaps.iter().all(|&g| g <= 10.5), "{gaps:?}");
+    // Meanwhile the run goes on without the page, to its end; the page catches up once.
+    let status = loop {
+        let conv = server
+            .api(
+                reqwest::Method::GET,
+                &format!("/api/v1/conversations/{id}"),
+                None,
+            )
+            .await;
+        if conv["status"] != "running" {
+            break conv["status"].clone();
+        }
+        assert!(start.elapsed() < LIMIT, "the run did not end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status, "idle");
+    proxy.refuse(false);
+    wait_for(
+        &c,
+        "the final report",
+        "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat') \
+        && document.querySelector('#send').textContent === 'Send' && document.body.dataset.stream === 'open'",
+    )
+    .await;
+    assert_one_turn(&c).await;
+    assert_in_order(&js(&c, COMPONENTS).await);
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reconnect_backoff_grows_and_stops_at_ten_seconds() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
