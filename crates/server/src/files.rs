@@ -266,3 +266,51 @@ pub(crate) async fn file(
         "no file {name:?} in this conversation"
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ba_protocol::structured::FileRef;
+
+    fn with_refs(ids: &[&str]) -> ApiResponse {
+        let mut r: ApiResponse = serde_json::from_value(json!({"response": "", "metadata": {
+            "action_type": "complete", "status": "complete", "content_type": "markdown",
+            "contains_html": false}}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        r.metadata.file_refs = ids
+            .iter()
+            .enumerate()
+            .map(|(index, id)| FileRef {
+                file_id: (*id).to_owned(),
+                filename: String::new(),
+                file_type: "unknown".into(),
+                size_bytes: 0,
+                index,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn file_refs_are_named_from_the_conversations_uploads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let uploads = dir.path().join("conv");
+        let mut response = with_refs(&["upload_001"]);
+        // No folder: nothing read, nothing created.
+        resolve_file_refs(&mut response, &uploads);
+        assert!(!uploads.exists());
+        assert_eq!(response.metadata.file_refs[0].filename, "");
+        let store = UploadStore::open(&uploads).unwrap_or_else(|e| panic!("{e}"));
+        store
+            .add("q3.csv", Some("text/csv"), b"a,b\n", "")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut response = with_refs(&["upload_001", "upload_404"]);
+        resolve_file_refs(&mut response, &uploads);
+        let refs = &response.metadata.file_refs;
+        assert_eq!(
+            (refs[0].filename.as_str(), refs[0].size_bytes),
+            ("q3.csv", 4)
+        );
+        assert_eq!(refs[1].filename, "");
+    }
+}
