@@ -162,8 +162,10 @@
 
   // ---- the event stream: fetch + ReadableStream (the token stays in a header), reconnecting
   // with the last event id, backoff doubling up to 10 s.
+  // The wait before reconnect attempt `n` (0 after a stream that delivered frames).
+  const backoff = (n) => Math.min(500 * 2 ** Math.max(0, n), 10000);
   async function stream(gen) {
-    let backoff = 500;
+    let attempt = 0;
     while (gen === S.gen) {
       const ctrl = new AbortController(); S.abort = ctrl;
       try {
@@ -181,14 +183,14 @@
           let i;
           while ((i = buf.indexOf('\n\n')) >= 0) {
             const block = buf.slice(0, i); buf = buf.slice(i + 2);
-            if (frame(block)) backoff = 500;
+            if (frame(block)) attempt = 0;
           }
         }
       } catch (e) { if (gen !== S.gen) return; }
       if (gen !== S.gen) return;
       document.body.dataset.stream = 'reconnecting';
-      await new Promise((res) => setTimeout(res, backoff));
-      backoff = Math.min(backoff * 2, 10000);
+      await new Promise((res) => setTimeout(res, backoff(attempt)));
+      attempt += 1;
     }
   }
   function frame(block) {
@@ -520,6 +522,7 @@
     const doc = new DOMParser().parseFromString(html, 'text/html');
     doc.querySelectorAll('script[src], base, meta[http-equiv], link, object, embed').forEach((n) => n.remove());
     doc.querySelectorAll('script').forEach((s) => s.setAttribute('nonce', nonce));
+    inlineHandlers(doc);
     const echarts = location.origin + '/assets/echarts.min.js';
     const csp = doc.createElement('meta');
     csp.setAttribute('http-equiv', 'Content-Security-Policy');
@@ -537,6 +540,31 @@
     frame.srcdoc = '<!doctype html>' + doc.documentElement.outerHTML;
     wrap.append(frame);
     return wrap;
+  }
+  // Inline handlers (onclick="…") are refused by the policy the frame inherits from the page
+  // (a nonce policy runs no attribute code without 'unsafe-hashes', which would weaken the page
+  // itself). Each becomes a listener added by a script carrying the nonce: the same code with
+  // the same rights as the report's own scripts — the sandbox's, not the page's.
+  const WINDOW_EVENTS = /^(load|unload|beforeunload|resize|scroll|message|hashchange|pageshow|pagehide|error)$/;
+  function inlineHandlers(doc) {
+    let n = 0;
+    for (const node of doc.querySelectorAll('*')) {
+      for (const a of [...node.attributes]) {
+        if (!/^on[a-z]+$/i.test(a.name)) continue;
+        node.removeAttribute(a.name);
+        const type = a.name.slice(2).toLowerCase();
+        if (!node.dataset.baOn) node.dataset.baOn = String(n++);
+        const target = node.tagName === 'BODY' && WINDOW_EVENTS.test(type) ? 'window'
+          : 'document.querySelector(\'[data-ba-on="' + node.dataset.baOn + '"]\')';
+        // One script a handler: a handler that does not parse breaks only itself. `</script`
+        // and `<!--` are escaped so the code cannot end its script element early.
+        const s = doc.createElement('script'); s.setAttribute('nonce', nonce);
+        s.textContent = ('(function (n) { if (n) n.addEventListener(' + JSON.stringify(type) +
+          ', function (event) { if ((function (event) {' + a.value + '\n}).call(n, event) === false) event.preventDefault(); }); })(' +
+          target + ');').replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
+        doc.body.append(s);
+      }
+    }
   }
   window.addEventListener('message', (ev) => {
     const h = ev.data && ev.data.baReportHeight;
@@ -685,5 +713,7 @@
     fetch('/page/status').then((r) => r.json()).then((s) => { S.echarts = Boolean(s.echarts); })
       .catch(() => {}).finally(() => { document.body.dataset.echarts = S.echarts ? 'yes' : 'missing'; openConv(S.conv); });
   }
+  // For the browser tests: the pure parts of the page.
+  window.baAgentPage = Object.freeze({ backoff });
   init();
 })();

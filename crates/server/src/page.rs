@@ -9,7 +9,10 @@
 //! nonce. A report in HTML runs in an `<iframe sandbox="allow-scripts" srcdoc>` (an opaque
 //! origin: no access to the page, its storage or its token); the frame inherits this policy and
 //! adds its own stricter one (no `connect-src`), and the page gives the nonce only to the
-//! report's inline scripts and to ECharts.
+//! report's inline scripts and to ECharts. Inline event handlers (`onclick="…"`) are attribute
+//! code, which a nonce policy refuses unless it says `'unsafe-hashes'` for the page as well; so
+//! the page turns each into a listener that a nonce-carrying script adds in the frame — the
+//! same code with the same (sandboxed) rights as the report's scripts.
 
 use std::path::PathBuf;
 

@@ -8,41 +8,6 @@ use serde_json::Value;
 
 use crate::harness::*;
 
-const ORDER: [&str; 7] = [
-    "task_analysis",
-    "execution_plan",
-    "tool_call_status",
-    "final_report",
-    "code_blocks",
-    "recommended_questions",
-    "download_links",
-];
-
-const COMPONENTS: &str = "return [...document.querySelectorAll('.answer')].pop() \
-    ? [...[...document.querySelectorAll('.answer')].pop().querySelectorAll('[data-component]')].map(e => e.dataset.component) : []";
-
-fn assert_in_order(found: &Value) {
-    let found: Vec<&str> = found
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    let ranks: Vec<usize> = found
-        .iter()
-        .map(|c| {
-            ORDER
-                .iter()
-                .position(|o| o == c)
-                .unwrap_or_else(|| panic!("unknown component {c}"))
-        })
-        .collect();
-    assert!(
-        ranks.windows(2).all(|w| w[0] < w[1]),
-        "components out of §七 order: {found:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_question_is_answered_with_its_components_in_order() {
     let _one = BROWSER.lock().await;
@@ -209,6 +174,7 @@ async fn an_upload_becomes_a_file_ref() {
     let id = server.conversation().await;
     c.goto(&server.url(&id)).await.unwrap();
     loaded(&c).await;
+    js(&c, CATCH_DOWNLOADS).await;
     // Dropped on the composer, as a person drags a file in.
     js(&c, "const dt = new DataTransfer(); dt.items.add(new File(['region,amount\\nWest,1\\n'], 'notes.csv', {type: 'text/csv'})); \
         document.querySelector('#composer').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return 1").await;
@@ -250,6 +216,20 @@ async fn an_upload_becomes_a_file_ref() {
         .await,
         0
     );
+    // The answer's reference shows the upload's own name (the server resolves it among the
+    // conversation's uploads), and a click downloads the file under that name.
+    let shown = js(
+        &c,
+        "return document.querySelector('.report .file-ref').textContent",
+    )
+    .await;
+    assert!(
+        shown.as_str().unwrap().contains("notes.csv"),
+        "the reference shows {shown}"
+    );
+    let got = download(&c, ".report .file-ref").await;
+    assert_eq!(got["name"], "notes.csv");
+    assert_eq!(got["text"], "region,amount\nWest,1\n");
     c.close().await.unwrap();
 }
 
@@ -372,11 +352,11 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
     c.close().await.unwrap();
 }
 
-const FULL: &str = "Show me every part of an answer.";
+pub const FULL: &str = "Show me every part of an answer.";
 
 /// A question answered in two rounds with every component of §七: a tool call, then a report
 /// with a code block, recommended questions and a download link.
-fn full_answer() -> Vec<Value> {
+pub fn full_answer() -> Vec<Value> {
     let call = serde_json::json!({"task_analysis": "Count the rows first.", "execution_plan": "R1: count; R2: report",
         "current_round": 1, "action": {"type": "tool_call", "content": [{"tool_name": "query_database",
         "tool_call_id": "call_full", "arguments": {"query": "SELECT COUNT(*) AS n FROM sales"}}]}});

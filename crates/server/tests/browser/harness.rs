@@ -11,7 +11,7 @@ use ba_agent::{Agent, DataFileSink, ResponseMode};
 use ba_context::{ContextBudget, Encoding};
 use ba_model::{
     DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
-    ReplayTurn,
+    ReplayTurn, StreamDelta,
 };
 use ba_protocol::LogRole;
 use ba_server::{AppState, ServerConfig, Token};
@@ -21,6 +21,9 @@ use ba_storage::code::CodeStore;
 use ba_storage::datafile::DataFileStore;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use crate::proxy::Proxy;
 
 pub const TOKEN: &str = "browser-test-token";
 pub const LIMIT: Duration = Duration::from_secs(60);
@@ -35,12 +38,14 @@ pub static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The demo's model: the recorded turn whose expectation the request meets (after any
 /// `continue` the loop wrote), each call after `delay`; with `fallback`, a request no turn
-/// answers gets that structured final answer.
+/// answers gets that structured final answer; with `gate`, each character of streamed text
+/// waits for a permit the test gives.
 #[derive(Debug)]
 pub struct DemoModel {
     turns: Vec<ReplayTurn>,
     delay: Duration,
     fallback: Option<String>,
+    gate: Option<Arc<Semaphore>>,
 }
 
 fn asked(request: &ModelRequest) -> ExpectedRequest {
@@ -106,7 +111,28 @@ impl ModelClient for DemoModel {
         let mut turn = turn;
         turn.expect = ExpectedRequest::default();
         let one = ReplayClient::new(vec![turn]).with_token_counter(Arc::new(Encoding::Cl100kBase));
-        one.complete_streaming(request, on_delta).await
+        let Some(gate) = &self.gate else {
+            return one.complete_streaming(request, on_delta).await;
+        };
+        let mut deltas = Vec::new();
+        let response = one
+            .complete_streaming(request, &mut |d| deltas.push(d))
+            .await?;
+        for delta in deltas {
+            match delta {
+                StreamDelta::Text { index, text } => {
+                    for c in text.chars() {
+                        gate.acquire().await.unwrap().forget();
+                        on_delta(StreamDelta::Text {
+                            index,
+                            text: c.to_string(),
+                        });
+                    }
+                }
+                other => on_delta(other),
+            }
+        }
+        Ok(response)
     }
 }
 
@@ -116,10 +142,15 @@ pub struct Options {
     pub delay: Duration,
     pub extra_turns: Vec<Value>,
     pub fallback: Option<String>,
+    /// Streamed text, a character a permit.
+    pub gate: Option<Arc<Semaphore>>,
+    /// The browser reaches the server through a [`Proxy`] the test can cut.
+    pub proxy: bool,
 }
 
 pub struct Server {
     pub addr: SocketAddr,
+    pub proxy: Option<Proxy>,
     _dir: tempfile::TempDir,
     pub agent: Agent,
     _task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -165,6 +196,7 @@ impl Server {
                 .to_vec(),
             delay: options.delay,
             fallback: options.fallback,
+            gate: options.gate,
         };
         let agent = Agent::builder(Arc::new(model))
             .store(Arc::new(FileStore::open(root).unwrap()))
@@ -184,9 +216,17 @@ impl Server {
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let config = ServerConfig::new(uploads)
+        let mut config = ServerConfig::new(uploads)
             .with_demo_questions(vec![QUESTION.into(), CHART_QUESTION.into()])
             .with_assets_dir(assets_dir());
+        let proxy = if options.proxy {
+            let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = front.local_addr().unwrap().port();
+            config = config.with_allowed_hosts(vec![format!("127.0.0.1:{port}")]);
+            Some(Proxy::start(front, addr))
+        } else {
+            None
+        };
         let state = AppState::new(agent.clone(), config);
         let token = Token::new(TOKEN).unwrap();
         let task = tokio::spawn(ba_server::serve(
@@ -197,6 +237,7 @@ impl Server {
         ));
         Self {
             addr,
+            proxy,
             _dir: dir,
             agent,
             _task: task,
@@ -219,12 +260,51 @@ impl Server {
             .to_owned()
     }
 
-    /// The page's contract URL for a conversation.
+    /// The page's contract URL for a conversation (through the proxy when there is one).
     pub fn url(&self, conversation: &str) -> String {
-        format!(
-            "http://{}/?conversation={conversation}#token={TOKEN}",
-            self.addr
+        let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
+        format!("http://{addr}/?conversation={conversation}#token={TOKEN}")
+    }
+
+    /// An API call with the token.
+    pub async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut r = reqwest::Client::new()
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(TOKEN);
+        if let Some(body) = body {
+            r = r.json(&body);
+        }
+        let r = r.send().await.unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// Asks `text` in conversation `id` through the API and waits for the run to end.
+    pub async fn run_to_end(&self, id: &str, text: &str) {
+        let body =
+            json!({"request_id": format!("req-{id}"), "input": {"type": "message", "text": text}});
+        self.api(
+            reqwest::Method::POST,
+            &format!("/api/v1/conversations/{id}/runs"),
+            Some(body),
         )
+        .await;
+        let start = Instant::now();
+        loop {
+            let c = self
+                .api(
+                    reqwest::Method::GET,
+                    &format!("/api/v1/conversations/{id}"),
+                    None,
+                )
+                .await;
+            if c["status"] != "running" {
+                assert_eq!(c["status"], "idle", "{c}");
+                return;
+            }
+            assert!(start.elapsed() < LIMIT, "the run did not end: {c}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -315,4 +395,99 @@ pub async fn loaded(c: &Client) {
         "return document.body.dataset.stream === 'open'",
     )
     .await;
+}
+
+/// The seven components of seed 003 §七, in their order.
+pub const ORDER: [&str; 7] = [
+    "task_analysis",
+    "execution_plan",
+    "tool_call_status",
+    "final_report",
+    "code_blocks",
+    "recommended_questions",
+    "download_links",
+];
+
+pub const COMPONENTS: &str = "return [...document.querySelectorAll('.answer')].pop() \
+    ? [...[...document.querySelectorAll('.answer')].pop().querySelectorAll('[data-component]')].map(e => e.dataset.component) : []";
+
+pub fn assert_in_order(found: &Value) {
+    let found: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let ranks: Vec<usize> = found
+        .iter()
+        .map(|c| {
+            ORDER
+                .iter()
+                .position(|o| o == c)
+                .unwrap_or_else(|| panic!("unknown component {c}"))
+        })
+        .collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] < w[1]),
+        "components out of §七 order: {found:?}"
+    );
+}
+
+/// Asserts the transcript shows one turn with one answer, and every tool call once.
+pub async fn assert_one_turn(c: &Client) {
+    let counts = js(
+        c,
+        "return ['.turn', '.user', '[data-component=final_report]'].map(s => document.querySelectorAll(s).length)",
+    )
+    .await;
+    assert_eq!(counts, json!([1, 1, 1]), "turns, questions, reports");
+    let calls = js(
+        c,
+        "return [...document.querySelectorAll('[data-call]')].map(e => e.dataset.call)",
+    )
+    .await;
+    let calls: Vec<&str> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut unique = calls.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        calls.len(),
+        unique.len(),
+        "a tool call shown twice: {calls:?}"
+    );
+}
+
+/// Keeps what the page downloads instead of saving it: the page fetches a file with the token
+/// in a header, makes a blob URL of it and clicks a link with a `download` name; this records
+/// `{name, text}` of each such click in `window.__downloads`.
+pub const CATCH_DOWNLOADS: &str = "window.__downloads = []; const blobs = new Map(); \
+    const create = URL.createObjectURL; \
+    URL.createObjectURL = function (b) { const u = create.call(URL, b); blobs.set(u, b); return u; }; \
+    const click = HTMLAnchorElement.prototype.click; \
+    HTMLAnchorElement.prototype.click = function () { \
+      const b = blobs.get(this.href); \
+      if (!b || !this.download) return click.call(this); \
+      const name = this.download; b.text().then((text) => window.__downloads.push({name, text})); \
+    }; return 1";
+
+/// Clicks the element `css` and returns the `{name, text}` the page downloaded for it.
+pub async fn download(c: &Client, css: &str) -> Value {
+    let before = js(c, "return window.__downloads.length").await;
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        c,
+        &format!("the download of {css}"),
+        &format!("return window.__downloads.length > {before} && window.__downloads[{before}]"),
+    )
+    .await
 }

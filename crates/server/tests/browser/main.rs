@@ -11,4 +11,7 @@
 
 mod flows;
 mod harness;
+mod proxy;
 mod safety;
+mod stream;
+mod turns;

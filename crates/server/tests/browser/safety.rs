@@ -72,6 +72,104 @@ async fn model_html_cannot_reach_the_page_or_the_api() {
     c.close().await.unwrap();
 }
 
+const CLICK: &str = "Make me a report with a button.";
+/// Inline handlers, as models write them: they run (with the sandbox's rights, not the
+/// page's), `this` and `event` as in a browser, `return false` cancelling the default.
+const HANDLERS: &str = r##"<body onload="document.getElementById('out').dataset.loaded = 'yes'">
+<div id="out">none</div>
+<button id="b" onclick="var r = [this.id, event.type], out = document.getElementById('out');
+try { r.push('parent:' + parent.document.title); } catch (e) { r.push('parent:blocked'); }
+try { r.push('token:' + sessionStorage.getItem('ba-token')); } catch (e) { r.push('token:blocked'); }
+function done(x) { r.push(x); out.textContent = r.join(' '); }
+try { fetch('/api/v1/conversations').then(function () { done('api:open'); }, function () { done('api:blocked'); }); }
+catch (e) { done('api:blocked'); }">Go</button>
+<a id="a" href="#moved" onclick="document.getElementById('out').textContent += ' link'; return false">Link</a>
+<button id="bad" onclick="this.textContent = 'x' })(); (function () {">Broken</button>
+<script>document.getElementById('out').dataset.script = 'ran';</script></body>"##;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        extra_turns: vec![final_turn(CLICK, HANDLERS)],
+        ..Options::default()
+    })
+    .await;
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(&c).await;
+    ask(&c, CLICK).await;
+    wait_for(
+        &c,
+        "the report's frame",
+        "return document.querySelector('[data-component=final_report] iframe')",
+    )
+    .await;
+    let frame = c
+        .find(Locator::Css("[data-component=final_report] iframe"))
+        .await
+        .unwrap();
+    frame.enter_frame().await.unwrap();
+    wait_for(
+        &c,
+        "the report's script and its body's onload",
+        "const o = document.getElementById('out'); return o && o.dataset.script === 'ran' && o.dataset.loaded === 'yes'",
+    )
+    .await;
+    c.find(Locator::Css("#b"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let out = wait_for(
+        &c,
+        "the click handler's result",
+        "const t = document.getElementById('out').textContent; return t.includes('api:') && t",
+    )
+    .await;
+    assert_eq!(
+        out, "b click parent:blocked token:blocked api:blocked",
+        "the handler ran with other rights"
+    );
+    c.find(Locator::Css("#a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        &c,
+        "the link's handler",
+        "return document.getElementById('out').textContent.endsWith(' link')",
+    )
+    .await;
+    assert_eq!(
+        js(&c, "return location.hash").await,
+        "",
+        "return false did not cancel"
+    );
+    // A handler that breaks out of its wrapper only breaks itself.
+    c.find(Locator::Css("#bad"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(
+        js(&c, "return document.getElementById('bad').textContent").await,
+        "Broken"
+    );
+    c.enter_parent_frame().await.unwrap();
+    assert_eq!(
+        c.current_url().await.unwrap().as_str(),
+        server.url(&id),
+        "the report navigated the page"
+    );
+    c.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_turns_render_in_under_a_second() {
     let _one = BROWSER.lock().await;

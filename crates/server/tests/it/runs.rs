@@ -409,7 +409,10 @@ async fn keep_alive_comments_flow_on_an_idle_stream() {
 #[tokio::test]
 async fn a_message_names_its_uploads_as_file_refs() {
     let (_d, path) = dir();
-    let turns = vec![text_turn("Read it.", json!({"role": "user"}))];
+    let turns = vec![text_turn(
+        "Read <file_ref>upload_001</file_ref> and <file_ref>upload_404</file_ref>.",
+        json!({"role": "user"}),
+    )];
     let server = Server::start(&path, Model::new(&turns, 0));
     let api = Api::new(&server);
     let id = api.create().await;
@@ -443,6 +446,14 @@ async fn a_message_names_its_uploads_as_file_refs() {
         text.contains("<file_ref>upload_001</file_ref> targets.csv"),
         "{text}"
     );
+    // The answer's references are resolved among this conversation's uploads (the agent has
+    // no store of its own here); one to no upload keeps its id only.
+    let refs = &messages["entries"].as_array().unwrap().last().unwrap()["api_response"]["metadata"]
+        ["file_refs"];
+    assert_eq!(refs[0]["file_id"], "upload_001", "{refs}");
+    assert_eq!(refs[0]["filename"], "targets.csv", "{refs}");
+    assert_eq!(refs[0]["size_bytes"], "region,target".len(), "{refs}");
+    assert_eq!(refs[1]["filename"], "", "{refs}");
     let unknown = json!({"type": "message", "text": "x", "upload_ids": ["upload_009"]});
     assert_eq!(api.run(&id, "r2", unknown).await.status(), 400);
 }
