@@ -84,7 +84,9 @@ pub fn process_final(
     }
     let (with_code, code_ids) = replace_refs(&response.response, "code_ref", "CODE");
     for (index, code_id) in code_ids.into_iter().enumerate() {
-        let found = stores.code.map(|s| s.meta(&code_id));
+        let found = stores
+            .code
+            .map(|s| s.meta(stores.conversation_id, &code_id));
         let (language, description) = match found {
             Some(Ok(meta)) => (meta.language, meta.description),
             _ => {
@@ -155,14 +157,18 @@ fn plain(text: &str) -> ApiResponse {
     }
 }
 
-/// Expands `{{CODE:n}}` placeholders with the saved code in fenced blocks and `{{FILE:n}}`
-/// with the file's name, for a terminal that renders no widgets.
-pub fn render_for_terminal(response: &ApiResponse, code: Option<&CodeStore>) -> String {
+/// Expands `{{CODE:n}}` placeholders with the code saved in `conversation_id` in fenced
+/// blocks and `{{FILE:n}}` with the file's name, for a terminal that renders no widgets.
+pub fn render_for_terminal(
+    response: &ApiResponse,
+    code: Option<&CodeStore>,
+    conversation_id: Option<&str>,
+) -> String {
     let mut out = response.response.clone();
     for r in &response.metadata.code_refs {
         let placeholder = format!("{{{{CODE:{}}}}}", r.index);
         let body = code
-            .and_then(|s| s.get(&r.code_id).ok())
+            .and_then(|s| s.get(conversation_id, &r.code_id).ok())
             .map(|(meta, text)| {
                 format!(
                     "[code {} ({}, {} lines): {}]\n```{}\n{}\n```",
@@ -247,7 +253,11 @@ mod tests {
         assert_eq!(out.warnings.len(), 2, "{:?}", out.warnings);
         assert!(out.warnings[0].contains("brainfuck"));
         assert!(out.warnings[1].contains("code_b"));
-        let shown = render_for_terminal(r, Some(&code));
+        let shown = render_for_terminal(r, Some(&code), Some("c1"));
+        assert!(
+            !render_for_terminal(r, Some(&code), Some("c2")).contains("print(1)"),
+            "another conversation's code is not shown"
+        );
         assert!(
             shown.contains("```python\nprint(1)\nprint(2)\n```"),
             "{shown}"

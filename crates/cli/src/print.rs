@@ -174,7 +174,10 @@ impl Printer {
         self.line("");
         outln!("Final report");
         outln!("============");
-        outln!("{}", render_for_terminal(response, code));
+        outln!(
+            "{}",
+            render_for_terminal(response, code, Some(&summary.conversation_id))
+        );
         let m = &response.metadata;
         if !m.saved_codes.is_empty() {
             outln!();

@@ -88,7 +88,7 @@ async fn demo_session_end_to_end() {
         d.agent
             .code_store()
             .unwrap()
-            .get("code_west_growth")
+            .get(Some(&summary.conversation_id), "code_west_growth")
             .is_ok()
     );
     let compressions: Vec<&AgentEvent> = events

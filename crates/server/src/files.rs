@@ -191,11 +191,9 @@ fn code_of(state: &AppState, id: &ConversationId, code_id: &str) -> ApiResult<(C
         .agent()
         .code_store()
         .ok_or_else(|| ApiError::not_found("this server saves no code"))?;
-    match store.get(code_id) {
-        Ok((meta, code)) if meta.conversation_id.as_deref() == Some(id.as_str()) => {
-            Ok((meta, code))
-        }
-        _ => Err(ApiError::not_found(format!(
+    match store.get(Some(id.as_str()), code_id) {
+        Ok(found) => Ok(found),
+        Err(_) => Err(ApiError::not_found(format!(
             "no code {code_id:?} in this conversation"
         ))),
     }
@@ -247,7 +245,7 @@ pub(crate) async fn file(
     if let Some(store) = state.agent().code_store() {
         for meta in store.list(Some(id.as_str()))? {
             if meta.file_name == name || meta.code_id == name {
-                let (meta, code) = store.get(&meta.code_id)?;
+                let (meta, code) = store.get(Some(id.as_str()), &meta.code_id)?;
                 return Ok(attachment(
                     &meta.file_name,
                     "text/plain; charset=utf-8",

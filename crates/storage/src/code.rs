@@ -70,7 +70,10 @@ pub struct Saved {
     pub warning: Option<String>,
 }
 
-/// Code blocks on disk: `<root>/<code_id>.<ext>` and `<root>/<code_id>.meta.json`.
+/// Code blocks on disk: `<root>/<conversation_id>/<code_id>.<ext>` and
+/// `<root>/<conversation_id>/<code_id>.meta.json`, so two conversations may use the same code
+/// id without one replacing the other's; blocks saved outside any conversation live in
+/// `<root>` itself.
 #[derive(Debug, Clone)]
 pub struct CodeStore {
     root: PathBuf,
@@ -89,11 +92,18 @@ impl CodeStore {
         &self.root
     }
 
-    fn meta_path(&self, code_id: &str) -> PathBuf {
-        self.root.join(format!("{code_id}.meta.json"))
+    /// The folder of a conversation's blocks (`root` for none), its id checked.
+    fn folder(&self, conversation_id: Option<&str>) -> Result<PathBuf> {
+        match conversation_id {
+            Some(id) => {
+                check_name("conversation id", id)?;
+                Ok(self.root.join(id))
+            }
+            None => Ok(self.root.clone()),
+        }
     }
 
-    /// Saves (or replaces) a code block.
+    /// Saves (or replaces) a code block of `conversation_id` (or of none).
     pub fn save(
         &self,
         code_id: &str,
@@ -103,6 +113,7 @@ impl CodeStore {
         conversation_id: Option<&str>,
     ) -> Result<Saved> {
         check_name("code id", code_id)?;
+        let folder = self.folder(conversation_id)?;
         let (lang, ext, warning) = match language(language_name) {
             Some((lang, ext)) => (lang, ext, None),
             None => {
@@ -123,24 +134,27 @@ impl CodeStore {
             char_count: code.chars().count(),
             conversation_id: conversation_id.map(str::to_owned),
         };
-        if let Ok(old) = self.meta(code_id)
+        std::fs::create_dir_all(&folder).map_err(|e| StorageError::io("creating", &folder, e))?;
+        if let Ok(old) = self.meta(conversation_id, code_id)
             && old.file_name != file_name
         {
-            let _ = std::fs::remove_file(self.root.join(&old.file_name));
+            let _ = std::fs::remove_file(folder.join(&old.file_name));
         }
-        write_atomic(&self.root.join(&file_name), code.as_bytes())?;
+        write_atomic(&folder.join(&file_name), code.as_bytes())?;
         let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
             what: format!("metadata of code `{code_id}`"),
             message: e.to_string(),
         })?;
-        write_atomic(&self.meta_path(code_id), &json)?;
+        write_atomic(&folder.join(format!("{code_id}.meta.json")), &json)?;
         Ok(Saved { meta, warning })
     }
 
-    /// The metadata of a code block.
-    pub fn meta(&self, code_id: &str) -> Result<CodeMeta> {
+    /// The metadata of a code block of `conversation_id` (or of none).
+    pub fn meta(&self, conversation_id: Option<&str>, code_id: &str) -> Result<CodeMeta> {
         check_name("code id", code_id)?;
-        let path = self.meta_path(code_id);
+        let path = self
+            .folder(conversation_id)?
+            .join(format!("{code_id}.meta.json"));
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -157,27 +171,28 @@ impl CodeStore {
         })
     }
 
-    /// A code block and its metadata.
-    pub fn get(&self, code_id: &str) -> Result<(CodeMeta, String)> {
-        let meta = self.meta(code_id)?;
-        let path = self.root.join(&meta.file_name);
+    /// A code block of `conversation_id` (or of none) and its metadata.
+    pub fn get(&self, conversation_id: Option<&str>, code_id: &str) -> Result<(CodeMeta, String)> {
+        let meta = self.meta(conversation_id, code_id)?;
+        let path = self.folder(conversation_id)?.join(&meta.file_name);
         let code =
             std::fs::read_to_string(&path).map_err(|e| StorageError::io("reading", &path, e))?;
         Ok((meta, code))
     }
 
-    /// Every saved block, by id; only those of `conversation_id` when given.
+    /// The blocks of `conversation_id` (or those saved outside any conversation), by id.
     pub fn list(&self, conversation_id: Option<&str>) -> Result<Vec<CodeMeta>> {
-        let read = std::fs::read_dir(&self.root)
-            .map_err(|e| StorageError::io("listing", &self.root, e))?;
+        let folder = self.folder(conversation_id)?;
+        let read = match std::fs::read_dir(&folder) {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StorageError::io("listing", &folder, e)),
+        };
         let mut out = Vec::new();
         for item in read.flatten() {
             let name = item.file_name().to_string_lossy().into_owned();
             if let Some(id) = name.strip_suffix(".meta.json") {
-                let meta = self.meta(id)?;
-                if conversation_id.is_none_or(|c| meta.conversation_id.as_deref() == Some(c)) {
-                    out.push(meta);
-                }
+                out.push(self.meta(conversation_id, id)?);
             }
         }
         out.sort_by(|a, b| a.code_id.cmp(&b.code_id));
@@ -215,15 +230,18 @@ mod tests {
             Some("code `code_x`: language `cobol` is not supported; saved as python")
         );
         assert_eq!(saved.meta.char_count, 10);
-        let (meta, code) = store.get("code_chart").unwrap();
+        let (meta, code) = store.get(Some("c1"), "code_chart").unwrap();
         assert_eq!(meta.description, "chart");
         assert!(code.starts_with("const"));
         assert_eq!(store.list(Some("c1")).unwrap().len(), 1);
-        assert_eq!(store.list(None).unwrap().len(), 2);
+        assert_eq!(store.list(None).unwrap().len(), 1);
+        assert!(store.list(Some("c2")).unwrap().is_empty());
         assert!(store.save("../evil", "x", "python", "", None).is_err());
+        assert!(store.save("ok", "x", "python", "", Some("../c1")).is_err());
+        assert!(store.get(Some(".."), "code_chart").is_err());
         assert!(
             store
-                .get("missing")
+                .get(None, "missing")
                 .unwrap_err()
                 .to_string()
                 .contains("no code block")
@@ -231,5 +249,34 @@ mod tests {
         for (lang, ext, _) in LANGUAGES {
             assert_eq!(language(lang), Some((*lang, *ext)));
         }
+    }
+
+    #[test]
+    fn two_conversations_keep_their_own_block_of_the_same_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CodeStore::open(dir.path()).unwrap();
+        store
+            .save("code_q", "SELECT 1", "sql", "first", Some("c1"))
+            .unwrap();
+        store
+            .save("code_q", "print(2)", "python", "second", Some("c2"))
+            .unwrap();
+        let (one, code_one) = store.get(Some("c1"), "code_q").unwrap();
+        let (two, code_two) = store.get(Some("c2"), "code_q").unwrap();
+        assert_eq!(
+            (one.file_name.as_str(), code_one.as_str()),
+            ("code_q.sql", "SELECT 1")
+        );
+        assert_eq!(
+            (two.file_name.as_str(), code_two.as_str()),
+            ("code_q.py", "print(2)")
+        );
+        assert_eq!(one.conversation_id.as_deref(), Some("c1"));
+        // Replacing a block in another language removes the old file of that conversation only.
+        store
+            .save("code_q", "x = 1", "python", "again", Some("c1"))
+            .unwrap();
+        assert!(!dir.path().join("c1/code_q.sql").exists());
+        assert_eq!(store.get(Some("c2"), "code_q").unwrap().1, "print(2)");
     }
 }
