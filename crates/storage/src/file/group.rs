@@ -13,6 +13,9 @@
 //! and then writes and flushes them all together. The wait is bounded by half the last
 //! flush's duration (between [`WAIT_MIN`] and [`WAIT_MAX`]): a writer that does not come
 //! back costs at most that once, and the expected group shrinks to the appends in flight.
+//! For the first half of the window the leader looks at the queue without sleeping (it
+//! yields the CPU between looks): the writers come back within tens of microseconds, and on
+//! a virtual machine waking a sleeping thread costs about as much again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -42,13 +45,28 @@ pub(super) struct GroupCommit {
     peak: AtomicU64,
     /// How long the last flush took, in nanoseconds.
     last_flush_ns: AtomicU64,
+    /// How many batches are queued (read without the lock).
+    queued_len: AtomicU64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Queue {
     batches: Vec<Queued>,
     /// Whether a leader is running (it takes every batch queued before it stops).
     leading: bool,
+    /// How many queued batches the waiting leader wants woken for (`u64::MAX` when it is not
+    /// waiting), so a filling group wakes it once rather than at every batch.
+    wanted: u64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self {
+            batches: Vec::new(),
+            leading: false,
+            wanted: u64::MAX,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -79,6 +97,7 @@ impl Drop for Leader {
             let mut queue = lock(&self.commit.queue);
             queue.leading = false;
             queue.batches.clear();
+            self.commit.queued_len.store(0, Ordering::SeqCst);
         }
     }
 }
@@ -106,16 +125,23 @@ impl GroupCommit {
         let _in_flight = InFlight(self);
         self.peak.fetch_max(now, Ordering::SeqCst);
         let (outcome, answer) = oneshot::channel();
-        let lead = {
+        let (lead, wake) = {
             let mut queue = lock(&self.queue);
             queue.batches.push(Queued {
                 entries,
                 expect_last,
                 outcome,
             });
-            !std::mem::replace(&mut queue.leading, true)
+            self.queued_len
+                .store(queue.batches.len() as u64, Ordering::SeqCst);
+            (
+                !std::mem::replace(&mut queue.leading, true),
+                queue.batches.len() as u64 >= queue.wanted,
+            )
         };
-        self.queued.notify_one();
+        if wake {
+            self.queued.notify_one();
+        }
         if lead {
             let mut leader = Leader {
                 commit: self.clone(),
@@ -164,7 +190,15 @@ impl GroupCommit {
         let window = Duration::from_nanos(self.last_flush_ns.load(Ordering::Relaxed) / 2)
             .clamp(WAIT_MIN, WAIT_MAX);
         let deadline = Instant::now() + window;
+        // Writers answered a moment ago come back within microseconds; sleeping would add the
+        // wake-up of this thread to the wait, so look without sleeping (yielding the CPU) for
+        // the first part of the window.
+        let spin_until = Instant::now() + window / 2;
+        while self.queued_len.load(Ordering::SeqCst) < expected && Instant::now() < spin_until {
+            std::thread::yield_now();
+        }
         let mut queue = lock(&self.queue);
+        queue.wanted = expected;
         while (queue.batches.len() as u64) < expected {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
@@ -175,9 +209,11 @@ impl GroupCommit {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
+        queue.wanted = u64::MAX;
         if queue.batches.is_empty() {
             queue.leading = false;
         }
+        self.queued_len.store(0, Ordering::SeqCst);
         std::mem::take(&mut queue.batches)
     }
 }
