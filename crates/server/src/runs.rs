@@ -244,18 +244,46 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
         run_id: run_id.clone(),
     };
     let agent = state.agent().clone();
+    let store = state.store().clone();
+    let poll = state.config().log_poll;
     tokio::spawn(async move {
         let _guard = guard;
         let mut lease = Some(lease);
+        // A request left by a run that ended without clearing it names another run; drop it.
+        if let Err(e) = store.clear_cancel(&id).await {
+            tracing::warn!(conversation = %id, "clearing an old cancel request: {e}");
+        }
         let options = RunOptions::default()
             .with_ids(request_id, run_id.clone())
             .with_durable_events();
         let mut run = agent.send_with(&id, input, options);
-        hub.attach(&run_id, run.canceller());
+        let canceller = run.canceller();
+        hub.attach(&run_id, canceller.clone());
         let mut finished = false;
-        while let Some(event) = run.next().await {
+        // Another server sharing the store may be asked to cancel this run: it records the
+        // request in the store, and this run looks for it.
+        let mut look = tokio::time::interval(poll);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let event = tokio::select! {
+                event = run.next() => event,
+                _ = look.tick(), if !canceller.is_cancelled() => {
+                    match store.cancel_requested(&id).await {
+                        Ok(Some(requested)) if requested == run_id => {
+                            hub.cancel(&run_id);
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(conversation = %id, "reading cancel requests: {e}"),
+                    }
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
             if matches!(event, AgentEvent::Finished(_)) {
                 finished = true;
+                if let Err(e) = store.clear_cancel(&id).await {
+                    tracing::warn!(conversation = %id, "clearing the cancel request: {e}");
+                }
                 // Free for every server before anyone hears the run is over.
                 lease = None;
             }
@@ -270,14 +298,30 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
     });
 }
 
-/// Cancels a run: cooperative (the partial answer is kept) and idempotent.
+/// Asks another server sharing the store to cancel `run_id`: when the conversation's run lock
+/// is held elsewhere and `run_id` is the run its log names last, a request is recorded in the
+/// store for that server to find. `false` when no such run goes on (or the store cannot carry
+/// the request).
+async fn cancel_elsewhere(state: &AppState, id: &ConversationId, run_id: &str) -> ApiResult<bool> {
+    if state.store().try_lock_run(id).await?.is_some() {
+        // Nobody runs the conversation (the lease just taken is dropped here).
+        return Ok(false);
+    }
+    if last_logged_run(state, id).await?.as_deref() != Some(run_id) {
+        return Ok(false);
+    }
+    Ok(state.store().request_cancel(id, run_id).await?)
+}
+
+/// Cancels a run: cooperative (the partial answer is kept) and idempotent; on a run of another
+/// server sharing the store, through a request that server finds within its poll interval.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Path((id, run_id)): Path<(String, String)>,
 ) -> ApiResult<impl IntoResponse> {
     let id = conversation_id(&id)?;
     let hub = state.hub(&id).await?;
-    let cancelling = hub.cancel(&run_id);
+    let cancelling = hub.cancel(&run_id) || cancel_elsewhere(&state, &id, &run_id).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({

@@ -38,7 +38,8 @@ pub struct ServerConfig {
     /// Where `cargo xtask assets` put the page's third-party assets (`echarts.min.js`).
     pub assets_dir: Option<PathBuf>,
     /// How often a conversation with open streams and no run here looks at the log for
-    /// entries another server appended (250 ms).
+    /// entries another server appended, and a run here looks for a cancel request another
+    /// server recorded in the store (250 ms).
     pub log_poll: Duration,
 }
 

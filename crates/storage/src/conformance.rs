@@ -58,6 +58,7 @@ pub const CHECKS: &[&str] = &[
     "metadata",
     "unicode_and_large",
     "run_lock",
+    "cancel_requests",
     "entry_kinds_round_trip",
 ];
 
@@ -81,6 +82,7 @@ where
             "metadata" => metadata(&store, &clock).await,
             "unicode_and_large" => unicode_and_large(&store).await,
             "run_lock" => run_lock(&store).await,
+            "cancel_requests" => cancel_requests(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;
@@ -116,6 +118,66 @@ async fn run_lock<S: ConversationStore>(store: &S) -> CheckResult {
     ensure!(
         store.try_lock_run(&a).await.map_err(err)?.is_some(),
         "a dropped lease did not free the conversation"
+    );
+    Ok(())
+}
+
+/// A cancel request names one run of one conversation, replaces the one before, is cleared,
+/// and goes with its conversation; none on a missing conversation. A backend that cannot carry
+/// requests says so and reports none.
+async fn cancel_requests<S: ConversationStore>(store: &S) -> CheckResult {
+    let (a, b) = (cid("cancel-a")?, cid("cancel-b")?);
+    for id in [&a, &b] {
+        store
+            .create(id, NewConversation::default())
+            .await
+            .map_err(err)?;
+    }
+    ensure!(
+        store.cancel_requested(&a).await.map_err(err)?.is_none(),
+        "a new conversation has a cancel request"
+    );
+    if !store.request_cancel(&a, "run_1").await.map_err(err)? {
+        ensure!(
+            store.cancel_requested(&a).await.map_err(err)?.is_none(),
+            "a backend without cancel requests reported one"
+        );
+        return Ok(());
+    }
+    let requested = store.cancel_requested(&a).await.map_err(err)?;
+    ensure!(
+        requested.as_deref() == Some("run_1"),
+        "requested run_1, read {requested:?}"
+    );
+    ensure!(
+        store.cancel_requested(&b).await.map_err(err)?.is_none(),
+        "a request on one conversation showed on another"
+    );
+    store.request_cancel(&a, "run_2").await.map_err(err)?;
+    let requested = store.cancel_requested(&a).await.map_err(err)?;
+    ensure!(
+        requested.as_deref() == Some("run_2"),
+        "a second request did not replace the first: {requested:?}"
+    );
+    store.clear_cancel(&a).await.map_err(err)?;
+    store.clear_cancel(&a).await.map_err(err)?;
+    ensure!(
+        store.cancel_requested(&a).await.map_err(err)?.is_none(),
+        "a cleared request is still there"
+    );
+    store.request_cancel(&b, "run_3").await.map_err(err)?;
+    store.delete(&b).await.map_err(err)?;
+    ensure!(
+        store.cancel_requested(&b).await.map_err(err)?.is_none(),
+        "a deleted conversation kept its cancel request"
+    );
+    let missing = cid("cancel-missing")?;
+    ensure!(
+        matches!(
+            store.request_cancel(&missing, "run_4").await,
+            Err(StorageError::NotFound { .. })
+        ),
+        "a cancel request on a missing conversation was not NotFound"
     );
     Ok(())
 }

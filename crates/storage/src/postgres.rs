@@ -22,7 +22,8 @@ use crate::store::{
 };
 
 /// The schema migrations, in order; version `i + 1` is `MIGRATIONS[i]`.
-pub const MIGRATIONS: &[&str] = &["CREATE TABLE ba_conversations (
+pub const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE ba_conversations (
         id TEXT PRIMARY KEY,
         title TEXT,
         mode TEXT,
@@ -38,7 +39,13 @@ pub const MIGRATIONS: &[&str] = &["CREATE TABLE ba_conversations (
         appended_ms BIGINT NOT NULL,
         entry TEXT NOT NULL,
         PRIMARY KEY (conversation_id, seq)
-    );"];
+    );",
+    "CREATE TABLE ba_cancel_requests (
+        conversation_id TEXT PRIMARY KEY REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        run_id TEXT NOT NULL,
+        requested_ms BIGINT NOT NULL
+    );",
+];
 
 /// Options of a [`PostgresStore`].
 #[derive(Debug, Clone)]
@@ -440,6 +447,49 @@ impl ConversationStore for PostgresStore {
         Ok(Some(RunLease::holding(deadpool_postgres::Object::take(
             client,
         ))))
+    }
+
+    /// A row of `ba_cancel_requests`, read by the server running the run.
+    async fn request_cancel(&self, id: &ConversationId, run_id: &str) -> Result<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "INSERT INTO ba_cancel_requests (conversation_id, run_id, requested_ms)
+                 SELECT id, $2, $3 FROM ba_conversations WHERE id = $1
+                 ON CONFLICT (conversation_id)
+                 DO UPDATE SET run_id = EXCLUDED.run_id, requested_ms = EXCLUDED.requested_ms",
+                &[&id.as_str(), &run_id, &self.clock.now_ms()],
+            )
+            .await
+            .map_err(db)?;
+        if n == 0 {
+            return Err(StorageError::NotFound { id: id.to_string() });
+        }
+        Ok(true)
+    }
+
+    async fn cancel_requested(&self, id: &ConversationId) -> Result<Option<String>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT run_id FROM ba_cancel_requests WHERE conversation_id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn clear_cancel(&self, id: &ConversationId) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "DELETE FROM ba_cancel_requests WHERE conversation_id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 
     async fn delete(&self, id: &ConversationId) -> Result<bool> {

@@ -312,6 +312,27 @@ pub trait ConversationStore: Send + Sync {
         Ok(Some(RunLease::local()))
     }
 
+    /// Asks whoever runs `run_id` on the conversation — this process or another one sharing
+    /// the store — to cancel it; replaces an earlier request. `false` when the backend cannot
+    /// carry a request across processes (the default).
+    async fn request_cancel(&self, id: &ConversationId, run_id: &str) -> Result<bool> {
+        let _ = (id, run_id);
+        Ok(false)
+    }
+
+    /// The run whose cancel was requested on the conversation, if any (polled by the process
+    /// that runs it).
+    async fn cancel_requested(&self, id: &ConversationId) -> Result<Option<String>> {
+        let _ = id;
+        Ok(None)
+    }
+
+    /// Forgets the conversation's cancel request (when a run ends or starts).
+    async fn clear_cancel(&self, id: &ConversationId) -> Result<()> {
+        let _ = id;
+        Ok(())
+    }
+
     /// Appends one entry; returns its sequence number.
     async fn append(
         &self,
@@ -396,6 +417,15 @@ macro_rules! forward {
             }
             async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
                 (**self).try_lock_run(id).await
+            }
+            async fn request_cancel(&self, id: &ConversationId, run_id: &str) -> Result<bool> {
+                (**self).request_cancel(id, run_id).await
+            }
+            async fn cancel_requested(&self, id: &ConversationId) -> Result<Option<String>> {
+                (**self).cancel_requested(id).await
+            }
+            async fn clear_cancel(&self, id: &ConversationId) -> Result<()> {
+                (**self).clear_cancel(id).await
             }
         }
     };

@@ -1,7 +1,8 @@
 //! Two servers on one store: a run on one is seen through the other's event stream (from
 //! the log), and a second run on the same conversation is refused by either — with the file
 //! store (an `flock` per conversation) and with PostgreSQL (an advisory lock), the server
-//! holding nothing the store does not.
+//! holding nothing the store does not. A cancel sent to either server stops the run, through a
+//! request in the store the running server looks for.
 
 use std::sync::Arc;
 
@@ -68,6 +69,57 @@ async fn two_servers_share_the_conversations(a: &Server, b: &Server) {
     assert_eq!(f.data["seq"].as_u64(), Some(5));
 }
 
+/// B is asked to cancel A's run: B records the request in the store, A finds it and cancels
+/// its run as if asked itself (the partial answer kept); afterwards neither runs it.
+async fn a_cancel_sent_to_the_other_server_stops_the_run(a: &Server, b: &Server) {
+    let (api_a, api_b) = (Api::new(a), Api::new(b));
+    let id = api_a.create().await;
+    let mut seen_by_a = api_a.events(&id, None).await;
+    let run: Value = api_a
+        .run(&id, "r1", json!({"type": "message", "text": Q}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let run_id = run["run_id"].as_str().unwrap();
+    // A's model has sent part of its answer and hangs.
+    seen_by_a.until("text_delta").await;
+    let other = api_b
+        .post(
+            &format!("/api/v1/conversations/{id}/runs/run_other/cancel"),
+            json!({}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        other.json::<Value>().await.unwrap()["state"],
+        "not_running",
+        "a run id that is not the conversation's run"
+    );
+    let url = format!("/api/v1/conversations/{id}/runs/{run_id}/cancel");
+    let c = api_b.post(&url, json!({})).send().await.unwrap();
+    assert_eq!(c.status(), 202);
+    assert_eq!(c.json::<Value>().await.unwrap()["state"], "cancelling");
+    let frames = seen_by_a.until("finished").await;
+    assert_eq!(frames.last().unwrap().data["status"], "cancelled");
+    let entry = frames.iter().rev().find(|f| f.event == "entry").unwrap();
+    assert_eq!(entry.data["entry"]["llm_error"]["kind"], "cancelled");
+    for api in [&api_a, &api_b] {
+        let again = api.post(&url, json!({})).send().await.unwrap();
+        assert_eq!(again.json::<Value>().await.unwrap()["state"], "not_running");
+    }
+    let conv = api_b.json(&format!("/api/v1/conversations/{id}")).await;
+    assert_eq!(conv["status"], "interrupted");
+}
+
+fn hanging_turns() -> Vec<Value> {
+    vec![text_turn(
+        "Resumed: 42 rows.",
+        json!({"role": "user", "text": "continue"}),
+    )]
+}
+
 fn b_turns() -> Vec<Value> {
     vec![text_turn(
         "You are welcome.",
@@ -81,6 +133,14 @@ async fn two_servers_on_one_file_store() {
     let a = Server::start(&path, Model::new(&two_rounds(Q), 0).gated());
     let b = Server::start(&path, Model::new(&b_turns(), 0));
     two_servers_share_the_conversations(&a, &b).await;
+}
+
+#[tokio::test]
+async fn a_cancel_through_the_other_server_on_one_file_store() {
+    let (_d, path) = dir();
+    let a = Server::start(&path, Model::new(&hanging_turns(), 0).hanging(0));
+    let b = Server::start(&path, Model::new(&b_turns(), 0));
+    a_cancel_sent_to_the_other_server_stops_the_run(&a, &b).await;
 }
 
 #[tokio::test]
@@ -120,4 +180,13 @@ async fn two_servers_on_one_postgres_database() {
         },
     );
     two_servers_share_the_conversations(&a, &b).await;
+    let c = Server::start_with(
+        &path_a,
+        Model::new(&hanging_turns(), 0).hanging(0),
+        Options {
+            store: Some(connect().await),
+            ..Options::default()
+        },
+    );
+    a_cancel_sent_to_the_other_server_stops_the_run(&c, &b).await;
 }

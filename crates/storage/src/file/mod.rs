@@ -53,6 +53,9 @@ use crate::store::{
     MetaUpdate, NewConversation, Page, RunLease, SharedClock, SystemClock,
 };
 
+/// The longest run id a cancel request carries.
+const MAX_RUN_ID: usize = 200;
+
 /// When an append reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -244,6 +247,10 @@ impl FileStore {
 
     fn meta_path(&self, id: &str) -> PathBuf {
         self.inner.dir.join(format!("{id}.meta.json"))
+    }
+
+    fn cancel_path(&self, id: &ConversationId) -> PathBuf {
+        self.inner.dir.join(format!("{id}.cancel"))
     }
 
     fn torn_path(&self, id: &str) -> PathBuf {
@@ -560,6 +567,7 @@ impl FileStore {
             self.meta_path(id),
             self.torn_path(id),
             self.inner.dir.join(format!("{id}.run")),
+            self.inner.dir.join(format!("{id}.cancel")),
         ] {
             match std::fs::remove_file(&extra) {
                 Ok(()) => {}
@@ -657,6 +665,52 @@ impl ConversationStore for FileStore {
                 Err(std::fs::TryLockError::WouldBlock) => Ok(None),
                 Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io("locking", &path, e)),
             }
+        })
+        .await
+    }
+
+    /// `conversations/<id>.cancel` holds the run id, written atomically.
+    async fn request_cancel(&self, id: &ConversationId, run_id: &str) -> Result<bool> {
+        if run_id.is_empty() || run_id.len() > MAX_RUN_ID || run_id.contains(['\n', '\0']) {
+            return Err(StorageError::invalid(
+                format!("cancel request on `{id}`"),
+                format!("a run id is 1 to {MAX_RUN_ID} bytes on one line"),
+            ));
+        }
+        let (this, id, run_id) = (self.clone(), id.clone(), run_id.to_owned());
+        blocking(move || {
+            if !this.log_path(&id).exists() {
+                return Err(StorageError::NotFound { id: id.to_string() });
+            }
+            crate::atomic::write_atomic(&this.cancel_path(&id), run_id.as_bytes())?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn cancel_requested(&self, id: &ConversationId) -> Result<Option<String>> {
+        let path = self.cancel_path(id);
+        blocking(move || {
+            let file = match File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(StorageError::io("opening", path, e)),
+            };
+            let mut run_id = String::new();
+            file.take(MAX_RUN_ID as u64)
+                .read_to_string(&mut run_id)
+                .map_err(|e| StorageError::io("reading", &path, e))?;
+            Ok(Some(run_id).filter(|r| !r.is_empty()))
+        })
+        .await
+    }
+
+    async fn clear_cancel(&self, id: &ConversationId) -> Result<()> {
+        let path = self.cancel_path(id);
+        blocking(move || match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StorageError::io("deleting", path, e)),
         })
         .await
     }
