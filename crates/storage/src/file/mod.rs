@@ -7,6 +7,8 @@
 //! conversations/<id>.jsonl      {"seq":1,"at":<ms>,"entry":{…}} one record a line
 //! conversations/<id>.meta.json  title, mode, parent, created (written atomically)
 //! conversations/<id>.torn       torn tails moved aside by a later append
+//! conversations/<id>.run        the run lock (an `flock` held by the running process)
+//! conversations/<id>.cancel     a cancel request: the id of the run to cancel
 //! conversations/.incoming/      imports being written whole, linked into place when done
 //! index.json                    cached last_seq / size / updated of every conversation
 //! index.lock                    the lock every change of index.json is made under
