@@ -14,25 +14,24 @@
 use std::collections::{BTreeSet, HashMap};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
-use futures::StreamExt as _;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::metric;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+use crate::support::{LIMIT, Served, until_finished};
+
+mod support;
 
 const TOKEN: &str = "otlp-test-token";
-const LIMIT: Duration = Duration::from_secs(120);
 
 /// What the stand-in received.
 #[derive(Clone, Default)]
@@ -170,95 +169,26 @@ fn ba_agent() -> tokio::process::Command {
     cmd
 }
 
-/// Reads the event stream until the `finished` frame.
-async fn until_finished(r: reqwest::Response) {
-    let mut body = r.bytes_stream();
-    let mut text = String::new();
-    loop {
-        if text
-            .lines()
-            .any(|l| l.strip_prefix("event:").map(str::trim) == Some("finished"))
-        {
-            return;
-        }
-        let chunk = tokio::time::timeout(LIMIT, body.next())
-            .await
-            .expect("the stream stalled")
-            .expect("the stream ended before `finished`")
-            .unwrap();
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_exports_the_spans_of_a_run_and_the_tool_metrics() {
     let (endpoint, received) = collector().await;
     let home = tempfile::tempdir().unwrap();
-    let mut child = ba_agent()
-        .args(["serve", "--demo", "--bind", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--home")
-        .arg(home.path())
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
-        .env("OTEL_SERVICE_NAME", "ba-agent-otlp-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let base = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
-    let http = reqwest::Client::new();
-    let created: Value = http
-        .post(format!("{base}/api/v1/conversations"))
-        .bearer_auth(TOKEN)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["id"].as_str().unwrap().to_owned();
-    let stream = http
-        .get(format!("{base}/api/v1/conversations/{id}/events"))
-        .bearer_auth(TOKEN)
+    let mut cmd = ba_agent();
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_SERVICE_NAME", "ba-agent-otlp-test");
+    let served = Served::start(cmd, TOKEN, home.path()).await;
+    let id = served.create().await;
+    let stream = served
+        .get(&format!("/api/v1/conversations/{id}/events"))
         .send()
         .await
         .unwrap();
-    let run: Value = http
-        .post(format!("{base}/api/v1/conversations/{id}/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"request_id": "otlp-1", "input": {"type": "message", "text": ba_cli::demo::QUESTION}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run = served.ask(&id, "otlp-1", ba_cli::demo::QUESTION).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     until_finished(stream).await;
 
     // SIGTERM: the graceful shutdown, then the last export, then exit.
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::time::timeout(LIMIT, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    served.terminate().await;
 
     let spans = received.spans();
     let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };

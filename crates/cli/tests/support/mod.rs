@@ -1,0 +1,160 @@
+//! What the tests of `ba-agent serve` share: starting the binary on 127.0.0.1:0, a client with
+//! its token, reading an event stream to its `finished` frame, and SIGTERM.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+/// How long any one step may take before the test fails instead of hanging.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// `ba-agent serve --demo` started from `cmd` (the binary, with any environment the test
+/// sets) on a free loopback port with `token` and `home`.
+pub struct Served {
+    pub child: tokio::process::Child,
+    /// `http://127.0.0.1:PORT`, from the first line the server prints.
+    pub base: String,
+    /// That first line.
+    #[allow(dead_code, reason = "read by some of the test binaries that share this module")]
+    pub banner: String,
+    pub http: reqwest::Client,
+    pub token: &'static str,
+}
+
+impl Served {
+    pub async fn start(
+        mut cmd: tokio::process::Command,
+        token: &'static str,
+        home: &std::path::Path,
+    ) -> Self {
+        let mut child = cmd
+            .args(["serve", "--demo", "--bind", "127.0.0.1:0", "--token", token])
+            .arg("--home")
+            .arg(home)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let banner = tokio::time::timeout(LIMIT, lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let base = banner
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .trim_end_matches('/')
+            .to_owned();
+        Self {
+            child,
+            base,
+            banner,
+            http: reqwest::Client::new(),
+            token,
+        }
+    }
+
+    /// A GET of `path` with the token.
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(self.token)
+    }
+
+    /// A POST of `body` as JSON to `path` with the token.
+    pub fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(self.token)
+            .json(body)
+    }
+
+    /// Creates a conversation; its id.
+    pub async fn create(&self) -> String {
+        let created = self
+            .post("/api/v1/conversations", &json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status(), 201);
+        created.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Starts a run of `question` on conversation `id`: the answer's JSON.
+    pub async fn ask(&self, id: &str, request_id: &str, question: &str) -> Value {
+        let run = self
+            .post(
+                &format!("/api/v1/conversations/{id}/runs"),
+                &json!({"request_id": request_id, "input": {"type": "message", "text": question}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(run.status(), 202);
+        run.json().await.unwrap()
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub async fn terminate(mut self) {
+        let pid = self.child.id().unwrap().to_string();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = tokio::time::timeout(LIMIT, self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}
+
+/// Reads SSE frames (`event`, JSON `data`) up to and including `finished`; every frame has an
+/// `id`.
+pub async fn until_finished(r: reqwest::Response) -> Vec<(String, Value)> {
+    let mut body = r.bytes_stream();
+    let mut buf = String::new();
+    let mut frames = Vec::new();
+    loop {
+        while let Some(pos) = buf.find("\n\n") {
+            let block: String = buf.drain(..pos + 2).collect();
+            let mut event = String::new();
+            let mut data = String::new();
+            let mut id = false;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    event = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                } else if line.starts_with("id:") {
+                    id = true;
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            assert!(id, "every frame has an id: {block}");
+            let done = event == "finished";
+            frames.push((event, serde_json::from_str(&data).unwrap()));
+            if done {
+                return frames;
+            }
+        }
+        let chunk = tokio::time::timeout(LIMIT, body.next())
+            .await
+            .expect("the stream stalled")
+            .expect("the stream ended before `finished`")
+            .unwrap();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
