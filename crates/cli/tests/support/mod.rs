@@ -18,7 +18,10 @@ pub struct Served {
     /// `http://127.0.0.1:PORT`, from the first line the server prints.
     pub base: String,
     /// That first line.
-    #[allow(dead_code, reason = "read by some of the test binaries that share this module")]
+    #[allow(
+        dead_code,
+        reason = "read by some of the test binaries that share this module"
+    )]
     pub banner: String,
     pub http: reqwest::Client,
     pub token: &'static str,

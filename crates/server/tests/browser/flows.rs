@@ -13,9 +13,7 @@ async fn the_demo_question_is_answered_with_its_components_in_order() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
     let server = Server::start(Options::default()).await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     screenshot(&c, "empty.png").await;
     ask(&c, QUESTION).await;
     wait_for(
@@ -130,9 +128,7 @@ async fn the_html_report_draws_its_chart_in_the_sandbox() {
     }
     let Some(c) = browser().await else { return };
     let server = Server::start(Options::default()).await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     ask(&c, CHART_QUESTION).await;
     wait_for(&c, "the report's frame", "return document.querySelector('[data-component=final_report] iframe[sandbox=\"allow-scripts\"]')").await;
     assert_in_order(&js(&c, COMPONENTS).await);
@@ -171,9 +167,7 @@ async fn an_upload_becomes_a_file_ref() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     js(&c, CATCH_DOWNLOADS).await;
     // Dropped on the composer, as a person drags a file in.
     js(&c, "const dt = new DataTransfer(); dt.items.add(new File(['region,amount\\nWest,1\\n'], 'notes.csv', {type: 'text/csv'})); \
@@ -242,9 +236,7 @@ async fn stop_then_continue() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     ask(&c, QUESTION).await;
     wait_for(&c, "Send to become Stop", "return document.querySelector('#send').textContent === 'Stop' && document.querySelector('.user')").await;
     c.find(Locator::Css("#send"))
@@ -292,16 +284,9 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     ask(&c, QUESTION).await;
-    wait_for(
-        &c,
-        "a finished tool call",
-        "return document.querySelector('[data-call][data-state=done]')",
-    )
-    .await;
+    a_tool_call_done(&c).await;
     // A draft typed meanwhile survives the reload.
     c.find(Locator::Css("#input"))
         .await
@@ -389,9 +374,7 @@ async fn every_component_the_sidebar_and_the_meter() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    let id = open_new(&c, &server).await;
     // Raw JSON of a structured answer must never show, not even while it streams.
     js(&c, "window.__raw = false; new MutationObserver(() => { if (/\"(task_analysis|action)\"/.test(document.querySelector('#transcript').innerText)) window.__raw = true; })
         .observe(document.querySelector('#transcript'), {subtree: true, childList: true, characterData: true}); return 1").await;

@@ -380,6 +380,24 @@ pub async fn screenshot(c: &Client, name: &str) {
 }
 
 /// Types `text` into the message box and presses Enter (the keyboard path).
+/// A new conversation opened in the page, ready for input; its id.
+pub async fn open_new(c: &Client, server: &Server) -> String {
+    let id = server.conversation().await;
+    c.goto(&server.url(&id)).await.unwrap();
+    loaded(c).await;
+    id
+}
+
+/// Waits until a tool call of the turn shows as done.
+pub async fn a_tool_call_done(c: &Client) {
+    wait_for(
+        c,
+        "a finished tool call",
+        "return document.querySelector('[data-call][data-state=done]')",
+    )
+    .await;
+}
+
 pub async fn ask(c: &Client, text: &str) {
     let input = c.find(Locator::Css("#input")).await.unwrap();
     input.click().await.unwrap();

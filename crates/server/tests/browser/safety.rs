@@ -96,9 +96,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    let id = open_new(&c, &server).await;
     ask(&c, CLICK).await;
     wait_for(
         &c,

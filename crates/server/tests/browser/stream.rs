@@ -57,18 +57,11 @@ async fn a_dropped_connection_reconnects_with_its_last_event_id() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    let id = open_new(&c, &server).await;
     js(&c, "window.__streams = []; new MutationObserver(() => window.__streams.push(document.body.dataset.stream))
         .observe(document.body, {attributes: true, attributeFilter: ['data-stream']}); return 1").await;
     ask(&c, QUESTION).await;
-    wait_for(
-        &c,
-        "a finished tool call",
-        "return document.querySelector('[data-call][data-state=done]')",
-    )
-    .await;
+    a_tool_call_done(&c).await;
     let first = cut_and_reconnect(&c, &server, &id).await;
     // A cursor past the question: the entries the page has are not sent again.
     let seq: u64 = first.split('.').next().unwrap().parse().unwrap();
@@ -132,16 +125,9 @@ async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
     })
     .await;
     let proxy = server.proxy.as_ref().unwrap();
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    let id = open_new(&c, &server).await;
     ask(&c, QUESTION).await;
-    wait_for(
-        &c,
-        "a finished tool call",
-        "return document.querySelector('[data-call][data-state=done]')",
-    )
-    .await;
+    a_tool_call_done(&c).await;
     proxy.refuse(true);
     assert!(proxy.cut() >= 1, "the event stream was not open");
     // The page keeps trying, waiting longer each time.
@@ -198,9 +184,7 @@ async fn the_reconnect_backoff_grows_and_stops_at_ten_seconds() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
     let server = Server::start(Options::default()).await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     let delays = js(
         &c,
         "return [...Array(40).keys(), 1000, 1e6].map(window.baAgentPage.backoff)",
@@ -263,9 +247,7 @@ async fn the_plan_boxes_fill_from_the_partial_json() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    open_new(&c, &server).await;
     js(&c, "window.__raw = ''; new MutationObserver(() => { const t = document.querySelector('#transcript').innerText; \
         if (/\\{\\s*\"|\"(task_analysis|execution_plan|action)\"/.test(t)) window.__raw = t; })
         .observe(document.querySelector('#transcript'), {subtree: true, childList: true, characterData: true}); return 1").await;

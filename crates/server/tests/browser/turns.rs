@@ -148,9 +148,7 @@ async fn download_links_fetch_their_file_by_name() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
-    loaded(&c).await;
+    let id = open_new(&c, &server).await;
     js(&c, CATCH_DOWNLOADS).await;
     ask(&c, FULL).await;
     wait_for(
