@@ -18,6 +18,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::support::{delegating_turns, replay_agent, text_turn};
+
+mod support;
+
 #[derive(Deserialize, JsonSchema)]
 struct Lookup {
     key: String,
@@ -33,11 +37,6 @@ fn tool_turn(call: &str, key: &str, expect: Value) -> Value {
     json!({"expect": expect, "response": {"message": {"role": "assistant", "content": [
         {"type": "tool_use", "id": call, "name": "lookup", "input": {"key": key}}]},
         "stop_reason": "tool_use"}})
-}
-
-fn text_turn(text: &str, expect: Value) -> Value {
-    json!({"expect": expect, "response": {"message": {"role": "assistant", "content": text},
-        "stop_reason": "end_turn"}})
 }
 
 /// Records every request as sent, then lets the replay client answer.
@@ -81,13 +80,7 @@ fn agent(
     turns: &[Value],
     f: impl FnOnce(ba_agent::AgentBuilder) -> ba_agent::AgentBuilder,
 ) -> Agent {
-    let client =
-        ReplayClient::from_json(&Value::Array(turns.to_vec()).to_string(), "test").unwrap();
-    f(Agent::builder(Arc::new(client))
-        .store(Arc::new(FileStore::open(dir).unwrap()))
-        .tool(lookup()))
-    .build()
-    .unwrap()
+    replay_agent(dir, turns, |b| f(b.tool(lookup())))
 }
 
 #[tokio::test]
@@ -203,26 +196,6 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
     assert!(fix.text().starts_with("FORMAT_ERROR"));
 }
 
-/// The parent asks for the `task` tool; the child answers its own prompt; the parent ends.
-fn delegating_turns() -> [Value; 3] {
-    [
-        json!({"expect": {"role": "user", "text": "Delegate it."},
-               "response": {"message": {"role": "assistant", "content": [
-                   {"type": "tool_use", "id": "t1", "name": TASK_TOOL,
-                    "input": {"description": "count", "prompt": "Count to three."}}]},
-                   "stop_reason": "tool_use"}}),
-        // The child's turn: it sees only its own prompt.
-        text_turn(
-            "One, two, three.",
-            json!({"role": "user", "text": "Count to three."}),
-        ),
-        text_turn(
-            "The sub-agent counted.",
-            json!({"role": "tool", "tool_call_id": "t1"}),
-        ),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_task_tool_runs_a_child_agent_in_its_own_conversation() {
     let dir = tempfile::tempdir().unwrap();
@@ -254,90 +227,6 @@ async fn the_task_tool_runs_a_child_agent_in_its_own_conversation() {
         panic!()
     };
     assert_eq!(s.final_answer.as_deref(), Some("The sub-agent counted."));
-}
-
-/// Each span's name and `tool` field, and the names (and tools) of its ancestors, as the
-/// span was opened.
-#[derive(Clone, Default)]
-struct SpanTree(Arc<std::sync::Mutex<Vec<Vec<String>>>>);
-
-/// The `tool` field of a span, kept in its extensions for its descendants to read.
-struct ToolField(String);
-
-impl<S> tracing_subscriber::Layer<S> for SpanTree
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Tool(Option<String>);
-        impl tracing::field::Visit for Tool {
-            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-                if field.name() == "tool" {
-                    self.0 = Some(value.to_owned());
-                }
-            }
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "tool" {
-                    self.0 = Some(format!("{value:?}").trim_matches('"').to_owned());
-                }
-            }
-        }
-        let mut tool = Tool(None);
-        attrs.record(&mut tool);
-        let Some(span) = ctx.span(id) else { return };
-        if let Some(tool) = tool.0 {
-            span.extensions_mut().insert(ToolField(tool));
-        }
-        let path = span
-            .scope()
-            .map(|s| match s.extensions().get::<ToolField>() {
-                Some(ToolField(tool)) => format!("{}({tool})", s.name()),
-                None => s.name().to_owned(),
-            })
-            .collect();
-        self.0.lock().unwrap().push(path);
-    }
-}
-
-#[tokio::test]
-async fn a_sub_agents_run_is_traced_inside_the_task_call_that_started_it() {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    let tree = SpanTree::default();
-    let _traced =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(tree.clone()));
-    let dir = tempfile::tempdir().unwrap();
-    let agent = agent(dir.path(), &delegating_turns(), |b| b.sub_agents(true));
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
-    let summary = agent
-        .send(&id, Input::message("Delegate it."))
-        .finish()
-        .await;
-    assert_eq!(summary.status, RunStatus::Answered);
-    let paths = tree.0.lock().unwrap().clone();
-    let runs: Vec<&Vec<String>> = paths.iter().filter(|p| p[0] == "run").collect();
-    assert_eq!(runs.len(), 2, "{paths:#?}");
-    assert_eq!(runs[0], &["run"], "the parent's run is a root");
-    assert_eq!(
-        runs[1],
-        &["run", "tool_attempt", "tool_call(task)", "round", "run"],
-        "the child's run sits in the task call (its attempt) of the parent's round"
-    );
-    let child_rounds = paths
-        .iter()
-        .filter(|p| p.len() == 6 && p[0] == "round")
-        .count();
-    assert_eq!(
-        child_rounds, 1,
-        "the child's round is inside its run: {paths:#?}"
-    );
 }
 
 #[tokio::test]
