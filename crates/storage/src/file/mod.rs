@@ -23,6 +23,7 @@
 //! With [`Durability::GroupCommit`] appends queue, and one leader writes every queued batch
 //! in a pass under the same locks and makes them durable with one `fsync` (see `group`).
 
+mod append;
 mod codec;
 #[cfg(feature = "test-util")]
 mod fault;
@@ -33,7 +34,7 @@ mod lock;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::io::{self, Read as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,7 +42,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use ba_protocol::log::LogEntry;
 
-use self::codec::{LineOut, Tail, scan_tail};
+use self::codec::Tail;
 #[cfg(feature = "test-util")]
 pub use self::fault::WriteFault;
 use self::group::GroupCommit;
@@ -138,15 +139,6 @@ struct Handle {
     state: Mutex<FileState>,
     /// Appends sharing `fsync`s ([`Durability::GroupCommit`]).
     commit: Arc<GroupCommit>,
-}
-
-/// A log opened for appending, under its locks.
-struct OpenLog<'a> {
-    state: &'a mut FileState,
-    file: &'a File,
-    path: &'a Path,
-    id: &'a ConversationId,
-    tail: &'a mut Tail,
 }
 
 #[derive(Debug, Default)]
@@ -268,10 +260,12 @@ impl FileStore {
     }
 
     fn handle(&self, id: &str) -> Arc<Handle> {
-        lock(&self.inner.handles)
-            .entry(id.to_owned())
-            .or_default()
-            .clone()
+        let mut handles = lock(&self.inner.handles);
+        // Every append looks its conversation up: no key is allocated when it is there.
+        if let Some(handle) = handles.get(id) {
+            return handle.clone();
+        }
+        handles.entry(id.to_owned()).or_default().clone()
     }
 
     fn create_blocking(
@@ -308,217 +302,6 @@ impl FileStore {
             Ok(())
         })?;
         Ok(Self::meta_of(id.as_str(), &row))
-    }
-
-    fn append_blocking(
-        &self,
-        id: &ConversationId,
-        entries: &[LogEntry],
-        expect_last: Option<u64>,
-    ) -> Result<Appended> {
-        let path = self.log_path(id);
-        let handle = self.handle(id.as_str());
-        let mut state = lock(&handle.state);
-        let file = open_current(&mut state, &path, id)?;
-        let flock = FileLock::exclusive(&file, &path)?;
-        let mut tail = self.current_tail(&mut state, &file, &path, id)?;
-        let mut log = OpenLog {
-            state: &mut state,
-            file: &file,
-            path: &path,
-            id,
-            tail: &mut tail,
-        };
-        let appended = self.write_batch(&mut log, entries, expect_last)?;
-        drop(flock);
-        if self.inner.opts.durability == Durability::EveryAppend {
-            self.sync_lines(&file)
-                .map_err(|e| StorageError::io("syncing", &path, e))?;
-        }
-        Ok(appended)
-    }
-
-    /// The tail of the log under the exclusive lock: as last seen when no other process wrote
-    /// since, else rescanned; a torn tail moved aside first.
-    fn current_tail(
-        &self,
-        state: &mut FileState,
-        file: &File,
-        path: &Path,
-        id: &ConversationId,
-    ) -> Result<Tail> {
-        let len = file
-            .metadata()
-            .map_err(|e| StorageError::io("reading", path, e))?
-            .len();
-        let mut tail = match state.known {
-            Some(t) if t.len + t.torn == len => t,
-            Some(t) if t.len < len => scan_tail(file, path, t)?,
-            _ => scan_tail(file, path, Tail::default())?,
-        };
-        if tail.torn > 0 {
-            self.quarantine(file, path, id.as_str(), &mut tail)?;
-        }
-        state.known = Some(tail);
-        Ok(tail)
-    }
-
-    /// Writes one batch after the log's tail (under the exclusive lock) and moves the tail
-    /// past it. A failed write is taken back, so the log stays whole lines and the batch is
-    /// not half-applied.
-    fn write_batch(
-        &self,
-        log: &mut OpenLog<'_>,
-        entries: &[LogEntry],
-        expect_last: Option<u64>,
-    ) -> Result<Appended> {
-        let id = log.id;
-        if entries.is_empty() {
-            return Err(StorageError::invalid(
-                format!("append to `{id}`"),
-                "the batch holds no entries",
-            ));
-        }
-        let last_seq = log.tail.last_seq;
-        if let Some(expected) = expect_last
-            && expected != last_seq
-        {
-            return Err(StorageError::SequenceConflict {
-                id: id.to_string(),
-                expected,
-                actual: last_seq,
-            });
-        }
-        let at = self.now();
-        let mut buf = Vec::with_capacity(256 * entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            let line = LineOut {
-                seq: last_seq + 1 + i as u64,
-                at,
-                entry,
-            };
-            serde_json::to_writer(&mut buf, &line).map_err(|e| StorageError::Format {
-                what: format!("entry `{}` of `{id}`", entry.id),
-                message: e.to_string(),
-            })?;
-            buf.push(b'\n');
-        }
-        if let Err(e) = self.write_lines(log.file, &buf) {
-            if log.file.set_len(log.tail.len).is_err() {
-                log.state.known = None;
-            }
-            return Err(StorageError::io("appending to", log.path, e));
-        }
-        let appended = Appended {
-            first_seq: last_seq + 1,
-            last_seq: last_seq + entries.len() as u64,
-        };
-        *log.tail = Tail {
-            len: log.tail.len + buf.len() as u64,
-            last_seq: appended.last_seq,
-            last_at: at,
-            torn: 0,
-        };
-        log.state.known = Some(*log.tail);
-        Ok(appended)
-    }
-
-    /// Writes a group of queued batches (group commit) in one pass under the locks, then
-    /// makes them durable with one `fsync`: each batch's own outcome, in order.
-    pub(super) fn commit_group(
-        &self,
-        id: &ConversationId,
-        batches: &[(Vec<LogEntry>, Option<u64>)],
-    ) -> Vec<Result<Appended>> {
-        let path = self.log_path(id);
-        let handle = self.handle(id.as_str());
-        let mut state = lock(&handle.state);
-        let file = match open_current(&mut state, &path, id) {
-            Ok(file) => file,
-            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
-        };
-        let flock = match FileLock::exclusive(&file, &path) {
-            Ok(flock) => flock,
-            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
-        };
-        let mut tail = match self.current_tail(&mut state, &file, &path, id) {
-            Ok(tail) => tail,
-            Err(e) => return batches.iter().map(|_| Err(e.copy_for_another())).collect(),
-        };
-        let mut log = OpenLog {
-            state: &mut state,
-            file: &file,
-            path: &path,
-            id,
-            tail: &mut tail,
-        };
-        let mut results: Vec<Result<Appended>> = batches
-            .iter()
-            .map(|(entries, expect_last)| self.write_batch(&mut log, entries, *expect_last))
-            .collect();
-        drop(flock);
-        drop(state);
-        if results.iter().any(Result::is_ok)
-            && let Err(e) = self.sync_lines(&file)
-        {
-            let e = StorageError::io("syncing", &path, e);
-            for r in results.iter_mut().filter(|r| r.is_ok()) {
-                *r = Err(e.copy_for_another());
-            }
-        }
-        results
-    }
-
-    /// Writes a batch's lines with one `write` (or through the simulated fault).
-    fn write_lines(&self, file: &File, buf: &[u8]) -> io::Result<()> {
-        let mut writer = file;
-        #[cfg(feature = "test-util")]
-        if let Some(fault) = &self.inner.opts.fault {
-            return fault.write(&mut writer, buf);
-        }
-        writer.write_all(buf)
-    }
-
-    /// Makes appended lines durable (`fdatasync`), counted by the simulated fault when one is
-    /// set, so tests can see which appends an `fsync` covered.
-    fn sync_lines(&self, file: &File) -> io::Result<()> {
-        #[cfg(feature = "test-util")]
-        if let Some(fault) = &self.inner.opts.fault {
-            return fault.sync(|| file.sync_data());
-        }
-        file.sync_data()
-    }
-
-    /// Moves a torn tail into the `.torn` file and cuts it from the log, so the next line
-    /// starts on a line of its own and the torn bytes are kept for inspection.
-    fn quarantine(&self, file: &File, path: &Path, id: &str, tail: &mut Tail) -> Result<()> {
-        let mut torn = vec![0u8; usize::try_from(tail.torn).unwrap_or(0)];
-        let mut reader = file;
-        reader
-            .seek(SeekFrom::Start(tail.len))
-            .and_then(|_| reader.read_exact(&mut torn))
-            .map_err(|e| StorageError::io("reading", path, e))?;
-        let torn_path = self.torn_path(id);
-        let mut side = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&torn_path)
-            .map_err(|e| StorageError::io("opening", &torn_path, e))?;
-        torn.push(b'\n');
-        side.write_all(&torn)
-            .and_then(|()| side.sync_all())
-            .map_err(|e| StorageError::io("writing", &torn_path, e))?;
-        file.set_len(tail.len)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| StorageError::io("truncating", path, e))?;
-        tracing::warn!(
-            conversation = id,
-            bytes = tail.torn,
-            "torn tail moved to {}",
-            torn_path.display()
-        );
-        tail.torn = 0;
-        Ok(())
     }
 
     fn load_blocking(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
@@ -608,38 +391,6 @@ impl FileStore {
         }
         Ok(ListPage { items, next })
     }
-}
-
-/// Opens (or reopens, when the path now names another file) the conversation's log.
-fn open_current(state: &mut FileState, path: &Path, id: &ConversationId) -> Result<Arc<File>> {
-    let on_disk = match std::fs::metadata(path) {
-        Ok(m) => identity(&m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            *state = FileState::default();
-            return Err(StorageError::NotFound { id: id.to_string() });
-        }
-        Err(e) => return Err(StorageError::io("reading", path, e)),
-    };
-    if let Some(file) = &state.file
-        && state.identity == on_disk
-    {
-        return Ok(file.clone());
-    }
-    let file = OpenOptions::new()
-        .append(true)
-        .read(true)
-        .open(path)
-        .map_err(|e| StorageError::io("opening", path, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| StorageError::io("reading", path, e))?;
-    let file = Arc::new(file);
-    *state = FileState {
-        file: Some(file.clone()),
-        identity: identity(&meta),
-        known: None,
-    };
-    Ok(file)
 }
 
 pub(crate) async fn blocking<T: Send + 'static>(
