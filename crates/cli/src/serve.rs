@@ -127,27 +127,10 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             .await
             .with_context(|| format!("listening on {}", args.bind))?;
         let addr = listener.local_addr()?;
-        {
-            let mut out = std::io::stdout().lock();
-            if generated {
-                writeln!(
-                    out,
-                    "ba-agent serving on http://{addr}/#token={}",
-                    token.expose()
-                )?;
-            } else {
-                writeln!(out, "ba-agent serving on http://{addr}/")?;
-            }
-            writeln!(out, "data: {}", home.display())?;
-            if !echarts {
-                writeln!(
-                    out,
-                    "charts: no {} in {} (run `cargo xtask assets` for ECharts)",
-                    ba_server::ECHARTS_FILE,
-                    assets.display()
-                )?;
-            }
-            out.flush()?;
+        // Where to connect goes to standard output; a reader that has gone away (`serve | head
+        // -1`) does not stop the server, it is only told on standard error.
+        if let Err(e) = print_banner(addr, generated.then_some(&token), &home, &assets, echarts) {
+            eprintln!("ba-agent: could not print the address to standard output ({e}); serving on {addr} anyway");
         }
         let state = AppState::new(agent, server);
         let served = ba_server::serve(listener, state, token, stop_signal()).await;
@@ -158,6 +141,36 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
         Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
     })
     .map_err(CliError::from)
+}
+
+/// The lines `serve` starts with: the URL (with the token when it was made here), the data
+/// folder, and how to get ECharts when it is missing.
+fn print_banner(
+    addr: SocketAddr,
+    generated: Option<&Token>,
+    home: &Path,
+    assets: &Path,
+    echarts: bool,
+) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match generated {
+        Some(token) => writeln!(
+            out,
+            "ba-agent serving on http://{addr}/#token={}",
+            token.expose()
+        )?,
+        None => writeln!(out, "ba-agent serving on http://{addr}/")?,
+    }
+    writeln!(out, "data: {}", home.display())?;
+    if !echarts {
+        writeln!(
+            out,
+            "charts: no {} in {} (run `cargo xtask assets` for ECharts)",
+            ba_server::ECHARTS_FILE,
+            assets.display()
+        )?;
+    }
+    out.flush()
 }
 
 /// Ctrl-C or SIGTERM.

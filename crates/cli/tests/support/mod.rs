@@ -54,6 +54,8 @@ impl Served {
             .unwrap()
             .trim_end_matches('/')
             .to_owned();
+        // Go on reading what the server prints, so that no write of its meets a closed pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self {
             child,
             base,
