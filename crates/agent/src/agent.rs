@@ -161,6 +161,9 @@ pub struct RunOptions {
     pub entry_events: bool,
     /// Send an [`AgentEvent::ContextStatus`] every round.
     pub context_status: bool,
+    /// The uploads this run's answers cite as `<file_ref>` (a server keeps a store per
+    /// conversation); the agent's own store ([`AgentBuilder::uploads`]) when `None`.
+    pub uploads: Option<UploadStore>,
 }
 
 impl RunOptions {
@@ -175,6 +178,12 @@ impl RunOptions {
     pub fn with_durable_events(mut self) -> Self {
         self.entry_events = true;
         self.context_status = true;
+        self
+    }
+
+    /// Names the answers' file references from `uploads` instead of the agent's own store.
+    pub fn with_uploads(mut self, uploads: UploadStore) -> Self {
+        self.uploads = Some(uploads);
         self
     }
 }

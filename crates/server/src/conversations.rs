@@ -288,7 +288,6 @@ pub(crate) async fn messages(
         .load_from(&id, q.from_seq.unwrap_or(1).max(1))
         .await?;
     let last_seq = loaded.entries.last().map(|s| s.seq);
-    let uploads = crate::files::uploads_dir(state.config(), &id);
     // The window the next call would get, so each entry says whether the model sees it.
     let (debug, context_error) = match state.agent().context_debug(&id).await {
         Ok(d) => (Some(d), None),
@@ -310,7 +309,7 @@ pub(crate) async fn messages(
                 }
                 None => (None, None, None),
             };
-            let api_response = crate::files::api_response(&s.entry, &uploads);
+            let api_response = records::api_response(&s.entry);
             let response_html = api_response
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok())

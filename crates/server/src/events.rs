@@ -176,7 +176,6 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
             stored.appended_ms,
             &stored.entry,
             None,
-            tail.hub.uploads(),
         )));
     }
     if loaded.entries.len() as u64 > CATCH_UP_BATCH {

@@ -3,14 +3,10 @@
 //! a final answer names in `download_links`. No name from a request is ever joined to a path:
 //! ids are checked by the stores, and names are looked up among the metadata they list.
 
-use std::path::{Path as FsPath, PathBuf};
-
 use axum::Json;
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ba_protocol::LogEntry;
-use ba_protocol::structured::ApiResponse;
 use ba_storage::ConversationId;
 use ba_storage::code::CodeMeta;
 use ba_storage::upload::{UploadMeta, UploadStore};
@@ -18,45 +14,13 @@ use serde_json::{Value, json};
 
 use crate::conversations::conversation_id;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, ServerConfig};
+use crate::state::AppState;
 
-/// The upload folder of a conversation (its own folder under the uploads root).
-pub(crate) fn uploads_dir(config: &ServerConfig, id: &ConversationId) -> PathBuf {
-    config.uploads_dir.join(id.as_str())
-}
-
-/// The upload store of a conversation.
+/// The upload store of a conversation (its own folder under the uploads root).
 pub(crate) fn uploads(state: &AppState, id: &ConversationId) -> ApiResult<UploadStore> {
-    Ok(UploadStore::open(uploads_dir(state.config(), id))?)
-}
-
-/// The processed answer of an entry, its file references resolved against the conversation's
-/// uploads in `dir`: the agent resolves them against the one upload store it was built with,
-/// while the server keeps a store per conversation, so the agent leaves them without a name.
-pub(crate) fn api_response(entry: &LogEntry, dir: &FsPath) -> Option<ApiResponse> {
-    let mut response = ba_agent::records::api_response(entry)?;
-    resolve_file_refs(&mut response, dir);
-    Some(response)
-}
-
-/// Names, types and sizes the file references of `response` from the uploads in `dir`; a
-/// reference to no upload there stays as it is.
-pub(crate) fn resolve_file_refs(response: &mut ApiResponse, dir: &FsPath) {
-    let refs = &mut response.metadata.file_refs;
-    // No folder yet means no upload: nothing to read, and nothing is created for it.
-    if refs.is_empty() || !dir.is_dir() {
-        return;
-    }
-    let Ok(store) = UploadStore::open(dir) else {
-        return;
-    };
-    for r in refs.iter_mut() {
-        if let Ok(meta) = store.meta(&r.file_id) {
-            r.filename = meta.name;
-            r.file_type = meta.file_type;
-            r.size_bytes = meta.size;
-        }
-    }
+    Ok(UploadStore::open(
+        state.config().uploads_dir.join(id.as_str()),
+    )?)
 }
 
 fn too_large(limit: usize) -> ApiError {
@@ -263,52 +227,4 @@ pub(crate) async fn file(
     Err(ApiError::not_found(format!(
         "no file {name:?} in this conversation"
     )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ba_protocol::structured::FileRef;
-
-    fn with_refs(ids: &[&str]) -> ApiResponse {
-        let mut r: ApiResponse = serde_json::from_value(json!({"response": "", "metadata": {
-            "action_type": "complete", "status": "complete", "content_type": "markdown",
-            "contains_html": false}}))
-        .unwrap_or_else(|e| panic!("{e}"));
-        r.metadata.file_refs = ids
-            .iter()
-            .enumerate()
-            .map(|(index, id)| FileRef {
-                file_id: (*id).to_owned(),
-                filename: String::new(),
-                file_type: "unknown".into(),
-                size_bytes: 0,
-                index,
-            })
-            .collect();
-        r
-    }
-
-    #[test]
-    fn file_refs_are_named_from_the_conversations_uploads() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let uploads = dir.path().join("conv");
-        let mut response = with_refs(&["upload_001"]);
-        // No folder: nothing read, nothing created.
-        resolve_file_refs(&mut response, &uploads);
-        assert!(!uploads.exists());
-        assert_eq!(response.metadata.file_refs[0].filename, "");
-        let store = UploadStore::open(&uploads).unwrap_or_else(|e| panic!("{e}"));
-        store
-            .add("q3.csv", Some("text/csv"), b"a,b\n", "")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut response = with_refs(&["upload_001", "upload_404"]);
-        resolve_file_refs(&mut response, &uploads);
-        let refs = &response.metadata.file_refs;
-        assert_eq!(
-            (refs[0].filename.as_str(), refs[0].size_bytes),
-            ("q3.csv", 4)
-        );
-        assert_eq!(refs[1].filename, "");
-    }
 }

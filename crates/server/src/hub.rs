@@ -9,7 +9,6 @@
 //! an `entry` frame's id is `seq`, any other frame's `seq.k`.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ba_agent::{AgentEvent, RunCanceller, RunStatus};
@@ -66,17 +65,16 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// The `entry` frame of a stored entry of the conversation whose uploads are in `uploads`.
+    /// The `entry` frame of a stored entry.
     pub(crate) fn entry(
         seq: u64,
         appended_ms: i64,
         entry: &ba_protocol::LogEntry,
         run_id: Option<&str>,
-        uploads: &Path,
     ) -> Self {
         // What the page renders besides the entry: the processed answer, its sanitised HTML,
         // the usage.
-        let api_response = crate::files::api_response(entry, uploads);
+        let api_response = ba_agent::records::api_response(entry);
         let response_html = api_response
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok())
@@ -144,8 +142,6 @@ pub(crate) enum Start {
 pub(crate) struct Hub {
     state: Mutex<HubState>,
     tx: broadcast::Sender<Arc<Frame>>,
-    /// The conversation's upload folder, where its answers' file references are looked up.
-    uploads: PathBuf,
 }
 
 fn clock_micros() -> u64 {
@@ -156,9 +152,8 @@ fn clock_micros() -> u64 {
 }
 
 impl Hub {
-    /// A hub for a conversation whose log ends at `last_seq` and whose uploads are in
-    /// `uploads`.
-    pub(crate) fn new(last_seq: u64, uploads: PathBuf) -> Self {
+    /// A hub for a conversation whose log ends at `last_seq`.
+    pub(crate) fn new(last_seq: u64) -> Self {
         let (tx, _) = broadcast::channel(CHANNEL);
         Self {
             state: Mutex::new(HubState {
@@ -175,13 +170,7 @@ impl Hub {
                 tailing: false,
             }),
             tx,
-            uploads,
         }
-    }
-
-    /// The conversation's upload folder.
-    pub(crate) fn uploads(&self) -> &Path {
-        &self.uploads
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, HubState> {
@@ -303,10 +292,10 @@ impl Hub {
                 if *seq <= state.cursor.seq {
                     return;
                 }
-                Frame::entry(*seq, *appended_ms, entry, Some(run_id), &self.uploads)
+                Frame::entry(*seq, *appended_ms, entry, Some(run_id))
             }
             other => {
-                let (name, data) = split_event(other, run_id, &self.uploads);
+                let (name, data) = split_event(other, run_id);
                 let cursor = Cursor {
                     seq: state.cursor.seq,
                     k: state.next_k,
@@ -348,7 +337,7 @@ impl Hub {
                 push(
                     &mut state,
                     &self.tx,
-                    Frame::entry(e.seq, e.appended_ms, &e.entry, None, &self.uploads),
+                    Frame::entry(e.seq, e.appended_ms, &e.entry, None),
                 );
             }
         }
@@ -407,9 +396,8 @@ fn track(run: &mut ActiveRun, event: &AgentEvent) {
     }
 }
 
-/// The snake_case name of an event and its data (the event's fields and the run id); a final
-/// answer's file references are resolved against `uploads`.
-pub(crate) fn split_event(event: &AgentEvent, run_id: &str, uploads: &Path) -> (String, String) {
+/// The snake_case name of an event and its data (the event's fields and the run id).
+pub(crate) fn split_event(event: &AgentEvent, run_id: &str) -> (String, String) {
     let mut map = match serde_json::to_value(event) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
@@ -419,15 +407,6 @@ pub(crate) fn split_event(event: &AgentEvent, run_id: &str, uploads: &Path) -> (
         _ => "unknown".to_owned(),
     };
     map.insert("run_id".into(), Value::String(run_id.to_owned()));
-    if let AgentEvent::FinalAnswer { response, .. } = event
-        && !response.metadata.file_refs.is_empty()
-    {
-        let mut response = response.clone();
-        crate::files::resolve_file_refs(&mut response, uploads);
-        if let Ok(v) = serde_json::to_value(&response) {
-            map.insert("response".into(), v);
-        }
-    }
     if name == "final_answer" {
         crate::render::decorate(&mut map, "response");
     }
@@ -451,7 +430,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded() {
-        let hub = Hub::new(0, PathBuf::new());
+        let hub = Hub::new(0);
         for i in 0..(RING_FRAMES + 10) {
             hub.publish_event(
                 "r",

@@ -10,6 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
+use ba_storage::upload::UploadStore;
 use ba_storage::{ConversationId, RunLease};
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -106,12 +107,15 @@ pub(crate) async fn start(
             "`request_id` is longer than 200 bytes",
         ));
     }
+    // The conversation's uploads: named in the message, and where the run's answers find the
+    // files they cite.
+    let uploads = crate::files::uploads(&state, &id)?;
     let input = match body.input {
         Some(RunInput::Message { text, upload_ids }) => {
             if text.trim().is_empty() {
                 return Err(ApiError::bad_request("the message is empty"));
             }
-            Input::Message(with_uploads(&state, &id, text, &upload_ids)?)
+            Input::Message(with_uploads(&uploads, text, &upload_ids)?)
         }
         Some(RunInput::Continue) => Input::Continue,
         Some(RunInput::Resume) => Input::Resume,
@@ -163,22 +167,17 @@ pub(crate) async fn start(
         request_id,
         run_id: run_id.clone(),
         lease,
+        uploads,
     };
     spawn_run(&state, hub, run);
     Ok(accepted(&id, &run_id, false))
 }
 
 /// Names the uploads a message refers to, so the model can read them.
-fn with_uploads(
-    state: &AppState,
-    id: &ConversationId,
-    text: String,
-    upload_ids: &[String],
-) -> ApiResult<String> {
+fn with_uploads(store: &UploadStore, text: String, upload_ids: &[String]) -> ApiResult<String> {
     if upload_ids.is_empty() {
         return Ok(text);
     }
-    let store = crate::files::uploads(state, id)?;
     let mut out = text;
     out.push_str("\n\nUploaded files:");
     for u in upload_ids {
@@ -227,6 +226,8 @@ struct NewRun {
     request_id: String,
     run_id: String,
     lease: RunLease,
+    /// The conversation's uploads.
+    uploads: UploadStore,
 }
 
 fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
@@ -237,6 +238,7 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
         request_id,
         run_id,
         lease,
+        uploads,
     } = run;
     let guard = RunGuard {
         state: state.clone(),
@@ -255,7 +257,8 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
         }
         let options = RunOptions::default()
             .with_ids(request_id, run_id.clone())
-            .with_durable_events();
+            .with_durable_events()
+            .with_uploads(uploads);
         let mut run = agent.send_with(&id, input, options);
         let canceller = run.canceller();
         hub.attach(&run_id, canceller.clone());

@@ -177,12 +177,8 @@ impl AppState {
             hubs.retain(|_, h| h.lock().run.is_some() || h.listeners() > 0);
         }
         Ok(Arc::clone(
-            hubs.entry(id.as_str().to_owned()).or_insert_with(|| {
-                Arc::new(Hub::new(
-                    meta.last_seq,
-                    crate::files::uploads_dir(self.config(), id),
-                ))
-            }),
+            hubs.entry(id.as_str().to_owned())
+                .or_insert_with(|| Arc::new(Hub::new(meta.last_seq))),
         ))
     }
 

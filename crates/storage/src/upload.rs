@@ -28,7 +28,7 @@ pub struct UploadMeta {
 }
 
 /// Uploads on disk: `<root>/<id>.bin` and `<root>/<id>.json`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadStore {
     root: PathBuf,
 }

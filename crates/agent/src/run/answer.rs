@@ -169,7 +169,11 @@ impl Runner {
             structured.as_ref(),
             Stores {
                 code: self.inner.code.as_ref(),
-                uploads: self.inner.uploads.as_ref(),
+                uploads: self
+                    .options
+                    .uploads
+                    .as_ref()
+                    .or(self.inner.uploads.as_ref()),
                 conversation_id: Some(self.id.as_str()),
             },
         );

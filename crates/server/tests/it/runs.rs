@@ -446,14 +446,20 @@ async fn a_message_names_its_uploads_as_file_refs() {
         text.contains("<file_ref>upload_001</file_ref> targets.csv"),
         "{text}"
     );
-    // The answer's references are resolved among this conversation's uploads (the agent has
-    // no store of its own here); one to no upload keeps its id only.
-    let refs = &messages["entries"].as_array().unwrap().last().unwrap()["api_response"]["metadata"]
-        ["file_refs"];
+    // The run was given this conversation's uploads (the agent has no store of its own here):
+    // the answer's references are named from them when the answer is logged; one to no upload
+    // keeps its id only, and only it is logged as a warning.
+    let last = messages["entries"].as_array().unwrap().last().unwrap();
+    let refs = &last["api_response"]["metadata"]["file_refs"];
     assert_eq!(refs[0]["file_id"], "upload_001", "{refs}");
     assert_eq!(refs[0]["filename"], "targets.csv", "{refs}");
     assert_eq!(refs[0]["size_bytes"], "region,target".len(), "{refs}");
     assert_eq!(refs[1]["filename"], "", "{refs}");
+    let warnings = last["entry"]["warnings"].to_string();
+    assert!(
+        warnings.contains("upload_404") && !warnings.contains("upload_001"),
+        "{warnings}"
+    );
     let unknown = json!({"type": "message", "text": "x", "upload_ids": ["upload_009"]});
     assert_eq!(api.run(&id, "r2", unknown).await.status(), 400);
 }
