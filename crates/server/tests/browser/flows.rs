@@ -130,13 +130,7 @@ async fn the_html_report_draws_its_chart_in_the_sandbox() {
     let server = Server::start(Options::default()).await;
     open_new(&c, &server).await;
     ask(&c, CHART_QUESTION).await;
-    wait_for(&c, "the report's frame", "return document.querySelector('[data-component=final_report] iframe[sandbox=\"allow-scripts\"]')").await;
-    assert_in_order(&js(&c, COMPONENTS).await);
-    let frame = c
-        .find(Locator::Css("[data-component=final_report] iframe"))
-        .await
-        .unwrap();
-    frame.enter_frame().await.unwrap();
+    enter_report_frame(&c).await;
     let painted = wait_for(
         &c,
         "a painted canvas",
@@ -147,6 +141,7 @@ async fn the_html_report_draws_its_chart_in_the_sandbox() {
     .await;
     eprintln!("chart: {painted} painted pixels");
     c.enter_parent_frame().await.unwrap();
+    assert_in_order(&js(&c, COMPONENTS).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
     c.execute(
         "document.querySelector('[data-component=final_report]').scrollIntoView()",

@@ -388,6 +388,23 @@ pub async fn open_new(c: &Client, server: &Server) -> String {
     id
 }
 
+/// Waits for the final report's frame, sandboxed to scripts only, and switches into it
+/// (`enter_parent_frame` comes back).
+pub async fn enter_report_frame(c: &Client) {
+    wait_for(
+        c,
+        "the report's frame",
+        "return document.querySelector('[data-component=final_report] iframe[sandbox=\"allow-scripts\"]')",
+    )
+    .await;
+    c.find(Locator::Css("[data-component=final_report] iframe"))
+        .await
+        .unwrap()
+        .enter_frame()
+        .await
+        .unwrap();
+}
+
 /// Waits until a tool call of the turn shows as done.
 pub async fn a_tool_call_done(c: &Client) {
     wait_for(

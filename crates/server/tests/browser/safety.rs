@@ -34,22 +34,9 @@ async fn model_html_cannot_reach_the_page_or_the_api() {
         ..Options::default()
     })
     .await;
-    let id = server.conversation().await;
-    let url = server.url(&id);
-    c.goto(&url).await.unwrap();
-    loaded(&c).await;
+    let url = server.url(&open_new(&c, &server).await);
     ask(&c, PROBE).await;
-    wait_for(
-        &c,
-        "the report's frame",
-        "return document.querySelector('[data-component=final_report] iframe')",
-    )
-    .await;
-    let frame = c
-        .find(Locator::Css("[data-component=final_report] iframe"))
-        .await
-        .unwrap();
-    frame.enter_frame().await.unwrap();
+    enter_report_frame(&c).await;
     let out = wait_for(&c, "the probe's result", "const o = document.getElementById('out'); return o && o.textContent.includes('api:') && o.textContent").await;
     let out = out.as_str().unwrap().to_owned();
     eprintln!("probe: {out}");
@@ -98,17 +85,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
     .await;
     let id = open_new(&c, &server).await;
     ask(&c, CLICK).await;
-    wait_for(
-        &c,
-        "the report's frame",
-        "return document.querySelector('[data-component=final_report] iframe')",
-    )
-    .await;
-    let frame = c
-        .find(Locator::Css("[data-component=final_report] iframe"))
-        .await
-        .unwrap();
-    frame.enter_frame().await.unwrap();
+    enter_report_frame(&c).await;
     wait_for(
         &c,
         "the report's script and its body's onload",
