@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
 
 use crate::adapters::{SkillTool, TASK_TOOL, TaskTool};
-use crate::events::{AgentEvent, RunSummary};
+use crate::events::{AgentEvent, InputKind, RunSummary};
 use crate::prompts::Prompts;
 use crate::report::ConversationReport;
 use crate::sources::{Sources, ToolSource};
@@ -144,6 +144,15 @@ impl Input {
     /// A user message.
     pub fn message(text: impl Into<String>) -> Self {
         Self::Message(text.into())
+    }
+
+    /// Which kind of input this is (as [`AgentEvent::RunStarted`] reports it).
+    pub fn kind(&self) -> InputKind {
+        match self {
+            Self::Message(_) => InputKind::Message,
+            Self::Continue => InputKind::Continue,
+            Self::Resume => InputKind::Resume,
+        }
     }
 }
 

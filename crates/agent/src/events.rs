@@ -214,6 +214,17 @@ pub enum InputKind {
     Resume,
 }
 
+impl InputKind {
+    /// The wire name (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Continue => "continue",
+            Self::Resume => "resume",
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -280,7 +291,17 @@ impl RunSummary {
 
 #[cfg(test)]
 mod tests {
-    use super::RunStatus;
+    use super::{InputKind, RunStatus};
+
+    #[test]
+    fn an_input_kind_name_is_its_wire_name() {
+        for kind in [InputKind::Message, InputKind::Continue, InputKind::Resume] {
+            assert_eq!(
+                serde_json::to_value(kind).ok(),
+                Some(serde_json::Value::from(kind.as_str()))
+            );
+        }
+    }
 
     #[test]
     fn a_run_status_name_is_its_wire_name() {

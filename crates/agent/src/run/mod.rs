@@ -82,15 +82,6 @@ pub(crate) struct Partial {
     pub(crate) thinking: String,
 }
 
-/// The input's name on the run's span.
-fn input_name(input: &Input) -> &'static str {
-    match input {
-        Input::Message(_) => "message",
-        Input::Continue => "continue",
-        Input::Resume => "resume",
-    }
-}
-
 /// Resolves once `rx` says cancelled (never when its sender is gone).
 async fn wait_for_cancel(mut rx: tokio::sync::watch::Receiver<bool>) {
     if rx.wait_for(|c| *c).await.is_err() {
@@ -192,7 +183,7 @@ pub(crate) async fn run(
         "run",
         conversation_id = %runner.id,
         run_id = runner.options.run_id.as_deref().unwrap_or(""),
-        input = input_name(&input),
+        input = input.kind().as_str(),
         mode = Empty,
         rounds = Empty,
         status = Empty,
@@ -297,11 +288,7 @@ impl Runner {
         let loaded = self.inner.store.load(&self.id).await?;
         self.last_seq = loaded.last_seq;
         self.log = loaded.into_entries();
-        let kind = match &input {
-            Input::Message(_) => InputKind::Message,
-            Input::Continue => InputKind::Continue,
-            Input::Resume => InputKind::Resume,
-        };
+        let kind = input.kind();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
             mode: self.mode,
