@@ -73,6 +73,23 @@ struct DataFacts {
     summary: Option<String>,
 }
 
+/// The `tool_call` span of one call: tool, call id and conversation, then the output level,
+/// retries, outcome (`ok` or the error kind) and duration (ms) recorded as the call ends.
+/// Names and figures only, never arguments or output. Calls run outside the runtime (skill
+/// activation) open the same span.
+pub fn tool_call_span(tool: &str, call_id: &str, conversation_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        "tool_call",
+        tool,
+        call_id,
+        conversation_id,
+        level = Empty,
+        retries = Empty,
+        outcome = Empty,
+        duration_ms = Empty,
+    )
+}
+
 impl ToolRuntime {
     /// A runtime over `registry` with `config`.
     ///
@@ -186,15 +203,10 @@ impl ToolRuntime {
         ctx: &InvocationContext,
         opts: CallOptions<'_>,
     ) -> ToolResult {
-        let span = tracing::info_span!(
-            "tool_call",
-            tool = %call.name,
-            call_id = %call.id,
-            conversation_id = ctx.conversation_id.as_deref().unwrap_or(""),
-            level = Empty,
-            retries = Empty,
-            outcome = Empty,
-            duration_ms = Empty,
+        let span = tool_call_span(
+            &call.name,
+            &call.id,
+            ctx.conversation_id.as_deref().unwrap_or(""),
         );
         self.run_inner(call, ctx, opts, &span)
             .instrument(span.clone())

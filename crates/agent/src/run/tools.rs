@@ -12,7 +12,6 @@ use ba_tools::CallOptions;
 use futures::StreamExt;
 use serde_json::Value;
 use tracing::Instrument as _;
-use tracing::field::Empty;
 
 use super::{Runner, Stop, new_id, now};
 use crate::adapters::activation_text;
@@ -75,14 +74,10 @@ impl Runner {
                     if c.function.name == ba_skills::ACTIVATE_SKILL
                         && let Some(skills) = &inner.skills
                     {
-                        // The same span the runtime opens for the calls it runs.
-                        let span = tracing::info_span!(
-                            "tool_call",
-                            tool = ba_skills::ACTIVATE_SKILL,
-                            call_id = %c.id,
-                            conversation_id = conversation,
-                            outcome = Empty,
-                            duration_ms = Empty,
+                        let span = ba_tools::runtime::tool_call_span(
+                            ba_skills::ACTIVATE_SKILL,
+                            &c.id,
+                            conversation,
                         );
                         let start = std::time::Instant::now();
                         let result = skills
