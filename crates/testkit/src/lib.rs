@@ -2,7 +2,8 @@
 //! server on 127.0.0.1 that answers requests with scripted replies, one per connection, and
 //! records what it received; plus the one skip helper of the workspace: [`fixtures`],
 //! [`fixture`] and [`require_tool`] skip with a message when something is missing, and fail
-//! naming it when `CI=true`.
+//! naming it when `CI=true`; and [`sse`], server-sent events cut into frames as a client reads
+//! them.
 
 // Test scaffolding: a failure here should stop the test loudly.
 #![allow(
@@ -15,6 +16,8 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+pub mod sse;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

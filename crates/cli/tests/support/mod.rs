@@ -4,6 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use ba_testkit::sse::SseParser;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
@@ -128,29 +129,14 @@ impl Served {
 /// `id`.
 pub async fn until_finished(r: reqwest::Response) -> Vec<(String, Value)> {
     let mut body = r.bytes_stream();
-    let mut buf = String::new();
+    let mut parser = SseParser::default();
     let mut frames = Vec::new();
     loop {
-        while let Some(pos) = buf.find("\n\n") {
-            let block: String = buf.drain(..pos + 2).collect();
-            let mut event = String::new();
-            let mut data = String::new();
-            let mut id = false;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    event = v.trim().to_owned();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                } else if line.starts_with("id:") {
-                    id = true;
-                }
-            }
-            if data.is_empty() {
-                continue;
-            }
-            assert!(id, "every frame has an id: {block}");
+        while let Some(f) = parser.next_frame() {
+            assert!(f.id.is_some(), "every frame has an id: {f:?}");
+            let event = f.event.unwrap_or_default();
             let done = event == "finished";
-            frames.push((event, serde_json::from_str(&data).unwrap()));
+            frames.push((event, serde_json::from_str(&f.data).unwrap()));
             if done {
                 return frames;
             }
@@ -160,6 +146,6 @@ pub async fn until_finished(r: reqwest::Response) -> Vec<(String, Value)> {
             .expect("the stream stalled")
             .expect("the stream ended before `finished`")
             .unwrap();
-        buf.push_str(&String::from_utf8_lossy(&chunk));
+        parser.push(&chunk);
     }
 }

@@ -15,6 +15,7 @@ use ba_model::{
 };
 use ba_server::{AppState, ServerConfig, Token};
 use ba_storage::FileStore;
+use ba_testkit::sse::SseParser;
 use ba_tools::typed_tool;
 use futures::StreamExt as _;
 use schemars::JsonSchema;
@@ -374,45 +375,31 @@ pub struct Frame {
 
 pub struct Sse {
     body: futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
-    buf: String,
+    frames: SseParser,
 }
 
 impl Sse {
     fn new(r: reqwest::Response) -> Self {
         Self {
             body: r.bytes_stream().boxed(),
-            buf: String::new(),
+            frames: SseParser::default(),
         }
     }
 
     /// The next frame with data (keep-alive comments skipped); `None` when the stream ends.
     pub async fn next(&mut self) -> Option<Frame> {
         loop {
-            if let Some(pos) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..pos + 2).collect();
-                let (mut id, mut event, mut data) = (None, None, String::new());
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        id = Some(v.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        event = Some(v.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.trim_start());
-                    }
-                }
-                if data.is_empty() {
-                    continue;
-                }
+            if let Some(f) = self.frames.next_frame() {
                 return Some(Frame {
-                    id: id.expect("every frame has an id"),
-                    event: event.expect("every frame has an event name"),
-                    data: serde_json::from_str(&data).expect("data is JSON"),
+                    id: f.id.expect("every frame has an id"),
+                    event: f.event.expect("every frame has an event name"),
+                    data: serde_json::from_str(&f.data).expect("data is JSON"),
                 });
             }
             let chunk = tokio::time::timeout(LIMIT, self.body.next())
                 .await
                 .expect("the stream stalled")?;
-            self.buf.push_str(&String::from_utf8_lossy(&chunk.ok()?));
+            self.frames.push(&chunk.ok()?);
         }
     }
 
