@@ -234,20 +234,10 @@ async fn stop_then_continue() {
     open_new(&c, &server).await;
     ask(&c, QUESTION).await;
     wait_for(&c, "Send to become Stop", "return document.querySelector('#send').textContent === 'Stop' && document.querySelector('.user')").await;
-    c.find(Locator::Css("#send"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#send").await;
     wait_for(&c, "Continue", "return !document.querySelector('#continue').hidden && document.querySelector('#send').textContent === 'Send'").await;
     screenshot(&c, "stopped.png").await;
-    c.find(Locator::Css("#continue"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#continue").await;
     wait_for(&c, "the final report", "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat')").await;
     assert_eq!(
         js(&c, "return document.querySelectorAll('.turn').length").await,
@@ -391,12 +381,7 @@ async fn every_component_the_sidebar_and_the_meter() {
     )
     .await;
     assert!(meter.as_str().unwrap().contains("/ 4,000"), "{meter}");
-    c.find(Locator::Css("#meter"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#meter").await;
     let said = wait_for(
         &c,
         "the context dialog",
@@ -408,27 +393,12 @@ async fn every_component_the_sidebar_and_the_meter() {
         said.as_str().unwrap().contains("The last model call used"),
         "{said}"
     );
-    c.find(Locator::Css("#context-dialog button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#context-dialog button").await;
 
     // Mode switch, rename and delete from the sidebar.
-    c.find(Locator::Css("#mode input[value=run]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#mode input[value=run]").await;
     wait_for(&c, "the mode in the list", "return [...document.querySelectorAll('#conv-list .meta')].some(e => e.textContent === 'run')").await;
-    c.find(Locator::Css("#conv-list button[aria-label^=Rename]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#conv-list button[aria-label^=Rename]").await;
     let title = c.find(Locator::Css("#conv-list input")).await.unwrap();
     title.send_keys("Row counts\u{E007}").await.unwrap();
     wait_for(

@@ -405,6 +405,16 @@ pub async fn enter_report_frame(c: &Client) {
         .unwrap();
 }
 
+/// Clicks the element `css`.
+pub async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
 /// Waits until a tool call of the turn shows as done.
 pub async fn a_tool_call_done(c: &Client) {
     wait_for(
@@ -513,12 +523,7 @@ pub const CATCH_DOWNLOADS: &str = "window.__downloads = []; const blobs = new Ma
 /// Clicks the element `css` and returns the `{name, text}` the page downloaded for it.
 pub async fn download(c: &Client, css: &str) -> Value {
     let before = js(c, "return window.__downloads.length").await;
-    c.find(Locator::Css(css))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, css).await;
     wait_for(
         c,
         &format!("the download of {css}"),

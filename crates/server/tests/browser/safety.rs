@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use ba_protocol::{LogEntry, LogRole};
 use ba_storage::ConversationId;
-use fantoccini::Locator;
 use serde_json::json;
 
 use crate::harness::*;
@@ -92,12 +91,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
         "const o = document.getElementById('out'); return o && o.dataset.script === 'ran' && o.dataset.loaded === 'yes'",
     )
     .await;
-    c.find(Locator::Css("#b"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#b").await;
     let out = wait_for(
         &c,
         "the click handler's result",
@@ -108,12 +102,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
         out, "b click parent:blocked token:blocked api:blocked",
         "the handler ran with other rights"
     );
-    c.find(Locator::Css("#a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#a").await;
     wait_for(
         &c,
         "the link's handler",
@@ -126,12 +115,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
         "return false did not cancel"
     );
     // A handler that breaks out of its wrapper only breaks itself.
-    c.find(Locator::Css("#bad"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#bad").await;
     assert_eq!(
         js(&c, "return document.getElementById('bad').textContent").await,
         "Broken"

@@ -3,7 +3,6 @@
 
 use ba_protocol::LogRole;
 use ba_storage::{ConversationId, ConversationStore as _};
-use fantoccini::Locator;
 use reqwest::Method;
 use serde_json::Value;
 
@@ -97,12 +96,7 @@ async fn an_interrupted_conversation_resumes_from_the_page() {
         "{states}"
     );
     screenshot(&c, "interrupted.png").await;
-    c.find(Locator::Css("#resume"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "#resume").await;
     wait_for(
         &c,
         "the resumed final report",
