@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ba_protocol::log::LogEntry;
 
-use super::codec::{LineOut, Tail, scan_tail};
+use super::codec::{Tail, encode_lines, scan_tail};
 use super::lock::FileLock;
 use super::{Durability, FileState, FileStore, identity, lock};
 use crate::error::{Result, StorageError};
@@ -127,19 +127,7 @@ impl FileStore {
             });
         }
         let at = self.now();
-        let mut buf = Vec::with_capacity(256 * entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            let line = LineOut {
-                seq: last_seq + 1 + i as u64,
-                at,
-                entry,
-            };
-            serde_json::to_writer(&mut buf, &line).map_err(|e| StorageError::Format {
-                what: format!("entry `{}` of `{id}`", entry.id),
-                message: e.to_string(),
-            })?;
-            buf.push(b'\n');
-        }
+        let buf = encode_lines(id, entries, last_seq + 1, at)?;
         if let Err(e) = self.write_lines(log.file, &buf) {
             if log.file.set_len(log.tail.len).is_err() {
                 log.state.known = None;

@@ -25,10 +25,34 @@ pub(super) struct Tail {
 }
 
 #[derive(Serialize)]
-pub(super) struct LineOut<'a> {
-    pub(super) seq: u64,
-    pub(super) at: i64,
-    pub(super) entry: &'a LogEntry,
+struct LineOut<'a> {
+    seq: u64,
+    at: i64,
+    entry: &'a LogEntry,
+}
+
+/// The lines of `entries` numbered from `first_seq`, each stamped `at`, ready to write
+/// (`what` names the log in an error).
+pub(super) fn encode_lines(
+    what: &dyn std::fmt::Display,
+    entries: &[LogEntry],
+    first_seq: u64,
+    at: i64,
+) -> Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(256 * entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let line = LineOut {
+            seq: first_seq + i as u64,
+            at,
+            entry,
+        };
+        serde_json::to_writer(&mut buf, &line).map_err(|e| StorageError::Format {
+            what: format!("entry `{}` of `{what}`", entry.id),
+            message: e.to_string(),
+        })?;
+        buf.push(b'\n');
+    }
+    Ok(buf)
 }
 
 #[derive(Deserialize)]
@@ -304,14 +328,7 @@ mod tests {
     fn record(seq: u64) -> Vec<u8> {
         let entry = LogEntry::new(format!("m{seq}"), ba_protocol::log::LogRole::User, "t")
             .with_text(format!("text {seq} é"));
-        let mut line = serde_json::to_vec(&LineOut {
-            seq,
-            at: 7,
-            entry: &entry,
-        })
-        .unwrap();
-        line.push(b'\n');
-        line
+        encode_lines(&"t", &[entry], seq, 7).unwrap()
     }
 
     proptest! {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use ba_protocol::log::LogEntry;
 
 use super::FileStore;
-use super::codec::{LineOut, Tail};
+use super::codec::{Tail, encode_lines};
 use super::index::{IndexRow, MetaFile};
 use super::lock::FileLock;
 use crate::atomic::sync_dir;
@@ -63,19 +63,7 @@ impl FileStore {
             .map_err(|e| StorageError::io("creating", tmp_log, e))?;
         // Held until the file is named: the mark of a live writer for `clean_incoming`.
         let _flock = FileLock::exclusive(&file, tmp_log)?;
-        let mut buf = Vec::with_capacity(256 * entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            let line = LineOut {
-                seq: i as u64 + 1,
-                at: now,
-                entry,
-            };
-            serde_json::to_writer(&mut buf, &line).map_err(|e| StorageError::Format {
-                what: format!("entry `{}` of `{id}`", entry.id),
-                message: e.to_string(),
-            })?;
-            buf.push(b'\n');
-        }
+        let buf = encode_lines(id, entries, 1, now)?;
         self.write_lines(&file, &buf)
             .and_then(|()| file.sync_all())
             .map_err(|e| StorageError::io("writing", tmp_log, e))?;
