@@ -1,74 +1,14 @@
 //! The code store (ST3): code blocks the model writes, saved as files with their language
 //! checked against seed 003's list (unknown languages fall back to Python with a warning) and
 //! metadata with line and character counts, so reports can cite them as `<code_ref>`.
+//! Superseded by [`crate::workspace::code`], where the language list and [`CodeMeta`] now live.
 
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
 use crate::error::{Result, StorageError};
 use crate::id::check_name;
-
-/// Supported languages (seed 003): canonical name, file extension, accepted aliases.
-pub const LANGUAGES: &[(&str, &str, &[&str])] = &[
-    ("python", "py", &["py", "python3"]),
-    ("javascript", "js", &["js", "node"]),
-    ("html", "html", &["htm"]),
-    ("css", "css", &[]),
-    ("sql", "sql", &[]),
-    ("markdown", "md", &["md"]),
-    ("typescript", "ts", &["ts"]),
-    ("json", "json", &[]),
-    ("yaml", "yaml", &["yml"]),
-    ("xml", "xml", &[]),
-    ("shell", "sh", &["sh", "bash", "zsh"]),
-    ("r", "r", &[]),
-    ("java", "java", &[]),
-    ("c", "c", &[]),
-    ("cpp", "cpp", &["c++", "cc", "cxx"]),
-    ("go", "go", &["golang"]),
-    ("rust", "rs", &["rs"]),
-    ("php", "php", &[]),
-    ("ruby", "rb", &["rb"]),
-];
-
-/// The canonical language and its extension, or `None` when unsupported.
-pub fn language(name: &str) -> Option<(&'static str, &'static str)> {
-    let wanted = name.trim().to_ascii_lowercase();
-    LANGUAGES
-        .iter()
-        .find(|(lang, _, aliases)| *lang == wanted || aliases.contains(&wanted.as_str()))
-        .map(|(lang, ext, _)| (*lang, *ext))
-}
-
-/// Metadata of a saved code block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CodeMeta {
-    /// The id (`code_sales_analysis`).
-    pub code_id: String,
-    /// Canonical language after validation.
-    pub language: String,
-    /// File name inside the store (`<code_id>.<ext>`).
-    pub file_name: String,
-    /// What the code does.
-    pub description: String,
-    /// Number of lines.
-    pub line_count: usize,
-    /// Number of characters (Unicode scalar values).
-    pub char_count: usize,
-    /// The conversation it belongs to.
-    pub conversation_id: Option<String>,
-}
-
-/// The result of a save: the metadata and, when the language was replaced, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Saved {
-    /// Metadata.
-    pub meta: CodeMeta,
-    /// Set when an unsupported language fell back to Python.
-    pub warning: Option<String>,
-}
+pub use crate::workspace::code::{CodeMeta, LANGUAGES, Saved, language};
 
 /// Code blocks on disk: `<root>/<conversation_id>/<code_id>.<ext>` and
 /// `<root>/<conversation_id>/<code_id>.meta.json`, so two conversations may use the same code

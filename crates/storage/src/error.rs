@@ -73,6 +73,25 @@ pub enum StorageError {
         /// Why.
         message: String,
     },
+    /// A file, or the files of a conversation, would be over a size limit. Nothing was kept.
+    #[error("{what} is over the limit of {}", human_size(*limit))]
+    TooLarge {
+        /// What is too large, as the subject of a sentence (`` `big.csv` ``,
+        /// `` conversation `c1` with `big.csv` ``).
+        what: String,
+        /// The size seen, in bytes (reading stops at the first byte past the limit).
+        size: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// A conversation has no file of this id.
+    #[error("conversation `{conversation}` has no file `{id}`")]
+    NoFile {
+        /// The conversation id.
+        conversation: String,
+        /// The file id asked for.
+        id: String,
+    },
     /// A database operation failed.
     #[error("database: {0}")]
     Database(String),
@@ -139,6 +158,15 @@ impl StorageError {
                 what: what.clone(),
                 message: message.clone(),
             },
+            Self::TooLarge { what, size, limit } => Self::TooLarge {
+                what: what.clone(),
+                size: *size,
+                limit: *limit,
+            },
+            Self::NoFile { conversation, id } => Self::NoFile {
+                conversation: conversation.clone(),
+                id: id.clone(),
+            },
             Self::Database(message) => Self::Database(message.clone()),
             Self::Task(message) => Self::Task(message.clone()),
         }
@@ -150,6 +178,22 @@ impl StorageError {
             message: message.into(),
         }
     }
+}
+
+/// A size as people write it: `200 MiB`, `2 GiB`, `1.5 KiB`, `100 bytes`.
+pub(crate) fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit {
+            return if bytes % unit == 0 {
+                format!("{} {name}", bytes / unit)
+            } else {
+                let value = bytes as f64 / unit as f64;
+                format!("{value:.1} {name}")
+            };
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Result with [`StorageError`].

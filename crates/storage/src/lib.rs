@@ -13,7 +13,12 @@
 //!   repeated entry ids.
 //! - [`datafile::DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
 //!   metadata, cleanup by age and LRU size cap (in the background or on demand).
-//! - [`code::CodeStore`] (ST3), [`upload::UploadStore`] (ST4), [`events::EventLog`] (ST5).
+//! - [`workspace`]: the files of each conversation — uploads, code blocks ([`workspace::code`]),
+//!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
+//!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
+//!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
+//! - [`code::CodeStore`] (ST3) and [`upload::UploadStore`] (ST4), folder stores that the
+//!   workspace replaces; [`events::EventLog`] (ST5).
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -55,15 +60,19 @@ pub mod postgres;
 pub mod store;
 pub mod upload;
 pub mod verify;
+pub mod workspace;
 
 pub use error::{Result, StorageError};
 #[cfg(feature = "test-util")]
 pub use file::WriteFault;
-pub use file::{Durability, FileStore, FileStoreOptions};
+pub use file::{Durability, FileStore, FileStoreOptions, FileWorkspace};
 pub use id::ConversationId;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
     Loaded, ManualClock, MetaUpdate, NewConversation, Page, RunLease, StoredEntry, SystemClock,
+};
+pub use workspace::{
+    FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits, media_type_for,
 };

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::id::ConversationId;
+use crate::workspace::Workspace;
 
 /// A log entry with the sequence number the store gave it (1 for the first entry).
 #[derive(Debug, Clone, PartialEq)]
@@ -333,6 +334,12 @@ pub trait ConversationStore: Send + Sync {
         Ok(())
     }
 
+    /// The workspace holding the files of this store's conversations (uploads, code, data,
+    /// outputs); `None` when the backend keeps none (the default).
+    fn workspace(&self) -> Option<Arc<dyn Workspace>> {
+        None
+    }
+
     /// Appends one entry; returns its sequence number.
     async fn append(
         &self,
@@ -426,6 +433,9 @@ macro_rules! forward {
             }
             async fn clear_cancel(&self, id: &ConversationId) -> Result<()> {
                 (**self).clear_cancel(id).await
+            }
+            fn workspace(&self) -> Option<Arc<dyn Workspace>> {
+                (**self).workspace()
             }
         }
     };

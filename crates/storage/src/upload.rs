@@ -1,44 +1,20 @@
 //! The upload store (ST4): files a user uploads, with an id (`upload_001`, …), name, type,
-//! size and description, so the model can cite them as `<file_ref>`.
+//! size and description, so the model can cite them as `<file_ref>`. Superseded by the
+//! conversation workspace ([`crate::workspace`]), where [`UploadMeta`] now lives.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::atomic::write_atomic;
 use crate::error::{Result, StorageError};
 use crate::id::check_name;
-
-/// Metadata of an upload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UploadMeta {
-    /// `upload_001`, `upload_002`, …
-    pub id: String,
-    /// The file name as uploaded (shown, never used as a path).
-    pub name: String,
-    /// The type: the lowercased extension (`csv`, `xlsx`) or `markdown` for `.md`.
-    pub file_type: String,
-    /// The media type the client sent, if any.
-    pub media_type: Option<String>,
-    /// Size in bytes.
-    pub size: u64,
-    /// What the user said it is.
-    pub description: String,
-}
+pub use crate::workspace::UploadMeta;
+use crate::workspace::upload::file_type;
 
 /// Uploads on disk: `<root>/<id>.bin` and `<root>/<id>.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadStore {
     root: PathBuf,
-}
-
-fn file_type(name: &str) -> String {
-    match name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
-        Some(e) if e == "md" => "markdown".to_owned(),
-        Some(e) if !e.is_empty() && e.len() <= 10 => e,
-        _ => "file".to_owned(),
-    }
 }
 
 impl UploadStore {

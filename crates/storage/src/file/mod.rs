@@ -10,6 +10,7 @@
 //! conversations/<id>.run        the run lock (an `flock` held by the running process)
 //! conversations/<id>.cancel     a cancel request: the id of the run to cancel
 //! conversations/.incoming/      imports being written whole, linked into place when done
+//! conversations/<id>/files/     the conversation's workspace (see [`FileWorkspace`])
 //! index.json                    cached last_seq / size / updated of every conversation
 //! index.lock                    the lock every change of index.json is made under
 //! ```
@@ -31,6 +32,8 @@ mod group;
 mod incoming;
 mod index;
 mod lock;
+mod migrate;
+mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -48,6 +51,7 @@ pub use self::fault::WriteFault;
 use self::group::GroupCommit;
 use self::index::{IndexRow, MetaFile};
 use self::lock::FileLock;
+pub use self::workspace::FileWorkspace;
 use crate::atomic::sync_dir;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
@@ -55,6 +59,7 @@ use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
     MetaUpdate, NewConversation, Page, RunLease, SharedClock, SystemClock,
 };
+use crate::workspace::{Workspace, WorkspaceLimits};
 
 /// The longest run id a cancel request carries.
 const MAX_RUN_ID: usize = 200;
@@ -84,6 +89,8 @@ pub struct FileStoreOptions {
     pub fault: Option<WriteFault>,
     /// The clock for `created`, `updated` and append times.
     pub clock: SharedClock,
+    /// The size limits of the conversations' workspaces.
+    pub workspace_limits: WorkspaceLimits,
 }
 
 impl Default for FileStoreOptions {
@@ -93,6 +100,7 @@ impl Default for FileStoreOptions {
             #[cfg(feature = "test-util")]
             fault: None,
             clock: Arc::new(SystemClock),
+            workspace_limits: WorkspaceLimits::default(),
         }
     }
 }
@@ -114,6 +122,11 @@ impl FileStoreOptions {
         self.clock = clock;
         self
     }
+    /// Sets the size limits of the workspaces.
+    pub fn with_workspace_limits(mut self, limits: WorkspaceLimits) -> Self {
+        self.workspace_limits = limits;
+        self
+    }
 }
 
 /// The embedded conversation store. Cheap to clone; clones share state.
@@ -131,6 +144,8 @@ pub(super) struct Inner {
     index: Mutex<BTreeMap<String, IndexRow>>,
     /// What the store found damaged and worked around (an unreadable index or metadata file).
     warnings: Mutex<Vec<String>>,
+    /// The files of the conversations.
+    workspace: Arc<FileWorkspace>,
 }
 
 /// In-process state of one conversation file.
@@ -169,11 +184,17 @@ impl FileStore {
         let root = root.into();
         let dir = root.join("conversations");
         std::fs::create_dir_all(&dir).map_err(|e| StorageError::io("creating", &dir, e))?;
+        let workspace = Arc::new(FileWorkspace::new(
+            dir.clone(),
+            opts.clock.clone(),
+            opts.workspace_limits,
+        ));
         let store = Self {
             inner: Arc::new(Inner {
                 root,
                 dir,
                 opts,
+                workspace,
                 handles: Mutex::new(HashMap::new()),
                 index: Mutex::new(BTreeMap::new()),
                 warnings: Mutex::new(Vec::new()),
@@ -181,6 +202,7 @@ impl FileStore {
         };
         store.clean_incoming();
         store.load_index()?;
+        store.migrate_previous_layout()?;
         Ok(store)
     }
 
@@ -196,7 +218,8 @@ impl FileStore {
 
     /// What the store found damaged since it was opened and worked around: an unreadable
     /// `index.json` (rebuilt from the files), unreadable metadata files (their conversations
-    /// listed without title). Each once, oldest first.
+    /// listed without title), files of the previous layout it could not move into a
+    /// workspace. Each once, oldest first.
     pub fn warnings(&self) -> Vec<String> {
         lock(&self.inner.warnings).clone()
     }
@@ -360,6 +383,13 @@ impl FileStore {
                 Err(e) => return Err(StorageError::io("deleting", extra, e)),
             }
         }
+        // The conversation's folder holds its workspace: it goes with the log.
+        let folder = self.inner.dir.join(id);
+        match std::fs::remove_dir_all(&folder) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StorageError::io("deleting", folder, e)),
+        }
         *state = FileState::default();
         drop(state);
         sync_dir(&self.inner.dir)?;
@@ -403,6 +433,10 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 #[async_trait]
 impl ConversationStore for FileStore {
+    fn workspace(&self) -> Option<Arc<dyn Workspace>> {
+        Some(self.inner.workspace.clone())
+    }
+
     /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file.
     async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
         let path = self.inner.dir.join(format!("{id}.run"));

@@ -1,0 +1,671 @@
+//! The workspace of a conversation: every file it owns — uploads, saved code, spilled tool
+//! data, and outputs the analysis writes — behind one trait, [`Workspace`], with one backend a
+//! conversation store ([`crate::FileWorkspace`] beside the logs of [`crate::FileStore`];
+//! `PostgresWorkspace` in the database of `PostgresStore`). A store hands its workspace out
+//! with [`crate::ConversationStore::workspace`].
+//!
+//! A file has an id (`upload_001`, `output_001`, `data_001` assigned per kind and never given
+//! twice within a conversation; `code_<x>` chosen by the caller), a [`FileKind`], the name it
+//! was given (never a path), a media type, a size, a description, its creation time and its
+//! SHA-256. Content is streamed in and out ([`tokio::io::AsyncRead`]), never held whole in
+//! memory, and limited by [`WorkspaceLimits`]. Every id a caller names is checked with the
+//! rules of [`crate::ConversationId`] before it comes near a path or a query.
+//!
+//! [`code`] keeps code blocks in a workspace; [`UploadMeta`] is the answer shape of an upload.
+
+pub mod code;
+pub(crate) mod upload;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+
+pub use self::upload::UploadMeta;
+use crate::error::{Result, StorageError};
+use crate::id::{ConversationId, check_name};
+
+/// What a file of a conversation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A file a person uploaded (`upload_001`, …).
+    Upload,
+    /// A code block the model saved (`code_<x>`, chosen by the caller).
+    Code,
+    /// A file the analysis wrote (`output_001`, …).
+    Output,
+    /// Tool data spilled out of an observation (`data_001`, …).
+    Data,
+}
+
+impl FileKind {
+    /// Every kind, in list order.
+    pub const ALL: [FileKind; 4] = [Self::Upload, Self::Code, Self::Output, Self::Data];
+
+    /// `upload`, `code`, `output` or `data`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Upload => "upload",
+            Self::Code => "code",
+            Self::Output => "output",
+            Self::Data => "data",
+        }
+    }
+
+    /// The kind named `text` (as [`FileKind::as_str`] writes it).
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    /// Whether the workspace assigns the ids of this kind (all but code).
+    pub fn assigns_ids(self) -> bool {
+        self != Self::Code
+    }
+
+    /// The `n`th id of an assigned kind: `upload_001`, `output_012`, `data_1000`.
+    pub fn id(self, n: u64) -> String {
+        format!("{}_{n:03}", self.as_str())
+    }
+
+    /// The number of an assigned id of this kind (`upload_007` → 7); `None` for code and for
+    /// ids of another shape.
+    pub fn number_of(self, id: &str) -> Option<u64> {
+        if !self.assigns_ids() {
+            return None;
+        }
+        let digits = id.strip_prefix(self.as_str())?.strip_prefix('_')?;
+        if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    }
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The metadata of one file of a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileMeta {
+    /// `upload_001`, `output_001`, `data_001` (assigned) or `code_<x>` (given).
+    pub id: String,
+    /// What the file is.
+    pub kind: FileKind,
+    /// The name it was given (`sales.csv`, `chart.png`, `code_x.py`); never a path.
+    pub name: String,
+    /// `text/csv`, `image/png`, … (given, else from the name's extension).
+    pub media_type: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// What it is, in words.
+    pub description: String,
+    /// When it was stored (ms since the Unix epoch).
+    pub created_ms: i64,
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+    /// More facts: for code `language`, `line_count`, `char_count`; for data `call_id`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// A file to store with [`Workspace::put`].
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    /// What the file is.
+    pub kind: FileKind,
+    /// The id: required for code (a file of that id is replaced), `None` for every other kind.
+    pub id: Option<String>,
+    /// The name; only its last path component is kept, and an empty one is refused.
+    pub name: String,
+    /// The media type; `None` takes it from the name's extension ([`media_type_for`]).
+    pub media_type: Option<String>,
+    /// What it is, in words.
+    pub description: String,
+    /// More facts kept with the metadata.
+    pub attributes: BTreeMap<String, String>,
+}
+
+impl NewFile {
+    fn new(kind: FileKind, id: Option<String>, name: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id,
+            name: name.into(),
+            media_type: None,
+            description: String::new(),
+            attributes: BTreeMap::new(),
+        }
+    }
+
+    /// An upload named `name`.
+    pub fn upload(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self::new(FileKind::Upload, None, name).with_description(description)
+    }
+
+    /// An output of the analysis named `name`.
+    pub fn output(name: impl Into<String>) -> Self {
+        Self::new(FileKind::Output, None, name)
+    }
+
+    /// Spilled tool data named `name`.
+    pub fn data(name: impl Into<String>) -> Self {
+        Self::new(FileKind::Data, None, name)
+    }
+
+    /// The code block `id`, named `name` (`code_x.py`).
+    pub fn code(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::new(FileKind::Code, Some(id.into()), name)
+    }
+
+    /// Sets the media type.
+    pub fn with_media_type(mut self, media_type: impl Into<String>) -> Self {
+        self.media_type = Some(media_type.into());
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Adds an attribute.
+    pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.attributes.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// Size limits of a workspace; a put past one fails with [`StorageError::TooLarge`] and keeps
+/// nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspaceLimits {
+    /// The largest file (default 200 MiB).
+    pub max_file_bytes: u64,
+    /// The most all the files of one conversation may hold together (default 2 GiB).
+    pub max_conversation_bytes: u64,
+}
+
+impl Default for WorkspaceLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 200 << 20,
+            max_conversation_bytes: 2 << 30,
+        }
+    }
+}
+
+/// An open file: its metadata and a reader of its content.
+pub struct FileContent {
+    /// The metadata.
+    pub meta: FileMeta,
+    /// The content, read as it streams from the store.
+    pub reader: Box<dyn AsyncRead + Send + Unpin>,
+}
+
+impl fmt::Debug for FileContent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileContent")
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The files of conversations (one workspace a conversation), in a conversation store.
+///
+/// Every method takes the conversation; nothing of another conversation can be named through
+/// one. Backends pass [`crate::conformance::workspace`].
+#[async_trait]
+pub trait Workspace: Send + Sync + fmt::Debug {
+    /// Stores `body` (read to its end, never held whole in memory) as a new file of
+    /// `conversation`. Upload, output and data ids are assigned `<kind>_001`, `<kind>_002`, …
+    /// per kind and never given again within the conversation (not after a remove, nor after
+    /// a failed put); a code file replaces the file of the same id. The conversation must
+    /// exist (`StorageError::NotFound` otherwise). Written atomically: a reader never sees half
+    /// a file, and a failed or too-large put keeps nothing.
+    async fn put(
+        &self,
+        conversation: &ConversationId,
+        file: NewFile,
+        body: &mut (dyn AsyncRead + Send + Unpin),
+    ) -> Result<FileMeta>;
+
+    /// Every file of the conversation, by kind then id (empty when it has none).
+    async fn list(&self, conversation: &ConversationId) -> Result<Vec<FileMeta>>;
+
+    /// One file's metadata, `None` when there is no such file.
+    async fn meta(&self, conversation: &ConversationId, id: &str) -> Result<Option<FileMeta>>;
+
+    /// Opens a file for streaming; [`StorageError::NoFile`] when there is none.
+    async fn open(&self, conversation: &ConversationId, id: &str) -> Result<FileContent>;
+
+    /// A path on this machine holding the file's content, for readers that need a file: the
+    /// file itself for the files backend, a cached copy for PostgreSQL. Callers only read it,
+    /// and never show it. [`StorageError::NoFile`] when there is no such file.
+    async fn local_path(&self, conversation: &ConversationId, id: &str) -> Result<PathBuf>;
+
+    /// Removes one file; `false` when there was none.
+    async fn remove(&self, conversation: &ConversationId, id: &str) -> Result<bool>;
+
+    /// Removes every file of the conversation; returns how many there were.
+    async fn remove_all(&self, conversation: &ConversationId) -> Result<u64>;
+
+    /// Ids of the conversations that have a workspace (any file, or a folder), for the orphan
+    /// check of [`crate::verify::orphan_workspaces`].
+    async fn owners(&self) -> Result<Vec<String>>;
+
+    /// The limits in force.
+    fn limits(&self) -> WorkspaceLimits;
+
+    /// [`Workspace::put`] from a byte slice.
+    async fn put_bytes(
+        &self,
+        conversation: &ConversationId,
+        file: NewFile,
+        bytes: &[u8],
+    ) -> Result<FileMeta> {
+        let mut body = bytes;
+        self.put(conversation, file, &mut body).await
+    }
+
+    /// The whole content of a file, refused ([`StorageError::TooLarge`]) past `max` bytes.
+    async fn read_bytes(
+        &self,
+        conversation: &ConversationId,
+        id: &str,
+        max: u64,
+    ) -> Result<(FileMeta, Vec<u8>)> {
+        let content = self.open(conversation, id).await?;
+        let meta = content.meta;
+        let too_large = |size| StorageError::TooLarge {
+            what: format!("`{}` ({})", meta.id, meta.name),
+            size,
+            limit: max,
+        };
+        if meta.size > max {
+            return Err(too_large(meta.size));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
+        content
+            .reader
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| StorageError::io("reading", meta.name.clone(), e))?;
+        if bytes.len() as u64 > max {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok((meta, bytes))
+    }
+
+    /// A file by id, else by the name it was given (exactly; among several of that name the
+    /// newest upload, then the newest of any kind); `None` when nothing matches.
+    async fn find(
+        &self,
+        conversation: &ConversationId,
+        reference: &str,
+    ) -> Result<Option<FileMeta>> {
+        if check_file_id(reference).is_ok()
+            && let Some(meta) = self.meta(conversation, reference).await?
+        {
+            return Ok(Some(meta));
+        }
+        let named: Vec<FileMeta> = self
+            .list(conversation)
+            .await?
+            .into_iter()
+            .filter(|f| f.name == reference)
+            .collect();
+        let newest = |files: &mut dyn Iterator<Item = &FileMeta>| {
+            files
+                .max_by_key(|f| (f.created_ms, f.kind.number_of(&f.id).unwrap_or(0)))
+                .cloned()
+        };
+        Ok(
+            newest(&mut named.iter().filter(|f| f.kind == FileKind::Upload))
+                .or_else(|| newest(&mut named.iter())),
+        )
+    }
+}
+
+fn _object_safe(_: &dyn Workspace) {}
+
+/// The media type of a file called `name`, from its extension; `application/octet-stream`
+/// when the extension is unknown or missing.
+pub fn media_type_for(name: &str) -> &'static str {
+    let Some((_, ext)) = name.rsplit_once('.') else {
+        return "application/octet-stream";
+    };
+    match ext.to_ascii_lowercase().as_str() {
+        "csv" => "text/csv",
+        "tsv" | "tab" => "text/tab-separated-values",
+        "txt" | "log" => "text/plain",
+        "md" | "markdown" => "text/markdown",
+        "json" => "application/json",
+        "jsonl" | "ndjson" => "application/x-ndjson",
+        "xml" => "application/xml",
+        "yaml" | "yml" => "application/yaml",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "xlsm" => "application/vnd.ms-excel.sheet.macroEnabled.12",
+        "xls" => "application/vnd.ms-excel",
+        "ods" => "application/vnd.oasis.opendocument.spreadsheet",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "pptx" => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "parquet" => "application/vnd.apache.parquet",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "pdf" => "application/pdf",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" => "text/javascript",
+        "ts" => "text/x-typescript",
+        "py" => "text/x-python",
+        "r" => "text/x-r",
+        "sql" => "application/sql",
+        "sh" => "application/x-sh",
+        "zip" => "application/zip",
+        "gz" => "application/gzip",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Checks an id a caller names: the rules of a conversation id, and not the name of a
+/// metadata file (`….json`).
+pub(crate) fn check_file_id(id: &str) -> Result<()> {
+    check_name("file id", id)?;
+    if id.ends_with(".json") {
+        return Err(StorageError::InvalidId {
+            what: "file id",
+            value: id.to_owned(),
+            reason: "it ends with `.json`",
+        });
+    }
+    Ok(())
+}
+
+/// The longest file name kept, in bytes.
+const MAX_NAME: usize = 255;
+
+/// The longest media type kept, in bytes.
+const MAX_MEDIA_TYPE: usize = 127;
+
+/// A [`NewFile`] checked and cleaned, ready for a backend.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub(crate) kind: FileKind,
+    /// The given id (code), else `None` (the backend assigns one).
+    pub(crate) id: Option<String>,
+    pub(crate) name: String,
+    pub(crate) media_type: String,
+    pub(crate) description: String,
+    pub(crate) attributes: BTreeMap<String, String>,
+}
+
+impl Prepared {
+    /// Checks `file`: a code file has a valid id that is not shaped like another kind's, other
+    /// kinds have none; the name keeps its last path component, without control characters.
+    pub(crate) fn new(file: NewFile) -> Result<Self> {
+        let id = match (file.kind, file.id) {
+            (FileKind::Code, Some(id)) => {
+                check_file_id(&id)?;
+                if FileKind::ALL.iter().any(|k| k.number_of(&id).is_some()) {
+                    return Err(StorageError::InvalidId {
+                        what: "code id",
+                        value: id,
+                        reason: "it has the shape of an id the workspace assigns",
+                    });
+                }
+                Some(id)
+            }
+            (FileKind::Code, None) => {
+                return Err(StorageError::invalid(
+                    format!("code file `{}`", file.name),
+                    "a code file needs an id",
+                ));
+            }
+            (kind, Some(id)) => {
+                return Err(StorageError::invalid(
+                    format!("{kind} file `{}`", file.name),
+                    format!("the workspace assigns the ids of {kind} files; `{id}` was given"),
+                ));
+            }
+            (_, None) => None,
+        };
+        let name = clean_name(&file.name)?;
+        let media_type = file
+            .media_type
+            .map(|m| m.trim().to_owned())
+            .filter(|m| is_media_type(m))
+            .unwrap_or_else(|| media_type_for(&name).to_owned());
+        Ok(Self {
+            kind: file.kind,
+            id,
+            name,
+            media_type,
+            description: file.description,
+            attributes: file.attributes,
+        })
+    }
+
+    /// The metadata of the file once stored.
+    pub(crate) fn meta(&self, id: String, size: u64, sha256: String, created_ms: i64) -> FileMeta {
+        FileMeta {
+            id,
+            kind: self.kind,
+            name: self.name.clone(),
+            media_type: self.media_type.clone(),
+            size,
+            description: self.description.clone(),
+            created_ms,
+            sha256,
+            attributes: self.attributes.clone(),
+        }
+    }
+}
+
+/// The last path component of `name`, control characters replaced by `_`, trimmed.
+fn clean_name(name: &str) -> Result<String> {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let cleaned: String = last
+        .chars()
+        .map(|c| if c.is_control() { '_' } else { c })
+        .collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." {
+        return Err(StorageError::invalid(
+            format!("file name `{name}`"),
+            "it names no file",
+        ));
+    }
+    if cleaned.len() > MAX_NAME {
+        return Err(StorageError::invalid(
+            format!("file name `{cleaned}`"),
+            format!("it is longer than {MAX_NAME} bytes"),
+        ));
+    }
+    Ok(cleaned.to_owned())
+}
+
+/// `type/subtype` with optional parameters, printable ASCII only (it ends up in a header).
+fn is_media_type(text: &str) -> bool {
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    let essence = text.split(';').next().unwrap_or("");
+    text.len() <= MAX_MEDIA_TYPE
+        && text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"')
+        && essence
+            .trim()
+            .split_once('/')
+            .is_some_and(|(t, s)| token(t) && token(s))
+}
+
+/// Sorts files by kind, then id (assigned ids by their number, so `upload_1000` follows
+/// `upload_999`).
+pub(crate) fn sort_files(files: &mut [FileMeta]) {
+    files.sort_by(|a, b| {
+        (a.kind, a.kind.number_of(&a.id), &a.id).cmp(&(b.kind, b.kind.number_of(&b.id), &b.id))
+    });
+}
+
+/// Lowercase hex of a digest.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The size checks of a put, run as the content streams in.
+#[derive(Debug, Clone)]
+pub(crate) struct SizeCheck {
+    pub(crate) limits: WorkspaceLimits,
+    /// What the other files of the conversation hold.
+    pub(crate) others: u64,
+    pub(crate) name: String,
+    pub(crate) conversation: String,
+}
+
+impl SizeCheck {
+    /// Fails when a file of `size` bytes is over a limit.
+    pub(crate) fn check(&self, size: u64) -> Result<()> {
+        if size > self.limits.max_file_bytes {
+            return Err(StorageError::TooLarge {
+                what: format!("`{}`", self.name),
+                size,
+                limit: self.limits.max_file_bytes,
+            });
+        }
+        if self.others.saturating_add(size) > self.limits.max_conversation_bytes {
+            return Err(StorageError::TooLarge {
+                what: format!("conversation `{}` with `{}`", self.conversation, self.name),
+                size: self.others.saturating_add(size),
+                limit: self.limits.max_conversation_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_of_assigned_kinds_round_trip() {
+        assert_eq!(FileKind::Upload.id(1), "upload_001");
+        assert_eq!(FileKind::Data.id(1000), "data_1000");
+        assert_eq!(FileKind::Upload.number_of("upload_012"), Some(12));
+        assert_eq!(FileKind::Upload.number_of("upload_12"), None);
+        assert_eq!(FileKind::Upload.number_of("output_012"), None);
+        assert_eq!(FileKind::Code.number_of("code_001"), None);
+        for kind in FileKind::ALL {
+            assert_eq!(FileKind::parse(kind.as_str()), Some(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+        }
+    }
+
+    #[test]
+    fn new_files_are_checked_and_cleaned() {
+        let p = Prepared::new(NewFile::upload("../../etc/sales.CSV", "d")).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.media_type.as_str()),
+            ("sales.CSV", "text/csv")
+        );
+        let p = Prepared::new(NewFile::upload("C:\\x\\a\nb.bin", "")).unwrap();
+        assert_eq!(p.name, "a_b.bin");
+        let p = Prepared::new(NewFile::output("c.png").with_media_type("bad\"type")).unwrap();
+        assert_eq!(p.media_type, "image/png");
+        let p = Prepared::new(NewFile::output("c").with_media_type("text/plain; charset=utf-8"))
+            .unwrap();
+        assert_eq!(p.media_type, "text/plain; charset=utf-8");
+        for bad in ["", "  ", "a/", "..", "x/."] {
+            assert!(Prepared::new(NewFile::upload(bad, "")).is_err(), "{bad:?}");
+        }
+        assert!(Prepared::new(NewFile::upload("x".repeat(256), "")).is_err());
+        let mut with_id = NewFile::upload("a.csv", "");
+        with_id.id = Some("upload_009".into());
+        assert!(Prepared::new(with_id).is_err());
+        let mut code = NewFile::code("x", "x.py");
+        code.id = None;
+        assert!(Prepared::new(code).is_err());
+        for bad in ["../x", "upload_001", "data_123", "x.json", ".x"] {
+            assert!(Prepared::new(NewFile::code(bad, "x.py")).is_err(), "{bad}");
+        }
+        assert!(Prepared::new(NewFile::code("code_upload_001", "x.py")).is_ok());
+    }
+
+    #[test]
+    fn media_types_come_from_extensions() {
+        for (name, want) in [
+            ("a.csv", "text/csv"),
+            (
+                "A.XLSX",
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            ),
+            ("b.xls", "application/vnd.ms-excel"),
+            ("c.jpeg", "image/jpeg"),
+            ("d.py", "text/x-python"),
+            ("e.sql", "application/sql"),
+            ("noext", "application/octet-stream"),
+            ("f.weird", "application/octet-stream"),
+        ] {
+            assert_eq!(media_type_for(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn limits_name_the_file_and_the_limit() {
+        let check = SizeCheck {
+            limits: WorkspaceLimits::default(),
+            others: (2 << 30) - 10,
+            name: "big.csv".into(),
+            conversation: "c1".into(),
+        };
+        assert_eq!(
+            check.check((200 << 20) + 1).unwrap_err().to_string(),
+            "`big.csv` is over the limit of 200 MiB"
+        );
+        assert_eq!(
+            check.check(11).unwrap_err().to_string(),
+            "conversation `c1` with `big.csv` is over the limit of 2 GiB"
+        );
+        assert!(check.check(10).is_ok());
+        assert_eq!(crate::error::human_size(1536), "1.5 KiB");
+        assert_eq!(crate::error::human_size(100), "100 bytes");
+    }
+
+    #[test]
+    fn files_sort_by_kind_then_number() {
+        let p = Prepared::new(NewFile::upload("a", "")).unwrap();
+        let mut files: Vec<FileMeta> = ["upload_1000", "data_001", "upload_999", "upload_002"]
+            .into_iter()
+            .map(|id| {
+                let mut m = p.meta(id.into(), 0, String::new(), 0);
+                m.kind = if id.starts_with("data") {
+                    FileKind::Data
+                } else {
+                    FileKind::Upload
+                };
+                m
+            })
+            .collect();
+        sort_files(&mut files);
+        let ids: Vec<&str> = files.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["upload_002", "upload_999", "upload_1000", "data_001"]);
+    }
+}
