@@ -2,8 +2,9 @@
 //! server on 127.0.0.1 that answers requests with scripted replies, one per connection, and
 //! records what it received; plus the one skip helper of the workspace: [`fixtures`],
 //! [`fixture`] and [`require_tool`] skip with a message when something is missing, and fail
-//! naming it when `CI=true`; and [`sse`], server-sent events cut into frames as a client reads
-//! them.
+//! naming it when `CI=true`; [`sse`], server-sent events cut into frames as a client reads
+//! them; and [`model`], a model server speaking the Anthropic and OpenAI wires that answers by
+//! rules over the request it receives (a model that decides, for journey tests).
 
 // Test scaffolding: a failure here should stop the test loudly.
 #![allow(
@@ -17,6 +18,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+pub mod model;
 pub mod sse;
 
 use serde_json::{Value, json};
