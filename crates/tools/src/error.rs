@@ -1,6 +1,6 @@
 //! The two error types of the crate: [`ToolError`], the failure of one tool call (it becomes a
 //! failed [`ToolResult`](ba_protocol::ToolResult) the model reads), and [`ToolsError`], what goes
-//! wrong while setting the runtime up or writing spilled data.
+//! wrong while setting the runtime up, writing spilled data or using a conversation's files.
 
 use ba_protocol::ToolErrorKind;
 use ba_protocol::tool::ToolResultError;
@@ -88,7 +88,8 @@ impl ToolError {
     }
 }
 
-/// What can go wrong while building a registry or runtime, or writing spilled data.
+/// What can go wrong while building a registry or runtime, writing spilled data, or using the
+/// files of a conversation ([`ConversationFiles`](crate::files::ConversationFiles)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolsError {
@@ -145,5 +146,36 @@ pub enum ToolsError {
         name: String,
         /// Why.
         reason: String,
+    },
+    /// The conversation has no file of that id or name.
+    #[error("no file `{reference}` in this conversation")]
+    NoSuchFile {
+        /// The id or name as given.
+        reference: String,
+    },
+    /// A file is over the largest size the conversation's files take.
+    #[error("`{name}` is {size} bytes, over the limit of {limit} bytes a file")]
+    FileTooLarge {
+        /// The file's name.
+        name: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A file name or id cannot be used for a file of the conversation.
+    #[error("the file name `{name}` is not allowed: {reason}")]
+    FileName {
+        /// The rejected name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The conversation's files could not be read or written. The message names the file and
+    /// never a local path.
+    #[error("the conversation's files could not be used: {message}")]
+    Files {
+        /// What failed.
+        message: String,
     },
 }

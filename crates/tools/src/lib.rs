@@ -18,10 +18,16 @@
 //!   attempt (T11). The `otel` feature (off by default) also publishes the call metrics through
 //!   the OpenTelemetry metrics API.
 //! - [`config`] — [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides.
+//! - [`files`] — [`ConversationFiles`]: the files of the conversation a call belongs to
+//!   (uploads, code, outputs, spilled data; ids and names, never paths), handed to each call in
+//!   [`CallContext::files`] through [`CallOptions::files`]; spilled data then becomes a data
+//!   file of the conversation (`data_001`). [`DirFiles`] keeps them in a folder, for tests and
+//!   simple embedders.
 //!
 //! The crate depends on `ba-protocol` only. The orchestrator (`ba-agent`) registers its
-//! built-in tools, adapts the storage crate's data-file store to [`DataSink`] and the context
-//! crate's counter to [`TokenCounter`](ba_protocol::TokenCounter).
+//! built-in tools, adapts the storage crate's conversation workspace to [`ConversationFiles`]
+//! (and its data-file store to [`DataSink`]) and the context crate's counter to
+//! [`TokenCounter`](ba_protocol::TokenCounter).
 //!
 //! ```
 //! use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall};
@@ -59,6 +65,7 @@
 
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod idempotency;
 pub mod levels;
 pub mod lookup;
@@ -79,6 +86,7 @@ pub mod validate;
 pub use ba_protocol::ToolSpec;
 pub use config::{RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
+pub use files::{ConversationFiles, DirFiles, FileInfo};
 pub use levels::FormatBounds;
 pub use metrics::{Aggregate, MetricsRecorder, ToolMetrics};
 pub use registry::{RegisteredTool, ToolRegistry};

@@ -16,12 +16,15 @@ use tracing::field::Empty;
 
 use crate::config::ToolsConfig;
 use crate::error::{ToolError, ToolsError};
+use crate::files::ConversationFiles;
 use crate::idempotency::{IdempotencyCache, cache_key};
 use crate::levels::{FormatBounds, format_observation, format_standard, resolve_level, summarize};
 use crate::metrics::{MetricsRecorder, ToolMetrics};
 use crate::registry::ToolRegistry;
 use crate::retry::{Jitter, RandomJitter, RetrySchedule, run_with_retry};
-use crate::spill::{DataSink, FsSink, data_hash, should_spill, spill_name, spill_observation};
+use crate::spill::{
+    DataSink, FsSink, data_file_name, data_hash, should_spill, spill_name, spill_observation,
+};
 use crate::tool::{CallContext, PartialOutput};
 use crate::{lookup, permissions, size, timeout, validate};
 
@@ -34,6 +37,9 @@ pub struct CallOptions<'a> {
     pub modifier: Option<&'a ContextModifier>,
     /// An explicit idempotency key (T9): a repeated key returns the cached result.
     pub idempotency_key: Option<&'a str>,
+    /// The files of the conversation the calls belong to, handed to each call
+    /// ([`CallContext::files`]); spilled data then becomes a data file of the conversation.
+    pub files: Option<&'a Arc<dyn ConversationFiles>>,
 }
 
 /// Runs tool calls through every layer. Cheap to share behind an `Arc`; all state (cache,
@@ -247,7 +253,16 @@ impl ToolRuntime {
             );
             span.record("level", level.as_str());
 
-            let key = cache_key(&call.name, &args, opts.idempotency_key, caps.idempotent);
+            // Results are cached per conversation: the same arguments name another
+            // conversation's files elsewhere (`upload_001`). A call with files but no
+            // conversation id to scope them by is not cached.
+            let key = match (&ctx.conversation_id, opts.files) {
+                (None, Some(_)) => None,
+                (conversation, _) => {
+                    cache_key(&call.name, &args, opts.idempotency_key, caps.idempotent)
+                        .map(|k| format!("{}\u{0}{k}", conversation.as_deref().unwrap_or_default()))
+                }
+            };
             let data = match key.as_ref().and_then(|k| self.cache.get(k)) {
                 Some(hit) => {
                     cached = true;
@@ -285,6 +300,7 @@ impl ToolRuntime {
                     let call_id: Arc<str> = Arc::from(call.id.as_str());
                     let invocation = Arc::new(ctx.clone());
                     let partial = PartialOutput::default();
+                    let files = opts.files.cloned();
                     let outcome = run_with_retry(schedule, base_timeout, |attempt, limit| {
                         partial.clear();
                         let cctx = CallContext {
@@ -293,6 +309,7 @@ impl ToolRuntime {
                             attempt,
                             timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                             partial: partial.clone(),
+                            files: files.clone(),
                         };
                         let args = args.clone();
                         let name = call.name.as_str();
@@ -324,7 +341,8 @@ impl ToolRuntime {
                     data
                 }
             };
-            self.render(&call.id, &data, level, ctx, &mut facts).await
+            self.render(&call.id, &data, level, ctx, opts.files, &mut facts)
+                .await
         }
         .await;
 
@@ -395,13 +413,15 @@ impl ToolRuntime {
         result
     }
 
-    /// Level formatting (T3) and spill (T4).
+    /// Level formatting (T3) and spill (T4): to the conversation's files when the call has
+    /// them (the reference is then the file id, `data_001`), else to the sink.
     async fn render(
         &self,
         call_id: &str,
         data: &Value,
         level: OutputLevel,
         ctx: &InvocationContext,
+        files: Option<&Arc<dyn ConversationFiles>>,
         facts: &mut DataFacts,
     ) -> Result<Rendered, ToolError> {
         let bytes = serde_json::to_vec(data).map_err(|e| {
@@ -432,6 +452,17 @@ impl ToolRuntime {
         let summary = summarize(data);
         facts.summary = Some(summary.clone());
         let preview = preview(data, level, bounds);
+        if let Some(files) = files {
+            let name = data_file_name(call_id, &hash);
+            return match files.add_data(&name, &bytes).await {
+                Ok(file) => Ok(Rendered {
+                    observation: spill_observation(&file.id, size, &summary, &preview),
+                    data_ref: Some(file.id),
+                    spilled: true,
+                }),
+                Err(e) => Err(spill_failed(size, &summary, &name, &preview, &e)),
+            };
+        }
         let Some(sink) = sink else {
             // Nowhere to put it: show what fits and say so, rather than pretend it was saved.
             let note = format!(
@@ -457,14 +488,19 @@ impl ToolRuntime {
                 data_ref: Some(reference),
                 spilled: true,
             }),
-            Err(e) => Err(ToolError::resource(format!(
-                "the result ({size} bytes; {summary}) could not be saved as `{name}`: {e}. \
-                 Preview of the data:\n{preview}"
-            ))
-            .with_code("SPILL_FAILED")
-            .with_detail(e.to_string())),
+            Err(e) => Err(spill_failed(size, &summary, &name, &preview, &e)),
         }
     }
+}
+
+/// The error of a spill that could not be saved: the preview is still shown.
+fn spill_failed(size: u64, summary: &str, name: &str, preview: &str, e: &ToolsError) -> ToolError {
+    ToolError::resource(format!(
+        "the result ({size} bytes; {summary}) could not be saved as `{name}`: {e}. \
+         Preview of the data:\n{preview}"
+    ))
+    .with_code("SPILL_FAILED")
+    .with_detail(e.to_string())
 }
 
 /// The preview in a spill observation: the brief rendering for a brief call (the model asked

@@ -1,7 +1,10 @@
 //! Layer 9: spill (T4). Data shown at `full`, or whose serialized form is over the threshold
 //! (1 MiB by default), is written to a [`DataSink`] as `tool_data/{call_id}_{hash16}.json`; the
 //! observation then holds a preview, the size, a summary and the plain path, which the model
-//! can pass to a file-reading tool.
+//! can pass to a file-reading tool. When the call has the files of its conversation
+//! ([`ConversationFiles`](crate::files::ConversationFiles)), the data becomes a data file of the
+//! conversation instead, named `{call_id}_{hash16}.json`, and the reference is its id
+//! (`data_001`).
 //!
 //! The sink is a trait so that the orchestrator can hand the runtime its own data-file store;
 //! [`FsSink`] is the plain filesystem implementation.
@@ -95,6 +98,12 @@ pub fn data_hash(bytes: &[u8]) -> String {
 /// The sink name of a call's data: `tool_data/{call_id}_{hash16}.json`, with characters of the
 /// call id that are unsafe in a file name replaced by `_`.
 pub fn spill_name(call_id: &str, hash16: &str) -> String {
+    format!("tool_data/{}", data_file_name(call_id, hash16))
+}
+
+/// The name of a call's data as a file of the conversation: `{call_id}_{hash16}.json`, with
+/// characters of the call id that are unsafe in a file name replaced by `_`.
+pub fn data_file_name(call_id: &str, hash16: &str) -> String {
     let safe: String = call_id
         .chars()
         .take(96)
@@ -111,7 +120,7 @@ pub fn spill_name(call_id: &str, hash16: &str) -> String {
     } else {
         safe
     };
-    format!("tool_data/{safe}_{hash16}.json")
+    format!("{safe}_{hash16}.json")
 }
 
 /// The observation of spilled data.

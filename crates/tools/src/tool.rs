@@ -7,6 +7,7 @@ use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel};
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::files::ConversationFiles;
 
 /// What a tool can do beyond being called. New capabilities are added here with a default, so
 /// adding one breaks no implementor.
@@ -104,7 +105,8 @@ impl PartialOutput {
 }
 
 /// What a tool sees of the call it is running: the invocation context, the call id, the
-/// attempt number and the partial-output handle. Cheap to clone.
+/// attempt number, the partial-output handle and the files of the call's conversation. Cheap
+/// to clone.
 #[derive(Debug, Clone)]
 pub struct CallContext {
     /// The call being answered.
@@ -117,10 +119,14 @@ pub struct CallContext {
     pub timeout_ms: u64,
     /// Where the tool reports output as it goes.
     pub partial: PartialOutput,
+    /// The files of the conversation the call belongs to (its uploads, code, outputs and
+    /// data), and of no other; `None` when the caller has none to give.
+    pub files: Option<Arc<dyn ConversationFiles>>,
 }
 
 impl CallContext {
-    /// A context for calling a tool directly, outside a runtime (tests, benches).
+    /// A context for calling a tool directly, outside a runtime (tests, benches), without
+    /// conversation files.
     pub fn detached(call_id: &str) -> Self {
         let invocation = InvocationContext::default();
         Self {
@@ -129,7 +135,15 @@ impl CallContext {
             invocation: Arc::new(invocation),
             attempt: 0,
             partial: PartialOutput::default(),
+            files: None,
         }
+    }
+
+    /// The same context with the files of a conversation.
+    #[must_use]
+    pub fn with_files(mut self, files: Arc<dyn ConversationFiles>) -> Self {
+        self.files = Some(files);
+        self
     }
 }
 

@@ -22,6 +22,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::{Instant, sleep};
 
+#[path = "runtime/files.rs"]
+mod files;
 #[path = "runtime/retries.rs"]
 mod retries;
 

@@ -52,6 +52,7 @@ impl Runner {
             context_usage: self.usage,
             modifier: modifier.as_ref(),
             idempotency_key: None,
+            files: None,
         };
         for c in calls {
             self.emit(AgentEvent::ToolCallStarted {
