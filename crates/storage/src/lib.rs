@@ -68,7 +68,7 @@ pub use file::WriteFault;
 pub use file::{Durability, FileStore, FileStoreOptions, FileWorkspace};
 pub use id::ConversationId;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use postgres::{PostgresOptions, PostgresStore, PostgresWorkspace};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
     Loaded, ManualClock, MetaUpdate, NewConversation, Page, RunLease, StoredEntry, SystemClock,

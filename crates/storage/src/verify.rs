@@ -1,9 +1,26 @@
 //! Checks of a stored conversation beyond what a load reports: tool calls and their results,
-//! entry ids used twice.
+//! entry ids used twice; and of a store: workspaces whose conversation is gone.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use ba_protocol::log::{LogEntry, LogRole};
+
+use crate::error::Result;
+use crate::store::ConversationStore;
+
+/// The ids of conversations that own a workspace but do not exist (files a delete left
+/// behind), sorted; empty when the store keeps no workspace.
+pub async fn orphan_workspaces<S: ConversationStore + ?Sized>(store: &S) -> Result<Vec<String>> {
+    let Some(workspace) = store.workspace() else {
+        return Ok(Vec::new());
+    };
+    let owners = workspace.owners().await?;
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let known: BTreeSet<String> = store.list_all().await?.into_iter().map(|m| m.id).collect();
+    Ok(owners.into_iter().filter(|o| !known.contains(o)).collect())
+}
 
 /// A broken tool-call pair.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ba_protocol::log::LogRole;
 use ba_storage::conformance::{self, text_entry};
 use ba_storage::{
-    ConversationId, ConversationStore, NewConversation, PostgresOptions, PostgresStore,
+    ConversationId, ConversationStore, NewConversation, NewFile, PostgresOptions, PostgresStore,
 };
 
 fn url() -> Option<String> {
@@ -70,4 +70,75 @@ async fn migrations_run_once_and_two_stores_share_one_log() {
     let err = PostgresStore::connect(&url, bad).await.unwrap_err();
     assert!(err.to_string().starts_with("invalid schema name"), "{err}");
     let _ = Arc::new(a);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workspace_conformance_on_postgres() {
+    let Some(url) = url() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().join("cache");
+    conformance::workspace(|clock, limits| {
+        let (url, cache_dir) = (url.clone(), cache_dir.clone());
+        async move {
+            let opts = PostgresOptions {
+                schema: schema(),
+                clock,
+                workspace_limits: limits,
+                cache_dir,
+                ..PostgresOptions::default()
+            };
+            PostgresStore::connect(&url, opts).await.unwrap()
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_share_every_file() {
+    let Some(url) = url() else { return };
+    let (cache_a, cache_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let opts = |cache: &std::path::Path| PostgresOptions {
+        schema: format!("ba_test_shared_{}", std::process::id()),
+        cache_dir: cache.join("files"),
+        ..PostgresOptions::default()
+    };
+    let a = PostgresStore::connect(&url, opts(cache_a.path()))
+        .await
+        .unwrap();
+    let b = PostgresStore::connect(&url, opts(cache_b.path()))
+        .await
+        .unwrap();
+    let id = ConversationId::random();
+    a.create(&id, NewConversation::default()).await.unwrap();
+    let (wa, wb) = (a.workspace().unwrap(), b.workspace().unwrap());
+    let body: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+    let meta = wa
+        .put_bytes(&id, NewFile::upload("sales.csv", "shared"), &body)
+        .await
+        .unwrap();
+    assert_eq!(meta.id, "upload_001");
+    assert_eq!(wb.find(&id, "sales.csv").await.unwrap(), Some(meta.clone()));
+    let (_, read) = wb.read_bytes(&id, "upload_001", 1 << 20).await.unwrap();
+    assert_eq!(read, body);
+    let path = wb.local_path(&id, "upload_001").await.unwrap();
+    assert!(path.starts_with(cache_b.path()));
+    assert_eq!(std::fs::read(&path).unwrap(), body);
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(cache_b.path().join("files"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    // A put on one store and one on the other never share an id.
+    let next = wb
+        .put_bytes(&id, NewFile::upload("b.csv", ""), b"x")
+        .await
+        .unwrap();
+    assert_eq!(next.id, "upload_002");
+    // Deleting the conversation deletes its files and this machine's copies.
+    assert!(b.delete(&id).await.unwrap());
+    assert!(wa.list(&id).await.unwrap().is_empty());
+    assert!(!path.exists());
+    assert!(wa.owners().await.unwrap().is_empty());
 }

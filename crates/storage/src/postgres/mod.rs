@@ -7,6 +7,14 @@
 //! checks the expected sequence number, inserts the batch and moves `last_seq` in one
 //! transaction. Entries are stored as their JSON text, byte for byte what `FileStore` writes.
 //! Migrations are numbered, kept in this file, and applied once under an advisory lock.
+//!
+//! The conversations' files live in the database too ([`PostgresWorkspace`], in `workspace`):
+//! any number of servers sharing one database share every file with no shared disk.
+
+mod workspace;
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use ba_protocol::log::{LogEntry, Mode};
@@ -14,12 +22,14 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
+pub use self::workspace::PostgresWorkspace;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
     MetaUpdate, NewConversation, Page, RunLease, SharedClock, StoredEntry, SystemClock,
 };
+use crate::workspace::{Workspace, WorkspaceLimits};
 
 /// The schema migrations, in order; version `i + 1` is `MIGRATIONS[i]`.
 pub const MIGRATIONS: &[&str] = &[
@@ -45,6 +55,38 @@ pub const MIGRATIONS: &[&str] = &[
         run_id TEXT NOT NULL,
         requested_ms BIGINT NOT NULL
     );",
+    // The conversations' workspaces: a row a file, its content in chunks of at most
+    // `workspace::CHUNK` bytes (stored uncompressed: most uploads are compressed already), and
+    // the last id given per kind, so an id is never given twice.
+    "CREATE TABLE ba_files (
+        conversation_id TEXT NOT NULL REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        file_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('upload', 'code', 'output', 'data')),
+        name TEXT NOT NULL,
+        media_type TEXT NOT NULL,
+        size BIGINT NOT NULL CHECK (size >= 0),
+        description TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        sha256 TEXT NOT NULL,
+        attributes JSONB NOT NULL DEFAULT '{}',
+        PRIMARY KEY (conversation_id, file_id)
+    );
+    CREATE TABLE ba_file_chunks (
+        conversation_id TEXT NOT NULL,
+        file_id TEXT NOT NULL,
+        n INT NOT NULL CHECK (n >= 0),
+        data BYTEA NOT NULL,
+        PRIMARY KEY (conversation_id, file_id, n),
+        FOREIGN KEY (conversation_id, file_id)
+            REFERENCES ba_files (conversation_id, file_id) ON DELETE CASCADE
+    );
+    ALTER TABLE ba_file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+    CREATE TABLE ba_file_counters (
+        conversation_id TEXT NOT NULL REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        last BIGINT NOT NULL CHECK (last > 0),
+        PRIMARY KEY (conversation_id, kind)
+    );",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -56,6 +98,11 @@ pub struct PostgresOptions {
     pub pool_size: usize,
     /// The clock for `created`, `updated` and append times.
     pub clock: SharedClock,
+    /// The size limits of the conversations' workspaces.
+    pub workspace_limits: WorkspaceLimits,
+    /// Where [`Workspace::local_path`] keeps copies of files on this machine (a folder per
+    /// conversation; created private). Default: `ba-agent-files-<uid>` in the temporary folder.
+    pub cache_dir: PathBuf,
 }
 
 impl Default for PostgresOptions {
@@ -63,7 +110,9 @@ impl Default for PostgresOptions {
         Self {
             schema: "public".to_owned(),
             pool_size: 16,
-            clock: std::sync::Arc::new(SystemClock),
+            clock: Arc::new(SystemClock),
+            workspace_limits: WorkspaceLimits::default(),
+            cache_dir: workspace::default_cache_dir(),
         }
     }
 }
@@ -73,6 +122,7 @@ impl Default for PostgresOptions {
 pub struct PostgresStore {
     pool: Pool,
     clock: SharedClock,
+    workspace: Arc<PostgresWorkspace>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -145,9 +195,16 @@ impl PostgresStore {
             .max_size(opts.pool_size.max(1))
             .build()
             .map_err(db)?;
+        let workspace = Arc::new(PostgresWorkspace::new(
+            pool.clone(),
+            opts.clock.clone(),
+            opts.workspace_limits,
+            opts.cache_dir,
+        ));
         let store = Self {
             pool,
             clock: opts.clock,
+            workspace,
         };
         store.migrate(schema).await?;
         Ok(store)
@@ -214,6 +271,10 @@ impl PostgresStore {
 
 #[async_trait]
 impl ConversationStore for PostgresStore {
+    fn workspace(&self) -> Option<Arc<dyn Workspace>> {
+        Some(self.workspace.clone())
+    }
+
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
         let client = self.client().await?;
         let now = self.clock.now_ms();
@@ -265,7 +326,10 @@ impl ConversationStore for PostgresStore {
         let tx = client.transaction().await.map_err(db)?;
         let row = tx
             .query_opt(
-                "SELECT last_seq FROM ba_conversations WHERE id = $1 FOR UPDATE",
+                // NO KEY UPDATE: a file being stored holds a key-share lock on the row (its
+                // foreign key) for as long as its content streams in, and must not hold up
+                // the log.
+                "SELECT last_seq FROM ba_conversations WHERE id = $1 FOR NO KEY UPDATE",
                 &[&id.as_str()],
             )
             .await
@@ -501,6 +565,8 @@ impl ConversationStore for PostgresStore {
             )
             .await
             .map_err(db)?;
+        // Its files went with it (the foreign keys cascade); so go the copies made here.
+        self.workspace.forget_cached(id.as_str());
         Ok(n > 0)
     }
 
@@ -515,6 +581,9 @@ impl ConversationStore for PostgresStore {
             .map_err(db)?;
         let mut ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
         ids.sort();
+        for id in &ids {
+            self.workspace.forget_cached(id);
+        }
         Ok(ids)
     }
 }

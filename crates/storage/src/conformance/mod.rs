@@ -4,6 +4,9 @@
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
 //! paging, delete, retention, unicode and 10 MB entries, and the round trip of every entry
 //! kind. A failed check is returned as an error naming the check.
+//!
+//! [`workspace()`] is the suite of the conversations' workspaces ([`crate::Workspace`]), run the
+//! same way on every backend that has one.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,6 +16,8 @@ use ba_protocol::log::{LogEntry, LogRole, Mode};
 use crate::error::StorageError;
 use crate::id::ConversationId;
 use crate::store::{ConversationStore, ManualClock, MetaUpdate, NewConversation, Page};
+
+pub use self::files::{WORKSPACE_CHECKS, WORKSPACE_LIMITS, workspace};
 
 /// A failed conformance check.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +46,9 @@ fn err(e: StorageError) -> String {
 fn cid(id: &str) -> std::result::Result<ConversationId, String> {
     ConversationId::new(id).map_err(err)
 }
+
+// After `ensure!`, which the workspace checks use too.
+mod files;
 
 /// An entry with text `text`.
 pub fn text_entry(id: &str, role: LogRole, text: &str) -> LogEntry {
