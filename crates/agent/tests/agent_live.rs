@@ -116,7 +116,7 @@ async fn live_provider_rounds_failures_and_continue() {
     let store = Arc::new(FileStore::open(dir.path().join("store")).unwrap());
     let agent = Agent::builder(Arc::new(client))
         .store(store)
-        .tools(demo_tools(dir.path(), dir.path()))
+        .tools(demo_tools(dir.path()))
         .model("claude-test")
         .build()
         .unwrap();

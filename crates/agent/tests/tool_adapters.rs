@@ -14,9 +14,9 @@ use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel, ToolCal
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use serde_json::json;
 
-fn runtime(data: &std::path::Path, uploads: &std::path::Path) -> ToolRuntime {
+fn runtime(data: &std::path::Path) -> ToolRuntime {
     let mut registry = ToolRegistry::new();
-    for tool in demo_tools(data, uploads) {
+    for tool in demo_tools(data) {
         registry.register_arc(tool).unwrap();
     }
     ToolRuntime::new(registry, ToolsConfig::default()).unwrap()
@@ -25,9 +25,8 @@ fn runtime(data: &std::path::Path, uploads: &std::path::Path) -> ToolRuntime {
 #[tokio::test]
 async fn demo_tools_run_through_every_layer() {
     let data = tempfile::tempdir().unwrap();
-    let uploads = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
-    let runtime = runtime(data.path(), uploads.path());
+    let runtime = runtime(data.path());
     let ctx = InvocationContext::default();
 
     let mut call = ToolCall::new(
@@ -95,9 +94,8 @@ async fn demo_tools_run_through_every_layer() {
 #[tokio::test]
 async fn read_only_tools_run_at_the_restricted_level_and_code_does_not() {
     let data = tempfile::tempdir().unwrap();
-    let uploads = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
-    let runtime = runtime(data.path(), uploads.path());
+    let runtime = runtime(data.path());
     let ctx = InvocationContext {
         permission_level: PermissionLevel::Restricted,
         ..InvocationContext::default()
@@ -126,10 +124,9 @@ async fn spilled_data_goes_to_the_data_file_store_and_file_reader_can_read_it() 
     use ba_agent::DataFileSink;
     use ba_storage::datafile::DataFileStore;
     let data = tempfile::tempdir().unwrap();
-    let uploads = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
     let mut registry = ToolRegistry::new();
-    for tool in demo_tools(data.path(), uploads.path()) {
+    for tool in demo_tools(data.path()) {
         registry.register_arc(tool).unwrap();
     }
     let files = DataFileStore::open(data.path().join("spill")).unwrap();

@@ -104,7 +104,7 @@ pub(crate) fn read(
     opts: &CsvOptions,
 ) -> Result<Value, BuiltinError> {
     let io = |source| BuiltinError::Io {
-        path: path.to_owned(),
+        path: reference.to_owned(),
         source,
     };
     let mut file = File::open(path).map_err(io)?;
@@ -124,7 +124,7 @@ pub(crate) fn read(
     .map_err(io)?;
     let mut decoder = DecodeReader::new(raw, detected, opts.on_error);
     let mut sample = vec![0; SNIFF_BYTES];
-    let n = read_up_to(&mut decoder, &mut sample).map_err(|e| decode_error(reference, &e, path))?;
+    let n = read_up_to(&mut decoder, &mut sample).map_err(|e| decode_error(reference, &e))?;
     sample.truncate(n);
     let delimiter = opts
         .delimiter
@@ -135,7 +135,7 @@ pub(crate) fn read(
         .flexible(true)
         .delimiter(delimiter)
         .from_reader(input);
-    let scan = Scan::run(&mut reader, reference, path, opts)?;
+    let scan = Scan::run(&mut reader, reference, opts)?;
     let decoder = reader.get_ref().get_ref().1;
     let replaced = decoder.replaced();
     let consumed = decoder.consumed();
@@ -162,14 +162,14 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-fn decode_error(reference: &str, err: &std::io::Error, path: &Path) -> BuiltinError {
+fn decode_error(reference: &str, err: &std::io::Error) -> BuiltinError {
     match encoding::malformed_of(err) {
         Some(m) => BuiltinError::Encoding {
             path: reference.to_owned(),
             message: m.to_string(),
         },
         None => BuiltinError::Io {
-            path: path.to_owned(),
+            path: reference.to_owned(),
             source: std::io::Error::new(err.kind(), err.to_string()),
         },
     }
@@ -202,14 +202,13 @@ impl Scan {
     fn run<R: Read>(
         reader: &mut csv::Reader<R>,
         reference: &str,
-        path: &Path,
         opts: &CsvOptions,
     ) -> Result<Self, BuiltinError> {
         let mut record = csv::StringRecord::new();
         let mut next = |record: &mut csv::StringRecord| -> Result<bool, BuiltinError> {
             reader
                 .read_record(record)
-                .map_err(|e| csv_error(reference, path, e))
+                .map_err(|e| csv_error(reference, e))
         };
         let mut first: Vec<String> = Vec::new();
         let mut second: Option<csv::StringRecord> = None;
@@ -398,10 +397,10 @@ impl Scan {
     }
 }
 
-fn csv_error(reference: &str, path: &Path, err: csv::Error) -> BuiltinError {
+fn csv_error(reference: &str, err: csv::Error) -> BuiltinError {
     let line = err.position().map(csv::Position::line);
     match err.into_kind() {
-        csv::ErrorKind::Io(e) => decode_error(reference, &e, path),
+        csv::ErrorKind::Io(e) => decode_error(reference, &e),
         other => BuiltinError::Parse {
             path: reference.to_owned(),
             format: "csv",

@@ -1,12 +1,18 @@
-//! `file_reader`: reads an uploaded or data file (seed 003), confined to configured roots.
+//! `file_reader`: reads a file of the conversation (an upload, an output, spilled data, saved
+//! code) or a data file (seed 003).
+//!
+//! A reference is looked up in the call's conversation files first
+//! ([`CallContext::files`]): by id (`upload_001`, `output_001`, `data_001`, `code_…`) or by
+//! original name (`sales.csv`), and read by its real type, which comes from the file's name (then
+//! its media type), never from the local path that holds it. Otherwise it is a path inside the
+//! configured data folders, which nothing may leave (no `..`, no link out, no absolute path
+//! elsewhere). No observation or error holds a local path: they name the reference.
 
 use ba_protocol::tool::PermissionLevel;
+use ba_tools::files::{ConversationFiles, FileInfo};
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
-use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
-use async_trait::async_trait;
 use ba_protocol::OutputLevel;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,7 +26,8 @@ use crate::encoding::{self, EncodingRequest, OnError};
 pub const NAME: &str = "file_reader";
 
 /// The description shown to the model.
-pub const DESCRIPTION: &str = "Read an uploaded file (upload_xxx) or a data file: csv/tsv, \
+pub const DESCRIPTION: &str = "Read a file of the conversation by its id (upload_001, \
+    output_001, data_001, code_…) or its original name (sales.csv), or a data file: csv/tsv, \
     Excel or OpenDocument workbooks (xlsx, xlsm, xls, ods: pick a sheet and a range like \
     \"A1:D20\"), json, text, markdown, python or sql. Tables come with column types and \
     statistics. Use nrows to read only the first rows or lines; encoding \"auto\" reads UTF-8 \
@@ -50,6 +57,45 @@ pub enum FileFormat {
 }
 
 impl FileFormat {
+    /// The format of a file of the conversation: from its name's extension, then its media
+    /// type; `None` for a file that is neither text nor a table (an image, a PDF, an archive).
+    fn of_file(file: &FileInfo) -> Option<Self> {
+        let by_name = Self::from_extension(Path::new(&file.name));
+        let known_extension = Path::new(&file.name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("txt") || by_name != Self::Text);
+        if known_extension {
+            return Some(by_name);
+        }
+        let media = file.media_type.to_ascii_lowercase();
+        let media = media.split(';').next().unwrap_or_default().trim();
+        Some(match media {
+            "text/csv" | "text/tab-separated-values" => Self::Csv,
+            "application/json" => Self::Json,
+            "text/markdown" => Self::Markdown,
+            "text/x-python" => Self::Python,
+            "application/sql" => Self::Sql,
+            "application/vnd.ms-excel" | "application/vnd.oasis.opendocument.spreadsheet" => {
+                Self::Excel
+            }
+            m if m.starts_with("application/vnd.openxmlformats-officedocument.spreadsheetml")
+                || m.starts_with("application/vnd.ms-excel.") =>
+            {
+                Self::Excel
+            }
+            m if m.starts_with("text/") => Self::Text,
+            m if m.starts_with("image/")
+                || m.starts_with("audio/")
+                || m.starts_with("video/")
+                || matches!(m, "application/pdf" | "application/zip") =>
+            {
+                return None;
+            }
+            _ => by_name,
+        })
+    }
+
     fn from_extension(path: &Path) -> Self {
         let ext = path
             .extension()
@@ -100,7 +146,8 @@ pub enum DecodeErrors {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReaderArgs {
-    /// A file reference: an upload id (`upload_xxx`) or a path relative to a data directory.
+    /// A file of the conversation, by id (`upload_001`, `output_001`, `data_001`, `code_…`)
+    /// or original name (`sales.csv`), or a path relative to a data directory.
     pub path: String,
     /// File format; `auto` picks it from the extension.
     #[serde(default)]
@@ -132,74 +179,13 @@ pub struct FileReaderArgs {
     pub response_format: OutputLevel,
 }
 
-/// Finds the file behind an upload id. The storage crate provides the real one; the directory
-/// based [`DirUploads`] serves tests and the demo.
-#[async_trait]
-pub trait UploadResolver: Send + Sync + fmt::Debug {
-    /// The file of upload `id`, or `None` when there is no such upload.
-    async fn resolve(&self, id: &str) -> std::io::Result<Option<PathBuf>>;
-}
-
-#[async_trait]
-impl<T: UploadResolver + ?Sized> UploadResolver for Arc<T> {
-    async fn resolve(&self, id: &str) -> std::io::Result<Option<PathBuf>> {
-        (**self).resolve(id).await
-    }
-}
-
-#[async_trait]
-impl<T: UploadResolver + ?Sized> UploadResolver for Box<T> {
-    async fn resolve(&self, id: &str) -> std::io::Result<Option<PathBuf>> {
-        (**self).resolve(id).await
-    }
-}
-
-fn _object_safe(_: &dyn UploadResolver) {}
-
-/// Uploads stored as files in one directory, named by their id with any extension
-/// (`upload_001.csv` is upload `upload_001`).
-#[derive(Debug, Clone)]
-pub struct DirUploads {
-    dir: PathBuf,
-}
-
-impl DirUploads {
-    /// Uploads in `dir`.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
-    }
-}
-
-#[async_trait]
-impl UploadResolver for DirUploads {
-    async fn resolve(&self, id: &str) -> std::io::Result<Option<PathBuf>> {
-        let mut entries = match tokio::fs::read_dir(&self.dir).await {
-            Ok(entries) => entries,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err),
-        };
-        let mut found: Option<PathBuf> = None;
-        while let Some(entry) = entries.next_entry().await? {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let stem = path.file_stem().map(|s| s.to_string_lossy());
-            if name == id || stem.as_deref() == Some(id) {
-                // Sorted choice so two files with the same stem resolve the same way every time.
-                if found.as_ref().is_none_or(|f| path < *f) {
-                    found = Some(path);
-                }
-            }
-        }
-        Ok(found)
-    }
-}
-
 /// Where `file_reader` may read and how much.
 #[derive(Debug, Clone)]
 pub struct FileReaderConfig {
-    /// Directories files may be read from (the upload root and the data root). Paths that
-    /// leave all of them, directly or through a symlink, are refused.
+    /// The data directories files may be read from besides the conversation's own files.
+    /// Paths that leave all of them, directly or through a symlink, are refused. Never the
+    /// folder of uploads or of any conversation's files: those are reached through the call's
+    /// [`CallContext::files`] only.
     pub roots: Vec<PathBuf>,
     /// The largest file read whole (text, JSON), in bytes.
     pub max_bytes: u64,
@@ -246,13 +232,20 @@ impl FileReaderConfig {
 #[derive(Debug, Clone)]
 pub struct FileReader {
     config: FileReaderConfig,
-    uploads: Arc<dyn UploadResolver>,
+}
+
+/// The file a reference names, found.
+struct Target {
+    /// Where its content is on this machine (never shown).
+    local: PathBuf,
+    /// The conversation's file, when it is one.
+    file: Option<FileInfo>,
 }
 
 impl FileReader {
-    /// A reader over `config.roots`, resolving upload ids with `uploads`.
-    pub fn new(config: FileReaderConfig, uploads: Arc<dyn UploadResolver>) -> Self {
-        Self { config, uploads }
+    /// A reader of the call's conversation files and of the data folders `config.roots`.
+    pub fn new(config: FileReaderConfig) -> Self {
+        Self { config }
     }
 
     /// The JSON Schema of the arguments.
@@ -260,15 +253,30 @@ impl FileReader {
         super::args_schema::<FileReaderArgs>()
     }
 
-    /// Parses `args` and runs.
+    /// Parses `args` and reads, without conversation files (data folders only).
     pub async fn call_json(&self, args: Value) -> Result<Value, BuiltinError> {
         self.run(super::parse_args(NAME, args)?).await
     }
 
-    /// Reads the file. Tables (CSV, workbooks) give `columns`, `rows`, a column `profile`,
-    /// counts of what is shown and left, and a `message` saying so; JSON gives the parsed
-    /// `content`; other formats give `content` text and `line_count`.
+    /// Reads the file, without conversation files (data folders only).
     pub async fn run(&self, args: FileReaderArgs) -> Result<Value, BuiltinError> {
+        self.read(args, None).await
+    }
+
+    /// Reads the file `args.path` names: a file of `files` (by id, else by original name),
+    /// else a file in the data folders. Tables (CSV, workbooks) give `columns`, `rows`, a
+    /// column `profile`, counts of what is shown and left, and a `message` saying so; JSON
+    /// gives the parsed `content`; other formats give `content` text and `line_count`. Every
+    /// answer has `path` (the reference as given), `format` and `size_bytes`; a file of the
+    /// conversation also `file`: its `id`, `kind`, `name` and `media_type`.
+    ///
+    /// An id of the conversation's kinds (`upload_…`, `output_…`, `data_…`) that `files` does
+    /// not hold is [`BuiltinError::NoSuchFile`].
+    pub async fn read(
+        &self,
+        args: FileReaderArgs,
+        files: Option<&dyn ConversationFiles>,
+    ) -> Result<Value, BuiltinError> {
         let request =
             EncodingRequest::from_label(&args.encoding).ok_or_else(|| BuiltinError::Encoding {
                 path: args.path.clone(),
@@ -278,10 +286,25 @@ impl FileReader {
                     encoding::SUPPORTED
                 ),
             })?;
-        let path = self.locate(&args.path).await?;
-        let format = match args.format {
-            FileFormat::Auto => FileFormat::from_extension(&path),
-            other => other,
+        let Target { local: path, file } = self.resolve(&args.path, files).await?;
+        let format = match (args.format, &file) {
+            (FileFormat::Auto, Some(file)) => {
+                FileFormat::of_file(file).ok_or_else(|| BuiltinError::InvalidArguments {
+                    tool: NAME,
+                    message: format!(
+                        "`{}` ({}, {}) is not a table or text file; file_reader reads csv, \
+                         workbooks, json and text",
+                        args.path, file.name, file.media_type
+                    ),
+                })?
+            }
+            (FileFormat::Auto, None) => FileFormat::from_extension(&path),
+            (other, _) => other,
+        };
+        // The name whose extension tells workbook kinds apart: the file's own, not the path's.
+        let name = match &file {
+            Some(file) => PathBuf::from(&file.name),
+            None => path.clone(),
         };
         let meta = self.regular_file(&path, &args.path).await?;
         let size = meta.len();
@@ -292,7 +315,7 @@ impl FileReader {
         let mut out = match format {
             FileFormat::Excel => {
                 self.check_size(&args.path, size, self.config.max_workbook_bytes)?;
-                self.read_workbook(path, &args).await?
+                self.read_workbook(path, name, &args).await?
             }
             FileFormat::Csv => {
                 let delimiter = match args.delimiter.as_deref() {
@@ -317,7 +340,7 @@ impl FileReader {
                 let bytes = tokio::fs::read(&path)
                     .await
                     .map_err(|source| BuiltinError::Io {
-                        path: path.clone(),
+                        path: args.path.clone(),
                         source,
                     })?;
                 let detected = encoding::detect(&bytes, request, self.config.fallback_encoding);
@@ -343,14 +366,56 @@ impl FileReader {
             map.insert("path".into(), json!(args.path));
             map.insert("format".into(), json!(format.as_str()));
             map.insert("size_bytes".into(), json!(size));
+            if let Some(file) = &file {
+                map.insert(
+                    "file".into(),
+                    json!({"id": file.id, "kind": file.kind, "name": file.name,
+                           "media_type": file.media_type}),
+                );
+            }
         }
         Ok(out)
+    }
+
+    /// The file `reference` names: the conversation's (by id, else by original name), else one
+    /// in the data folders.
+    async fn resolve(
+        &self,
+        reference: &str,
+        files: Option<&dyn ConversationFiles>,
+    ) -> Result<Target, BuiltinError> {
+        if let Some(files) = files {
+            let found = files
+                .find(reference)
+                .await
+                .map_err(|e| BuiltinError::from_files(reference, e))?;
+            if let Some(file) = found {
+                let local = files
+                    .local_path(&file.id)
+                    .await
+                    .map_err(|e| BuiltinError::from_files(reference, e))?;
+                return Ok(Target {
+                    local,
+                    file: Some(file),
+                });
+            }
+        }
+        if is_conversation_id(reference) {
+            return Err(BuiltinError::NoSuchFile {
+                reference: reference.to_owned(),
+            });
+        }
+        Ok(Target {
+            local: self.locate(reference).await?,
+            file: None,
+        })
     }
 
     #[cfg(feature = "excel")]
     async fn read_workbook(
         &self,
         path: PathBuf,
+        name: PathBuf,
         args: &FileReaderArgs,
     ) -> Result<Value, BuiltinError> {
         let opts = crate::workbook::WorkbookOptions {
@@ -362,13 +427,14 @@ impl FileReader {
             max_cells: self.config.max_cells,
         };
         let reference = args.path.clone();
-        blocking(move || crate::workbook::read(&path, &reference, &opts)).await
+        blocking(move || crate::workbook::read(&path, &name, &reference, &opts)).await
     }
 
     #[cfg(not(feature = "excel"))]
     async fn read_workbook(
         &self,
         _path: PathBuf,
+        _name: PathBuf,
         args: &FileReaderArgs,
     ) -> Result<Value, BuiltinError> {
         Err(BuiltinError::InvalidArguments {
@@ -389,7 +455,7 @@ impl FileReader {
         let meta = tokio::fs::metadata(path)
             .await
             .map_err(|source| BuiltinError::Io {
-                path: path.to_owned(),
+                path: reference.to_owned(),
                 source,
             })?;
         if !meta.is_file() {
@@ -415,20 +481,6 @@ impl FileReader {
     /// The canonical file behind `reference`, checked to lie inside a root.
     async fn locate(&self, reference: &str) -> Result<PathBuf, BuiltinError> {
         let roots = self.canonical_roots().await;
-        if is_upload_id(reference) {
-            let found = self
-                .uploads
-                .resolve(reference)
-                .await
-                .map_err(|source| BuiltinError::Io {
-                    path: PathBuf::from(reference),
-                    source,
-                })?
-                .ok_or_else(|| BuiltinError::NotFound {
-                    path: reference.to_owned(),
-                })?;
-            return confine(reference, &found, &roots).await;
-        }
         let given = Path::new(reference);
         if given
             .components()
@@ -491,12 +543,16 @@ fn parse_delimiter(d: &str) -> Result<u8, BuiltinError> {
     }
 }
 
-fn is_upload_id(reference: &str) -> bool {
-    reference.strip_prefix("upload_").is_some_and(|rest| {
-        !rest.is_empty()
-            && rest
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+/// Whether `reference` has the shape of an id of a conversation's upload, output or data file
+/// (such ids are never looked for in the data folders).
+fn is_conversation_id(reference: &str) -> bool {
+    ["upload_", "output_", "data_"].iter().any(|prefix| {
+        reference.strip_prefix(prefix).is_some_and(|rest| {
+            !rest.is_empty()
+                && rest
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
     })
 }
 
@@ -519,7 +575,7 @@ async fn confine(reference: &str, path: &Path, roots: &[PathBuf]) -> Result<Path
         }
         Err(source) => {
             return Err(BuiltinError::Io {
-                path: path.to_owned(),
+                path: reference.to_owned(),
                 source,
             });
         }
@@ -591,8 +647,9 @@ impl Tool for FileReader {
         Self::schema()
     }
 
-    async fn call(&self, input: Value, _ctx: &CallContext) -> Result<Value, ToolError> {
-        Ok(self.call_json(input).await?)
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let args = super::parse_args(NAME, input)?;
+        Ok(self.read(args, ctx.files.as_deref()).await?)
     }
 
     fn capabilities(&self) -> ToolCapabilities {
@@ -613,14 +670,14 @@ mod tests {
         outside: PathBuf,
         data: PathBuf,
         reader: FileReader,
+        files: ba_tools::DirFiles,
     }
 
     fn setup() -> Setup {
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("data");
-        let uploads = tmp.path().join("uploads");
         let outside = tmp.path().join("outside");
-        for dir in [&data, &uploads, &outside] {
+        for dir in [&data, &outside] {
             std::fs::create_dir_all(dir).unwrap();
         }
         std::fs::write(
@@ -631,14 +688,15 @@ mod tests {
         std::fs::write(data.join("q.sql"), "SELECT 1;\n-- two\n-- three\n").unwrap();
         std::fs::write(data.join("list.json"), "[1, 2, 3]").unwrap();
         std::fs::write(data.join("latin.txt"), b"caf\xe9\n").unwrap();
-        std::fs::write(uploads.join("upload_001.csv"), "a,b\n1,2\n").unwrap();
         std::fs::write(outside.join("secret.txt"), "secret").unwrap();
-        let config = FileReaderConfig::new(vec![uploads.clone(), data.clone()]);
-        let reader = FileReader::new(config, Arc::new(DirUploads::new(uploads)));
+        let config = FileReaderConfig::new(vec![data.clone()]);
+        let reader = FileReader::new(config);
+        let files = ba_tools::DirFiles::new(tmp.path().join("files"));
         Setup {
             outside,
             data,
             reader,
+            files,
             _tmp: tmp,
         }
     }
@@ -671,10 +729,12 @@ mod tests {
     #[tokio::test]
     async fn reads_uploads_json_sql_and_latin1() {
         let s = setup();
-        let out = read(&s.reader, json!({"path": "upload_001"}))
-            .await
-            .unwrap();
+        s.files.add_upload("a.csv", b"a,b\n1,2\n").await.unwrap();
+        let args = crate::parse_args(NAME, json!({"path": "upload_001"})).unwrap();
+        let out = s.reader.read(args, Some(&s.files)).await.unwrap();
         assert_eq!(out["rows"], json!([["1", "2"]]));
+        assert_eq!(out["path"], "upload_001");
+        assert_eq!(out["file"]["name"], "a.csv");
         let out = read(&s.reader, json!({"path": "list.json", "nrows": 2}))
             .await
             .unwrap();
@@ -773,7 +833,8 @@ mod tests {
         let err = read(&s.reader, json!({"path": "upload_999"}))
             .await
             .unwrap_err();
-        assert!(matches!(err, BuiltinError::NotFound { .. }), "{err}");
+        assert!(matches!(err, BuiltinError::NoSuchFile { .. }), "{err}");
+        assert_eq!(err.to_string(), "no file `upload_999` in this conversation");
         let err = read(&s.reader, json!({"path": "a.csv", "format": "pdf"}))
             .await
             .unwrap_err();

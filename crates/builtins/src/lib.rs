@@ -9,14 +9,17 @@
 //!
 //! - [`file_reader::FileReader`] — CSV (streamed, delimiter sniffed), workbooks (feature
 //!   `excel`: xlsx, xlsm, xls, ods), JSON, text, markdown, python and sql files in any encoding
-//!   ([`encoding`]), tables with a column profile; confined to configured roots, `upload_xxx`
-//!   ids through an [`file_reader::UploadResolver`].
+//!   ([`encoding`]), tables with a column profile. It reads the files of the call's own
+//!   conversation ([`ba_tools::CallContext::files`]) by id (`upload_001`) or original name,
+//!   by their real type, and otherwise files confined to the configured data folders.
 //! - [`query_database::QueryDatabase`] (features `sqlite`, `postgres`) — one query on a SQLite
 //!   file or a PostgreSQL server, writes refused by the database; `schema: true` describes it.
 //! - [`run_python::RunPython`] (feature `python`) — a `python3` subprocess in a scratch
 //!   directory, confined on Linux by Landlock, seccomp and rlimits ([`run_python::sandbox`];
 //!   refused where no sandbox can be set up unless it is turned off), imports limited to an
-//!   allow-list, killed with its whole process group at the timeout.
+//!   allow-list, killed with its whole process group at the timeout. The conversation's uploads
+//!   are copied into its working folder; what it writes to `outputs/` becomes outputs of the
+//!   conversation (`output_001`).
 //! - [`web_reader::WebReader`] (feature `web`) — HTTP GET and the main content as Markdown
 //!   ([`html`]), private addresses refused.
 //! - [`web_search::WebSearch`] (feature `web`) — a [`web_search::SearchBackend`] chosen by the
@@ -26,7 +29,8 @@
 //!
 //! Every failure is a [`BuiltinError`], whose [`BuiltinError::kind`] is the
 //! [`ToolErrorKind`] the runtime reports and retries on; it converts into a
-//! [`ba_tools::ToolError`].
+//! [`ba_tools::ToolError`]. No observation or error holds a local path of a conversation's
+//! file or of the working folder: they name what the model named.
 //!
 //! ```
 //! # #[cfg(all(feature = "sqlite", feature = "python"))]
@@ -74,7 +78,7 @@ mod workbook;
 use std::path::PathBuf;
 
 use ba_protocol::ToolErrorKind;
-use ba_tools::ToolError;
+use ba_tools::{ToolError, ToolsError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -105,13 +109,27 @@ pub enum BuiltinError {
         path: String,
     },
     /// Reading a file failed.
-    #[error("could not read `{}`: {source}", path.display())]
+    #[error("could not read `{path}`: {source}")]
     Io {
-        /// The file.
-        path: PathBuf,
+        /// The file as the model named it (never the local path of a conversation's file).
+        path: String,
         /// The underlying error.
         #[source]
         source: std::io::Error,
+    },
+    /// The conversation has no file of that id or name.
+    #[error("no file `{reference}` in this conversation")]
+    NoSuchFile {
+        /// The id or name as given.
+        reference: String,
+    },
+    /// The conversation's files could not be read or written.
+    #[error("the conversation's file `{reference}` could not be used: {message}")]
+    Files {
+        /// The file's id or name.
+        reference: String,
+        /// What failed (never a local path).
+        message: String,
     },
     /// A file is larger than the configured limit.
     #[error("`{path}` is {size} bytes, more than the limit of {limit} bytes")]
@@ -255,6 +273,7 @@ impl BuiltinError {
         match self {
             Self::InvalidArguments { .. }
             | Self::NotFound { .. }
+            | Self::NoSuchFile { .. }
             | Self::Encoding { .. }
             | Self::Parse { .. }
             | Self::ImportRefused { .. } => ToolErrorKind::InvalidParameters,
@@ -264,9 +283,10 @@ impl BuiltinError {
             | Self::SandboxUnavailable { .. }
             | Self::SandboxFailed { .. } => ToolErrorKind::PermissionDenied,
             Self::Timeout { .. } => ToolErrorKind::Timeout,
-            Self::TooLarge { .. } | Self::PythonMissing { .. } | Self::Environment { .. } => {
-                ToolErrorKind::ResourceError
-            }
+            Self::TooLarge { .. }
+            | Self::PythonMissing { .. }
+            | Self::Environment { .. }
+            | Self::Files { .. } => ToolErrorKind::ResourceError,
             Self::Http { retryable, .. } | Self::Search { retryable, .. } => {
                 if *retryable {
                     ToolErrorKind::ResourceError
@@ -296,32 +316,46 @@ pub fn args_schema<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
 }
 
+impl BuiltinError {
+    /// The error of the conversation's files about `reference`.
+    pub fn from_files(reference: &str, err: ToolsError) -> Self {
+        match err {
+            ToolsError::NoSuchFile { reference } => Self::NoSuchFile { reference },
+            ToolsError::FileTooLarge { name, size, limit } => Self::TooLarge {
+                path: name,
+                size,
+                limit,
+            },
+            other => Self::Files {
+                reference: reference.to_owned(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
 impl From<BuiltinError> for ToolError {
     fn from(err: BuiltinError) -> Self {
         ToolError::new(err.kind(), err.to_string())
     }
 }
 
-/// The offline demo's tools: `file_reader` over `uploads` and `data`, `query_database` on
-/// `data/sales.db` (see [`demo_data`]) and `run_python` with the default allow-list, sandboxed,
-/// reading `uploads` and `data`; no network tools.
+/// The offline demo's tools: `file_reader` over the call's conversation files and `data`,
+/// `query_database` on `data/sales.db` (see [`demo_data`]) and `run_python` with the default
+/// allow-list, sandboxed, reading `data` (and the conversation's uploads, copied into its
+/// working folder); no network tools.
 #[cfg(all(feature = "sqlite", feature = "python"))]
-pub fn demo_tools(
-    data: &std::path::Path,
-    uploads: &std::path::Path,
-) -> Vec<std::sync::Arc<dyn ba_tools::Tool>> {
+pub fn demo_tools(data: &std::path::Path) -> Vec<std::sync::Arc<dyn ba_tools::Tool>> {
     use std::sync::Arc;
-    let reader_config =
-        file_reader::FileReaderConfig::new(vec![uploads.to_owned(), data.to_owned()]);
-    let resolver = Arc::new(file_reader::DirUploads::new(uploads));
+    let reader_config = file_reader::FileReaderConfig::new(vec![data.to_owned()]);
     vec![
-        Arc::new(file_reader::FileReader::new(reader_config, resolver)),
+        Arc::new(file_reader::FileReader::new(reader_config)),
         Arc::new(query_database::QueryDatabase::new(
             query_database::QueryDatabaseConfig::new(data.join(demo_data::DB_FILE)),
         )),
         Arc::new(run_python::RunPython::new(run_python::RunPythonConfig {
             sandbox: run_python::sandbox::SandboxConfig::default()
-                .with_read_roots(vec![uploads.to_owned(), data.to_owned()]),
+                .with_read_roots(vec![data.to_owned()]),
             ..run_python::RunPythonConfig::default()
         })),
     ]

@@ -1,9 +1,17 @@
 //! `run_python`: runs analysis code in a `python3` subprocess (seed 003), in a sandbox.
 //!
 //! The code runs in a fresh scratch folder with a cleared environment, in its own process
-//! group so that the whole group is killed at the timeout. On Linux it runs in the
+//! group so that the whole group is killed at the timeout. When the call has the files of its
+//! conversation ([`CallContext::files`]), the conversation's uploads are copied into the scratch
+//! folder under their own names, read-only, and every file the code writes under `outputs/` is
+//! kept as an output of the conversation (`output_001`, …) after a successful run, within size
+//! and count bounds. The scratch folder's path never reaches the model: it is replaced by `.`
+//! in what the code prints.
+//!
+//! On Linux it runs in the
 //! [`sandbox`]: Landlock makes the scratch folder the only writable place and lets it read only
-//! the interpreter's installation, system libraries and the configured data folders; a seccomp
+//! the interpreter's installation, system libraries and the configured data folders (never a
+//! folder of uploads or of any conversation's files: the uploads it sees are its copies); a seccomp
 //! filter refuses sockets, new processes and process tracing; rlimits bound memory, CPU time,
 //! file size, open files and tasks; capabilities are dropped. That is the boundary. Where it
 //! cannot be set up, the tool refuses to run code unless the sandbox is turned off
@@ -20,7 +28,9 @@ pub mod sandbox;
 mod imports;
 mod interpreter;
 
+use ba_tools::files::ConversationFiles;
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -48,13 +58,29 @@ pub const NAME: &str = "run_python";
 
 /// The description shown to the model (the sandbox's state is appended).
 pub const DESCRIPTION: &str = "Run Python code for data analysis, calculation or charts. \
-    Print the results you need. Allowed libraries: json, csv, datetime, math, statistics, \
-    random, pandas, numpy, scipy, statsmodels, openpyxl, xlrd, xlsxwriter, matplotlib, seaborn, \
-    plotly.";
+    Print the results you need. The conversation's uploaded files are in the working folder \
+    under their own names (pd.read_csv(\"sales.csv\")). Write files to keep (charts, \
+    workbooks, exports) to outputs/ (plt.savefig(\"outputs/chart.png\")): they become \
+    downloadable outputs of the conversation (output_001, …), listed in the result; other \
+    files are discarded. Allowed libraries: json, csv, datetime, math, statistics, random, \
+    pandas, numpy, scipy, statsmodels, openpyxl, xlrd, xlsxwriter, matplotlib, seaborn, plotly.";
 
 /// What the description adds when the code runs in the sandbox.
 const SANDBOXED_NOTE: &str = "It runs sandboxed: no network, no subprocesses; it writes only \
-    in its working folder and reads only the data folders.";
+    in its working folder and reads only that folder and the data folders.";
+
+/// The folder under the working folder whose files are kept as outputs.
+pub const OUTPUTS_DIR: &str = "outputs";
+
+/// The most files of `outputs/` kept from one run.
+pub const MAX_OUTPUT_FILES: usize = 50;
+
+/// The file the code is written to in the working folder.
+const SCRIPT: &str = "main.py";
+
+/// Entries of `outputs/` looked at, at most (files and folders), so a run that made a huge tree
+/// cannot keep the tool walking it.
+const MAX_OUTPUT_ENTRIES: usize = 10_000;
 
 /// Seed 003's allow-list of importable modules.
 pub const DEFAULT_ALLOWED_MODULES: [&str; 16] = [
@@ -109,8 +135,9 @@ pub struct RunPythonConfig {
     pub scratch_parent: Option<PathBuf>,
     /// The `PATH` given to the code; the rest of the environment is cleared.
     pub path_env: String,
-    /// Where files the code writes are copied after the run, if anywhere.
-    pub output_dir: Option<PathBuf>,
+    /// The largest file of `outputs/` kept as an output, in bytes (the conversation's own
+    /// limit, [`ConversationFiles::max_file_bytes`], applies too).
+    pub max_output_file_bytes: u64,
     /// The sandbox: required by default, with the data folders the code may read.
     pub sandbox: SandboxConfig,
 }
@@ -128,7 +155,7 @@ impl Default for RunPythonConfig {
             scratch_parent: None,
             path_env: std::env::var("PATH")
                 .unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
-            output_dir: None,
+            max_output_file_bytes: 100 * 1024 * 1024,
             sandbox: SandboxConfig::default(),
         }
     }
@@ -230,17 +257,39 @@ impl RunPython {
         super::args_schema::<RunPythonArgs>()
     }
 
-    /// Parses `args` and runs.
+    /// Parses `args` and runs, without conversation files.
     pub async fn call_json(&self, args: Value) -> Result<Value, BuiltinError> {
         self.run(super::parse_args(NAME, args)?).await
     }
 
-    /// Runs the code. A zero exit gives `stdout`, `stderr`, `exit_code`, `duration_ms` and the
-    /// `files` the code wrote; a non-zero exit is [`BuiltinError::ScriptFailed`] with the end of
-    /// stderr; running past the timeout is [`BuiltinError::Timeout`], after the process group
-    /// has been killed and reaped; past the CPU limit, [`BuiltinError::LimitExceeded`]. When
-    /// the sandbox is required but unavailable nothing runs: [`BuiltinError::SandboxUnavailable`].
+    /// Runs the code without conversation files: no uploads in the working folder, and what
+    /// it writes to `outputs/` is listed in `outputs_skipped`, not kept.
     pub async fn run(&self, args: RunPythonArgs) -> Result<Value, BuiltinError> {
+        self.run_in(args, None).await
+    }
+
+    /// Runs the code with the files of its conversation: the uploads of `files` are copied
+    /// into the working folder under their names (read-only; a name that is taken, by another
+    /// upload of that name or by `main.py` or `outputs`, gets the id in front,
+    /// `upload_001-sales.csv`; the newest upload of a name keeps the name itself, as
+    /// `file_reader` finds it), and after a zero exit every regular file under `outputs/` is
+    /// kept with [`ConversationFiles::add_output`].
+    ///
+    /// A zero exit gives `stdout`, `stderr` (the working folder's path shown as `.`),
+    /// `exit_code`, `duration_ms`, `outputs` (`id`, `name`, `size`, `media_type` of each file
+    /// kept), `outputs_skipped` (`name`, `reason`, when some were not kept: over
+    /// [`RunPythonConfig::max_output_file_bytes`] or the conversation's limit, past
+    /// [`MAX_OUTPUT_FILES`], links, no conversation files) and `not_kept` (files written
+    /// outside `outputs/`, discarded, when there are some). A non-zero exit is
+    /// [`BuiltinError::ScriptFailed`] with the end of stderr; running past the timeout is
+    /// [`BuiltinError::Timeout`], after the process group has been killed and reaped; past the
+    /// CPU limit, [`BuiltinError::LimitExceeded`]. When the sandbox is required but unavailable
+    /// nothing runs: [`BuiltinError::SandboxUnavailable`].
+    pub async fn run_in(
+        &self,
+        args: RunPythonArgs,
+        files: Option<&dyn ConversationFiles>,
+    ) -> Result<Value, BuiltinError> {
         if args.timeout == 0 {
             return Err(BuiltinError::InvalidArguments {
                 tool: NAME,
@@ -274,16 +323,19 @@ impl RunPython {
         let scratch = tempfile::Builder::new()
             .prefix("ba-python-")
             .tempdir_in(&parent)
-            .map_err(|e| {
-                env_err(format!(
-                    "cannot make a scratch directory in {}: {e}",
-                    parent.display()
-                ))
-            })?;
-        let script = scratch.path().join("main.py");
+            .map_err(|e| env_err(format!("cannot make a working folder: {e}")))?;
+        let script = scratch.path().join(SCRIPT);
         tokio::fs::write(&script, &args.code)
             .await
-            .map_err(|e| env_err(format!("cannot write {}: {e}", script.display())))?;
+            .map_err(|e| env_err(format!("cannot write the code to the working folder: {e}")))?;
+        tokio::fs::create_dir(scratch.path().join(OUTPUTS_DIR))
+            .await
+            .map_err(|e| env_err(format!("cannot make the outputs folder: {e}")))?;
+        let inputs = match files {
+            Some(files) => copy_uploads(files, scratch.path()).await?,
+            None => Vec::new(),
+        };
+        let scrub = Scrub::new(scratch.path());
 
         let mut command = match sandboxed {
             Some((helper, interpreter)) => {
@@ -378,19 +430,27 @@ impl RunPython {
             };
             return Err(BuiltinError::ScriptFailed {
                 status: status_text,
-                stderr: tail(&err.text, 2000),
+                stderr: tail(&scrub.apply(&err.text), 2000),
             });
         }
-        let files = self.collect_files(scratch.path(), &script).await;
-        Ok(json!({
+        let kept = self.keep_outputs(scratch.path(), files).await;
+        let mut answer = json!({
             "exit_code": status.code(),
-            "stdout": out.text,
-            "stderr": err.text,
+            "stdout": scrub.apply(&out.text),
+            "stderr": scrub.apply(&err.text),
             "stdout_truncated": out.dropped > 0,
             "stderr_truncated": err.dropped > 0,
             "duration_ms": duration_ms,
-            "files": files,
-        }))
+            "outputs": kept.outputs,
+        });
+        if !kept.skipped.is_empty() {
+            answer["outputs_skipped"] = json!(kept.skipped);
+        }
+        let not_kept = not_kept(scratch.path(), &inputs).await;
+        if !not_kept.is_empty() {
+            answer["not_kept"] = json!(not_kept);
+        }
+        Ok(answer)
     }
 
     /// The interpreter behind `config.python`, asked once.
@@ -440,38 +500,219 @@ impl RunPython {
         Ok(command)
     }
 
-    /// Files the code wrote in its scratch directory (top level), copied to `output_dir` when
-    /// one is configured, since the scratch directory is removed after the run.
-    async fn collect_files(&self, scratch: &Path, script: &Path) -> Vec<Value> {
-        let mut files = Vec::new();
-        let Ok(mut entries) = tokio::fs::read_dir(scratch).await else {
-            return files;
-        };
-        while let Ok(Some(entry)) = entries.next_entry().await {
-            let path = entry.path();
-            let Ok(meta) = entry.metadata().await else {
+    /// Keeps the regular files under `outputs/` (sorted by path, at most
+    /// [`MAX_OUTPUT_FILES`], each within the size limits) as outputs of the conversation.
+    /// Links are never followed: the code is gone, but what it left is still its own.
+    async fn keep_outputs(&self, scratch: &Path, files: Option<&dyn ConversationFiles>) -> Kept {
+        let mut kept = Kept::default();
+        let (found, mut skipped) = walk_outputs(&scratch.join(OUTPUTS_DIR)).await;
+        kept.skipped.append(&mut skipped);
+        let limit = files.map_or(self.config.max_output_file_bytes, |f| {
+            f.max_file_bytes().min(self.config.max_output_file_bytes)
+        });
+        for (n, (rel, path, size)) in found.into_iter().enumerate() {
+            let shown = format!("{OUTPUTS_DIR}/{rel}");
+            let Some(files) = files else {
+                kept.skip(
+                    shown,
+                    "this run has no conversation to keep files in".into(),
+                );
                 continue;
             };
-            if path == script || !meta.is_file() {
+            if n >= MAX_OUTPUT_FILES {
+                kept.skip(
+                    shown,
+                    format!("only the first {MAX_OUTPUT_FILES} files of outputs/ are kept"),
+                );
                 continue;
             }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let mut file = json!({"name": name, "bytes": meta.len()});
-            if let Some(dir) = &self.config.output_dir {
-                let dest = dir.join(&name);
-                let copied = async {
-                    tokio::fs::create_dir_all(dir).await?;
-                    tokio::fs::copy(&path, &dest).await
-                };
-                file["saved_to"] = match copied.await {
-                    Ok(_) => json!(dest.display().to_string()),
-                    Err(err) => json!(format!("not saved: {err}")),
-                };
+            if size > limit {
+                kept.skip(
+                    shown,
+                    format!("{size} bytes, over the limit of {limit} bytes a file"),
+                );
+                continue;
             }
-            files.push(file);
+            let name = rel.rsplit('/').next().unwrap_or(rel.as_str()).to_owned();
+            let description = format!("written by run_python as {shown}");
+            match files.add_output(&name, &path, &description).await {
+                Ok(file) => kept.outputs.push(json!({
+                    "id": file.id,
+                    "name": file.name,
+                    "size": file.size,
+                    "media_type": file.media_type,
+                })),
+                Err(err) => kept.skip(shown, err.to_string()),
+            }
         }
-        files.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        files
+        kept.skipped
+            .sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        kept
+    }
+}
+
+/// What became of the files of `outputs/`.
+#[derive(Default)]
+struct Kept {
+    outputs: Vec<Value>,
+    skipped: Vec<Value>,
+}
+
+impl Kept {
+    fn skip(&mut self, name: String, reason: String) {
+        self.skipped.push(json!({"name": name, "reason": reason}));
+    }
+}
+
+/// The regular files under `dir` as (path relative to it with `/`, path, size), sorted; and
+/// what was passed over (links, special files, entries past [`MAX_OUTPUT_ENTRIES`]).
+async fn walk_outputs(dir: &Path) -> (Vec<(String, PathBuf, u64)>, Vec<Value>) {
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    let mut pending = vec![(dir.to_owned(), String::new())];
+    let mut seen = 0usize;
+    while let Some((folder, prefix)) = pending.pop() {
+        let Ok(mut entries) = tokio::fs::read_dir(&folder).await else {
+            continue;
+        };
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            seen += 1;
+            let rel = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            if seen > MAX_OUTPUT_ENTRIES {
+                skipped.push(json!({"name": format!("{OUTPUTS_DIR}/{rel}"),
+                    "reason": format!("outputs/ holds more than {MAX_OUTPUT_ENTRIES} entries")}));
+                return (sorted(found), skipped);
+            }
+            // `file_type` does not follow links.
+            let Ok(kind) = entry.file_type().await else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push((entry.path(), format!("{rel}/")));
+            } else if kind.is_file() {
+                if let Ok(meta) = entry.metadata().await {
+                    found.push((rel, entry.path(), meta.len()));
+                }
+            } else {
+                skipped.push(json!({"name": format!("{OUTPUTS_DIR}/{rel}"),
+                    "reason": "not a regular file (a link or a special file)"}));
+            }
+        }
+    }
+    (sorted(found), skipped)
+}
+
+fn sorted(mut found: Vec<(String, PathBuf, u64)>) -> Vec<(String, PathBuf, u64)> {
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// Copies the uploads of `files` into `scratch` under their names, read-only; the names used.
+/// The newest upload of a name keeps it (the one `file_reader` finds by that name); an older
+/// one, or one whose name is taken by the code or `outputs/`, gets its id in front.
+async fn copy_uploads(
+    files: &dyn ConversationFiles,
+    scratch: &Path,
+) -> Result<Vec<String>, BuiltinError> {
+    let listed = files
+        .list()
+        .await
+        .map_err(|e| BuiltinError::from_files("the uploads", e))?;
+    let mut uploads: Vec<_> = listed
+        .into_iter()
+        .filter(|f| f.kind == ba_tools::files::KIND_UPLOAD)
+        .collect();
+    // Newest first: ids count up, so a longer id is a later one.
+    uploads.sort_by(|a, b| (b.id.len(), &b.id).cmp(&(a.id.len(), &a.id)));
+    let mut used: Vec<String> = vec![SCRIPT.to_owned(), OUTPUTS_DIR.to_owned()];
+    for upload in uploads {
+        let base = plain_name(&upload.name).unwrap_or("upload");
+        let name = if used.iter().any(|u| u == base) {
+            format!("{}-{base}", upload.id)
+        } else {
+            base.to_owned()
+        };
+        let local = files
+            .local_path(&upload.id)
+            .await
+            .map_err(|e| BuiltinError::from_files(&upload.id, e))?;
+        let dest = scratch.join(&name);
+        let copied = async {
+            tokio::fs::copy(&local, &dest).await?;
+            tokio::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o444)).await
+        };
+        copied.await.map_err(|e| BuiltinError::Environment {
+            tool: NAME,
+            message: format!(
+                "cannot copy the upload `{}` ({name}) into the working folder: {e}",
+                upload.id
+            ),
+        })?;
+        used.push(name);
+    }
+    Ok(used.split_off(2))
+}
+
+/// `name` when it is a plain file name (no folder, not `.` or `..`, not hidden).
+fn plain_name(name: &str) -> Option<&str> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
+        && name.len() <= 255;
+    ok.then_some(name)
+}
+
+/// Files and folders the code left at the top of its working folder, outside `outputs/`
+/// (they are discarded): not the code, the uploads' copies, nor hidden caches.
+async fn not_kept(scratch: &Path, inputs: &[String]) -> Vec<String> {
+    let mut names = Vec::new();
+    let Ok(mut entries) = tokio::fs::read_dir(scratch).await else {
+        return names;
+    };
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == SCRIPT
+            || name == OUTPUTS_DIR
+            || name == "__pycache__"
+            || name.starts_with('.')
+            || inputs.contains(&name)
+        {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    names.truncate(20);
+    names
+}
+
+/// Replaces the working folder's absolute path by `.` in what the code printed.
+struct Scrub {
+    paths: Vec<String>,
+}
+
+impl Scrub {
+    fn new(scratch: &Path) -> Self {
+        let mut paths = vec![scratch.display().to_string()];
+        if let Ok(real) = std::fs::canonicalize(scratch) {
+            let real = real.display().to_string();
+            if !paths.contains(&real) {
+                paths.push(real);
+            }
+        }
+        // The longest first, so one that contains another is replaced whole.
+        paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        Self { paths }
+    }
+
+    fn apply(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for path in &self.paths {
+            if text.contains(path.as_str()) {
+                text = text.replace(path.as_str(), ".");
+            }
+        }
+        text
     }
 }
 
@@ -543,8 +784,9 @@ impl Tool for RunPython {
         Self::schema()
     }
 
-    async fn call(&self, input: Value, _ctx: &CallContext) -> Result<Value, ToolError> {
-        Ok(self.call_json(input).await?)
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let args = super::parse_args(NAME, input)?;
+        Ok(self.run_in(args, ctx.files.as_deref()).await?)
     }
 
     fn capabilities(&self) -> ToolCapabilities {

@@ -55,10 +55,10 @@ fn parse_err(reference: &str, message: impl Into<String>) -> BuiltinError {
     }
 }
 
-fn kind_of(path: &Path, reference: &str) -> Result<Kind, BuiltinError> {
+fn kind_of(path: &Path, name: &Path, reference: &str) -> Result<Kind, BuiltinError> {
     let mut head = [0u8; 8];
     let mut file = File::open(path).map_err(|source| BuiltinError::Io {
-        path: path.to_owned(),
+        path: reference.to_owned(),
         source,
     })?;
     let mut n = 0;
@@ -68,13 +68,13 @@ fn kind_of(path: &Path, reference: &str) -> Result<Kind, BuiltinError> {
             Ok(k) => n += k,
             Err(source) => {
                 return Err(BuiltinError::Io {
-                    path: path.to_owned(),
+                    path: reference.to_owned(),
                     source,
                 });
             }
         }
     }
-    let ext = path
+    let ext = name
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
@@ -128,18 +128,20 @@ fn calamine_err(reference: &str, err: &dyn std::fmt::Display, kind: Kind) -> Bui
     parse_err(reference, message)
 }
 
-/// Reads `path` (shown to the model as `reference`).
+/// Reads `path` (shown to the model as `reference`); the extension of `name`, the file's own
+/// name, tells `.ods` from `.xlsx` (the local path may have none).
 pub(crate) fn read(
     path: &Path,
+    name: &Path,
     reference: &str,
     opts: &WorkbookOptions,
 ) -> Result<Value, BuiltinError> {
-    let kind = kind_of(path, reference)?;
+    let kind = kind_of(path, name, reference)?;
     let open = || {
         File::open(path)
             .map(BufReader::new)
             .map_err(|source| BuiltinError::Io {
-                path: path.to_owned(),
+                path: reference.to_owned(),
                 source,
             })
     };

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use ba_agent::{Agent, AgentBuilder, DataFileSink, ModelSummarizer, Prompts, ResponseMode};
-use ba_builtins::file_reader::{DirUploads, FileReader, FileReaderConfig};
+use ba_builtins::file_reader::{FileReader, FileReaderConfig};
 use ba_builtins::query_database::{Database, QueryDatabase, QueryDatabaseConfig};
 use ba_builtins::run_python::sandbox::{SandboxConfig, SandboxLimits, SandboxMode, SandboxStatus};
 use ba_builtins::run_python::{RunPython, RunPythonConfig};
@@ -332,19 +332,18 @@ impl Config {
         let home = self.home();
         let uploads_dir = home.join("uploads");
         let spill_dir = home.join("data-files");
-        let mut roots = vec![uploads_dir.clone(), spill_dir];
+        let mut roots = vec![uploads_dir, spill_dir];
         roots.extend(self.data.iter().cloned());
-        let python_roots = roots.clone();
+        // The code reads the data folders only: the conversation's uploads are copied into its
+        // working folder, and no folder of uploads or spilled data is readable.
+        let python_roots = self.data.clone();
         let mut reader_config = FileReaderConfig::new(roots);
         if let Some(label) = &self.encoding {
             reader_config = reader_config.with_fallback_encoding(label).ok_or_else(|| {
                 anyhow!("encoding: `{label}` is not an encoding label (gbk, big5, shift_jis, …)")
             })?;
         }
-        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(
-            reader_config,
-            Arc::new(DirUploads::new(&uploads_dir)),
-        ))];
+        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(reader_config))];
         let database = match (&self.database, &self.database_env) {
             (Some(location), _) => Some(location.clone()),
             (None, Some(var)) => {
@@ -377,7 +376,8 @@ impl Config {
     }
 
     /// `run_python`'s configuration, or `None` when it is turned off: the code may read the
-    /// uploads, the spilled tool data and the data folders, never the rest of `home`.
+    /// data folders, never `home` (the conversation's uploads are copied into its working
+    /// folder).
     fn run_python_config(&self, read_roots: Vec<PathBuf>, home: &Path) -> Option<RunPythonConfig> {
         let options = match &self.run_python {
             Some(RunPythonSetting::Enabled(false)) => return None,

@@ -242,7 +242,7 @@ fn build(
         .store(store)
         .code_store(code)
         .skills(skills)
-        .tools(demo_tools(&data, &uploads))
+        .tools(demo_tools(&data))
         .data_sink(Arc::new(DataFileSink::new(spill)))
         .configure(|s| {
             s.model = "demo-recording".into();

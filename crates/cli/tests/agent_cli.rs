@@ -187,8 +187,9 @@ fn require_python() -> bool {
     ba_testkit::require_tool("python3")
 }
 
-/// `run_python` as the configuration sets it up: sandboxed through `ba-agent sandbox-exec`,
-/// the uploads readable, the conversation store and everything outside the scratch folder not.
+/// `run_python` as the configuration sets it up: sandboxed through `ba-agent sandbox-exec`;
+/// the conversation store, the uploads folder (a conversation's uploads reach its code as copies
+/// in the working folder) and everything outside the scratch folder are not readable.
 #[test]
 fn run_python_is_sandboxed_by_default() {
     if !require_python() {
@@ -247,7 +248,8 @@ fn run_python_is_sandboxed_by_default() {
         serde_json::from_str(observation["stdout"].as_str().unwrap()).unwrap();
     assert_eq!(
         seen,
-        json!({"outside": "PermissionError", "store": "PermissionError", "upload": "ok"})
+        json!({"outside": "PermissionError", "store": "PermissionError",
+               "upload": "PermissionError"})
     );
     assert!(!outside.path().join("x").exists());
 }

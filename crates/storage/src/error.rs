@@ -185,7 +185,7 @@ pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (unit, name) in UNITS {
         if bytes >= unit {
-            return if bytes % unit == 0 {
+            return if bytes.is_multiple_of(unit) {
                 format!("{} {name}", bytes / unit)
             } else {
                 let value = bytes as f64 / unit as f64;

@@ -142,3 +142,45 @@ async fn two_stores_share_every_file() {
     assert!(!path.exists());
     assert!(wa.owners().await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_streaming_in_does_not_hold_up_the_log() {
+    use tokio::io::AsyncWriteExt as _;
+    let Some(url) = url() else { return };
+    let opts = PostgresOptions {
+        schema: schema(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect(&url, opts).await.unwrap();
+    let id = ConversationId::new("busy").unwrap();
+    store.create(&id, NewConversation::default()).await.unwrap();
+    let ws = store.workspace().unwrap();
+    let (mut writer, mut reader) = tokio::io::duplex(64 << 10);
+    let put = {
+        let (ws, id) = (ws.clone(), id.clone());
+        tokio::spawn(async move {
+            ws.put(&id, NewFile::upload("slow.csv", ""), &mut reader)
+                .await
+        })
+    };
+    // More than a chunk, so the put's transaction is open and holding its locks.
+    let first = vec![b'x'; 300 << 10];
+    writer.write_all(&first).await.unwrap();
+    let entry = text_entry("m1", LogRole::User, "while uploading");
+    let appended = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.append(&id, &entry, Some(0)),
+    )
+    .await
+    .expect("an append waited for the upload")
+    .unwrap();
+    assert_eq!(appended, 1);
+    assert!(
+        ws.list(&id).await.unwrap().is_empty(),
+        "a file half stored is listed"
+    );
+    writer.write_all(b"end").await.unwrap();
+    drop(writer);
+    let meta = put.await.unwrap().unwrap();
+    assert_eq!(meta.size, (300 << 10) + 3);
+}

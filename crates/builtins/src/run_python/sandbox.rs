@@ -34,9 +34,11 @@
 //!   `/libx32`, a few files of `/etc` (the loader cache, the time zone, certificates, MIME
 //!   types), `/dev/null` (also writable: it is a sink), `/dev/zero`, `/dev/random`,
 //!   `/dev/urandom`, `/proc/self`, `/proc/cpuinfo`, `/proc/meminfo`,
-//!   `/sys/devices/system/cpu`, and the configured data and upload roots
+//!   `/sys/devices/system/cpu`, and the configured data folders
 //!   ([`SandboxConfig::read_roots`]). Executable: the interpreter and its ELF loader only.
-//!   Nothing else — not the user's home, not the agent's conversation store — can be opened.
+//!   Nothing else — not the user's home, not the agent's conversation store, no folder of
+//!   uploads or of any conversation's files — can be opened: the conversation's uploads are
+//!   copied into the scratch folder before the run.
 //!   TCP bind and connect are denied too (ABI 4), and signals and abstract UNIX sockets are
 //!   scoped to the sandbox (ABI 6).
 //! - **System calls (seccomp, `EPERM`):** every `socket` (`AF_INET`, `AF_INET6`, and `AF_UNIX`
@@ -229,7 +231,10 @@ pub struct SandboxConfig {
     pub mode: SandboxMode,
     /// The helper; found by [`HelperCommand::discover`] when unset.
     pub helper: Option<HelperCommand>,
-    /// Folders (or files) the code may read besides the interpreter: the data and upload roots.
+    /// Folders (or files) the code may read besides the interpreter and its working folder:
+    /// the data folders. Never a folder of uploads or of conversation files (the tool copies
+    /// the call's own uploads into the working folder), which would let one conversation's
+    /// code read another's.
     pub read_roots: Vec<PathBuf>,
     /// Folders the code must never read, such as the agent's conversation store; the user's
     /// home (`$HOME`) always is one. A readable folder that is one of them or contains one

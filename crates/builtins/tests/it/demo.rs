@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ba_builtins::{demo_data, demo_tools};
 use ba_protocol::ToolErrorKind;
-use ba_tools::{CallContext, Tool, ToolError};
+use ba_tools::{CallContext, ConversationFiles, DirFiles, Tool, ToolError};
 use serde_json::{Value, json};
 
 /// Calls the tool named `name` of `tools`; `None` when there is none.
@@ -15,8 +15,20 @@ async fn call(
     name: &str,
     args: Value,
 ) -> Option<Result<Value, ToolError>> {
+    call_in(tools, name, args, None).await
+}
+
+/// Calls the tool named `name` of `tools` with the conversation's `files`.
+async fn call_in(
+    tools: &[Arc<dyn Tool>],
+    name: &str,
+    args: Value,
+    files: Option<Arc<dyn ConversationFiles>>,
+) -> Option<Result<Value, ToolError>> {
     let tool = tools.iter().find(|t| t.name() == name)?;
-    Some(tool.call(args, &CallContext::detached("call_1")).await)
+    let mut ctx = CallContext::detached("call_1");
+    ctx.files = files;
+    Some(tool.call(args, &ctx).await)
 }
 
 fn repo_fixtures() -> PathBuf {
@@ -45,10 +57,14 @@ fn committed_demo_fixtures_are_current() {
 #[tokio::test]
 async fn demo_tools_answer_the_sales_question() {
     let data = tempfile::tempdir().unwrap();
-    let uploads = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
-    std::fs::write(uploads.path().join("upload_7.csv"), "region\nWest\n").unwrap();
-    let tools = demo_tools(data.path(), uploads.path());
+    let files = DirFiles::new(files.path());
+    files
+        .add_upload("regions.csv", b"region\nWest\n")
+        .await
+        .unwrap();
+    let tools = demo_tools(data.path());
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     assert_eq!(names, ["file_reader", "query_database", "run_python"]);
 
@@ -80,11 +96,22 @@ async fn demo_tools_answer_the_sales_question() {
     let actual = actual["rows"][0][0].as_f64().unwrap();
     assert!(actual > target * 2.0, "West Q3 {actual} vs target {target}");
 
-    let upload = call(&tools, "file_reader", json!({"path": "upload_7"}))
+    let files: Arc<dyn ConversationFiles> = Arc::new(files);
+    let upload = call_in(
+        &tools,
+        "file_reader",
+        json!({"path": "upload_001"}),
+        Some(files.clone()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(upload["rows"], json!([["West"]]));
+    let missing = call(&tools, "file_reader", json!({"path": "upload_001"}))
         .await
         .unwrap()
-        .unwrap();
-    assert_eq!(upload["rows"], json!([["West"]]));
+        .unwrap_err();
+    assert_eq!(missing.message, "no file `upload_001` in this conversation");
 
     let refused = call(
         &tools,

@@ -5,6 +5,9 @@
 //!   the SQLite table;
 //! - `postgres` (feature `postgres`): the query suite on the server CI starts;
 //! - `run_python`: the sandbox seen from inside the code (escapes refused, limits enforced);
+//! - `workspace`: the conversation's files — `file_reader` by id and by original name (CSV, GBK
+//!   CSV, workbook), `run_python` with the uploads in its working folder and `outputs/` kept,
+//!   and no local path in any answer or error;
 //! - `scale` (ignored, run with `--ignored`): a million-row sheet and a gigabyte CSV.
 //!
 //! A test that needs a program skips with a message when it is missing, and fails instead
@@ -19,11 +22,12 @@ mod postgres;
 mod real_files;
 mod run_python;
 mod scale;
+mod workspace;
 
 use std::path::Path;
 use std::process::Command;
 
-use ba_builtins::file_reader::{DirUploads, FileReader, FileReaderConfig};
+use ba_builtins::file_reader::{FileReader, FileReaderConfig};
 use serde_json::Value;
 
 /// Whether `program args…` runs successfully; when not, a skip message (or, under `CI=true`,
@@ -93,12 +97,9 @@ pub(crate) fn soffice_convert(dir: &Path, file: &str, to: &str, extra: &[&str]) 
     run("soffice", &args, dir);
 }
 
-/// A `file_reader` over `dir`.
+/// A `file_reader` over the data folder `dir`.
 pub(crate) fn reader(dir: &Path) -> FileReader {
-    FileReader::new(
-        FileReaderConfig::new(vec![dir.to_owned()]),
-        std::sync::Arc::new(DirUploads::new(dir.join("uploads"))),
-    )
+    FileReader::new(FileReaderConfig::new(vec![dir.to_owned()]))
 }
 
 /// Reads with `file_reader`, panicking with the error.

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use ba_builtins::demo_data;
-use ba_builtins::file_reader::{DirUploads, FileReader, FileReaderConfig};
+use ba_builtins::file_reader::{FileReader, FileReaderConfig};
 use ba_builtins::query_database::{QueryDatabase, QueryDatabaseConfig};
 use serde_json::{Value, json};
 
@@ -228,7 +228,6 @@ async fn csv_in_every_listed_encoding_from_iconv() {
         FileReaderConfig::new(vec![dir.path().to_owned()])
             .with_fallback_encoding("gbk")
             .unwrap(),
-        std::sync::Arc::new(DirUploads::new(dir.path().join("uploads"))),
     );
     let out = read(&gbk, json!({"path": "gbk.csv"})).await;
     assert_eq!(out["rows"][0][0], "华东区");

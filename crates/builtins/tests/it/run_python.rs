@@ -23,7 +23,7 @@ use ba_builtins::run_python::sandbox::{
     HelperCommand, SandboxConfig, SandboxLimits, SandboxStatus,
 };
 use ba_builtins::run_python::{DEFAULT_ALLOWED_MODULES, RunPython, RunPythonConfig};
-use ba_tools::Tool;
+use ba_tools::{CallContext, ConversationFiles, DirFiles, Tool};
 use serde_json::{Value, json};
 
 mod reach;
@@ -125,6 +125,17 @@ async fn report(tool: &RunPython, code: &str) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
+/// Runs `code` through the `Tool` trait with the conversation's `files`.
+async fn call_with(
+    tool: &RunPython,
+    files: &DirFiles,
+    args: Value,
+) -> Result<Value, ba_tools::ToolError> {
+    let files: std::sync::Arc<dyn ConversationFiles> = std::sync::Arc::new(files.clone());
+    tool.call(args, &CallContext::detached("call_1").with_files(files))
+        .await
+}
+
 /// Python that tries each `(name, statement)` and records `ok` or the exception's name.
 fn attempts(setup: &str, tries: &[(&str, String)]) -> String {
     let mut code = format!("import json\n{setup}\nresults = {{}}\n");
@@ -144,29 +155,37 @@ async fn runs_code_in_a_scratch_dir_with_a_cleared_environment() {
         return;
     }
     let marks = tempfile::tempdir().unwrap();
-    let out_dir = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let files = DirFiles::new(store.path());
     let tool = RunPython::new(RunPythonConfig {
-        output_dir: Some(out_dir.path().to_owned()),
         scratch_parent: Some(marks.path().to_owned()),
         sandbox: SandboxConfig::default().with_helper(helper()),
         ..RunPythonConfig::default()
     });
     let code = "import json, math\nfrom statistics import mean\n\
                 print(json.dumps({'m': mean([1, 2, 3]), 'r': math.sqrt(16)}))\n\
-                open('result.csv', 'w').write('a,b\\n1,2\\n')\n";
-    let out = tool.call_json(json!({"code": code})).await.unwrap();
+                open('outputs/result.csv', 'w').write('a,b\\n1,2\\n')\n\
+                open('scratch.txt', 'w').write('lost')\n";
+    let out = call_with(&tool, &files, json!({"code": code}))
+        .await
+        .unwrap();
     assert_eq!(out["stdout"], "{\"m\": 2, \"r\": 4.0}\n");
     assert_eq!(out["exit_code"], 0);
-    assert_eq!(out["files"][0]["name"], "result.csv");
-    assert!(out_dir.path().join("result.csv").is_file());
+    assert_eq!(
+        out["outputs"],
+        json!([{"id": "output_001", "name": "result.csv", "size": 8, "media_type": "text/csv"}])
+    );
+    assert_eq!(out["not_kept"], json!(["scratch.txt"]));
+    let kept = files.local_path("output_001").await.unwrap();
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "a,b\n1,2\n");
 
     let tool = sandboxed(marks.path(), &["os"]);
     let code = "import os, json\nprint(json.dumps({'cwd': os.getcwd(), \
                 'home': os.environ.get('HOME'), 'keys': sorted(os.environ)}))";
     let out = tool.call_json(json!({"code": code})).await.unwrap();
     let seen: Value = serde_json::from_str(out["stdout"].as_str().unwrap()).unwrap();
-    let cwd = seen["cwd"].as_str().unwrap();
-    assert!(cwd.contains("ba-python-"), "{cwd}");
+    // The working folder's path is shown as `.`.
+    assert_eq!(seen["cwd"], ".", "{seen}");
     assert_eq!(seen["home"], seen["cwd"]);
     // The helper execs the real interpreter, so not even a pyenv shim adds variables.
     assert_eq!(
@@ -174,7 +193,11 @@ async fn runs_code_in_a_scratch_dir_with_a_cleared_environment() {
         json!(["HOME", "LC_CTYPE", "MPLBACKEND", "PATH", "TMPDIR"]),
         "{seen}"
     );
-    assert!(!Path::new(cwd).exists(), "scratch dir was not removed");
+    let left: Vec<_> = std::fs::read_dir(marks.path()).unwrap().flatten().collect();
+    assert!(
+        left.is_empty(),
+        "the working folder was not removed: {left:?}"
+    );
     assert_nothing_left(marks.path());
 }
 
@@ -271,10 +294,10 @@ async fn analysis_libraries_work_in_the_sandbox() {
         "region,amount\nWest,10\nWest,30\nEast,5\n",
     )
     .unwrap();
-    let out_dir = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let files = DirFiles::new(store.path());
     let tool = RunPython::new(RunPythonConfig {
         scratch_parent: Some(marks.path().to_owned()),
-        output_dir: Some(out_dir.path().to_owned()),
         sandbox: SandboxConfig::default()
             .with_helper(helper())
             .with_read_roots(vec![data.path().to_owned()]),
@@ -284,19 +307,24 @@ async fn analysis_libraries_work_in_the_sandbox() {
         "import json\nimport numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n\
          df = pd.read_csv({csv:?})\nsums = df.groupby('region')['amount'].sum()\n\
          m = np.random.default_rng(0).random((300, 300))\ntrace = float(np.trace(m @ m.T))\n\
-         sums.plot(kind='bar')\nplt.savefig('chart.png')\ndf.to_csv('copy.csv', index=False)\n\
+         sums.plot(kind='bar')\nplt.savefig('outputs/chart.png')\n\
+         df.to_csv('outputs/copy.csv', index=False)\n\
          print(json.dumps({{'West': int(sums['West']), 'trace_positive': trace > 0}}))\n",
         csv = data.path().join("sales.csv").display().to_string()
     );
-    let out = tool
-        .call_json(json!({"code": code, "timeout": 120}))
+    let out = call_with(&tool, &files, json!({"code": code, "timeout": 120}))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let stdout = out["stdout"].as_str().unwrap();
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(seen, json!({"West": 40, "trace_positive": true}), "{out}");
-    assert!(out_dir.path().join("chart.png").is_file(), "{out}");
-    assert!(out_dir.path().join("copy.csv").is_file(), "{out}");
+    let names: Vec<&str> = out["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["chart.png", "copy.csv"], "{out}");
     assert_nothing_left(marks.path());
 }
 

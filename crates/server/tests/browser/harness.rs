@@ -202,7 +202,7 @@ impl Server {
             .store(Arc::new(FileStore::open(root).unwrap()))
             .code_store(CodeStore::open(root.join("code")).unwrap())
             .skills(Arc::new(SkillSet::load([root.join("skills")])))
-            .tools(ba_builtins::demo_tools(&data, &uploads))
+            .tools(ba_builtins::demo_tools(&data))
             .data_sink(Arc::new(DataFileSink::new(
                 DataFileStore::open(data.join("spill")).unwrap(),
             )))

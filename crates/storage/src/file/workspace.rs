@@ -224,19 +224,19 @@ impl FileWorkspace {
         self.dir.join(format!("{conversation}.jsonl")).is_file()
     }
 
-    /// Moves `tmp` (content of `size` bytes hashing to `sha256`) into place as `id` and writes
-    /// its metadata, under the folder's lock; with `check`, the conversation limit is checked
-    /// against the files present first. The temporary file is gone when this returns.
+    /// Moves the written content into place as `id` and writes its metadata, under the
+    /// folder's lock; with `check`, the conversation limit is checked against the files present
+    /// first. The temporary file is gone when this returns.
     fn commit(
         &self,
         folder: &Folder,
         prepared: &Prepared,
         id: String,
-        tmp: &Path,
-        size: u64,
-        sha256: String,
+        written: Written,
         check: Option<SizeCheck>,
     ) -> Result<FileMeta> {
+        let Written { tmp, size, sha256 } = written;
+        let tmp = tmp.as_path();
         let result = folder.locked(|| {
             if let Some(mut check) = check {
                 check.others = folder.total_except(Some(&id))?;
@@ -314,7 +314,8 @@ impl FileWorkspace {
                 return Err(StorageError::io("copying into", folder.shown(id), e));
             }
         };
-        let mut meta = self.commit(&folder, prepared, id.to_owned(), &tmp, size, sha256, None)?;
+        let written = Written { tmp, size, sha256 };
+        let mut meta = self.commit(&folder, prepared, id.to_owned(), written, None)?;
         if meta.created_ms != created_ms {
             meta.created_ms = created_ms;
             let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
@@ -369,6 +370,13 @@ fn relative(e: StorageError, folder: &Folder, name: &str) -> StorageError {
         },
         other => other,
     }
+}
+
+/// Content written to a temporary file of the folder, not yet in place.
+struct Written {
+    tmp: PathBuf,
+    size: u64,
+    sha256: String,
 }
 
 /// Hashes what it writes.
@@ -430,7 +438,8 @@ impl Workspace for FileWorkspace {
             }
         };
         let this = self.clone();
-        blocking(move || this.commit(&folder, &prepared, id, &tmp, size, sha256, Some(check))).await
+        let written = Written { tmp, size, sha256 };
+        blocking(move || this.commit(&folder, &prepared, id, written, Some(check))).await
     }
 
     async fn list(&self, conversation: &ConversationId) -> Result<Vec<FileMeta>> {
