@@ -330,12 +330,11 @@ impl Config {
     /// The tools the configuration offers the model (the agent adds its own, such as `task`).
     pub(crate) fn tools(&self) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
         let home = self.home();
-        let uploads_dir = home.join("uploads");
+        // No folder of uploads: a conversation's own files reach `file_reader` through the
+        // call's conversation files, and `run_python` as copies in its working folder.
         let spill_dir = home.join("data-files");
-        let mut roots = vec![uploads_dir, spill_dir];
+        let mut roots = vec![spill_dir];
         roots.extend(self.data.iter().cloned());
-        // The code reads the data folders only: the conversation's uploads are copied into its
-        // working folder, and no folder of uploads or spilled data is readable.
         let python_roots = self.data.clone();
         let mut reader_config = FileReaderConfig::new(roots);
         if let Some(label) = &self.encoding {
