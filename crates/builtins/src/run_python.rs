@@ -565,10 +565,20 @@ impl Kept {
 }
 
 /// The regular files under `dir` as (path relative to it with `/`, path, size), sorted; and
-/// what was passed over (links, special files, entries past [`MAX_OUTPUT_ENTRIES`]).
+/// what was passed over (links, special files, entries past [`MAX_OUTPUT_ENTRIES`]). `dir`
+/// itself must be a folder, not a link the code put in its place.
 async fn walk_outputs(dir: &Path) -> (Vec<(String, PathBuf, u64)>, Vec<Value>) {
     let mut found = Vec::new();
     let mut skipped = Vec::new();
+    match tokio::fs::symlink_metadata(dir).await {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            skipped.push(json!({"name": OUTPUTS_DIR,
+                "reason": "outputs is not a folder (a link or a file replaced it)"}));
+            return (found, skipped);
+        }
+        Err(_) => return (found, skipped),
+    }
     let mut pending = vec![(dir.to_owned(), String::new())];
     let mut seen = 0usize;
     while let Some((folder, prefix)) = pending.pop() {

@@ -481,6 +481,48 @@ async fn run_python_cannot_reach_files_outside_its_working_folder() {
     assert_eq!(results["open_other"], "PermissionError", "{results}");
 }
 
+#[tokio::test]
+async fn links_in_outputs_are_never_followed() {
+    if !ba_testkit::require_tool("python3") {
+        return;
+    }
+    let c = Conversation::new();
+    let other = c.other();
+    other.add_upload("secret.csv", b"secret\n").await.unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let tool = python_tool(marks.path(), &["os"], 1 << 20);
+    // `outputs` itself replaced by a link to another conversation's files.
+    let code = format!(
+        "import os\nos.rmdir('outputs')\nos.symlink({:?}, 'outputs')\n",
+        other.dir().display().to_string()
+    );
+    let out = call(&tool, &c, json!({"code": code})).await.unwrap();
+    assert_eq!(out["outputs"], json!([]), "{out}");
+    assert_eq!(out["outputs_skipped"][0]["name"], "outputs", "{out}");
+    // A linked folder and a linked file inside it.
+    let code = format!(
+        "import os\nos.symlink({:?}, 'outputs/folder')\nos.symlink({:?}, 'outputs/file')\n",
+        other.dir().display().to_string(),
+        other
+            .local_path("upload_001")
+            .await
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    let out = call(&tool, &c, json!({"code": code})).await.unwrap();
+    assert_eq!(out["outputs"], json!([]), "{out}");
+    let skipped: Vec<&str> = out["outputs_skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, ["outputs/file", "outputs/folder"], "{out}");
+    c.assert_no_path(&out.to_string());
+    assert!(c.files.list().await.unwrap().is_empty());
+}
+
 /// Whether python3 has pandas, matplotlib and openpyxl; they are not a requirement of the
 /// project (CI installs openpyxl only), so their absence is a skip even under CI, as for the
 /// analysis test of `run_python`.
