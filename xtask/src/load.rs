@@ -305,7 +305,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     ))
     .configure(|s| s.model = "load-model".into())
     .build()?;
-    let state = AppState::new(agent, ServerConfig::new(dir.join("uploads")));
+    let state = AppState::new(agent, ServerConfig::new());
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -26,8 +26,7 @@ use ba_model::ModelClient;
 use ba_protocol::tool::PermissionLevel;
 use ba_protocol::{LogEntry, Mode};
 use ba_skills::{ConversationLocks, SkillSet};
-use ba_storage::code::CodeStore;
-use ba_storage::upload::UploadStore;
+use ba_storage::workspace::Workspace;
 use ba_storage::{ConversationId, ConversationStore, MetaUpdate, NewConversation, StorageError};
 use ba_tools::{DataSink, Tool, ToolOverride, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
 use serde::{Deserialize, Serialize};
@@ -170,9 +169,6 @@ pub struct RunOptions {
     pub entry_events: bool,
     /// Send an [`AgentEvent::ContextStatus`] every round.
     pub context_status: bool,
-    /// The uploads this run's answers cite as `<file_ref>` (a server keeps a store per
-    /// conversation); the agent's own store ([`AgentBuilder::uploads`]) when `None`.
-    pub uploads: Option<UploadStore>,
 }
 
 impl RunOptions {
@@ -187,12 +183,6 @@ impl RunOptions {
     pub fn with_durable_events(mut self) -> Self {
         self.entry_events = true;
         self.context_status = true;
-        self
-    }
-
-    /// Names the answers' file references from `uploads` instead of the agent's own store.
-    pub fn with_uploads(mut self, uploads: UploadStore) -> Self {
-        self.uploads = Some(uploads);
         self
     }
 }
@@ -238,8 +228,8 @@ pub(crate) struct Inner {
     pub(crate) sources: Sources,
     pub(crate) skills: Option<SkillTool>,
     pub(crate) store: Arc<dyn ConversationStore>,
-    pub(crate) code: Option<CodeStore>,
-    pub(crate) uploads: Option<UploadStore>,
+    /// The conversations' files: uploads, saved code, spilled data, outputs.
+    pub(crate) workspace: Option<Arc<dyn Workspace>>,
     /// Builds every window: the strategy's pipeline and the one token cache.
     pub(crate) builder: ContextBuilder,
     /// Where spilled tool data goes, and the full output of a long result the window may later
@@ -276,8 +266,7 @@ pub struct AgentBuilder {
     sink: Option<Arc<dyn DataSink>>,
     skills: Option<Arc<SkillSet>>,
     store: Option<Arc<dyn ConversationStore>>,
-    code: Option<CodeStore>,
-    uploads: Option<UploadStore>,
+    workspace: Option<Arc<dyn Workspace>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     sub_agents: bool,
     sources: Vec<Arc<dyn ToolSource>>,
@@ -306,8 +295,7 @@ impl AgentBuilder {
             sink: None,
             skills: None,
             store: None,
-            code: None,
-            uploads: None,
+            workspace: None,
             summarizer: None,
             sub_agents: false,
             sources: Vec::new(),
@@ -399,15 +387,12 @@ impl AgentBuilder {
         self
     }
 
-    /// Where code blocks of final answers are saved and `<code_ref>`s are resolved.
-    pub fn code_store(mut self, code: CodeStore) -> Self {
-        self.code = Some(code);
-        self
-    }
-
-    /// Where `<file_ref>`s are resolved.
-    pub fn uploads(mut self, uploads: UploadStore) -> Self {
-        self.uploads = Some(uploads);
+    /// The conversations' files (uploads, saved code, spilled data, outputs) when they are
+    /// not the store's own ([`ConversationStore::workspace`], the default). Each tool call sees
+    /// the files of its own conversation only; code blocks of final answers are saved there and
+    /// `<code_ref>`s and `<file_ref>`s are resolved there.
+    pub fn workspace(mut self, workspace: Arc<dyn Workspace>) -> Self {
+        self.workspace = Some(workspace);
         self
     }
 
@@ -496,9 +481,8 @@ impl AgentBuilder {
             runtime: Arc::new(runtime),
             sources: Sources::new(sources),
             skills: self.skills.map(SkillTool::new),
+            workspace: self.workspace.or_else(|| store.workspace()),
             store,
-            code: self.code,
-            uploads: self.uploads,
             builder,
             sink,
             summarizer: self.summarizer,
@@ -543,9 +527,9 @@ impl Agent {
         self.inner.skills.as_ref().map(SkillTool::skills)
     }
 
-    /// The code store, when configured.
-    pub fn code_store(&self) -> Option<&CodeStore> {
-        self.inner.code.as_ref()
+    /// The conversations' files, when the store (or the builder) has a workspace.
+    pub fn workspace(&self) -> Option<&Arc<dyn Workspace>> {
+        self.inner.workspace.as_ref()
     }
 
     /// Creates a conversation with a fresh id.

@@ -63,7 +63,7 @@ mod sources;
 pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
     DataFileSink, ModelSummarizer, SUMMARY_INSTRUCTION, SkillTool, TASK_TOOL, TaskTool,
-    activation_text, transcript,
+    WorkspaceFiles, activation_text, file_info, transcript, with_attachments,
 };
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,

@@ -1,13 +1,15 @@
-//! Response processing (O5, seed 003): code blocks saved to the code store, `<code_ref>` and
-//! `<file_ref>` tags turned into `{{CODE:n}}` / `{{FILE:n}}` placeholders with their info
-//! lists, HTML detected, and the API response (P11) assembled.
+//! Response processing (O5, seed 003): code blocks saved to the conversation's workspace,
+//! `<code_ref>` and `<file_ref>` tags turned into `{{CODE:n}}` / `{{FILE:n}}` placeholders with
+//! their info lists, download links checked against the conversation's files, HTML detected,
+//! and the API response (P11) assembled.
 
 use ba_protocol::structured::{
     Action, ActionType, ApiMetadata, ApiResponse, CodeRef, ContentType, FileRef, ResponseStatus,
     SavedCode, StructuredResponse, contains_html, replace_refs,
 };
-use ba_storage::code::CodeStore;
-use ba_storage::upload::UploadStore;
+use ba_storage::ConversationId;
+use ba_storage::workspace::code::{get_code, save_code};
+use ba_storage::workspace::{FileKind, Workspace};
 
 /// A processed final answer and what went wrong on the way (a reference to nothing, a
 /// language replaced, a code block that could not be saved).
@@ -19,23 +21,25 @@ pub struct Processed {
     pub warnings: Vec<String>,
 }
 
-/// Where references are resolved and code is saved.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Stores<'a> {
-    /// The code store.
-    pub code: Option<&'a CodeStore>,
-    /// The upload store.
-    pub uploads: Option<&'a UploadStore>,
-    /// The conversation the code belongs to.
-    pub conversation_id: Option<&'a str>,
+/// The files of one conversation: where a final answer's code is saved and its references are
+/// resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Files<'a> {
+    /// The workspace.
+    pub workspace: &'a dyn Workspace,
+    /// The conversation whose files they are.
+    pub conversation: &'a ConversationId,
 }
 
 /// Processes a final answer: `structured` when the model answered in structured mode (its
-/// `complete` action), otherwise the plain `text`.
-pub fn process_final(
+/// `complete` action), otherwise the plain `text`. Code blocks are saved in `files`;
+/// `<code_ref>`s name saved code, `<file_ref>`s and `download_links` name files of the
+/// conversation (uploads, outputs, code, data — by id or by name); a name that matches
+/// nothing is kept and reported in the warnings.
+pub async fn process_final(
     text: &str,
     structured: Option<&StructuredResponse>,
-    stores: Stores<'_>,
+    files: Option<Files<'_>>,
 ) -> Processed {
     let mut warnings = Vec::new();
     let mut response = match structured {
@@ -51,20 +55,23 @@ pub fn process_final(
     }) = structured
     {
         for block in blocks {
-            let Some(store) = stores.code else {
+            let Some(files) = files else {
                 warnings.push(format!(
-                    "code block `{}` was not saved: no code store is configured",
+                    "code block `{}` was not saved: no workspace is configured",
                     block.code_id
                 ));
                 continue;
             };
-            match store.save(
+            match save_code(
+                files.workspace,
+                files.conversation,
                 &block.code_id,
                 &block.code,
                 &block.language,
                 &block.description,
-                stores.conversation_id,
-            ) {
+            )
+            .await
+            {
                 Ok(saved) => {
                     warnings.extend(saved.warning);
                     response.metadata.saved_codes.push(SavedCode {
@@ -84,12 +91,25 @@ pub fn process_final(
     }
     let (with_code, code_ids) = replace_refs(&response.response, "code_ref", "CODE");
     for (index, code_id) in code_ids.into_iter().enumerate() {
-        let found = stores
-            .code
-            .map(|s| s.meta(stores.conversation_id, &code_id));
+        let found = match files {
+            Some(f) => f
+                .workspace
+                .meta(f.conversation, &code_id)
+                .await
+                .ok()
+                .flatten()
+                .filter(|m| m.kind == FileKind::Code),
+            None => None,
+        };
         let (language, description) = match found {
-            Some(Ok(meta)) => (meta.language, meta.description),
-            _ => {
+            Some(meta) => (
+                meta.attributes
+                    .get("language")
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_owned()),
+                meta.description,
+            ),
+            None => {
                 warnings.push(format!(
                     "<code_ref>{code_id}</code_ref> names no saved code"
                 ));
@@ -107,15 +127,23 @@ pub fn process_final(
         });
     }
     let (with_files, file_ids) = replace_refs(&with_code, "file_ref", "FILE");
-    for (index, file_id) in file_ids.into_iter().enumerate() {
-        let found = stores.uploads.map(|s| s.meta(&file_id));
-        let (filename, file_type, size_bytes) = match found {
-            Some(Ok(meta)) => (meta.name, meta.file_type, meta.size),
-            _ => {
+    for (index, reference) in file_ids.into_iter().enumerate() {
+        let found = match files {
+            Some(f) => f
+                .workspace
+                .find(f.conversation, &reference)
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        };
+        let (file_id, filename, file_type, size_bytes) = match found {
+            Some(meta) => (meta.id, meta.name.clone(), file_type(&meta.name), meta.size),
+            None => {
                 warnings.push(format!(
-                    "<file_ref>{file_id}</file_ref> names no uploaded file"
+                    "<file_ref>{reference}</file_ref> names no file of this conversation"
                 ));
-                (String::new(), "unknown".to_owned(), 0)
+                (reference, String::new(), "unknown".to_owned(), 0)
             }
         };
         response.metadata.file_refs.push(FileRef {
@@ -126,8 +154,36 @@ pub fn process_final(
             index,
         });
     }
+    let mut links = Vec::with_capacity(response.metadata.download_links.len());
+    for link in std::mem::take(&mut response.metadata.download_links) {
+        let found = match files {
+            Some(f) => f.workspace.find(f.conversation, &link).await.ok().flatten(),
+            None => None,
+        };
+        match found {
+            // A link by name becomes the file's id, which the files route serves.
+            Some(meta) => links.push(meta.id),
+            None => {
+                warnings.push(format!(
+                    "download link `{link}` names no file of this conversation"
+                ));
+                links.push(link);
+            }
+        }
+    }
+    response.metadata.download_links = links;
     response.response = with_files;
     Processed { response, warnings }
+}
+
+/// The type shown for a file: its lowercased extension (`csv`, `png`), `markdown` for `.md`,
+/// `file` without one.
+fn file_type(name: &str) -> String {
+    match name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+        Some(e) if e == "md" => "markdown".to_owned(),
+        Some(e) if !e.is_empty() && e.len() <= 10 => e,
+        _ => "file".to_owned(),
+    }
 }
 
 /// The API response of a plain-text final answer.
@@ -157,18 +213,17 @@ fn plain(text: &str) -> ApiResponse {
     }
 }
 
-/// Expands `{{CODE:n}}` placeholders with the code saved in `conversation_id` in fenced
+/// Expands `{{CODE:n}}` placeholders with the code saved in the conversation in fenced
 /// blocks and `{{FILE:n}}` with the file's name, for a terminal that renders no widgets.
-pub fn render_for_terminal(
-    response: &ApiResponse,
-    code: Option<&CodeStore>,
-    conversation_id: Option<&str>,
-) -> String {
+pub async fn render_for_terminal(response: &ApiResponse, files: Option<Files<'_>>) -> String {
     let mut out = response.response.clone();
     for r in &response.metadata.code_refs {
         let placeholder = format!("{{{{CODE:{}}}}}", r.index);
-        let body = code
-            .and_then(|s| s.get(conversation_id, &r.code_id).ok())
+        let found = match files {
+            Some(f) => get_code(f.workspace, f.conversation, &r.code_id).await.ok(),
+            None => None,
+        };
+        let body = found
             .map(|(meta, text)| {
                 format!(
                     "[code {} ({}, {} lines): {}]\n```{}\n{}\n```",
@@ -222,24 +277,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn code_is_saved_and_references_become_placeholders() {
+    #[tokio::test]
+    async fn code_is_saved_and_references_become_placeholders() {
         let dir = tempfile::tempdir().unwrap();
-        let code = CodeStore::open(dir.path()).unwrap();
+        let store = ba_storage::FileStore::open(dir.path()).unwrap();
+        let (c1, c2) = (
+            ConversationId::new("c1").unwrap(),
+            ConversationId::new("c2").unwrap(),
+        );
+        for id in [&c1, &c2] {
+            ba_storage::ConversationStore::create(&store, id, Default::default())
+                .await
+                .unwrap();
+        }
+        let workspace = ba_storage::ConversationStore::workspace(&store).unwrap();
+        let files = |conversation| Files {
+            workspace: workspace.as_ref(),
+            conversation,
+        };
         let s = complete(
             "See <code_ref>code_a</code_ref> and again <code_ref>code_a</code_ref>, \
              missing <code_ref>code_b</code_ref>.",
             Some(("code_a", "brainfuck")),
         );
-        let out = process_final(
-            "",
-            Some(&s),
-            Stores {
-                code: Some(&code),
-                uploads: None,
-                conversation_id: Some("c1"),
-            },
-        );
+        let out = process_final("", Some(&s), Some(files(&c1))).await;
         let r = &out.response;
         assert_eq!(
             r.response,
@@ -253,9 +314,11 @@ mod tests {
         assert_eq!(out.warnings.len(), 2, "{:?}", out.warnings);
         assert!(out.warnings[0].contains("brainfuck"));
         assert!(out.warnings[1].contains("code_b"));
-        let shown = render_for_terminal(r, Some(&code), Some("c1"));
+        let shown = render_for_terminal(r, Some(files(&c1))).await;
         assert!(
-            !render_for_terminal(r, Some(&code), Some("c2")).contains("print(1)"),
+            !render_for_terminal(r, Some(files(&c2)))
+                .await
+                .contains("print(1)"),
             "another conversation's code is not shown"
         );
         assert!(
@@ -264,12 +327,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn plain_answers_are_checked_for_html() {
-        let out = process_final("<div id=chart></div>", None, Stores::default());
+    #[tokio::test]
+    async fn plain_answers_are_checked_for_html() {
+        let out = process_final("<div id=chart></div>", None, None).await;
         assert!(out.response.metadata.contains_html);
         assert_eq!(out.response.metadata.content_type, ContentType::Html);
-        let out = process_final("Sales grew 12 %.", None, Stores::default());
+        let out = process_final("Sales grew 12 %.", None, None).await;
         assert!(!out.response.metadata.contains_html);
     }
 }

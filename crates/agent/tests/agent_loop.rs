@@ -168,10 +168,9 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
         ),
         text_turn(&good.to_string(), json!({"role": "user"})),
     ];
-    let code_dir = dir.path().join("code");
+    // The store is a FileStore: its workspace keeps the code block.
     let agent = agent(dir.path(), &turns, |b| {
         b.configure(|s| s.response_mode = ResponseMode::Structured)
-            .code_store(ba_storage::code::CodeStore::open(&code_dir).unwrap())
     });
     let id = agent
         .new_conversation(NewConversation::default())
@@ -188,6 +187,11 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
     assert_eq!(r.response, "<div>chart</div> see {{CODE:0}}");
     assert!(r.metadata.contains_html);
     assert_eq!(r.metadata.code_refs[0].language, "sql");
+    let workspace = agent.workspace().unwrap();
+    let (meta, code) = ba_storage::workspace::code::get_code(workspace.as_ref(), &id, "code_a")
+        .await
+        .unwrap();
+    assert_eq!((meta.file_name.as_str(), code.as_str()), ("code_a.sql", "SELECT 1"));
     let entries = agent.entries(&id).await.unwrap();
     let fix = entries
         .iter()

@@ -1,13 +1,16 @@
 //! The agent commands: `demo`, `run`, `chat` and `inspect`.
 
+use std::collections::BTreeSet;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
+use ba_agent::response::{Files, render_for_terminal};
 use ba_agent::{Agent, AgentEvent, Input, RunStatus, RunSummary};
 use ba_cli::demo;
 use ba_protocol::{LogRole, Mode};
+use ba_storage::workspace::{FileKind, FileMeta, NewFile};
 use ba_storage::{ConversationId, ConversationStore, NewConversation};
 use futures::StreamExt;
 
@@ -47,6 +50,14 @@ pub(crate) struct AgentOpts {
     /// One JSON object per event instead of text.
     #[arg(long)]
     json: bool,
+    /// A file to attach to the message (repeatable): it is stored in the conversation's
+    /// workspace as `upload_001`, … and named in the message, so the model can read it.
+    #[arg(long, value_name = "FILE")]
+    upload: Vec<PathBuf>,
+    /// Where the files the run writes (charts, workbooks) are saved under their names
+    /// (default: `outputs/<conversation>` in the home folder).
+    #[arg(long, value_name = "DIR")]
+    outputs: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -189,7 +200,7 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
             &mut printer,
         )
         .await;
-        printer.final_report(&summary, d.agent.code_store());
+        printer.final_report(&summary, rendered(&d.agent, &summary).await.as_deref());
         let report = d.agent.report(&d.conversation).await?;
         if args.json {
             outln!("{}", serde_json::to_string(&report)?);
@@ -305,6 +316,11 @@ async fn open_conversation(
 pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     let config = config_of(&args.opts)?;
     let mode = args.opts.mode.map(Mode::from);
+    if !args.opts.upload.is_empty() && args.task.is_none() {
+        return Err(CliError::input(anyhow!(
+            "--upload attaches files to a message: give --task TEXT too"
+        )));
+    }
     let (given, input) = match (&args.task, &args.resume, &args.continue_) {
         (Some(task), None, None) => (args.conversation.clone(), Input::message(task.clone())),
         (None, Some(id), None) => (Some(id.clone()), Input::Resume),
@@ -325,8 +341,18 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
         if !args.opts.json {
             outln!("Conversation {id}");
         }
+        let input = match input {
+            Input::Message(text) => {
+                let attached = attach(agent, id, &args.opts.upload, !args.opts.json).await?;
+                Input::Message(ba_agent::with_attachments(&text, &attached))
+            }
+            other => other,
+        };
+        let before = output_ids(agent, id).await;
         let summary = drive(agent, id, input, &mut printer).await;
-        printer.final_report(&summary, agent.code_store());
+        printer.final_report(&summary, rendered(agent, &summary).await.as_deref());
+        let outputs_dir = outputs_folder(&config, &args.opts, id);
+        save_outputs(agent, id, &before, &outputs_dir, !args.opts.json).await?;
         let report = agent.report(id).await?;
         session.close().await;
         if args.opts.json {
@@ -355,6 +381,9 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
         Some("chat".into()),
     ))?;
     let (agent, id) = (session.agent.clone(), session.id.clone());
+    // Files given with --upload go with the first message.
+    let mut attached = rt.block_on(attach(&agent, &id, &args.opts.upload, true))?;
+    let outputs_dir = outputs_folder(&config, &args.opts, &id);
     // Skills and plugins reload when their folders change; each run starts with the
     // catalogue as it is then.
     let _watcher = match agent.skills() {
@@ -425,13 +454,166 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
                 outln!("unknown command {cmd}. {CHAT_HELP}");
                 continue;
             }
-            _ => Input::message(text),
+            _ => Input::message(ba_agent::with_attachments(
+                text,
+                &std::mem::take(&mut attached),
+            )),
         };
-        let summary = rt.block_on(drive(&agent, &id, input, &mut printer));
-        printer.final_report(&summary, agent.code_store());
+        rt.block_on(async {
+            let before = output_ids(&agent, &id).await;
+            let summary = drive(&agent, &id, input, &mut printer).await;
+            printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
+            save_outputs(&agent, &id, &before, &outputs_dir, true).await
+        })?;
     }
     rt.block_on(session.close());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Stores `paths` in the conversation's workspace as uploads, saying so unless `quiet`.
+async fn attach(
+    agent: &Agent,
+    id: &ConversationId,
+    paths: &[PathBuf],
+    say: bool,
+) -> anyhow::Result<Vec<FileMeta>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let files = agent
+        .workspace()
+        .ok_or_else(|| anyhow!("this store keeps no files, so --upload cannot attach any"))?;
+    let mut attached = Vec::with_capacity(paths.len());
+    for path in paths {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| anyhow!("--upload {}: not a file name", path.display()))?;
+        let mut body = tokio::fs::File::open(path)
+            .await
+            .with_context(|| format!("--upload {}", path.display()))?;
+        let meta = files
+            .put(id, NewFile::upload(name, ""), &mut body)
+            .await
+            .with_context(|| format!("--upload {}", path.display()))?;
+        if say {
+            outln!(
+                "Attached {} as {} ({}, {} bytes)",
+                path.display(),
+                meta.id,
+                meta.media_type,
+                meta.size
+            );
+        }
+        attached.push(meta);
+    }
+    Ok(attached)
+}
+
+/// The final answer as a terminal shows it: saved code expanded, files named.
+async fn rendered(agent: &Agent, summary: &RunSummary) -> Option<String> {
+    let response = summary.response.as_ref()?;
+    let id = ConversationId::new(&summary.conversation_id).ok()?;
+    let files = agent.workspace().map(|w| Files {
+        workspace: w.as_ref(),
+        conversation: &id,
+    });
+    Some(render_for_terminal(response, files).await)
+}
+
+/// The ids of the conversation's outputs now (to tell the ones a run adds).
+async fn output_ids(agent: &Agent, id: &ConversationId) -> BTreeSet<String> {
+    let Some(files) = agent.workspace() else {
+        return BTreeSet::new();
+    };
+    files
+        .list(id)
+        .await
+        .map(|list| {
+            list.into_iter()
+                .filter(|f| f.kind == FileKind::Output)
+                .map(|f| f.id)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--outputs`, else `outputs/<conversation>` in the home folder.
+fn outputs_folder(config: &Config, opts: &AgentOpts, id: &ConversationId) -> PathBuf {
+    opts.outputs
+        .clone()
+        .unwrap_or_else(|| config.home().join("outputs").join(id.as_str()))
+}
+
+/// A file name of `name` that stays in its folder: its last component, with anything but
+/// letters, digits, `._- ` replaced; `id` when nothing is left.
+fn local_name(name: &str, id: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let safe: String = last
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "._- ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = safe.trim().trim_start_matches('.').to_owned();
+    if safe.is_empty() { id.to_owned() } else { safe }
+}
+
+/// Saves the outputs the run added (not in `before`) into `dir` under their names (a name
+/// already there gets the output's id in front) and says where, unless `say` is false.
+async fn save_outputs(
+    agent: &Agent,
+    id: &ConversationId,
+    before: &BTreeSet<String>,
+    dir: &Path,
+    say: bool,
+) -> anyhow::Result<()> {
+    let Some(files) = agent.workspace() else {
+        return Ok(());
+    };
+    let new: Vec<FileMeta> = files
+        .list(id)
+        .await?
+        .into_iter()
+        .filter(|f| f.kind == FileKind::Output && !before.contains(&f.id))
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    tokio::fs::create_dir_all(dir)
+        .await
+        .with_context(|| format!("creating {}", dir.display()))?;
+    if say {
+        outln!();
+        outln!("Outputs:");
+    }
+    for meta in new {
+        let mut path = dir.join(local_name(&meta.name, &meta.id));
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            path = dir.join(format!("{}-{}", meta.id, local_name(&meta.name, &meta.id)));
+        }
+        let mut content = files.open(id, &meta.id).await?.reader;
+        let mut out = tokio::fs::File::create(&path)
+            .await
+            .with_context(|| format!("writing {}", path.display()))?;
+        tokio::io::copy(&mut content, &mut out)
+            .await
+            .with_context(|| format!("writing {}", path.display()))?;
+        if say {
+            outln!(
+                "  {} {} ({} bytes) saved to {}",
+                meta.id,
+                meta.name,
+                meta.size,
+                path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn inspect(args: InspectArgs) -> CliResult {

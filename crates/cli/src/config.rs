@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use ba_agent::{Agent, AgentBuilder, DataFileSink, ModelSummarizer, Prompts, ResponseMode};
+use ba_agent::{Agent, AgentBuilder, ModelSummarizer, Prompts, ResponseMode};
 use ba_builtins::file_reader::{FileReader, FileReaderConfig};
 use ba_builtins::query_database::{Database, QueryDatabase, QueryDatabaseConfig};
 use ba_builtins::run_python::sandbox::{SandboxConfig, SandboxLimits, SandboxMode, SandboxStatus};
@@ -25,9 +25,6 @@ use ba_context::ContextBudget;
 use ba_mcp::{McpManager, McpServerConfig};
 use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
 use ba_skills::{SkillRoot, SkillSet};
-use ba_storage::code::CodeStore;
-use ba_storage::datafile::DataFileStore;
-use ba_storage::upload::UploadStore;
 use ba_storage::{
     ConversationStore, FileStore, FileStoreOptions, PostgresOptions, PostgresStore, StorageError,
 };
@@ -330,11 +327,11 @@ impl Config {
     /// The tools the configuration offers the model (the agent adds its own, such as `task`).
     pub(crate) fn tools(&self) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
         let home = self.home();
-        // No folder of uploads: a conversation's own files reach `file_reader` through the
-        // call's conversation files, and `run_python` as copies in its working folder.
-        let spill_dir = home.join("data-files");
-        let mut roots = vec![spill_dir];
-        roots.extend(self.data.iter().cloned());
+        // Only the configured data folders are read by path. A conversation's own files
+        // (uploads, outputs, spilled data) reach `file_reader` through the call's conversation
+        // files, and `run_python` as copies in its working folder: nothing of the store, so no
+        // conversation reads another's.
+        let roots = self.data.clone();
         let python_roots = self.data.clone();
         let mut reader_config = FileReaderConfig::new(roots);
         if let Some(label) = &self.encoding {
@@ -422,19 +419,13 @@ impl Config {
         plugin_roots: &[SkillRoot],
         mcp: Option<&McpManager>,
     ) -> anyhow::Result<Agent> {
-        let home = self.home();
-        let uploads_dir = home.join("uploads");
-        let spill_dir = home.join("data-files");
         let tools = self.tools()?;
         let model = self.default_model();
+        // The store's workspace keeps every file of a conversation: uploads, saved code,
+        // spilled data and outputs.
         let mut builder: AgentBuilder = Agent::builder(Arc::clone(&client))
             .store(store)
             .tools(tools)
-            .code_store(CodeStore::open(home.join("code"))?)
-            .uploads(UploadStore::open(&uploads_dir)?)
-            .data_sink(Arc::new(DataFileSink::new(DataFileStore::open(
-                &spill_dir,
-            )?)))
             .sub_agents(self.sub_agents.unwrap_or(true))
             .configure(|s| {
                 s.model = model;
@@ -462,9 +453,8 @@ impl Config {
             builder = builder.skills(Arc::new(SkillSet::load_roots(roots)));
         }
         if let Some(manager) = mcp {
-            let mut source = ba_agent::McpToolSource::new(manager.clone()).with_sink(Arc::new(
-                DataFileSink::new(DataFileStore::open(&spill_dir)?),
-            ));
+            // Images and blobs of MCP results become data files of the call's conversation.
+            let mut source = ba_agent::McpToolSource::new(manager.clone());
             if let Some(secs) = self.mcp_call_timeout_secs {
                 source = source.with_max_call(Duration::from_secs(secs));
             }

@@ -16,11 +16,9 @@ use ba_agent::records::EntryKind;
 use ba_context::{ContextBudget, Encoding};
 use ba_protocol::{LogRole, Mode};
 use ba_skills::SkillSet;
-use ba_storage::code::CodeStore;
-use ba_storage::datafile::DataFileStore;
 use ba_storage::{ConversationId, FileStore, NewConversation};
 
-use ba_agent::{Agent, AgentError, DataFileSink, ResponseMode};
+use ba_agent::{Agent, AgentError, ResponseMode};
 use ba_builtins::{demo_data, demo_tools};
 use ba_model::{
     DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
@@ -225,25 +223,21 @@ fn build(
     client: Arc<dyn ModelClient>,
 ) -> Result<Agent, DemoError> {
     let data = dir.join("data");
-    let uploads = dir.join("uploads");
     let skill_dir = dir.join("skills").join("sales-report");
-    for d in [&data, &uploads, &skill_dir] {
+    for d in [&data, &skill_dir] {
         std::fs::create_dir_all(d).map_err(io("creating", d))?;
     }
     demo_data::generate(&data).map_err(io("writing the demo data into", &data))?;
     let skill = skill_dir.join("SKILL.md");
     std::fs::write(&skill, SKILL_MD).map_err(io("writing", &skill))?;
+    // The store's workspace keeps the conversation's files: saved code, spilled data, outputs.
     let store = Arc::new(FileStore::open(dir)?);
-    let code = CodeStore::open(dir.join("code"))?;
-    let spill = DataFileStore::open(data.join("spill"))?;
     let skills = Arc::new(SkillSet::load([dir.join("skills")]));
     let total = budget.unwrap_or(DEMO_BUDGET);
     let agent = Agent::builder(client)
         .store(store)
-        .code_store(code)
         .skills(skills)
         .tools(demo_tools(&data))
-        .data_sink(Arc::new(DataFileSink::new(spill)))
         .configure(|s| {
             s.model = "demo-recording".into();
             s.response_mode = ResponseMode::Structured;

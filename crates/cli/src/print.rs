@@ -2,9 +2,7 @@
 //! event (`--json`) for scripts.
 
 use crate::out::{out, outln};
-use ba_agent::response::render_for_terminal;
 use ba_agent::{AgentEvent, RunSummary};
-use ba_storage::code::CodeStore;
 
 /// Prints events as they come.
 pub(crate) struct Printer {
@@ -163,8 +161,9 @@ impl Printer {
         }
     }
 
-    /// Prints the final report under its heading, with saved code expanded.
-    pub(crate) fn final_report(&mut self, summary: &RunSummary, code: Option<&CodeStore>) {
+    /// Prints the final report under its heading: `rendered` (the answer with its saved code
+    /// expanded), else the response as it is.
+    pub(crate) fn final_report(&mut self, summary: &RunSummary, rendered: Option<&str>) {
         if self.json {
             return;
         }
@@ -174,10 +173,7 @@ impl Printer {
         self.line("");
         outln!("Final report");
         outln!("============");
-        outln!(
-            "{}",
-            render_for_terminal(response, code, Some(&summary.conversation_id))
-        );
+        outln!("{}", rendered.unwrap_or(&response.response));
         let m = &response.metadata;
         if !m.saved_codes.is_empty() {
             outln!();

@@ -117,7 +117,7 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             .or_else(|| std::env::var_os("BA_AGENT_ASSETS").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from("target").join("assets"));
         let echarts = assets.join(ba_server::ECHARTS_FILE).is_file();
-        let mut server = ServerConfig::new(home.join("uploads"))
+        let mut server = ServerConfig::new()
             .with_allowed_hosts(args.allow_hosts)
             .with_assets_dir(&assets);
         if let Some(q) = questions {

@@ -13,6 +13,7 @@ use std::process::Command;
 use ba_agent::{AgentEvent, Input, RunStatus};
 use ba_cli::demo;
 use ba_protocol::LogRole;
+use ba_storage::ConversationId;
 use serde_json::Value;
 
 /// Replaces what changes from run to run or machine to machine.
@@ -84,13 +85,16 @@ async fn demo_session_end_to_end() {
     assert_eq!(response.metadata.code_refs[0].code_id, "code_west_growth");
     assert_eq!(response.metadata.code_refs[0].language, "python");
     assert_eq!(response.metadata.saved_codes[0].code_id, "code_west_growth");
-    assert!(
-        d.agent
-            .code_store()
-            .unwrap()
-            .get(Some(&summary.conversation_id), "code_west_growth")
-            .is_ok()
-    );
+    let conversation = ConversationId::new(&summary.conversation_id).unwrap();
+    let (meta, code) = ba_storage::workspace::code::get_code(
+        d.agent.workspace().unwrap().as_ref(),
+        &conversation,
+        "code_west_growth",
+    )
+    .await
+    .unwrap();
+    assert_eq!(meta.language, "python");
+    assert!(!code.trim().is_empty());
     let compressions: Vec<&AgentEvent> = events
         .iter()
         .filter(|e| matches!(e, AgentEvent::ContextCompressed { .. }))

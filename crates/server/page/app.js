@@ -71,6 +71,27 @@
     } catch (e) { notice('Download failed: ' + e.message, 'error'); }
   }
 
+  // ---- the conversation's files (id → kind, name, media type), fetched again when the log grew
+  const files = { conv: null, seq: -1, promise: null };
+  function filesOf() {
+    if (files.conv !== S.conv || files.seq !== S.maxSeq) {
+      files.conv = S.conv; files.seq = S.maxSeq;
+      files.promise = api(base() + '/files').then((r) => new Map(r.files.map((f) => [f.id, f]))).catch(() => new Map());
+    }
+    return files.promise;
+  }
+  const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
+  // An image output shown in place: fetched with the token header, drawn from a blob URL.
+  function inlineImage(id, name) {
+    const img = el('img', { alt: name });
+    const fig = el('figure', { class: 'output-image', 'data-file-id': id }, img, el('figcaption', { text: name }));
+    fetch(base() + '/files/' + encodeURIComponent(id), { headers: headers() })
+      .then((r) => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.blob(); })
+      .then((b) => { const url = URL.createObjectURL(b); img.addEventListener('load', () => URL.revokeObjectURL(url), { once: true }); img.src = url; })
+      .catch((e) => fig.replaceChildren(el('figcaption', { text: name + ': the image could not be loaded (' + e.message + ')' })));
+    return fig;
+  }
+
   // ---- sidebar
   async function loadList() {
     let list;
@@ -409,8 +430,16 @@
     }
     // 7. download_links
     if (md && md.download_links && md.download_links.length) {
-      box.append(el('div', { class: 'chips', 'data-component': 'download_links', role: 'group', 'aria-label': 'Downloads' },
-        md.download_links.map((name) => el('button', { type: 'button', text: '⬇ ' + name, onclick: () => download(base() + '/files/' + encodeURIComponent(name)) }))));
+      const buttons = md.download_links.map((id) => el('button', { type: 'button', 'data-file-id': id, text: '⬇ ' + id, onclick: () => download(base() + '/files/' + encodeURIComponent(id)) }));
+      box.append(el('div', { class: 'chips', 'data-component': 'download_links', role: 'group', 'aria-label': 'Downloads' }, buttons));
+      // Each button takes its file's name; an image is also shown in the report.
+      const rep = box.querySelector('[data-component="final_report"]');
+      filesOf().then((known) => md.download_links.forEach((id, i) => {
+        const f = known.get(id);
+        if (!f) return;
+        buttons[i].textContent = '⬇ ' + f.name;
+        if (IMAGE.test(f.media_type) && rep && ![...rep.querySelectorAll('figure.output-image')].some((x) => x.dataset.fileId === id)) rep.append(inlineImage(id, f.name));
+      }));
     }
     const usage = assistant.map((e) => e.usage).filter(Boolean);
     if (usage.length) {
@@ -474,9 +503,10 @@
           frag.append(c ? codeBlock(c) : p);
         } else {
           const f = (md.file_refs || []).find((x) => x.index === i);
+          if (f && f.size_bytes && /^(png|jpe?g|gif|webp)$/.test(f.file_type)) { frag.append(inlineImage(f.file_id, f.filename || f.file_id)); continue; }
           frag.append(f ? el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.file_id,
             text: '📎 ' + (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + fmt(f.size_bytes) + ' bytes)' : ''),
-            onclick: () => download(base() + '/uploads/' + encodeURIComponent(f.file_id)) }) : p);
+            onclick: () => download(base() + '/files/' + encodeURIComponent(f.file_id)) }) : p);
         }
       }
       // A placeholder alone in its paragraph: the block replaces the paragraph.

@@ -54,13 +54,14 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
             &format!("{conv}/uploads/{{upload}}"),
             get(files::download_upload),
         )
-        .route(&format!("{conv}/code"), get(files::list_code))
+        .route(&format!("{conv}/code"), get(files::list_code_blocks))
         .route(&format!("{conv}/code/{{code}}"), get(files::view_code))
         .route(
             &format!("{conv}/code/{{code}}/download"),
             get(files::download_code),
         )
-        .route(&format!("{conv}/files/{{name}}"), get(files::file))
+        .route(&format!("{conv}/files"), get(files::list_files))
+        .route(&format!("{conv}/files/{{file}}"), get(files::file))
         .route("/api/v1/skills", get(skills))
         .route("/api/v1/demo/questions", get(demo_questions))
         .layer(DefaultBodyLimit::max(json_limit))

@@ -113,8 +113,19 @@ impl From<StorageError> for ApiError {
             StorageError::SequenceConflict { .. } => {
                 Self::new(StatusCode::CONFLICT, "sequence_conflict", e.to_string())
             }
-            StorageError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Self::not_found(e.to_string())
+            StorageError::NoFile { .. } => Self::not_found(e.to_string()),
+            StorageError::TooLarge { .. } => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", e.to_string())
+            }
+            // An I/O error names a path of the server's disk: it goes to the operator's log,
+            // and the client learns only what failed.
+            StorageError::Io { source, .. } => {
+                tracing::warn!("storage: {e}");
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    Self::not_found("no such file in the store")
+                } else {
+                    Self::internal("the store could not read or write a file")
+                }
             }
             _ => Self::internal(e.to_string()),
         }

@@ -22,7 +22,7 @@
 //! use ba_server::{AppState, ServerConfig, Token, serve};
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
-//! let state = AppState::new(agent, ServerConfig::new(".ba-agent/uploads"));
+//! let state = AppState::new(agent, ServerConfig::new());
 //! let token = Token::random();
 //! println!("http://{}/#token={}", listener.local_addr()?, token.expose());
 //! serve(listener, state, token, std::future::pending()).await

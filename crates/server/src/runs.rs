@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
-use ba_storage::upload::UploadStore;
+use ba_storage::workspace::FileKind;
 use ba_storage::{ConversationId, RunLease};
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -107,15 +107,12 @@ pub(crate) async fn start(
             "`request_id` is longer than 200 bytes",
         ));
     }
-    // The conversation's uploads: named in the message, and where the run's answers find the
-    // files they cite.
-    let uploads = crate::files::uploads(&state, &id)?;
     let input = match body.input {
         Some(RunInput::Message { text, upload_ids }) => {
             if text.trim().is_empty() {
                 return Err(ApiError::bad_request("the message is empty"));
             }
-            Input::Message(with_uploads(&uploads, text, &upload_ids)?)
+            Input::Message(with_uploads(&state, &id, text, &upload_ids).await?)
         }
         Some(RunInput::Continue) => Input::Continue,
         Some(RunInput::Resume) => Input::Resume,
@@ -167,39 +164,35 @@ pub(crate) async fn start(
         request_id,
         run_id: run_id.clone(),
         lease,
-        uploads,
     };
     spawn_run(&state, hub, run);
     Ok(accepted(&id, &run_id, false))
 }
 
-/// Names the uploads a message refers to, so the model can read them.
-fn with_uploads(store: &UploadStore, text: String, upload_ids: &[String]) -> ApiResult<String> {
+/// Names the uploads a message refers to, so the model can read them (their ids, names and
+/// types; never where they are kept).
+async fn with_uploads(
+    state: &AppState,
+    id: &ConversationId,
+    text: String,
+    upload_ids: &[String],
+) -> ApiResult<String> {
     if upload_ids.is_empty() {
         return Ok(text);
     }
-    let mut out = text;
-    out.push_str("\n\nUploaded files:");
+    let files = crate::files::workspace(state)?;
+    let mut named = Vec::with_capacity(upload_ids.len());
     for u in upload_ids {
-        let meta = store
-            .meta(u)
-            .map_err(|_| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
-        let path = store.root().join(format!("{}.bin", meta.id));
-        out.push_str(&format!(
-            "\n- <file_ref>{}</file_ref> {} ({}, {} bytes){}: {}",
-            meta.id,
-            meta.name,
-            meta.file_type,
-            meta.size,
-            if meta.description.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", meta.description)
-            },
-            path.display()
-        ));
+        let meta = files
+            .meta(id, u)
+            .await
+            .ok()
+            .flatten()
+            .filter(|m| m.kind == FileKind::Upload)
+            .ok_or_else(|| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
+        named.push(meta);
     }
-    Ok(out)
+    Ok(ba_agent::with_attachments(&text, &named))
 }
 
 /// Ends the run's bookkeeping however its task ends.
@@ -226,8 +219,6 @@ struct NewRun {
     request_id: String,
     run_id: String,
     lease: RunLease,
-    /// The conversation's uploads.
-    uploads: UploadStore,
 }
 
 fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
@@ -238,7 +229,6 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
         request_id,
         run_id,
         lease,
-        uploads,
     } = run;
     let guard = RunGuard {
         state: state.clone(),
@@ -257,8 +247,7 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
         }
         let options = RunOptions::default()
             .with_ids(request_id, run_id.clone())
-            .with_durable_events()
-            .with_uploads(uploads);
+            .with_durable_events();
         let mut run = agent.send_with(&id, input, options);
         let canceller = run.canceller();
         hub.attach(&run_id, canceller.clone());

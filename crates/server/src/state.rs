@@ -24,8 +24,6 @@ pub struct ServerConfig {
     pub json_limit: usize,
     /// Bytes of an upload request at most (50 MiB).
     pub upload_limit: usize,
-    /// Where uploads go: one folder per conversation below it.
-    pub uploads_dir: PathBuf,
     /// The recorded questions of the offline demo (`GET /api/v1/demo/questions`), when the
     /// server runs it.
     pub demo_questions: Option<Vec<String>>,
@@ -43,13 +41,19 @@ pub struct ServerConfig {
     pub log_poll: Duration,
 }
 
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ServerConfig {
-    /// Defaults, with uploads under `uploads_dir`.
-    pub fn new(uploads_dir: impl Into<PathBuf>) -> Self {
+    /// Defaults: 1 MiB of JSON, 50 MiB an upload, a 5 s drain, a ping every 15 s. The
+    /// conversations' files are the store's ([`ba_storage::ConversationStore::workspace`]).
+    pub fn new() -> Self {
         Self {
             json_limit: 1024 * 1024,
             upload_limit: 50 * 1024 * 1024,
-            uploads_dir: uploads_dir.into(),
             demo_questions: None,
             allowed_hosts: Vec::new(),
             drain: Duration::from_secs(5),

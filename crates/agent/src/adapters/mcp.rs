@@ -25,10 +25,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ba_mcp::{
-    BinaryItem, CallOptions, McpCallResult, McpError, McpManager, McpProgress, McpToolInfo,
+    BinaryItem, BinaryKind, CallOptions, McpCallResult, McpError, McpManager, McpProgress, McpToolInfo,
 };
 use ba_protocol::tool::OutputLevel;
-use ba_tools::{CallContext, DataSink, FsSink, Tool, ToolCapabilities, ToolError};
+use ba_tools::{
+    CallContext, ConversationFiles, DataSink, FsSink, Tool, ToolCapabilities, ToolError,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
@@ -100,7 +102,12 @@ impl McpTool {
         };
         let mut files = Vec::with_capacity(binaries.len());
         for item in &binaries {
-            files.push(store_binary(sink, &ctx.call_id, item).await);
+            let entry = match &ctx.files {
+                // The conversation's own data files: the model reads one back by its id.
+                Some(conversation) => store_in_conversation(conversation.as_ref(), item).await,
+                None => store_binary(sink, &ctx.call_id, item).await,
+            };
+            files.push(entry);
         }
         attach(data, "files", Value::Array(files))
     }
@@ -176,6 +183,25 @@ pub(crate) fn tool_error(e: &McpError) -> ToolError {
 }
 
 /// Writes one binary item through `sink` and describes it (by path, or why it was not saved).
+/// A binary item kept as a data file of the call's conversation, listed by its id.
+async fn store_in_conversation(files: &dyn ConversationFiles, item: &BinaryItem) -> Value {
+    let mut entry = json!({"type": item.kind, "mime_type": item.mime_type, "bytes": item.bytes});
+    if let Some(uri) = &item.uri {
+        entry["uri"] = json!(uri);
+    }
+    let stem = match item.kind {
+        BinaryKind::Image => "image",
+        BinaryKind::Audio => "audio",
+        _ => "blob",
+    };
+    let name = format!("{stem}.{}", extension(&item.mime_type));
+    match files.add_data(&name, &item.data).await {
+        Ok(info) => entry["file_id"] = json!(info.id),
+        Err(e) => entry["not_saved"] = json!(format!("it could not be saved: {e}")),
+    }
+    entry
+}
+
 async fn store_binary(sink: Option<&dyn DataSink>, call_id: &str, item: &BinaryItem) -> Value {
     let mut entry = json!({"type": item.kind, "mime_type": item.mime_type, "bytes": item.bytes});
     if let Some(uri) = &item.uri {

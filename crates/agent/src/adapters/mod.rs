@@ -1,7 +1,8 @@
 //! Adapters where the middle crates meet without depending on each other: the skills crate's
 //! `activate_skill` as a `ba_tools::Tool` ([`SkillTool`]), the storage crate's data files as
 //! the tool runtime's `DataSink` ([`DataFileSink`]), a model as the context crate's
-//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), and
+//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), a
+//! conversation's workspace as the files a tool call sees ([`WorkspaceFiles`]), and
 //! (feature `mcp`) MCP servers' tools as tools ([`McpTool`], offered through [`McpToolSource`]).
 
 mod datafile;
@@ -10,6 +11,7 @@ mod mcp;
 mod skill;
 mod summarizer;
 mod task;
+mod workspace;
 
 pub use datafile::DataFileSink;
 #[cfg(feature = "mcp")]
@@ -17,3 +19,4 @@ pub use mcp::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use skill::{SkillTool, activation_text};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};
+pub use workspace::{WorkspaceFiles, file_info, with_attachments};

@@ -12,7 +12,7 @@ use crate::agent::ResponseMode;
 use crate::events::{AgentEvent, RunStatus};
 use crate::history::call_ids;
 use crate::records::{self, ContextRecord, EntryKind, ModelRecord, keys};
-use crate::response::{Stores, process_final};
+use crate::response::{Files, process_final};
 
 impl Runner {
     pub(super) async fn model_failed(
@@ -164,19 +164,11 @@ impl Runner {
             }) => content.clone(),
             _ => text,
         };
-        let processed = process_final(
-            &answer,
-            structured.as_ref(),
-            Stores {
-                code: self.inner.code.as_ref(),
-                uploads: self
-                    .options
-                    .uploads
-                    .as_ref()
-                    .or(self.inner.uploads.as_ref()),
-                conversation_id: Some(self.id.as_str()),
-            },
-        );
+        let files = self.files.as_ref().map(|f| Files {
+            workspace: f.workspace(),
+            conversation: f.conversation(),
+        });
+        let processed = process_final(&answer, structured.as_ref(), files).await;
         for w in &processed.warnings {
             tracing::warn!(conversation = %self.id, "{w}");
         }

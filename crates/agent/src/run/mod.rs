@@ -17,16 +17,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
-use ba_storage::{Clock, ConversationId, SystemClock};
+use ba_storage::{Clock, ConversationId, ConversationStore, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
+use crate::adapters::WorkspaceFiles;
 use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
 use crate::history::{active_skills, current_modifier, rounds_in_task, unanswered_calls};
 use crate::records::{self, EntryKind, keys};
-use crate::response::{Stores, process_final};
+use crate::response::process_final;
 use crate::sources::RunTools;
 
 /// Ids and times of new entries.
@@ -135,6 +136,27 @@ pub(crate) struct Runner {
     /// The skills catalogue of this run's system prompt, rendered when it started (a reload
     /// of the skills shows in the next run).
     pub(crate) catalogue: Option<String>,
+    /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
+    /// top parent's), when the agent has one.
+    pub(crate) files: Option<Arc<WorkspaceFiles>>,
+}
+
+/// The conversation whose files a run of `id` uses: `id` itself, or for a sub-agent's
+/// conversation the top of its `parent` chain (the user's conversation, whose uploads the
+/// sub-task reads and whose outputs it adds to). A parent that cannot be read ends the walk.
+async fn files_owner(store: &dyn ConversationStore, id: &ConversationId) -> ConversationId {
+    let mut owner = id.clone();
+    for _ in 0..8 {
+        let parent = match store.metadata(&owner).await {
+            Ok(meta) => meta.parent,
+            Err(_) => None,
+        };
+        match parent.map(ConversationId::new) {
+            Some(Ok(parent)) if parent != owner => owner = parent,
+            _ => break,
+        }
+    }
+    owner
 }
 
 pub(crate) async fn run(
@@ -162,6 +184,13 @@ pub(crate) async fn run(
     let tools = inner.sources.for_run(&inner.runtime);
     let specs = tools::with_skill_spec(&inner, tools.specs());
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
+    let files = match &inner.workspace {
+        Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
+            Arc::clone(workspace),
+            files_owner(inner.store.as_ref(), &id).await,
+        ))),
+        None => None,
+    };
     let mut runner = Runner {
         inner,
         id,
@@ -178,6 +207,7 @@ pub(crate) async fn run(
         tools,
         specs,
         catalogue,
+        files,
     };
     let span = tracing::info_span!(
         "run",
@@ -330,9 +360,10 @@ impl Runner {
                     }
                     LogRole::Assistant if last.calls().is_empty() => {
                         let text = last.text().into_owned();
-                        let response = records::api_response(&last).unwrap_or_else(|| {
-                            process_final(&text, None, Stores::default()).response
-                        });
+                        let response = match records::api_response(&last) {
+                            Some(response) => response,
+                            None => process_final(&text, None, None).await.response,
+                        };
                         self.emit(AgentEvent::FinalAnswer {
                             round: self.round,
                             text: text.clone(),

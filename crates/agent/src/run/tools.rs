@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ba_protocol::skill::SkillActivationResult;
 use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
-use ba_tools::CallOptions;
+use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -48,11 +48,15 @@ impl Runner {
             conversation_id: Some(self.id.to_string()),
             ..InvocationContext::default()
         };
+        let files: Option<Arc<dyn ConversationFiles>> = self
+            .files
+            .as_ref()
+            .map(|f| Arc::clone(f) as Arc<dyn ConversationFiles>);
         let opts = CallOptions {
             context_usage: self.usage,
             modifier: modifier.as_ref(),
             idempotency_key: None,
-            files: None,
+            files: files.as_ref(),
         };
         for c in calls {
             self.emit(AgentEvent::ToolCallStarted {
@@ -134,17 +138,27 @@ impl Runner {
 }
 
 impl Runner {
-    /// A result longer than the window shows whole is also written to the data sink, so a
+    /// A result longer than the window shows whole is also kept — as a data file of the
+    /// conversation (`data_001`) when the run has a workspace, else in the data sink — so a
     /// later preview or trace of it can name where the full output is (and `file_reader` can
-    /// read it back). The observation itself is unchanged. A failed write only costs the path.
+    /// read it back). The observation itself is unchanged. A failed write only costs the
+    /// reference.
     async fn keep_full_output(&self, call: &LogToolCall, result: &mut ToolResult) {
-        let Some(sink) = &self.inner.sink else {
-            return;
-        };
         let limit = self.inner.settings.builder.tool_preview_chars;
         if result.data_ref.is_some() || result.observation.chars().count() <= limit {
             return;
         }
+        if let Some(files) = &self.files {
+            let name = format!("{}_output.txt", call.function.name);
+            match files.add_data(&name, result.observation.as_bytes()).await {
+                Ok(info) => result.data_ref = Some(info.id),
+                Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
+            }
+            return;
+        }
+        let Some(sink) = &self.inner.sink else {
+            return;
+        };
         let mut hasher = std::hash::DefaultHasher::new();
         std::hash::Hash::hash(&result.observation, &mut hasher);
         let name = format!(

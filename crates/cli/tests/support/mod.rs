@@ -29,13 +29,26 @@ pub struct Served {
 }
 
 impl Served {
+    #[allow(dead_code, reason = "used by some of the test binaries that share this module")]
     pub async fn start(
-        mut cmd: tokio::process::Command,
+        cmd: tokio::process::Command,
         token: &'static str,
         home: &std::path::Path,
     ) -> Self {
+        Self::start_with(cmd, token, home, &["--demo"]).await
+    }
+
+    /// `ba-agent serve ARGS…` on a free loopback port with `token` and `home`.
+    pub async fn start_with(
+        mut cmd: tokio::process::Command,
+        token: &'static str,
+        home: &std::path::Path,
+        args: &[&str],
+    ) -> Self {
         let mut child = cmd
-            .args(["serve", "--demo", "--bind", "127.0.0.1:0", "--token", token])
+            .arg("serve")
+            .args(args)
+            .args(["--bind", "127.0.0.1:0", "--token", token])
             .arg("--home")
             .arg(home)
             .stdout(Stdio::piped())
@@ -96,6 +109,7 @@ impl Served {
     }
 
     /// Starts a run of `question` on conversation `id`: the answer's JSON.
+    #[allow(dead_code, reason = "used by some of the test binaries that share this module")]
     pub async fn ask(&self, id: &str, request_id: &str, question: &str) -> Value {
         let run = self
             .post(

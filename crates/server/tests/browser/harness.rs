@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ba_agent::records::{self, EntryKind};
-use ba_agent::{Agent, DataFileSink, ResponseMode};
+use ba_agent::{Agent, ResponseMode};
 use ba_context::{ContextBudget, Encoding};
 use ba_model::{
     DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
@@ -17,8 +17,6 @@ use ba_protocol::LogRole;
 use ba_server::{AppState, ServerConfig, Token};
 use ba_skills::SkillSet;
 use ba_storage::FileStore;
-use ba_storage::code::CodeStore;
-use ba_storage::datafile::DataFileStore;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -180,9 +178,8 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let data = root.join("data");
-        let uploads = root.join("uploads");
         let skill_dir = root.join("skills").join("sales-report");
-        for d in [&data, &uploads, &skill_dir] {
+        for d in [&data, &skill_dir] {
             std::fs::create_dir_all(d).unwrap();
         }
         ba_builtins::demo_data::generate(&data).unwrap();
@@ -200,12 +197,8 @@ impl Server {
         };
         let agent = Agent::builder(Arc::new(model))
             .store(Arc::new(FileStore::open(root).unwrap()))
-            .code_store(CodeStore::open(root.join("code")).unwrap())
             .skills(Arc::new(SkillSet::load([root.join("skills")])))
             .tools(ba_builtins::demo_tools(&data))
-            .data_sink(Arc::new(DataFileSink::new(
-                DataFileStore::open(data.join("spill")).unwrap(),
-            )))
             .configure(|s| {
                 s.model = "demo-recording".into();
                 s.response_mode = ResponseMode::Structured;
@@ -216,7 +209,7 @@ impl Server {
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut config = ServerConfig::new(uploads)
+        let mut config = ServerConfig::new()
             .with_demo_questions(vec![QUESTION.into(), CHART_QUESTION.into()])
             .with_assets_dir(assets_dir());
         let proxy = if options.proxy {

@@ -192,7 +192,6 @@ impl Server {
         };
         let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
             .store(store)
-            .code_store(ba_storage::code::CodeStore::open(dir.join("code")).unwrap())
             .tool(typed_tool(
                 "count_rows",
                 "Counts the rows of a table.",
@@ -211,7 +210,7 @@ impl Server {
             .configure(|s| s.model = "test-model".into())
             .build()
             .unwrap();
-        let mut config = ServerConfig::new(dir.join("uploads"))
+        let mut config = ServerConfig::new()
             .with_upload_limit(options.upload_limit)
             .with_json_limit(options.json_limit)
             .with_drain(options.drain)

@@ -1,0 +1,474 @@
+//! The analyst's files end to end, through `ba-agent serve` and a model that decides (the
+//! scripted model of `ba-testkit`, answering by rules over what it is sent): uploads read by id
+//! as tables, `run_python` reading an upload and writing a chart and a workbook that the final
+//! answer's download links fetch; conversations that cannot reach each other's files; two
+//! servers sharing one PostgreSQL database; and uploads that stream.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ba_testkit::model::{Request, ScriptedModel, Turn};
+use serde_json::{Value, json};
+use support::{LIMIT, Served, until_finished};
+
+const TOKEN: &str = "files-journey-token";
+
+/// Python with the libraries the journeys' code imports; a skip (a failure under CI) without.
+fn python_with_pandas() -> bool {
+    if !ba_testkit::require_tool("python3") {
+        return false;
+    }
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import pandas, matplotlib, openpyxl"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        ba_testkit::missing("python3 with pandas, matplotlib and openpyxl (.ci/tools.sh)");
+    }
+    ok
+}
+
+/// A configuration for `serve` against `model`, with answers in seed 003's structured form.
+fn config(dir: &Path, model: &ScriptedModel, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("ba-agent.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "provider: anthropic\nmodel: claude-journey\nbase_url: {}\nresponse_mode: structured\n\
+             encoding: gbk\nmax_rounds: 8\nsub_agents: false\n{extra}",
+            model.anthropic_base_url()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `ba-agent serve --config CONFIG` with a key for the scripted model.
+async fn serve(home: &Path, config: &Path) -> Served {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"));
+    cmd.env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+    let config = config.to_str().unwrap();
+    Served::start_with(cmd, TOKEN, home, &["--config", config]).await
+}
+
+/// A multipart body of one `file` part and a `description`.
+fn multipart(name: &str, media: &str, bytes: &[u8], description: &str) -> (String, Vec<u8>) {
+    let boundary = "ba-journey-boundary-7d1f";
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+             Content-Type: {media}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(
+        format!(
+            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\n\
+             {description}\r\n--{boundary}--\r\n"
+        )
+        .as_bytes(),
+    );
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+impl Served {
+    async fn upload(&self, id: &str, name: &str, media: &str, bytes: &[u8]) -> Value {
+        let (content_type, body) = multipart(name, media, bytes, "from the journey");
+        let r = self
+            .http
+            .post(format!("{}/api/v1/conversations/{id}/uploads", self.base))
+            .bearer_auth(self.token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{:?}", r.text().await);
+        r.json().await.unwrap()
+    }
+
+    /// Sends `text` with `uploads` and reads the run's events to `finished`.
+    async fn run(&self, id: &str, request: &str, text: &str, uploads: &[&str]) -> Vec<(String, Value)> {
+        let events = self
+            .get(&format!("/api/v1/conversations/{id}/events"))
+            .send()
+            .await
+            .unwrap();
+        let r = self
+            .post(
+                &format!("/api/v1/conversations/{id}/runs"),
+                &json!({"request_id": request, "input": {"type": "message", "text": text, "upload_ids": uploads}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202, "{:?}", r.text().await);
+        tokio::time::timeout(LIMIT, until_finished(events)).await.unwrap()
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let r = self.get(path).send().await.unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    async fn bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
+        let r = self.get(path).send().await.unwrap();
+        let status = r.status().as_u16();
+        let media = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, media, r.bytes().await.unwrap().to_vec())
+    }
+}
+
+/// The final answer of seed 003's structured form.
+fn complete(content: &str, links: &[String]) -> Turn {
+    Turn::text(
+        json!({
+            "task_analysis": "The analyst wants the uploads read and charted.",
+            "execution_plan": "R1: read the uploads; R2: chart them; R3: report.",
+            "current_round": 3,
+            "action": {"type": "complete", "content": content, "download_links": links,
+                       "recommended_questions": ["Which region grew fastest?"]}
+        })
+        .to_string(),
+    )
+}
+
+/// Every `output_NNN` a text names, in order, once each.
+fn output_ids(text: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("output_") {
+        let digits: String = rest[at + 7..].chars().take_while(char::is_ascii_digit).collect();
+        if digits.len() >= 3 {
+            let id = format!("output_{digits}");
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        rest = &rest[at + 7..];
+    }
+    ids
+}
+
+const CHART_CODE: &str = r#"
+import pandas as pd
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+df = pd.read_csv("sales.csv")
+totals = df.groupby("region")["target_amount"].sum()
+ax = totals.plot(kind="bar", title="Targets by region")
+plt.tight_layout()
+plt.savefig("outputs/chart.png")
+totals.to_frame().to_excel("outputs/targets_by_region.xlsx")
+print("regions:", len(totals))
+"#;
+
+/// The model of the upload journey: read every upload, chart the CSV, answer with the outputs.
+async fn analyst_model() -> ScriptedModel {
+    ScriptedModel::builder()
+        .rule(
+            "read each upload by its id",
+            |r| r.offers("file_reader") && r.round() == 0 && !r.uploads().is_empty(),
+            |r| Turn::calls(r.uploads().iter().map(|u| ("file_reader", json!({"path": u})))),
+        )
+        .rule(
+            "chart the CSV once every upload was read as a table",
+            |r| {
+                r.tool_results().iter().any(|t| t.name == "file_reader")
+                    && !r.tool_results().iter().any(|t| t.name == "run_python")
+            },
+            |_| Turn::call("run_python", json!({"code": CHART_CODE})),
+        )
+        .rule(
+            "report with the outputs the code wrote",
+            |r| r.last_result().is_some_and(|t| t.name == "run_python" && !t.is_error),
+            |r| {
+                let ids = output_ids(&r.last_result().unwrap().text);
+                let content = match ids.first() {
+                    Some(chart) => format!("Targets by region: <file_ref>{chart}</file_ref>"),
+                    None => "The code wrote no output.".to_owned(),
+                };
+                complete(&content, &ids)
+            },
+        )
+        .start()
+        .await
+}
+
+/// Fails when `text` holds the server's home folder, showing where.
+fn assert_no_server_path(home: &Path, what: &str, text: &str) {
+    let home = home.to_str().unwrap();
+    if let Some(at) = text.find(home) {
+        let start = text[..at].char_indices().rev().nth(80).map_or(0, |(i, _)| i);
+        let shown: String = text[start..].chars().take(240).collect();
+        panic!("{what} holds the server's folder {home}: …{shown}…");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
+    if !python_with_pandas() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    ba_builtins::demo_data::generate(&data).unwrap();
+    let home = dir.path().join("home");
+    let model = analyst_model().await;
+    let config = config(dir.path(), &model, "");
+    let server = serve(&home, &config).await;
+    let id = server.create().await;
+
+    let xlsx = std::fs::read(data.join("sales.xlsx")).unwrap();
+    let gbk = std::fs::read(data.join("sales_gbk.csv")).unwrap();
+    let csv = std::fs::read(data.join("sales.csv")).unwrap();
+    let mut ids = Vec::new();
+    for (name, media, bytes) in [
+        ("sales.xlsx", "application/octet-stream", &xlsx),
+        ("targets_gbk.csv", "text/csv", &gbk),
+        ("sales.csv", "text/csv", &csv),
+    ] {
+        let meta = server.upload(&id, name, media, bytes).await;
+        assert_eq!(meta["name"], name);
+        assert_eq!(meta["size"], bytes.len());
+        ids.push(meta["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids, ["upload_001", "upload_002", "upload_003"]);
+    let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let frames = server
+        .run(&id, "r1", "Chart the targets by region.", &id_refs)
+        .await;
+
+    // The model read the three uploads by id, each as a table with its real type.
+    let requests = model.requests();
+    let second = requests
+        .iter()
+        .find(|r| r.tool_results().iter().any(|t| t.name == "file_reader"))
+        .expect("the model saw the file_reader results");
+    let reads: Vec<_> = second.tool_results().to_vec();
+    assert_eq!(reads.len(), 3, "{reads:#?}");
+    for read in &reads {
+        assert!(!read.is_error, "{read:#?}");
+        assert!(read.text.contains("target_amount") || read.text.contains("目标金额"), "{read:#?}");
+    }
+    assert!(reads[0].text.contains("xlsx") || reads[0].text.contains("workbook"), "{:#?}", reads[0]);
+    assert!(reads[1].text.contains("目标金额") && reads[1].text.contains("地区"), "GBK decoded: {:#?}", reads[1]);
+    assert!(reads[2].text.contains("region"), "{:#?}", reads[2]);
+    for read in &reads {
+        assert!(read.text.contains("csv") || read.text.contains("xlsx"), "{read:#?}");
+    }
+
+    // run_python read the upload under its name and wrote a chart and a workbook.
+    let last = requests.last().unwrap();
+    let python = last.last_result().unwrap();
+    assert_eq!(python.name, "run_python");
+    assert!(!python.is_error, "{python:#?}");
+    let outputs = output_ids(&python.text);
+    assert_eq!(outputs, ["output_001", "output_002"], "{}", python.text);
+
+    // The final answer's download links fetch both, with their media types.
+    let finished = frames.iter().find(|(e, _)| e == "final_answer").unwrap();
+    let links = &finished.1["response"]["metadata"]["download_links"];
+    assert_eq!(links, &json!(["output_001", "output_002"]), "{finished:#?}");
+    let files = server.json(&format!("/api/v1/conversations/{id}/files")).await;
+    let listed = files["files"].as_array().unwrap();
+    let by_id = |wanted: &str| listed.iter().find(|f| f["id"] == wanted).cloned().unwrap();
+    assert_eq!(by_id("output_001")["name"], "chart.png");
+    assert_eq!(by_id("output_001")["media_type"], "image/png");
+    assert_eq!(by_id("output_001")["kind"], "output");
+    assert_eq!(by_id("output_002")["name"], "targets_by_region.xlsx");
+    assert_eq!(by_id("upload_002")["kind"], "upload");
+    for f in listed {
+        let keys: Vec<&str> = f.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["id", "kind", "media_type", "name", "size"], "{f}");
+    }
+    let (status, media, png) = server
+        .bytes(&format!("/api/v1/conversations/{id}/files/output_001"))
+        .await;
+    assert_eq!((status, media.as_str()), (200, "image/png"));
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let (status, media, book) = server
+        .bytes(&format!("/api/v1/conversations/{id}/files/output_002"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        media,
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    );
+    assert!(book.starts_with(b"PK\x03\x04"), "a zip (xlsx)");
+    let (status, _, back) = server
+        .bytes(&format!("/api/v1/conversations/{id}/files/upload_002"))
+        .await;
+    assert_eq!((status, back.as_slice()), (200, gbk.as_slice()), "the upload comes back byte for byte");
+
+    // No server path reached the model, the events or the API's answers.
+    for r in &requests {
+        assert_no_server_path(&home, "a model request", &r.body().to_string());
+    }
+    for (event, data) in &frames {
+        assert_no_server_path(&home, event, &data.to_string());
+    }
+    let messages = server.json(&format!("/api/v1/conversations/{id}/messages")).await;
+    assert_no_server_path(&home, "/messages", &messages.to_string());
+    assert_no_server_path(&home, "/files", &files.to_string());
+    server.terminate().await;
+}
+
+/// What conversation B's model tries against conversation A's files, one call a round; each
+/// must fail as a tool error the model reads.
+fn probes(a_file: &str, a_folder: &str, conversations: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("file_reader", json!({"path": "upload_001"})),
+        ("file_reader", json!({"path": "secret.csv"})),
+        ("file_reader", json!({"path": "output_001"})),
+        ("file_reader", json!({"path": "a.txt"})),
+        ("file_reader", json!({"path": "code_secret"})),
+        ("file_reader", json!({"path": a_file})),
+        ("file_reader", json!({"path": "../conversations/A/files/upload_001"})),
+        (
+            "run_python",
+            json!({"code": format!("print(open({a_file:?}).read())")}),
+        ),
+        (
+            "run_python",
+            json!({"code": format!("import os\nprint(os.listdir({a_folder:?}))")}),
+        ),
+        (
+            "run_python",
+            json!({"code": format!("import os\nprint(os.listdir({conversations:?}))")}),
+        ),
+        (
+            "run_python",
+            json!({"code": "print(open('secret.csv').read())"}),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_cannot_reach_another_conversations_files() {
+    if !ba_testkit::require_tool("python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let secret = "SECRET-ROW-4242";
+    // A: saves code and writes an output; B: tries every way to A's files.
+    let probe_list: Arc<std::sync::Mutex<Vec<(&'static str, Value)>>> = Arc::default();
+    let list = Arc::clone(&probe_list);
+    let model = ScriptedModel::builder()
+        .rule(
+            "A: write an output",
+            |r| r.last_user_text().contains("conversation A") && r.round() == 0,
+            |_| {
+                Turn::call(
+                    "run_python",
+                    json!({"code": "open('outputs/a.txt', 'w').write('SECRET-ROW-4242 output')\n"}),
+                )
+            },
+        )
+        .rule(
+            "A: answer with code",
+            |r| r.last_user_text().contains("conversation A"),
+            |_| {
+                Turn::text(
+                    json!({"task_analysis": "t", "execution_plan": "R1", "current_round": 2,
+                        "action": {"type": "complete", "content": "done <code_ref>code_secret</code_ref>",
+                            "code_blocks": [{"code_id": "code_secret", "language": "python",
+                                "code": "print('SECRET-ROW-4242 code')", "description": "secret"}]}})
+                    .to_string(),
+                )
+            },
+        )
+        .rule(
+            "B: the next probe",
+            move |r| r.round() < list.lock().unwrap().len(),
+            {
+                let list = Arc::clone(&probe_list);
+                move |r: &Request| {
+                    let (tool, args) = list.lock().unwrap()[r.round()].clone();
+                    Turn::call(tool, args)
+                }
+            },
+        )
+        .rule("B: done", |_| true, |_| complete("Nothing of A was reachable.", &[]))
+        .start()
+        .await;
+    let config = config(dir.path(), &model, "max_rounds: 20\n");
+    let server = serve(&home, &config).await;
+    let a = server.create().await;
+    let up = server
+        .upload(&a, "secret.csv", "text/csv", format!("id,value\n1,{secret}\n").as_bytes())
+        .await;
+    assert_eq!(up["id"], "upload_001");
+    let frames = server.run(&a, "a1", "This is conversation A.", &["upload_001"]).await;
+    assert!(frames.iter().any(|(e, _)| e == "final_answer"), "{frames:#?}");
+    let a_files = server.json(&format!("/api/v1/conversations/{a}/files")).await;
+    let kinds: Vec<&str> = a_files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["upload", "code", "output"], "{a_files}");
+
+    let a_folder = home.join("conversations").join(&a).join("files");
+    let a_file = a_folder.join("upload_001");
+    assert!(a_file.is_file(), "the layout the probes aim at");
+    let conversations = home.join("conversations");
+    let list = probes(
+        a_file.to_str().unwrap(),
+        a_folder.to_str().unwrap(),
+        conversations.to_str().unwrap(),
+    );
+    *probe_list.lock().unwrap() = list.clone();
+    let b = server.create().await;
+    let frames = server.run(&b, "b1", "This is conversation B.", &[]).await;
+    let results: Vec<&Value> = frames
+        .iter()
+        .filter(|(e, _)| e == "tool_result")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(results.len(), list.len(), "{frames:#?}");
+    for (result, (tool, args)) in results.iter().zip(&list) {
+        let observation = result["observation"].as_str().unwrap_or_default();
+        assert_eq!(result["success"], false, "{tool} {args}: {observation}");
+        assert!(!observation.contains(secret), "{tool} {args} leaked: {observation}");
+        assert!(!observation.trim().is_empty(), "{tool} {args}: a clear error");
+    }
+    // B's own files: none of A's.
+    let b_files = server.json(&format!("/api/v1/conversations/{b}/files")).await;
+    assert_eq!(b_files["files"], json!([]));
+    for (what, path) in [
+        ("an upload", format!("/api/v1/conversations/{b}/uploads/upload_001")),
+        ("a file", format!("/api/v1/conversations/{b}/files/upload_001")),
+        ("code", format!("/api/v1/conversations/{b}/code/code_secret")),
+        ("an output", format!("/api/v1/conversations/{b}/files/output_001")),
+    ] {
+        let (status, _, body) = server.bytes(&path).await;
+        assert_eq!(status, 404, "{what} of A through B: {}", String::from_utf8_lossy(&body));
+    }
+    // The probes name A's folders (the model chose to, and errors may quote them back);
+    // nothing else in what the model was sent may name the server's home.
+    for r in model.requests() {
+        let mut text = r.body().to_string();
+        for probe in [&a_file, &a_folder, &conversations] {
+            text = text.replace(probe.to_str().unwrap(), "");
+        }
+        assert_no_server_path(&home, "a model request", &text);
+    }
+    server.terminate().await;
+}
