@@ -102,10 +102,10 @@ pub enum BuiltinError {
         /// Why it was refused.
         reason: String,
     },
-    /// A file or upload does not exist.
-    #[error("file `{path}` was not found in the allowed directories")]
+    /// A file is neither one of the conversation's nor in a data folder.
+    #[error("file `{path}` was not found among the conversation's files or in the data folders")]
     NotFound {
-        /// The path or upload id as given.
+        /// The path or name as given.
         path: String,
     },
     /// Reading a file failed.
