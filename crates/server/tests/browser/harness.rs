@@ -1,5 +1,6 @@
 //! A demo server (the recording of `ba-agent serve --demo`, its data, tools and skill) on
-//! 127.0.0.1:0, and a headless chromium driven over WebDriver.
+//! 127.0.0.1:0, or one whose model decides (`Options::anthropic_base_url`), and a headless
+//! chromium driven over WebDriver.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -8,15 +9,19 @@ use std::time::{Duration, Instant};
 
 use ba_agent::records::{self, EntryKind};
 use ba_agent::{Agent, ResponseMode};
+use ba_builtins::file_reader::{FileReader, FileReaderConfig};
+use ba_builtins::run_python::sandbox::SandboxConfig;
+use ba_builtins::run_python::{RunPython, RunPythonConfig};
 use ba_context::{ContextBudget, Encoding};
 use ba_model::{
-    DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
-    ReplayTurn, StreamDelta,
+    AnthropicClient, ApiKey, DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest,
+    ModelResponse, ReplayClient, ReplayTurn, StreamDelta,
 };
 use ba_protocol::LogRole;
 use ba_server::{AppState, ServerConfig, Token};
 use ba_skills::SkillSet;
 use ba_storage::FileStore;
+use ba_tools::Tool;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -144,6 +149,26 @@ pub struct Options {
     pub gate: Option<Arc<Semaphore>>,
     /// The browser reaches the server through a [`Proxy`] the test can cut.
     pub proxy: bool,
+    /// A model that decides instead of the recording: a real Anthropic client sent to this
+    /// base URL (a `ba_testkit::model::ScriptedModel`), with the real `file_reader` and
+    /// `run_python` instead of the demo's tools.
+    pub anthropic_base_url: Option<String>,
+}
+
+/// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
+/// files reach it through the call) and `run_python`.
+fn analyst_tools() -> Vec<Arc<dyn Tool>> {
+    let python = RunPythonConfig {
+        // Unconfined: this test binary has no `sandbox-exec` helper to run the code through.
+        // The sandbox is tested in ba-builtins and in the CLI's journeys; these tests are
+        // about the page.
+        sandbox: SandboxConfig::off(),
+        ..RunPythonConfig::default()
+    };
+    vec![
+        Arc::new(FileReader::new(FileReaderConfig::new(vec![]))),
+        Arc::new(RunPython::new(python)),
+    ]
 }
 
 pub struct Server {
@@ -186,23 +211,39 @@ impl Server {
         std::fs::write(skill_dir.join("SKILL.md"), SKILL_MD).unwrap();
         let mut turns: Vec<Value> = serde_json::from_str(RECORDING).unwrap();
         turns.extend(options.extra_turns);
-        let model = DemoModel {
-            turns: ReplayClient::from_json(&Value::Array(turns).to_string(), "test")
-                .unwrap()
-                .turns()
-                .to_vec(),
-            delay: options.delay,
-            fallback: options.fallback,
-            gate: options.gate,
-        };
-        let agent = Agent::builder(Arc::new(model))
+        let (model, tools, name, budget): (Arc<dyn ModelClient>, _, _, _) =
+            match &options.anthropic_base_url {
+                None => {
+                    let model = DemoModel {
+                        turns: ReplayClient::from_json(&Value::Array(turns).to_string(), "test")
+                            .unwrap()
+                            .turns()
+                            .to_vec(),
+                        delay: options.delay,
+                        fallback: options.fallback,
+                        gate: options.gate,
+                    };
+                    let budget = ContextBudget::new(4_000, 4_000 / 6);
+                    let tools = ba_builtins::demo_tools(&data);
+                    (Arc::new(model), tools, "demo-recording", budget)
+                }
+                Some(url) => {
+                    let client = AnthropicClient::new(ApiKey::new("browser-test-key"))
+                        .unwrap()
+                        .with_base_url(url)
+                        .unwrap();
+                    let budget = ContextBudget::new(100_000, 8_000);
+                    (Arc::new(client), analyst_tools(), "scripted", budget)
+                }
+            };
+        let agent = Agent::builder(model)
             .store(Arc::new(FileStore::open(root).unwrap()))
             .skills(Arc::new(SkillSet::load([root.join("skills")])))
-            .tools(ba_builtins::demo_tools(&data))
+            .tools(tools)
             .configure(|s| {
-                s.model = "demo-recording".into();
+                s.model = name.into();
                 s.response_mode = ResponseMode::Structured;
-                s.budget = ContextBudget::new(4_000, 4_000 / 6);
+                s.budget = budget;
                 s.max_rounds = 8;
             })
             .build()
