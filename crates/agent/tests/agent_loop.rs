@@ -222,7 +222,19 @@ async fn the_task_tool_runs_a_child_agent_in_its_own_conversation() {
             _ => None,
         })
         .unwrap();
-    let report: Value = serde_json::from_str(&observation).unwrap();
+    // Shown at `full`, the report is spilled: a data file of the conversation, by its id.
+    let data_id = observation
+        .strip_prefix("Data stored in file: ")
+        .and_then(|rest| rest.lines().next())
+        .expect(&observation);
+    assert_eq!(data_id, "data_001", "{observation}");
+    let (_, bytes) = agent
+        .workspace()
+        .unwrap()
+        .read_bytes(&id, data_id, 1 << 20)
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(report["report"], "One, two, three.");
     let child = ConversationId::new(report["conversation_id"].as_str().unwrap()).unwrap();
     let meta = agent.store().metadata(&child).await.unwrap();

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, anyhow};
 use ba_storage::import::{read_claude_code, read_codex, store_imported};
 use ba_storage::store::rfc3339;
-use ba_storage::verify::{broken_pairs, duplicate_ids};
+use ba_storage::verify::{broken_pairs, duplicate_ids, orphan_workspaces};
 use ba_storage::{ConversationId, ConversationStore, FileStore, FileStoreOptions, StorageError};
 
 use crate::cli::{CliError, CliResult};
@@ -68,7 +68,8 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Report torn or corrupt lines and broken tool-call pairs; exit 1 when there are any.
+    /// Report torn or corrupt lines, broken tool-call pairs and files of conversations that no
+    /// longer exist; exit 1 when there are any.
     Verify {
         /// Conversation id.
         conv: String,
@@ -310,6 +311,15 @@ async fn run_async(cmd: Command) -> CliResult {
                         seq_of(d.position),
                         d.id,
                         seq_of(d.first)
+                    ),
+                );
+            }
+            // Files left behind by a conversation that is gone (a delete cut short): store-wide.
+            for orphan in orphan_workspaces(&store).await.map_err(CliError::input)? {
+                report(
+                    &mut text,
+                    format!(
+                        "orphan files: the workspace of conversation {orphan}, which does not exist"
                     ),
                 );
             }

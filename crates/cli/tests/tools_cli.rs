@@ -58,7 +58,7 @@ fn list_shows_the_configured_tools() {
     let out = tools(dir.path(), &["list", "--config", "c.yaml"], &[]);
     let shown = text(&out.stdout);
     assert!(
-        shown.contains("file_reader\n  Read an uploaded file"),
+        shown.contains("file_reader\n  Read a file of the conversation"),
         "{shown}"
     );
     assert!(

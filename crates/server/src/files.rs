@@ -58,6 +58,37 @@ fn spool_error(e: &std::io::Error) -> ApiError {
     ApiError::internal("the upload could not be written to a temporary file")
 }
 
+/// A temporary file an upload is spooled to (the system's temporary folder, a random name,
+/// readable by this user only), removed when dropped.
+struct Spool {
+    path: std::path::PathBuf,
+}
+
+impl Spool {
+    /// Creates the file; the spool and the file open for writing.
+    async fn create() -> std::io::Result<(Self, tokio::fs::File)> {
+        let path = std::env::temp_dir().join(format!("ba-upload-{}", uuid::Uuid::new_v4()));
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .await?;
+        Ok((Self { path }, file))
+    }
+
+    /// The spooled bytes, from the start.
+    async fn reopen(&self) -> std::io::Result<tokio::fs::File> {
+        tokio::fs::File::open(&self.path).await
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// `POST …/uploads`: a `file` part (with its file name) and an optional `description`, in
 /// either order. The file is spooled to a temporary file as it arrives (so a description sent
 /// after it is still kept), then stored in the conversation's workspace.
@@ -72,7 +103,7 @@ pub(crate) async fn upload(
     let limit = state.config().upload_limit;
     let mut multipart =
         multipart.map_err(|e| ApiError::new(e.status(), "bad_upload", e.body_text()))?;
-    let mut file: Option<(String, Option<String>, tempfile::NamedTempFile)> = None;
+    let mut file: Option<(String, Option<String>, Spool)> = None;
     let mut description = String::new();
     while let Some(mut field) = multipart
         .next_field()
@@ -86,12 +117,12 @@ pub(crate) async fn upload(
                     .map(str::to_owned)
                     .ok_or_else(|| ApiError::bad_request("the `file` part has no file name"))?;
                 let media = field.content_type().map(str::to_owned);
-                let spool = tempfile::NamedTempFile::new().map_err(|e| spool_error(&e))?;
-                let mut out = tokio::fs::File::from_std(
-                    spool.reopen().map_err(|e| spool_error(&e))?,
-                );
+                let (spool, mut out) = Spool::create().await.map_err(|e| spool_error(&e))?;
                 let mut written = 0usize;
-                while let Some(chunk) = field.chunk().await.map_err(|e| multipart_error(&e, limit))?
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(|e| multipart_error(&e, limit))?
                 {
                     written = written.saturating_add(chunk.len());
                     if written > limit {
@@ -125,7 +156,7 @@ pub(crate) async fn upload(
     if let Some(media) = media.filter(|m| m != "application/octet-stream" && !m.is_empty()) {
         new = new.with_media_type(media);
     }
-    let mut body = tokio::fs::File::from_std(spool.reopen().map_err(|e| spool_error(&e))?);
+    let mut body = spool.reopen().await.map_err(|e| spool_error(&e))?;
     let meta = files.put(&id, new, &mut body).await?;
     Ok((StatusCode::CREATED, Json(UploadMeta::from_file(&meta))).into_response())
 }
@@ -243,7 +274,11 @@ fn download_headers(response: &mut Response, name: &str, media: &str, size: Opti
 }
 
 /// Streams a file of the workspace as a download.
-async fn send_file(files: &dyn Workspace, id: &ConversationId, meta: &FileMeta) -> ApiResult<Response> {
+async fn send_file(
+    files: &dyn Workspace,
+    id: &ConversationId,
+    meta: &FileMeta,
+) -> ApiResult<Response> {
     let content = files.open(id, &meta.id).await?;
     let stream = tokio_util::io::ReaderStream::new(content.reader).map_err(|e| {
         tracing::warn!("sending a file: {e}");
@@ -296,8 +331,9 @@ pub(crate) async fn file(
             .into_iter()
             .find(|f| f.kind == FileKind::Code && f.name == reference);
     }
-    let meta = found
-        .ok_or_else(|| ApiError::not_found(format!("no file {reference:?} in this conversation")))?;
+    let meta = found.ok_or_else(|| {
+        ApiError::not_found(format!("no file {reference:?} in this conversation"))
+    })?;
     send_file(files.as_ref(), &id, &meta).await
 }
 

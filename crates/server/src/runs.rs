@@ -189,7 +189,9 @@ async fn with_uploads(
             .ok()
             .flatten()
             .filter(|m| m.kind == FileKind::Upload)
-            .ok_or_else(|| ApiError::bad_request(format!("no upload {u:?} in this conversation")))?;
+            .ok_or_else(|| {
+                ApiError::bad_request(format!("no upload {u:?} in this conversation"))
+            })?;
         named.push(meta);
     }
     Ok(ba_agent::with_attachments(&text, &named))

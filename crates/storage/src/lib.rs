@@ -17,8 +17,7 @@
 //!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
 //!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
-//! - [`code::CodeStore`] (ST3) and [`upload::UploadStore`] (ST4), folder stores that the
-//!   workspace replaces; [`events::EventLog`] (ST5).
+//!   Code blocks (ST3) and uploads (ST4) are files of the workspace; [`events::EventLog`] (ST5).
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -47,7 +46,6 @@
 #![deny(missing_docs)]
 
 mod atomic;
-pub mod code;
 pub mod conformance;
 pub mod datafile;
 pub mod error;
@@ -58,7 +56,6 @@ pub mod import;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod store;
-pub mod upload;
 pub mod verify;
 pub mod workspace;
 
