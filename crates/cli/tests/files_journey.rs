@@ -1,3 +1,9 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
 //! The analyst's files end to end, through `ba-agent serve` and a model that decides (the
 //! scripted model of `ba-testkit`, answering by rules over what it is sent): uploads read by id
 //! as tables, `run_python` reading an upload and writing a chart and a workbook that the final
@@ -11,9 +17,7 @@ use std::sync::Arc;
 
 use ba_testkit::model::{Request, ScriptedModel, Turn};
 use serde_json::{Value, json};
-use support::{LIMIT, Served, until_finished};
-
-const TOKEN: &str = "files-journey-token";
+use support::files::{complete, config, output_ids, serve};
 
 /// Python with the libraries the journeys' code imports; a skip (a failure under CI) without.
 fn python_with_pandas() -> bool {
@@ -28,138 +32,6 @@ fn python_with_pandas() -> bool {
         ba_testkit::missing("python3 with pandas, matplotlib and openpyxl (.ci/tools.sh)");
     }
     ok
-}
-
-/// A configuration for `serve` against `model`, with answers in seed 003's structured form.
-fn config(dir: &Path, model: &ScriptedModel, extra: &str) -> std::path::PathBuf {
-    let path = dir.join("ba-agent.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "provider: anthropic\nmodel: claude-journey\nbase_url: {}\nresponse_mode: structured\n\
-             encoding: gbk\nmax_rounds: 8\nsub_agents: false\n{extra}",
-            model.anthropic_base_url()
-        ),
-    )
-    .unwrap();
-    path
-}
-
-/// `ba-agent serve --config CONFIG` with a key for the scripted model.
-async fn serve(home: &Path, config: &Path) -> Served {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"));
-    cmd.env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("BA_AGENT_CONFIG")
-        .env_remove("BA_AGENT_HOME")
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
-    let config = config.to_str().unwrap();
-    Served::start_with(cmd, TOKEN, home, &["--config", config]).await
-}
-
-/// A multipart body of one `file` part and a `description`.
-fn multipart(name: &str, media: &str, bytes: &[u8], description: &str) -> (String, Vec<u8>) {
-    let boundary = "ba-journey-boundary-7d1f";
-    let mut body = Vec::new();
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
-             Content-Type: {media}\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(
-        format!(
-            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\n\
-             {description}\r\n--{boundary}--\r\n"
-        )
-        .as_bytes(),
-    );
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
-
-impl Served {
-    async fn upload(&self, id: &str, name: &str, media: &str, bytes: &[u8]) -> Value {
-        let (content_type, body) = multipart(name, media, bytes, "from the journey");
-        let r = self
-            .http
-            .post(format!("{}/api/v1/conversations/{id}/uploads", self.base))
-            .bearer_auth(self.token)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{:?}", r.text().await);
-        r.json().await.unwrap()
-    }
-
-    /// Sends `text` with `uploads` and reads the run's events to `finished`.
-    async fn run(&self, id: &str, request: &str, text: &str, uploads: &[&str]) -> Vec<(String, Value)> {
-        let events = self
-            .get(&format!("/api/v1/conversations/{id}/events"))
-            .send()
-            .await
-            .unwrap();
-        let r = self
-            .post(
-                &format!("/api/v1/conversations/{id}/runs"),
-                &json!({"request_id": request, "input": {"type": "message", "text": text, "upload_ids": uploads}}),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 202, "{:?}", r.text().await);
-        tokio::time::timeout(LIMIT, until_finished(events)).await.unwrap()
-    }
-
-    async fn json(&self, path: &str) -> Value {
-        let r = self.get(path).send().await.unwrap();
-        assert!(r.status().is_success(), "GET {path}: {}", r.status());
-        r.json().await.unwrap()
-    }
-
-    async fn bytes(&self, path: &str) -> (u16, String, Vec<u8>) {
-        let r = self.get(path).send().await.unwrap();
-        let status = r.status().as_u16();
-        let media = r
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default();
-        (status, media, r.bytes().await.unwrap().to_vec())
-    }
-}
-
-/// The final answer of seed 003's structured form.
-fn complete(content: &str, links: &[String]) -> Turn {
-    Turn::text(
-        json!({
-            "task_analysis": "The analyst wants the uploads read and charted.",
-            "execution_plan": "R1: read the uploads; R2: chart them; R3: report.",
-            "current_round": 3,
-            "action": {"type": "complete", "content": content, "download_links": links,
-                       "recommended_questions": ["Which region grew fastest?"]}
-        })
-        .to_string(),
-    )
-}
-
-/// Every `output_NNN` a text names, in order, once each.
-fn output_ids(text: &str) -> Vec<String> {
-    let mut ids = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("output_") {
-        let digits: String = rest[at + 7..].chars().take_while(char::is_ascii_digit).collect();
-        if digits.len() >= 3 {
-            let id = format!("output_{digits}");
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        rest = &rest[at + 7..];
-    }
-    ids
 }
 
 const CHART_CODE: &str = r#"
@@ -229,7 +101,7 @@ async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
     ba_builtins::demo_data::generate(&data).unwrap();
     let home = dir.path().join("home");
     let model = analyst_model().await;
-    let config = config(dir.path(), &model, "");
+    let config = config(dir.path(), &model, "max_rounds: 8\n");
     let server = serve(&home, &config).await;
     let id = server.create().await;
 

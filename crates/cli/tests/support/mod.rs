@@ -1,5 +1,6 @@
 //! What the tests of `ba-agent serve` share: starting the binary on 127.0.0.1:0, a client with
-//! its token, reading an event stream to its `finished` frame, and SIGTERM.
+//! its token, reading an event stream to its `finished` frame, and SIGTERM; in [`files`], what
+//! the journeys through a conversation's files share.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -8,6 +9,12 @@ use ba_testkit::sse::SseParser;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+#[allow(
+    dead_code,
+    reason = "used by the test binaries about a conversation's files only"
+)]
+pub mod files;
 
 /// How long any one step may take before the test fails instead of hanging.
 pub const LIMIT: Duration = Duration::from_secs(120);
@@ -29,7 +36,10 @@ pub struct Served {
 }
 
 impl Served {
-    #[allow(dead_code, reason = "used by some of the test binaries that share this module")]
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that share this module"
+    )]
     pub async fn start(
         cmd: tokio::process::Command,
         token: &'static str,
@@ -109,7 +119,10 @@ impl Served {
     }
 
     /// Starts a run of `question` on conversation `id`: the answer's JSON.
-    #[allow(dead_code, reason = "used by some of the test binaries that share this module")]
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that share this module"
+    )]
     pub async fn ask(&self, id: &str, request_id: &str, question: &str) -> Value {
         let run = self
             .post(
