@@ -191,7 +191,10 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
     let (meta, code) = ba_storage::workspace::code::get_code(workspace.as_ref(), &id, "code_a")
         .await
         .unwrap();
-    assert_eq!((meta.file_name.as_str(), code.as_str()), ("code_a.sql", "SELECT 1"));
+    assert_eq!(
+        (meta.file_name.as_str(), code.as_str()),
+        ("code_a.sql", "SELECT 1")
+    );
     let entries = agent.entries(&id).await.unwrap();
     let fix = entries
         .iter()

@@ -55,7 +55,13 @@ async fn analyst_model() -> ScriptedModel {
         .rule(
             "read each upload by its id",
             |r| r.offers("file_reader") && r.round() == 0 && !r.uploads().is_empty(),
-            |r| Turn::calls(r.uploads().iter().map(|u| ("file_reader", json!({"path": u})))),
+            |r| {
+                Turn::calls(
+                    r.uploads()
+                        .iter()
+                        .map(|u| ("file_reader", json!({"path": u}))),
+                )
+            },
         )
         .rule(
             "chart the CSV once every upload was read as a table",
@@ -67,7 +73,10 @@ async fn analyst_model() -> ScriptedModel {
         )
         .rule(
             "report with the outputs the code wrote",
-            |r| r.last_result().is_some_and(|t| t.name == "run_python" && !t.is_error),
+            |r| {
+                r.last_result()
+                    .is_some_and(|t| t.name == "run_python" && !t.is_error)
+            },
             |r| {
                 let ids = output_ids(&r.last_result().unwrap().text);
                 let content = match ids.first() {
@@ -85,7 +94,11 @@ async fn analyst_model() -> ScriptedModel {
 fn assert_no_server_path(home: &Path, what: &str, text: &str) {
     let home = home.to_str().unwrap();
     if let Some(at) = text.find(home) {
-        let start = text[..at].char_indices().rev().nth(80).map_or(0, |(i, _)| i);
+        let start = text[..at]
+            .char_indices()
+            .rev()
+            .nth(80)
+            .map_or(0, |(i, _)| i);
         let shown: String = text[start..].chars().take(240).collect();
         panic!("{what} holds the server's folder {home}: …{shown}…");
     }
@@ -135,13 +148,27 @@ async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
     assert_eq!(reads.len(), 3, "{reads:#?}");
     for read in &reads {
         assert!(!read.is_error, "{read:#?}");
-        assert!(read.text.contains("target_amount") || read.text.contains("目标金额"), "{read:#?}");
+        assert!(
+            read.text.contains("target_amount") || read.text.contains("目标金额"),
+            "{read:#?}"
+        );
     }
-    assert!(reads[0].text.contains("xlsx") || reads[0].text.contains("workbook"), "{:#?}", reads[0]);
-    assert!(reads[1].text.contains("目标金额") && reads[1].text.contains("地区"), "GBK decoded: {:#?}", reads[1]);
+    assert!(
+        reads[0].text.contains("xlsx") || reads[0].text.contains("workbook"),
+        "{:#?}",
+        reads[0]
+    );
+    assert!(
+        reads[1].text.contains("目标金额") && reads[1].text.contains("地区"),
+        "GBK decoded: {:#?}",
+        reads[1]
+    );
     assert!(reads[2].text.contains("region"), "{:#?}", reads[2]);
     for read in &reads {
-        assert!(read.text.contains("csv") || read.text.contains("xlsx"), "{read:#?}");
+        assert!(
+            read.text.contains("csv") || read.text.contains("xlsx"),
+            "{read:#?}"
+        );
     }
 
     // run_python read the upload under its name and wrote a chart and a workbook.
@@ -156,7 +183,9 @@ async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
     let finished = frames.iter().find(|(e, _)| e == "final_answer").unwrap();
     let links = &finished.1["response"]["metadata"]["download_links"];
     assert_eq!(links, &json!(["output_001", "output_002"]), "{finished:#?}");
-    let files = server.json(&format!("/api/v1/conversations/{id}/files")).await;
+    let files = server
+        .json(&format!("/api/v1/conversations/{id}/files"))
+        .await;
     let listed = files["files"].as_array().unwrap();
     let by_id = |wanted: &str| listed.iter().find(|f| f["id"] == wanted).cloned().unwrap();
     assert_eq!(by_id("output_001")["name"], "chart.png");
@@ -185,7 +214,11 @@ async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
     let (status, _, back) = server
         .bytes(&format!("/api/v1/conversations/{id}/files/upload_002"))
         .await;
-    assert_eq!((status, back.as_slice()), (200, gbk.as_slice()), "the upload comes back byte for byte");
+    assert_eq!(
+        (status, back.as_slice()),
+        (200, gbk.as_slice()),
+        "the upload comes back byte for byte"
+    );
 
     // No server path reached the model, the events or the API's answers.
     for r in &requests {
@@ -194,7 +227,9 @@ async fn uploads_are_read_by_id_and_the_outputs_of_run_python_are_downloaded() {
     for (event, data) in &frames {
         assert_no_server_path(&home, event, &data.to_string());
     }
-    let messages = server.json(&format!("/api/v1/conversations/{id}/messages")).await;
+    let messages = server
+        .json(&format!("/api/v1/conversations/{id}/messages"))
+        .await;
     assert_no_server_path(&home, "/messages", &messages.to_string());
     assert_no_server_path(&home, "/files", &files.to_string());
     server.terminate().await;
@@ -210,7 +245,10 @@ fn probes(a_file: &str, a_folder: &str, conversations: &str) -> Vec<(&'static st
         ("file_reader", json!({"path": "a.txt"})),
         ("file_reader", json!({"path": "code_secret"})),
         ("file_reader", json!({"path": a_file})),
-        ("file_reader", json!({"path": "../conversations/A/files/upload_001"})),
+        (
+            "file_reader",
+            json!({"path": "../conversations/A/files/upload_001"}),
+        ),
         (
             "run_python",
             json!({"code": format!("print(open({a_file:?}).read())")}),
@@ -283,12 +321,24 @@ async fn a_conversation_cannot_reach_another_conversations_files() {
     let server = serve(&home, &config).await;
     let a = server.create().await;
     let up = server
-        .upload(&a, "secret.csv", "text/csv", format!("id,value\n1,{secret}\n").as_bytes())
+        .upload(
+            &a,
+            "secret.csv",
+            "text/csv",
+            format!("id,value\n1,{secret}\n").as_bytes(),
+        )
         .await;
     assert_eq!(up["id"], "upload_001");
-    let frames = server.run(&a, "a1", "This is conversation A.", &["upload_001"]).await;
-    assert!(frames.iter().any(|(e, _)| e == "final_answer"), "{frames:#?}");
-    let a_files = server.json(&format!("/api/v1/conversations/{a}/files")).await;
+    let frames = server
+        .run(&a, "a1", "This is conversation A.", &["upload_001"])
+        .await;
+    assert!(
+        frames.iter().any(|(e, _)| e == "final_answer"),
+        "{frames:#?}"
+    );
+    let a_files = server
+        .json(&format!("/api/v1/conversations/{a}/files"))
+        .await;
     let kinds: Vec<&str> = a_files["files"]
         .as_array()
         .unwrap()
@@ -318,20 +368,45 @@ async fn a_conversation_cannot_reach_another_conversations_files() {
     for (result, (tool, args)) in results.iter().zip(&list) {
         let observation = result["observation"].as_str().unwrap_or_default();
         assert_eq!(result["success"], false, "{tool} {args}: {observation}");
-        assert!(!observation.contains(secret), "{tool} {args} leaked: {observation}");
-        assert!(!observation.trim().is_empty(), "{tool} {args}: a clear error");
+        assert!(
+            !observation.contains(secret),
+            "{tool} {args} leaked: {observation}"
+        );
+        assert!(
+            !observation.trim().is_empty(),
+            "{tool} {args}: a clear error"
+        );
     }
     // B's own files: none of A's.
-    let b_files = server.json(&format!("/api/v1/conversations/{b}/files")).await;
+    let b_files = server
+        .json(&format!("/api/v1/conversations/{b}/files"))
+        .await;
     assert_eq!(b_files["files"], json!([]));
     for (what, path) in [
-        ("an upload", format!("/api/v1/conversations/{b}/uploads/upload_001")),
-        ("a file", format!("/api/v1/conversations/{b}/files/upload_001")),
-        ("code", format!("/api/v1/conversations/{b}/code/code_secret")),
-        ("an output", format!("/api/v1/conversations/{b}/files/output_001")),
+        (
+            "an upload",
+            format!("/api/v1/conversations/{b}/uploads/upload_001"),
+        ),
+        (
+            "a file",
+            format!("/api/v1/conversations/{b}/files/upload_001"),
+        ),
+        (
+            "code",
+            format!("/api/v1/conversations/{b}/code/code_secret"),
+        ),
+        (
+            "an output",
+            format!("/api/v1/conversations/{b}/files/output_001"),
+        ),
     ] {
         let (status, _, body) = server.bytes(&path).await;
-        assert_eq!(status, 404, "{what} of A through B: {}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            status,
+            404,
+            "{what} of A through B: {}",
+            String::from_utf8_lossy(&body)
+        );
     }
     // The probes name A's folders (the model chose to, and errors may quote them back);
     // nothing else in what the model was sent may name the server's home.
@@ -343,4 +418,95 @@ async fn a_conversation_cannot_reach_another_conversations_files() {
         assert_no_server_path(&home, "a model request", &text);
     }
     server.terminate().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_upload_attaches_files_and_saves_the_outputs_under_their_names() {
+    if !ba_testkit::require_tool("python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let model = ScriptedModel::builder()
+        .rule(
+            "read the attached file by its id",
+            |r| r.round() == 0 && r.uploads() == ["upload_001"],
+            |_| Turn::call("file_reader", json!({"path": "upload_001"})),
+        )
+        .rule(
+            "write a summary next to it",
+            |r| r.last_result().is_some_and(|t| t.name == "file_reader" && !t.is_error),
+            |r| {
+                let rows = if r.last_result().unwrap().text.contains("West") { 2 } else { 0 };
+                Turn::call(
+                    "run_python",
+                    json!({"code": format!(
+                        "import csv\nrows = list(csv.reader(open('regions.csv')))\n\
+                         open('outputs/summary.txt', 'w').write('rows: %d, seen: {rows}' % (len(rows) - 1))\n"
+                    )}),
+                )
+            },
+        )
+        .rule(
+            "report",
+            |r| r.last_result().is_some_and(|t| t.name == "run_python"),
+            |r| {
+                let ids = output_ids(&r.last_result().unwrap().text);
+                complete("Summary written.", &ids)
+            },
+        )
+        .start()
+        .await;
+    let config = config(dir.path(), &model, "max_rounds: 6\n");
+    let upload = dir.path().join("regions.csv");
+    std::fs::write(&upload, "region,amount\nWest,10\nEast,7\n").unwrap();
+    let outputs = dir.path().join("out");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--home")
+        .arg(&home)
+        .arg("--upload")
+        .arg(&upload)
+        .arg("--outputs")
+        .arg(&outputs)
+        .args(["--task", "Summarise the regions."])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Attached "), "{stdout}");
+    assert!(
+        stdout.contains("as upload_001 (text/csv, 29 bytes)"),
+        "{stdout}"
+    );
+    let saved = outputs.join("summary.txt");
+    assert!(
+        stdout.contains(&format!(
+            "output_001 summary.txt (16 bytes) saved to {}",
+            saved.display()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), "rows: 2, seen: 2");
+    // The message the model read names the upload by id and name, never by a path.
+    let first = &model.requests()[0];
+    assert!(
+        first
+            .last_user_text()
+            .contains("<file_ref>upload_001</file_ref> regions.csv")
+    );
+    for r in model.requests() {
+        assert_no_server_path(&home, "a model request", &r.body().to_string());
+        assert_no_server_path(dir.path(), "a model request", &r.body().to_string());
+    }
 }

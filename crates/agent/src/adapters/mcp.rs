@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ba_mcp::{
-    BinaryItem, BinaryKind, CallOptions, McpCallResult, McpError, McpManager, McpProgress, McpToolInfo,
+    BinaryItem, BinaryKind, CallOptions, McpCallResult, McpError, McpManager, McpProgress,
+    McpToolInfo,
 };
 use ba_protocol::tool::OutputLevel;
 use ba_tools::{
