@@ -68,7 +68,11 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .layer(RequestBodyLimitLayer::new(json_limit));
     let upload_routes = Router::new()
         .route(&format!("{conv}/uploads"), post(files::upload))
-        .layer(DefaultBodyLimit::max(upload_limit))
+        // The limit is the file's (the handler counts its bytes); the request may be larger by
+        // the multipart envelope and a description.
+        .layer(DefaultBodyLimit::max(
+            upload_limit.saturating_add(64 * 1024),
+        ))
         .layer(RequestBodyLimitLayer::new(
             upload_limit.saturating_add(64 * 1024),
         ));

@@ -256,6 +256,19 @@ async fn uploads_get_file_ref_ids_and_oversized_ones_get_413() {
     assert_eq!(r.status(), 413);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "too_large");
+    // The limit is the file's: one of exactly the limit is taken, its envelope besides.
+    let (ct, exact) = multipart("exact.csv", &vec![b'y'; 4096], "just fits");
+    let r = api
+        .http
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("Content-Type", ct)
+        .body(exact)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(r.json::<Value>().await.unwrap()["size"], 4096);
     // A JSON body over its limit is refused the same way (bodies small enough that the
     // client has written them all before the answer comes).
     let huge = "x".repeat(12 * 1024);
