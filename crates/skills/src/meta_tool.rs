@@ -216,12 +216,9 @@ impl ActivateSkill {
 
     fn instructions(&self, skill: &Skill) -> Result<String> {
         let body = self.skills.body(&skill.name)?;
-        let mut text = format!(
-            "Skill \"{}\" (base folder {}):\n\n{}",
-            skill.name,
-            skill.dir.display(),
-            body.trim()
-        );
+        // No folder of the server's disk goes to the model: the skill's files are named relative
+        // to the skill and loaded through `load_level` 3.
+        let mut text = format!("Skill \"{}\":\n\n{}", skill.name, body.trim());
         let resources = self.skills.resources(&skill.name)?;
         if !resources.is_empty() {
             text.push_str("\n\nFiles of this skill, readable on demand (path relative to the skill folder):\n");
