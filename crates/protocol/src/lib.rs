@@ -55,6 +55,7 @@ pub mod convert;
 pub mod error;
 mod fields;
 pub mod log;
+pub mod media;
 pub mod message;
 pub mod openai;
 pub mod round;

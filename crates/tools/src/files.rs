@@ -159,36 +159,7 @@ pub fn is_file_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// The media type of a file named `name`, from its extension (`application/octet-stream` when
-/// it has none that is known).
-pub fn media_type_for(name: &str) -> &'static str {
-    let ext = Path::new(name)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    match ext.as_str() {
-        "csv" => "text/csv",
-        "tsv" => "text/tab-separated-values",
-        "txt" | "log" => "text/plain",
-        "md" | "markdown" => "text/markdown",
-        "json" => "application/json",
-        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "xlsm" => "application/vnd.ms-excel.sheet.macroenabled.12",
-        "xls" => "application/vnd.ms-excel",
-        "ods" => "application/vnd.oasis.opendocument.spreadsheet",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "svg" => "image/svg+xml",
-        "pdf" => "application/pdf",
-        "html" | "htm" => "text/html",
-        "py" => "text/x-python",
-        "sql" => "application/sql",
-        _ => "application/octet-stream",
-    }
-}
+pub use ba_protocol::media::media_type_for;
 
 /// The last path component of `name`, refused when there is none (empty, `.`, `..`).
 fn display_name(name: &str) -> Result<String, ToolsError> {

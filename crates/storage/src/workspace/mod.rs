@@ -337,47 +337,7 @@ pub trait Workspace: Send + Sync + fmt::Debug {
 
 fn _object_safe(_: &dyn Workspace) {}
 
-/// The media type of a file called `name`, from its extension; `application/octet-stream`
-/// when the extension is unknown or missing.
-pub fn media_type_for(name: &str) -> &'static str {
-    let Some((_, ext)) = name.rsplit_once('.') else {
-        return "application/octet-stream";
-    };
-    match ext.to_ascii_lowercase().as_str() {
-        "csv" => "text/csv",
-        "tsv" | "tab" => "text/tab-separated-values",
-        "txt" | "log" => "text/plain",
-        "md" | "markdown" => "text/markdown",
-        "json" => "application/json",
-        "jsonl" | "ndjson" => "application/x-ndjson",
-        "xml" => "application/xml",
-        "yaml" | "yml" => "application/yaml",
-        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "xlsm" => "application/vnd.ms-excel.sheet.macroEnabled.12",
-        "xls" => "application/vnd.ms-excel",
-        "ods" => "application/vnd.oasis.opendocument.spreadsheet",
-        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "pptx" => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-        "parquet" => "application/vnd.apache.parquet",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "svg" => "image/svg+xml",
-        "pdf" => "application/pdf",
-        "html" | "htm" => "text/html",
-        "css" => "text/css",
-        "js" => "text/javascript",
-        "ts" => "text/x-typescript",
-        "py" => "text/x-python",
-        "r" => "text/x-r",
-        "sql" => "application/sql",
-        "sh" => "application/x-sh",
-        "zip" => "application/zip",
-        "gz" => "application/gzip",
-        _ => "application/octet-stream",
-    }
-}
+pub use ba_protocol::media::media_type_for;
 
 /// Checks an id a caller names: the rules of a conversation id, and not the name of a
 /// metadata file (`….json`).
