@@ -6,7 +6,7 @@
 //! appends the answer to the store, runs the answer's tool calls in parallel (tools crate; the
 //! `activate_skill` meta-tool through the skills crate) and appends each result as it is in.
 //! Rounds repeat until a final answer, the round limit, a failure, or cancellation (dropping
-//! the [`AgentRun`]).
+//! the [`Run`]).
 //!
 //! Everything the loop needs to go on is in the log: a model failure is appended with its
 //! partial output (`continue` resumes from it), and [`Input::Resume`] picks a crashed or
@@ -14,9 +14,8 @@
 //!
 
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
 use ba_context::{
     BuilderSettings, ContextBudget, ContextBuilder, ContextError, MessageCounter, ModelTokenizer,
@@ -25,17 +24,21 @@ use ba_context::{
 use ba_model::ModelClient;
 use ba_protocol::tool::PermissionLevel;
 use ba_protocol::{LogEntry, Mode};
-use ba_skills::{ConversationLocks, SkillSet};
+use ba_skills::SkillSet;
 use ba_storage::workspace::Workspace;
-use ba_storage::{ConversationId, ConversationStore, MetaUpdate, NewConversation, StorageError};
+use ba_storage::{
+    ConversationId, ConversationStore, MetaUpdate, NewConversation, RunHolder, RunLease,
+    StorageError,
+};
 use ba_tools::{DataSink, Tool, ToolOverride, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
 
 use crate::adapters::{SkillTool, TASK_TOOL, TaskTool};
-use crate::events::{AgentEvent, InputKind, RunSummary};
+use crate::events::InputKind;
 use crate::prompts::Prompts;
 use crate::report::ConversationReport;
+use crate::run::{CancelOutcome, Control, LiveRuns, Run, Signal};
 use crate::sources::{Sources, ToolSource};
 
 /// Why an agent could not be built or a conversation could not be used.
@@ -57,6 +60,17 @@ pub enum AgentError {
     /// A tool could not be registered.
     #[error(transparent)]
     Tools(#[from] ToolsError),
+    /// Another run holds the conversation (in this process or another one sharing the store).
+    #[error("conversation {conversation} already has a run going: {}", match holder {
+        Some(h) => h.to_string(),
+        None => "a run of another process".to_owned(),
+    })]
+    Busy {
+        /// The conversation.
+        conversation: String,
+        /// Who runs it, when the store could say.
+        holder: Option<RunHolder>,
+    },
 }
 
 /// How the model is asked to answer.
@@ -103,6 +117,11 @@ pub struct AgentSettings {
     /// Times a malformed structured answer is sent back for a fix before it is taken as
     /// plain text.
     pub format_retries: u32,
+    /// How often a run looks in the store for a cancel request from another process.
+    pub cancel_poll: Duration,
+    /// Who runs, as a lease names it to anyone refused (`ba-agent serve`); the process id and
+    /// host are added.
+    pub holder: String,
 }
 
 impl Default for AgentSettings {
@@ -122,6 +141,8 @@ impl Default for AgentSettings {
             permission_level: PermissionLevel::Default,
             storage_dir: None,
             format_retries: 2,
+            cancel_poll: Duration::from_secs(1),
+            holder: "ba-agent".to_owned(),
         }
     }
 }
@@ -187,26 +208,6 @@ impl RunOptions {
     }
 }
 
-/// Cancels a run from anywhere (cheap to clone). Cancelling is cooperative and idempotent:
-/// the model call in flight is cut and what it streamed is appended as an `llm_error` of kind
-/// `cancelled`; tool calls under way are left to a resume; no new round starts.
-#[derive(Debug, Clone)]
-pub struct RunCanceller {
-    tx: Arc<tokio::sync::watch::Sender<bool>>,
-}
-
-impl RunCanceller {
-    /// Asks the run to stop now.
-    pub fn cancel(&self) {
-        self.tx.send_replace(true);
-    }
-
-    /// Whether the run was asked to stop.
-    pub fn is_cancelled(&self) -> bool {
-        *self.tx.borrow()
-    }
-}
-
 /// What [`Agent::compact`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Compaction {
@@ -236,7 +237,11 @@ pub(crate) struct Inner {
     /// show as a preview or a trace.
     pub(crate) sink: Option<Arc<dyn DataSink>>,
     pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
-    pub(crate) runs: ConversationLocks,
+    /// The runs going on in this process, for cancels by run id.
+    pub(crate) live: Arc<LiveRuns>,
+    /// How this process is named to a run refused the lease: the settings' `holder`, the
+    /// process id and the host.
+    pub(crate) holder: String,
 }
 
 /// The orchestrator. Cheap to clone; clones share everything (store, tools, caches).
@@ -474,7 +479,14 @@ impl AgentBuilder {
             pipeline,
             MessageCounter::new(tokenizer),
         );
+        let holder = format!(
+            "{}, pid {} on {}",
+            self.settings.holder,
+            std::process::id(),
+            host_name()
+        );
         let inner = Inner {
+            holder,
             client: self.client,
             settings: self.settings,
             prompts: self.prompts,
@@ -486,7 +498,7 @@ impl AgentBuilder {
             builder,
             sink,
             summarizer: self.summarizer,
-            runs: ConversationLocks::new(1024),
+            live: Arc::default(),
         };
         Ok(Agent {
             inner: Arc::new(inner),
@@ -563,41 +575,95 @@ impl Agent {
         Ok(())
     }
 
-    /// Starts a run on a tokio task and returns its events as a stream. Dropping the stream
-    /// cancels the run; what was appended stays, and [`Input::Resume`] goes on from it.
-    /// Must be called within a tokio runtime.
-    pub fn send(&self, id: &ConversationId, input: Input) -> AgentRun {
+    /// Starts a run on a tokio task and returns its events as a stream. The run takes the
+    /// conversation's lease first; when another run holds it, the stream says so (an
+    /// [`AgentEvent::Error`] of kind `busy` naming the holder, then a failed
+    /// [`AgentEvent::Finished`]). Dropping the stream cancels the run; what was appended stays,
+    /// and [`Input::Resume`] goes on from it. Must be called within a tokio runtime.
+    pub fn send(&self, id: &ConversationId, input: Input) -> Run {
         self.send_with(id, input, RunOptions::default())
     }
 
     /// [`Agent::send`] with options: the caller's ids and more events.
-    pub fn send_with(&self, id: &ConversationId, input: Input, options: RunOptions) -> AgentRun {
+    pub fn send_with(&self, id: &ConversationId, input: Input, options: RunOptions) -> Run {
+        let run_id = run_id_of(&options);
+        self.spawn(id, input, options, run_id, None)
+    }
+
+    /// Takes the conversation's lease, then starts the run as [`Agent::send_with`] does: a
+    /// refusal comes back here, before anything runs.
+    ///
+    /// # Errors
+    /// [`AgentError::Busy`] naming the run that holds the conversation; the store's.
+    pub async fn start(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+    ) -> Result<Run, AgentError> {
+        let run_id = run_id_of(&options);
+        let lease = crate::run::take_lease(&self.inner, id, &run_id).await?;
+        Ok(self.spawn(id, input, options, run_id, Some(lease)))
+    }
+
+    fn spawn(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+        run_id: String,
+        lease: Option<RunLease>,
+    ) -> Run {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let inner = Arc::clone(&self.inner);
-        let id = id.clone();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-        let signals = crate::run::Signals {
-            stop: flag,
-            cancel: cancel_rx,
+        let (control, signal) = Control::new();
+        let launch = crate::run::Launch {
+            inner: Arc::clone(&self.inner),
+            id: id.clone(),
+            input,
+            options,
+            run_id: run_id.clone(),
+            lease,
+            tx,
+            control: control.clone(),
+            signal,
         };
         // The caller's span (a `task` tool call, for a sub-agent) becomes the run's parent, so
         // a child agent's run nests in the call that started it; a front end has none.
-        let task = tokio::spawn(
-            async move {
-                crate::run::run(inner, id, input, tx, signals, options).await;
-            }
-            .instrument(tracing::Span::current()),
-        );
-        AgentRun {
-            rx,
-            task: Some(task),
-            stop,
-            cancel: RunCanceller {
-                tx: Arc::new(cancel_tx),
-            },
+        tokio::spawn(crate::run::run(launch).instrument(tracing::Span::current()));
+        Run::new(run_id, rx, control)
+    }
+
+    /// Cancels run `run_id` of a conversation wherever it goes on: in this process at once,
+    /// in another process sharing the store through a request that process finds within its
+    /// [`AgentSettings::cancel_poll`]. Without `run_id`, the run that holds the conversation.
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn cancel(
+        &self,
+        id: &ConversationId,
+        run_id: Option<&str>,
+    ) -> Result<CancelOutcome, AgentError> {
+        if let Some(control) = run_id.and_then(|r| self.inner.live.get(r)) {
+            control.raise(Signal::Cancel);
+            return Ok(CancelOutcome::Cancelling);
         }
+        if run_id.is_none()
+            && let Some(holder) = self.inner.store.run_holder(id).await?
+            && let Some(control) = self.inner.live.get(&holder.run_id)
+        {
+            control.raise(Signal::Cancel);
+            return Ok(CancelOutcome::Cancelling);
+        }
+        Ok(Run::request_cancel(self.inner.store.as_ref(), id, run_id).await?)
+    }
+
+    /// Who runs the conversation now (in any process sharing the store), if anyone.
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>, AgentError> {
+        Ok(self.inner.store.run_holder(id).await?)
     }
 
     /// Summarises the conversation so far into one entry; later requests start from it.
@@ -641,69 +707,21 @@ impl Agent {
     }
 }
 
-/// The error of a run whose stream ended without [`AgentEvent::Finished`].
-pub const NO_SUMMARY: &str = "the run ended without a summary (it was cancelled or panicked)";
-
-/// A running conversation turn: a stream of [`AgentEvent`]s ending with
-/// [`AgentEvent::Finished`]. Dropping it cancels the run.
-#[derive(Debug)]
-pub struct AgentRun {
-    rx: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
-    task: Option<tokio::task::JoinHandle<()>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    cancel: RunCanceller,
+/// The run id of `options`, or a new one.
+fn run_id_of(options: &RunOptions) -> String {
+    options
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("run_{}", uuid::Uuid::new_v4().simple()))
 }
 
-impl AgentRun {
-    /// A handle that cancels the run (see [`RunCanceller`]); keep reading the stream to its
-    /// end, which comes with [`AgentEvent::Cancelled`] and [`AgentEvent::Finished`].
-    pub fn canceller(&self) -> RunCanceller {
-        self.cancel.clone()
-    }
-
-    /// Asks the run to stop at the end of its round: the model call and tool calls under way
-    /// finish and land in the log, no new round starts, and the run ends with
-    /// [`RunStatus::Stopped`](crate::RunStatus::Stopped). Keep reading the stream to its end.
-    pub fn stop_after_round(&self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Waits for the end of the run, dropping the other events.
-    pub async fn finish(mut self) -> RunSummary {
-        use futures::StreamExt;
-        while let Some(event) = self.next().await {
-            if let AgentEvent::Finished(summary) = event {
-                return summary;
-            }
-        }
-        RunSummary::failed("", NO_SUMMARY)
-    }
-
-    /// Collects every event up to the end.
-    pub async fn collect_events(mut self) -> Vec<AgentEvent> {
-        use futures::StreamExt;
-        let mut out = Vec::new();
-        while let Some(event) = self.next().await {
-            out.push(event);
-        }
-        out
-    }
-}
-
-impl futures::Stream for AgentRun {
-    type Item = AgentEvent;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.rx.poll_recv(cx)
-    }
-}
-
-impl Drop for AgentRun {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-    }
+/// The host's name, as the kernel has it; `localhost` where it cannot be read.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty() && h.len() <= 64 && !h.contains(char::is_control))
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// The tokenizer of `model`; `cl100k_base` for a model the context crate does not know.

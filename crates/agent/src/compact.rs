@@ -12,12 +12,13 @@ use crate::records::{self, EntryKind, keys};
 use crate::run::{new_id, now};
 
 pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compaction, AgentError> {
-    let _running = inner
-        .runs
-        .try_lock(id.as_str())
-        .ok_or_else(|| AgentError::Config {
-            message: format!("conversation {id} has a run going; compact it when the run is over"),
-        })?;
+    // A compaction holds the conversation like a run: it never interleaves with one.
+    let _lease = crate::run::take_lease(
+        inner,
+        id,
+        &format!("compact_{}", uuid::Uuid::new_v4().simple()),
+    )
+    .await?;
     let loaded = inner.store.load(id).await?;
     let last_seq = loaded.last_seq;
     let log = loaded.into_entries();

@@ -6,7 +6,7 @@
 //! business-analysis tools of `ba-builtins` are one choice), the store (`ba-storage`'s
 //! `ConversationStore`), the skills (`ba-skills`) and the context strategy (`ba-context`).
 //!
-//! - [`Agent`], built once by an [`AgentBuilder`], runs a conversation's turn as an [`AgentRun`]:
+//! - [`Agent`], built once by an [`AgentBuilder`], runs a conversation's turn as a [`Run`]:
 //!   an async stream of typed [`AgentEvent`]s ending with [`AgentEvent::Finished`]. Dropping it
 //!   cancels the run; what was appended stays and [`Input::Resume`] goes on from it.
 //! - Each round builds the window with the context crate's `ContextBuilder` (system prompt per
@@ -66,10 +66,10 @@ pub use adapters::{
     WorkspaceFiles, activation_text, file_info, transcript, with_attachments,
 };
 pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentRun, AgentSettings, Compaction, Input, NO_SUMMARY,
-    ResponseMode, RunCanceller, RunOptions,
+    Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
 };
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange};
+pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use sources::{SourceSnapshot, ToolSource};

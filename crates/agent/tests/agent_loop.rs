@@ -485,13 +485,13 @@ impl ModelClient for HangsOnce {
 const FAILS_AFTER: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[tokio::test]
-async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
+async fn dropping_a_run_cancels_it_like_a_cancel_and_resume_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (called_tx, called) = tokio::sync::oneshot::channel();
     let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
     let turns = [text_turn(
         "42.",
-        json!({"role": "user", "text": "Total sales?"}),
+        json!({"role": "user", "text": "continue"}),
     )];
     let client = Arc::new(HangsOnce {
         called: std::sync::Mutex::new(Some(called_tx)),
@@ -522,11 +522,20 @@ async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
         .await
         .expect("the model call was still running after the run was dropped")
         .unwrap();
-    let entries = agent.entries(&id).await.unwrap();
-    assert_eq!(entries.len(), 1, "only the question was stored");
-
-    // The cancelled run let the conversation go: the same agent resumes it at once.
+    // The cancel is recorded like any other: the question, then the cut turn (nothing had
+    // streamed) as an `llm_error` of kind `cancelled`.
     let s = agent.send(&id, Input::Resume).finish().await;
+    let entries = agent.entries(&id).await.unwrap();
+    assert_eq!(entries[0].text(), "Total sales?");
+    assert_eq!(
+        entries[1].llm_error.as_ref().map(|e| e.kind),
+        Some(ba_protocol::LlmErrorKind::Cancelled),
+        "{:#?}",
+        entries[1]
+    );
+
+    // The same agent resumes it as soon as the cancelled run has let it go (a new run waits
+    // for a cancelled one of its own process, instead of being refused).
     assert_eq!(s.status, RunStatus::Answered, "{s:#?}");
     assert_eq!(s.final_answer.as_deref(), Some("42."));
     let resumed = client.then.requests();
@@ -536,7 +545,8 @@ async fn dropping_a_run_cancels_it_and_resume_answers_the_stored_question() {
         .iter()
         .map(|e| e.text().into_owned())
         .collect();
-    assert_eq!(texts, ["Total sales?"]);
+    assert_eq!(texts.first().map(String::as_str), Some("Total sales?"));
+    assert_eq!(texts.last().map(String::as_str), Some("continue"));
 }
 
 /// Records the system prompt of every request, then lets the replay client answer.

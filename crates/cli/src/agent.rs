@@ -124,6 +124,19 @@ pub(crate) struct ChatArgs {
     opts: AgentOpts,
 }
 
+/// `ba-agent cancel`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CancelArgs {
+    /// The conversation whose run to cancel.
+    conv: String,
+    /// Cancel only this run (as `ba-agent serve` or a refusal names it).
+    #[arg(long, value_name = "RUN_ID")]
+    run: Option<String>,
+    /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
+    #[arg(long, alias = "store", value_name = "DIR")]
+    home: Option<PathBuf>,
+}
+
 /// `ba-agent inspect`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct InspectArgs {
@@ -144,6 +157,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// The exit code of a run refused because another run holds the conversation.
+const BUSY: u8 = 3;
+
 fn exit_code(summary: &RunSummary) -> ExitCode {
     match summary.status {
         RunStatus::Answered => ExitCode::SUCCESS,
@@ -159,7 +175,30 @@ async fn drive(
     printer: &mut Printer,
 ) -> RunSummary {
     let _printing = crate::out::run_guard();
-    let mut run = agent.send(id, input);
+    let mut run = match agent
+        .start(id, input, ba_agent::RunOptions::default())
+        .await
+    {
+        Ok(run) => run,
+        Err(e) => {
+            // Refused before anything ran: another run holds the conversation (named), or
+            // the store failed.
+            let kind = if matches!(e, ba_agent::AgentError::Busy { .. }) {
+                "busy"
+            } else {
+                "store"
+            };
+            let summary = RunSummary::failed(id.as_str(), e.to_string());
+            printer.event(&AgentEvent::Error {
+                round: 0,
+                kind: kind.into(),
+                message: e.to_string(),
+                resumable: false,
+            });
+            printer.event(&AgentEvent::Finished(summary.clone()));
+            return summary;
+        }
+    };
     let mut summary = None;
     while let Some(event) = run.next().await {
         // Nobody reads any more (`… | head`): let the round under way land in the log, then
@@ -269,6 +308,7 @@ pub(crate) async fn start_mcp(
 }
 
 async fn open_conversation(
+    front_end: &str,
     config: &Config,
     ext: &ExtOpts,
     given: Option<&str>,
@@ -292,7 +332,13 @@ async fn open_conversation(
     };
     let client = config.client(played)?;
     let mcp = start_mcp(config, &extensions).await?;
-    let agent = config.agent(client, store, &extensions.skill_roots, mcp.as_ref())?;
+    let agent = config.agent(
+        front_end,
+        client,
+        store,
+        &extensions.skill_roots,
+        mcp.as_ref(),
+    )?;
     let id = match id {
         Some(id) => {
             if let Some(mode) = mode {
@@ -334,12 +380,23 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     let rt = runtime()?;
     rt.block_on(async {
         let title = args.task.as_ref().map(|t| t.chars().take(80).collect());
-        let session = open_conversation(&config, ext, given.as_deref(), mode, title).await?;
+        let session =
+            open_conversation("ba-agent run", &config, ext, given.as_deref(), mode, title).await?;
         let (agent, id) = (&session.agent, &session.id);
         let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
         let mut printer = Printer::new(args.opts.json, streaming);
         if !args.opts.json {
             outln!("Conversation {id}");
+        }
+        if let Some(holder) = agent.run_holder(id).await? {
+            // Refused before anything is attached or appended: exit 3.
+            let busy = ba_agent::AgentError::Busy {
+                conversation: id.to_string(),
+                holder: Some(holder),
+            };
+            eprintln!("error: {busy}");
+            session.close().await;
+            return Ok(ExitCode::from(BUSY));
         }
         let input = match input {
             Input::Message(text) => {
@@ -374,6 +431,7 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     let mode = args.opts.mode.map(Mode::from);
     let rt = runtime()?;
     let session = rt.block_on(open_conversation(
+        "ba-agent chat",
         &config,
         ext,
         args.conversation.as_deref(),
@@ -614,6 +672,40 @@ async fn save_outputs(
         }
     }
     Ok(())
+}
+
+/// `ba-agent cancel`: asks the run going on a conversation — in any process sharing the store
+/// (`run`, `chat`, `serve`) — to stop, through the store. Exit 0 when a run was asked, 1 when
+/// none goes on.
+pub(crate) fn cancel(args: CancelArgs) -> CliResult {
+    let mut config = Config::load(None)?;
+    if let Some(home) = args.home {
+        config.home = Some(home);
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let store = config.shared_store().await.map_err(CliError::input)?;
+        let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
+        store
+            .metadata(&id)
+            .await
+            .with_context(|| format!("conversation {id} in {}", config.home().display()))
+            .map_err(CliError::input)?;
+        let holder = store.run_holder(&id).await.map_err(anyhow::Error::from)?;
+        let outcome = ba_agent::Run::request_cancel(store.as_ref(), &id, args.run.as_deref())
+            .await
+            .map_err(anyhow::Error::from)?;
+        match (outcome, holder) {
+            (ba_agent::CancelOutcome::NotRunning, _) | (_, None) => {
+                outln!("No run goes on in conversation {id}.");
+                Ok(ExitCode::from(1))
+            }
+            (_, Some(holder)) => {
+                outln!("Asked {holder} to cancel.");
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
 }
 
 pub(crate) fn inspect(args: InspectArgs) -> CliResult {

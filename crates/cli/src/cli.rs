@@ -31,6 +31,8 @@ enum Command {
     Chat(agent::ChatArgs),
     /// Print the metrics report of a stored conversation.
     Inspect(agent::InspectArgs),
+    /// Cancel the run going on a conversation, in any process sharing the store.
+    Cancel(agent::CancelArgs),
     /// Serve the HTTP API (conversations, runs, event streams, uploads) on loopback.
     Serve(serve::ServeArgs),
     /// Convert a conversation between Anthropic, OpenAI and log formats.
@@ -132,6 +134,7 @@ pub(crate) fn main() -> ExitCode {
         ))),
         Command::Demo(args) => agent::demo(args),
         Command::Inspect(args) => agent::inspect(args),
+        Command::Cancel(args) => agent::cancel(args),
         Command::Serve(args) => serve::run(args, &ext),
         Command::Convert(args) => convert::run(args),
         Command::Log(cmd) => log::run(cmd),

@@ -411,9 +411,11 @@ impl Config {
     }
 
     /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]),
-    /// with the plugins' skills of `plugin_roots` and the tools of `mcp`'s servers.
+    /// with the plugins' skills of `plugin_roots` and the tools of `mcp`'s servers; its runs'
+    /// leases name `front_end` (`ba-agent serve`) as their holder.
     pub(crate) fn agent(
         &self,
+        front_end: &str,
         client: Arc<dyn ModelClient>,
         store: Arc<dyn ConversationStore>,
         plugin_roots: &[SkillRoot],
@@ -429,6 +431,7 @@ impl Config {
             .sub_agents(self.sub_agents.unwrap_or(true))
             .configure(|s| {
                 s.model = model;
+                s.holder = front_end.to_owned();
                 if let Some(m) = self.response_mode {
                     s.response_mode = m;
                 }

@@ -104,6 +104,7 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             let extensions = Extensions::gather(&config, ext)?;
             mcp = crate::agent::start_mcp(&config, &extensions).await?;
             let agent = config.agent(
+                "ba-agent serve",
                 config.client(0)?,
                 config.shared_store().await?,
                 &extensions.skill_roots,

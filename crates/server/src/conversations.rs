@@ -231,10 +231,11 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = conversation_id(&id)?;
-    if let Some(hub) = state.existing_hub(&id)
-        && let Some(run) = hub.lock().run.as_ref()
-    {
-        return Err(ApiError::busy(id.as_str(), &run.run_id));
+    if let Some(holder) = state.agent().run_holder(&id).await? {
+        return Err(ApiError::from(ba_agent::AgentError::Busy {
+            conversation: id.to_string(),
+            holder: Some(holder),
+        }));
     }
     if !state.store().delete(&id).await? {
         return Err(ApiError::not_found(format!("no conversation {id}")));

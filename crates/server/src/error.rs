@@ -136,6 +136,18 @@ impl From<AgentError> for ApiError {
     fn from(e: AgentError) -> Self {
         match e {
             AgentError::Store(s) => s.into(),
+            AgentError::Busy {
+                ref conversation,
+                ref holder,
+            } => {
+                let mut busy = Self::busy(
+                    conversation,
+                    holder.as_ref().map_or("", |h| h.run_id.as_str()),
+                );
+                busy.message = e.to_string();
+                busy.active_run_id = holder.as_ref().map(|h| h.run_id.clone());
+                busy
+            }
             AgentError::Context(c) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "context", c.to_string())
             }

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ba_agent::{AgentEvent, RunCanceller, RunStatus};
+use ba_agent::{AgentEvent, RunStatus};
 use serde_json::{Map, Value};
 
 use crate::wire::{EntryFrame, OpenCall, SyncFrame};
@@ -96,12 +96,11 @@ impl Frame {
     }
 }
 
-/// The run in flight.
+/// The run of this process in flight (the lease in the store is what keeps others out; this
+/// is what the streams show).
 #[derive(Debug)]
 pub(crate) struct ActiveRun {
     pub(crate) run_id: String,
-    pub(crate) canceller: Option<RunCanceller>,
-    pub(crate) cancel_requested: bool,
     /// The round in flight and what it streamed, for the `sync` frame of a reconnect.
     sync: SyncFrame,
 }
@@ -223,17 +222,8 @@ impl Hub {
             .map(|(_, run)| run.clone())
     }
 
-    /// Marks a run as started (the caller holds the lock and checked nothing runs).
-    pub(crate) fn begin(state: &mut HubState, run_id: &str, request_id: &str) {
-        state.run = Some(ActiveRun {
-            run_id: run_id.to_owned(),
-            canceller: None,
-            cancel_requested: false,
-            sync: SyncFrame {
-                run_id: run_id.to_owned(),
-                ..SyncFrame::default()
-            },
-        });
+    /// Remembers which run a request id started (the caller holds the lock and found none).
+    pub(crate) fn remember(state: &mut HubState, request_id: &str, run_id: &str) {
         state
             .requests
             .push_back((request_id.to_owned(), run_id.to_owned()));
@@ -243,38 +233,19 @@ impl Hub {
     }
 
     /// Forgets a run that could not start (and the request id that asked for it).
-    pub(crate) fn abandon(&self, run_id: &str) {
-        let mut state = self.lock();
-        if state.run.as_ref().is_some_and(|r| r.run_id == run_id) {
-            state.run = None;
-        }
-        state.requests.retain(|(_, run)| run != run_id);
+    pub(crate) fn forget(&self, run_id: &str) {
+        self.lock().requests.retain(|(_, run)| run != run_id);
     }
 
-    /// Gives the run its canceller; a cancel asked for before it had one applies now.
-    pub(crate) fn attach(&self, run_id: &str, canceller: RunCanceller) {
-        let mut state = self.lock();
-        if let Some(run) = state.run.as_mut().filter(|r| r.run_id == run_id) {
-            if run.cancel_requested {
-                canceller.cancel();
-            }
-            run.canceller = Some(canceller);
-        }
-    }
-
-    /// Asks run `run_id` to stop; `false` when it is not the run in flight.
-    pub(crate) fn cancel(&self, run_id: &str) -> bool {
-        let mut state = self.lock();
-        match state.run.as_mut().filter(|r| r.run_id == run_id) {
-            Some(run) => {
-                run.cancel_requested = true;
-                if let Some(c) = &run.canceller {
-                    c.cancel();
-                }
-                true
-            }
-            None => false,
-        }
+    /// Marks run `run_id` (which holds the conversation's lease) as the one in flight.
+    pub(crate) fn begin(&self, run_id: &str) {
+        self.lock().run = Some(ActiveRun {
+            run_id: run_id.to_owned(),
+            sync: SyncFrame {
+                run_id: run_id.to_owned(),
+                ..SyncFrame::default()
+            },
+        });
     }
 
     /// Publishes one event of run `run_id`.

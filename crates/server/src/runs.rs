@@ -9,9 +9,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use ba_agent::{AgentEvent, Input, RunOptions, RunSummary, records};
+use ba_agent::{AgentEvent, CancelOutcome, Input, Run, RunOptions, RunSummary, records};
+use ba_storage::ConversationId;
 use ba_storage::workspace::FileKind;
-use ba_storage::{ConversationId, RunLease};
 use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;
@@ -58,16 +58,6 @@ fn accepted(id: &ConversationId, run_id: &str, existing: bool) -> impl IntoRespo
             events: format!("/api/v1/conversations/{id}/events"),
         }),
     )
-}
-
-/// The run id of the last run the log records (the one in flight on another server).
-async fn last_logged_run(state: &AppState, id: &ConversationId) -> ApiResult<Option<String>> {
-    let loaded = state.store().load(id).await?;
-    Ok(loaded
-        .entries
-        .iter()
-        .rev()
-        .find_map(|s| records::run_ids(&s.entry).and_then(|(_, run)| run)))
 }
 
 /// The run a request id started earlier, from the log (after a restart of the server).
@@ -138,34 +128,23 @@ pub(crate) async fn start(
         if let Some(existing) = Hub::run_of_request(&hs, &request_id) {
             return Ok(accepted(&id, &existing, true));
         }
-        if let Some(active) = &hs.run {
-            return Err(ApiError::busy(id.as_str(), &active.run_id));
-        }
-        // Registered before the lock below is awaited, so a concurrent retry in this process
-        // finds this run.
-        Hub::begin(&mut hs, &run_id, &request_id);
+        // Remembered before the lease is awaited, so a concurrent retry in this process finds
+        // this run.
+        Hub::remember(&mut hs, &request_id, &run_id);
     }
-    // The lock that spans processes sharing the store (a file lock, a PostgreSQL advisory
-    // lock): a run of another server on this conversation refuses this one.
-    let lease = match state.store().try_lock_run(&id).await {
-        Ok(Some(lease)) => lease,
-        refused => {
-            hub.abandon(&run_id);
-            refused?;
-            let active = last_logged_run(&state, &id)
-                .await?
-                .unwrap_or_else(|| "a run of another server".to_owned());
-            return Err(ApiError::busy(id.as_str(), &active));
+    // The run's lease refuses it while another run holds the conversation, here or on another
+    // server sharing the store.
+    let options = RunOptions::default()
+        .with_ids(request_id, run_id.clone())
+        .with_durable_events();
+    let run = match state.agent().start(&id, input, options).await {
+        Ok(run) => run,
+        Err(e) => {
+            hub.forget(&run_id);
+            return Err(e.into());
         }
     };
-    let run = NewRun {
-        id: id.clone(),
-        input,
-        request_id,
-        run_id: run_id.clone(),
-        lease,
-    };
-    spawn_run(&state, hub, run);
+    spawn_run(&state, hub, id.clone(), run);
     Ok(accepted(&id, &run_id, false))
 }
 
@@ -214,97 +193,30 @@ impl Drop for RunGuard {
     }
 }
 
-/// A run about to start.
-struct NewRun {
-    id: ConversationId,
-    input: Input,
-    request_id: String,
-    run_id: String,
-    lease: RunLease,
-}
-
-fn spawn_run(state: &AppState, hub: Arc<Hub>, run: NewRun) {
+/// Carries a run's events to the conversation's hub (the open event streams), on a task of
+/// the server's: a run belongs to the server, not to a connection.
+fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, mut run: Run) {
     state.0.running.send_modify(|n| *n += 1);
-    let NewRun {
-        id,
-        input,
-        request_id,
-        run_id,
-        lease,
-    } = run;
+    let run_id = run.id().to_owned();
+    hub.begin(&run_id);
     let guard = RunGuard {
         state: state.clone(),
         hub: Arc::clone(&hub),
         run_id: run_id.clone(),
     };
-    let agent = state.agent().clone();
-    let store = state.store().clone();
-    let poll = state.config().log_poll;
     tokio::spawn(async move {
         let _guard = guard;
-        let mut lease = Some(lease);
-        // A request left by a run that ended without clearing it names another run; drop it.
-        if let Err(e) = store.clear_cancel(&id).await {
-            tracing::warn!(conversation = %id, "clearing an old cancel request: {e}");
-        }
-        let options = RunOptions::default()
-            .with_ids(request_id, run_id.clone())
-            .with_durable_events();
-        let mut run = agent.send_with(&id, input, options);
-        let canceller = run.canceller();
-        hub.attach(&run_id, canceller.clone());
         let mut finished = false;
-        // Another server sharing the store may be asked to cancel this run: it records the
-        // request in the store, and this run looks for it.
-        let mut look = tokio::time::interval(poll);
-        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let event = tokio::select! {
-                event = run.next() => event,
-                _ = look.tick(), if !canceller.is_cancelled() => {
-                    match store.cancel_requested(&id).await {
-                        Ok(Some(requested)) if requested == run_id => {
-                            hub.cancel(&run_id);
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(conversation = %id, "reading cancel requests: {e}"),
-                    }
-                    continue;
-                }
-            };
-            let Some(event) = event else { break };
-            if matches!(event, AgentEvent::Finished(_)) {
-                finished = true;
-                if let Err(e) = store.clear_cancel(&id).await {
-                    tracing::warn!(conversation = %id, "clearing the cancel request: {e}");
-                }
-                // Free for every server before anyone hears the run is over.
-                lease = None;
-            }
+        while let Some(event) = run.next().await {
+            finished |= matches!(event, AgentEvent::Finished(_));
             hub.publish_event(&run_id, &event);
         }
-        drop(lease);
         // A run whose task died without its summary still ends on every stream.
         if !finished {
             let summary = RunSummary::failed(id.as_str(), ba_agent::NO_SUMMARY);
             hub.publish_event(&run_id, &AgentEvent::Finished(summary));
         }
     });
-}
-
-/// Asks another server sharing the store to cancel `run_id`: when the conversation's run lock
-/// is held elsewhere and `run_id` is the run its log names last, a request is recorded in the
-/// store for that server to find. `false` when no such run goes on (or the store cannot carry
-/// the request).
-async fn cancel_elsewhere(state: &AppState, id: &ConversationId, run_id: &str) -> ApiResult<bool> {
-    if state.store().try_lock_run(id).await?.is_some() {
-        // Nobody runs the conversation (the lease just taken is dropped here).
-        return Ok(false);
-    }
-    if last_logged_run(state, id).await?.as_deref() != Some(run_id) {
-        return Ok(false);
-    }
-    Ok(state.store().request_cancel(id, run_id).await?)
 }
 
 /// Cancels a run: cooperative (the partial answer is kept) and idempotent; on a run of another
@@ -314,8 +226,9 @@ pub(crate) async fn cancel(
     Path((id, run_id)): Path<(String, String)>,
 ) -> ApiResult<impl IntoResponse> {
     let id = conversation_id(&id)?;
-    let hub = state.hub(&id).await?;
-    let cancelling = hub.cancel(&run_id) || cancel_elsewhere(&state, &id, &run_id).await?;
+    state.hub(&id).await?;
+    let outcome = state.agent().cancel(&id, Some(&run_id)).await?;
+    let cancelling = !matches!(outcome, CancelOutcome::NotRunning);
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({

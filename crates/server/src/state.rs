@@ -192,11 +192,11 @@ impl AppState {
     }
 
     /// Every hub with a run in flight.
-    pub(crate) fn busy_hubs(&self) -> Vec<Arc<Hub>> {
+    pub(crate) fn busy_hubs(&self) -> Vec<(String, Arc<Hub>)> {
         self.hubs()
-            .values()
-            .filter(|h| h.lock().run.is_some())
-            .cloned()
+            .iter()
+            .filter(|(_, h)| h.lock().run.is_some())
+            .map(|(id, h)| (id.clone(), Arc::clone(h)))
             .collect()
     }
 
@@ -216,10 +216,10 @@ impl AppState {
         if drained {
             return;
         }
-        for hub in self.busy_hubs() {
+        for (id, hub) in self.busy_hubs() {
             let run_id = hub.lock().run.as_ref().map(|r| r.run_id.clone());
-            if let Some(run_id) = run_id {
-                hub.cancel(&run_id);
+            if let (Some(run_id), Ok(id)) = (run_id, ConversationId::new(id)) {
+                let _ = self.agent().cancel(&id, Some(&run_id)).await;
             }
         }
         let _ = tokio::time::timeout(Duration::from_secs(2), running.wait_for(|n| *n == 0)).await;

@@ -68,7 +68,8 @@ pub use id::ConversationId;
 pub use postgres::{PostgresOptions, PostgresStore, PostgresWorkspace};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
-    Loaded, ManualClock, MetaUpdate, NewConversation, Page, RunLease, StoredEntry, SystemClock,
+    Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder, RunLease,
+    RunLock, StoredEntry, SystemClock,
 };
 pub use workspace::{
     FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits, media_type_for,

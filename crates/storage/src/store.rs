@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use ba_protocol::log::{LogEntry, Mode};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::workspace::Workspace;
 
@@ -161,13 +161,12 @@ pub struct Appended {
 }
 
 /// The right to run a conversation, held until dropped: while one is held, every other
-/// [`ConversationStore::try_lock_run`] on the conversation — in this process or another one
-/// sharing the store — gets `None`.
+/// [`ConversationStore::lock_run`] on the conversation — in this process or another one
+/// sharing the store — is refused with the holder's [`RunHolder`].
 pub struct RunLease(#[allow(dead_code, reason = "held for its Drop")] Option<Box<dyn Send + Sync>>);
 
 impl RunLease {
-    /// A lease that locks nothing beyond the caller's own process (stores that cannot lock
-    /// across processes).
+    /// A lease that locks nothing by itself (its holder keeps the lock some other way).
     pub fn local() -> Self {
         Self(None)
     }
@@ -185,6 +184,131 @@ impl fmt::Debug for RunLease {
         } else {
             "RunLease(local)"
         })
+    }
+}
+
+/// Who runs a conversation: written by the process that takes the run lease, read by anyone
+/// refused it, so a refusal names the holder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunHolder {
+    /// The id of the run (what a cancel request names).
+    pub run_id: String,
+    /// Who runs it, for people: the front end and its process (`ba-agent run, pid 4242 on
+    /// host`).
+    pub holder: String,
+    /// When the lease was taken, in milliseconds since the Unix epoch.
+    pub since_ms: i64,
+}
+
+/// Longest run id and holder description a store keeps, in bytes.
+pub const MAX_HOLDER_FIELD: usize = 200;
+
+impl RunHolder {
+    /// A holder of run `run_id` described as `holder`, from now.
+    pub fn new(run_id: impl Into<String>, holder: impl Into<String>) -> Self {
+        Self {
+            run_id: run_id.into(),
+            holder: holder.into(),
+            since_ms: SystemClock.now_ms(),
+        }
+    }
+
+    /// Checks the fields a store keeps: each 1 to [`MAX_HOLDER_FIELD`] bytes on one line.
+    ///
+    /// # Errors
+    /// [`StorageError::Invalid`] naming the field.
+    pub fn validate(&self, id: &ConversationId) -> Result<()> {
+        for (field, value) in [("run id", &self.run_id), ("holder", &self.holder)] {
+            if value.is_empty()
+                || value.len() > MAX_HOLDER_FIELD
+                || value.contains(['\n', '\r', '\0'])
+            {
+                return Err(StorageError::invalid(
+                    format!("run lease of `{id}`"),
+                    format!("the {field} must be 1 to {MAX_HOLDER_FIELD} bytes on one line"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RunHolder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "run {} of {} (since {})",
+            self.run_id,
+            self.holder,
+            rfc3339(self.since_ms)
+        )
+    }
+}
+
+/// What [`ConversationStore::lock_run`] got.
+#[derive(Debug)]
+pub enum RunLock {
+    /// The lease: the conversation is the caller's to run until it is dropped.
+    Taken(RunLease),
+    /// Another run holds the conversation: its holder, when the store could read it (it may
+    /// be between taking the lock and writing its name).
+    Held(Option<RunHolder>),
+}
+
+impl RunLock {
+    /// The lease, if it was taken.
+    pub fn lease(self) -> Option<RunLease> {
+        match self {
+            Self::Taken(lease) => Some(lease),
+            Self::Held(_) => None,
+        }
+    }
+}
+
+/// The run leases of stores that keep none themselves: one table per process, by conversation
+/// id (ids are random, so two stores of one process sharing an id is not a concern).
+pub(crate) mod local_leases {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+    use super::{RunHolder, RunLease, RunLock};
+
+    type Table = Arc<Mutex<HashMap<String, RunHolder>>>;
+
+    fn table() -> &'static Table {
+        static TABLE: OnceLock<Table> = OnceLock::new();
+        TABLE.get_or_init(Table::default)
+    }
+
+    struct Release {
+        id: String,
+        run_id: String,
+    }
+
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let mut t = table().lock().unwrap_or_else(PoisonError::into_inner);
+            if t.get(&self.id).is_some_and(|h| h.run_id == self.run_id) {
+                t.remove(&self.id);
+            }
+        }
+    }
+
+    pub(crate) fn lock(id: &str, holder: &RunHolder) -> RunLock {
+        let mut t = table().lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = t.get(id) {
+            return RunLock::Held(Some(held.clone()));
+        }
+        t.insert(id.to_owned(), holder.clone());
+        RunLock::Taken(RunLease::holding(Release {
+            id: id.to_owned(),
+            run_id: holder.run_id.clone(),
+        }))
+    }
+
+    pub(crate) fn holder(id: &str) -> Option<RunHolder> {
+        let t = table().lock().unwrap_or_else(PoisonError::into_inner);
+        t.get(id).cloned()
     }
 }
 
@@ -305,12 +429,22 @@ pub trait ConversationStore: Send + Sync {
         self.metadata(id).await
     }
 
-    /// Takes the run lock of a conversation, across processes where the backend can (an
-    /// `flock` for files, an advisory lock for PostgreSQL); `None` when someone holds it. The
-    /// default locks nothing beyond the caller's process.
-    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
-        let _ = id;
-        Ok(Some(RunLease::local()))
+    /// Takes the run lease of a conversation for `holder`: across processes where the
+    /// backend can (an `flock` for files, an advisory lock for PostgreSQL, each released by
+    /// the system when its process dies), or [`RunLock::Held`] with whoever holds it. The
+    /// default locks within this process only.
+    ///
+    /// # Errors
+    /// [`StorageError::Invalid`] for a holder whose fields are empty or too long; the
+    /// backend's.
+    async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
+        holder.validate(id)?;
+        Ok(local_leases::lock(id.as_str(), holder))
+    }
+
+    /// Who runs the conversation now; `None` when nobody does.
+    async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>> {
+        Ok(local_leases::holder(id.as_str()))
     }
 
     /// Asks whoever runs `run_id` on the conversation — this process or another one sharing
@@ -422,8 +556,11 @@ macro_rules! forward {
             async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
                 (**self).delete_older_than(cutoff_ms).await
             }
-            async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
-                (**self).try_lock_run(id).await
+            async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
+                (**self).lock_run(id, holder).await
+            }
+            async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>> {
+                (**self).run_holder(id).await
             }
             async fn request_cancel(&self, id: &ConversationId, run_id: &str) -> Result<bool> {
                 (**self).request_cancel(id, run_id).await

@@ -535,6 +535,7 @@ pub struct Turn {
     usage: Option<(u64, u64)>,
     stop_reason: Option<String>,
     failure: Option<(u16, String)>,
+    held: bool,
 }
 
 impl Turn {
@@ -546,6 +547,17 @@ impl Turn {
             usage: None,
             stop_reason: None,
             failure: None,
+            held: false,
+        }
+    }
+
+    /// No reply at all: the connection is held open until the client closes it (a run
+    /// cancelled or killed) or the server stops — a model call that is still under way for as
+    /// long as the test needs one.
+    pub fn hold() -> Self {
+        Self {
+            held: true,
+            ..Self::empty()
         }
     }
 
@@ -775,6 +787,8 @@ struct Response {
 enum Body {
     Json(Value),
     Events(Vec<String>),
+    /// Nothing is sent: the request stays open until the client goes.
+    Held,
 }
 
 impl Response {
@@ -860,6 +874,13 @@ impl Shared {
     }
 
     fn render(&self, request: &Request, turn: Turn) -> Response {
+        if turn.held {
+            return Response {
+                status: 200,
+                headers: Vec::new(),
+                body: Body::Held,
+            };
+        }
         if let Some((status, message)) = &turn.failure {
             return error_reply(request.wire, *status, message, false);
         }
@@ -1238,6 +1259,11 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             _ => None,
         };
         let response = shared.answer(wire, request);
+        if matches!(response.body, Body::Held) {
+            // Read until the client closes (what it sends meanwhile is ignored).
+            while fill(&mut stream, &mut buf).await.is_some() {}
+            return;
+        }
         if write_response(&mut stream, response, close).await.is_err() || close {
             let _ = stream.shutdown().await;
             return;
@@ -1273,6 +1299,7 @@ async fn write_response(
     let connection = if close { "close" } else { "keep-alive" };
     head.push_str(&format!("connection: {connection}\r\n"));
     match response.body {
+        Body::Held => Ok(()),
         Body::Json(body) => {
             let body = body.to_string();
             head.push_str(&format!(

@@ -7,18 +7,24 @@
 
 mod answer;
 mod context;
+mod handle;
+
+pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
+pub(crate) use handle::{Control, LiveRuns, Signal};
 
 pub(crate) use context::preview;
 mod tools;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
-use ba_storage::{Clock, ConversationId, ConversationStore, SystemClock};
+use ba_storage::{
+    Clock, ConversationId, ConversationStore, RunHolder, RunLease, RunLock, SystemClock,
+};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
@@ -62,6 +68,7 @@ impl From<AgentError> for Stop {
             AgentError::Store(_) => "store",
             AgentError::Context(_) => "context",
             AgentError::Config { .. } | AgentError::Tools(_) => "config",
+            AgentError::Busy { .. } => "busy",
         };
         Self {
             kind,
@@ -83,9 +90,9 @@ pub(crate) struct Partial {
     pub(crate) thinking: String,
 }
 
-/// Resolves once `rx` says cancelled (never when its sender is gone).
-async fn wait_for_cancel(mut rx: tokio::sync::watch::Receiver<bool>) {
-    if rx.wait_for(|c| *c).await.is_err() {
+/// Resolves once `rx` says cancel (never when its sender is gone).
+async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
+    if rx.wait_for(|s| *s == Signal::Cancel).await.is_err() {
         std::future::pending::<()>().await;
     }
 }
@@ -100,25 +107,12 @@ pub(crate) enum Next {
     Done(Box<RunSummary>),
 }
 
-/// How a run is told to stop.
-pub(crate) struct Signals {
-    /// Set by [`crate::AgentRun::stop_after_round`]: no new round starts.
-    pub(crate) stop: Arc<AtomicBool>,
-    /// Set by [`crate::RunCanceller::cancel`]: the call under way is cut.
-    pub(crate) cancel: tokio::sync::watch::Receiver<bool>,
-}
-
-impl Signals {
-    pub(crate) fn cancelled(&self) -> bool {
-        *self.cancel.borrow()
-    }
-}
-
 pub(crate) struct Runner {
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: ConversationId,
     tx: UnboundedSender<AgentEvent>,
-    pub(crate) signals: Signals,
+    /// How the run is steered (see [`Signal`]).
+    signal: watch::Receiver<Signal>,
     pub(crate) options: RunOptions,
     pub(crate) log: Vec<LogEntry>,
     last_seq: u64,
@@ -159,28 +153,113 @@ async fn files_owner(store: &dyn ConversationStore, id: &ConversationId) -> Conv
     owner
 }
 
-pub(crate) async fn run(
+/// A run about to start: what [`crate::Agent`] hands the task it spawns.
+pub(crate) struct Launch {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) id: ConversationId,
+    pub(crate) input: Input,
+    pub(crate) options: RunOptions,
+    pub(crate) run_id: String,
+    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
+    pub(crate) lease: Option<RunLease>,
+    pub(crate) tx: UnboundedSender<AgentEvent>,
+    pub(crate) control: Control,
+    pub(crate) signal: watch::Receiver<Signal>,
+}
+
+/// Takes the conversation's run lease for `run_id`, or says who holds it. A run of this
+/// process that was cancelled (a dropped [`Run`]) is waited for: it is writing its last
+/// records and lets the conversation go within moments.
+pub(crate) async fn take_lease(
+    inner: &Inner,
+    id: &ConversationId,
+    run_id: &str,
+) -> Result<RunLease, AgentError> {
+    let holder = RunHolder::new(run_id, inner.holder.clone());
+    loop {
+        let ended = inner.live.ended();
+        match inner.store.lock_run(id, &holder).await? {
+            RunLock::Taken(lease) => return Ok(lease),
+            RunLock::Held(Some(h))
+                if inner
+                    .live
+                    .get(&h.run_id)
+                    .is_some_and(|c| c.signal() == Signal::Cancel) =>
+            {
+                ended.await;
+            }
+            RunLock::Held(holder) => {
+                return Err(AgentError::Busy {
+                    conversation: id.to_string(),
+                    holder,
+                });
+            }
+        }
+    }
+}
+
+/// Looks in the store, every `cancel_poll`, for a cancel request naming this run (made by
+/// another process through [`crate::Agent::cancel`]) and raises the signal when one is there.
+/// Never resolves.
+async fn watch_store_for_cancel(
     inner: Arc<Inner>,
     id: ConversationId,
-    input: Input,
-    tx: UnboundedSender<AgentEvent>,
-    signals: Signals,
-    options: RunOptions,
+    run_id: String,
+    control: Control,
 ) {
-    let Some(running) = inner.runs.try_lock(id.as_str()) else {
-        let message = format!("conversation {id} already has a run going");
-        let _ = tx.send(AgentEvent::Error {
-            round: 0,
-            kind: "busy".into(),
-            message: message.clone(),
-            resumable: false,
-        });
-        let _ = tx.send(AgentEvent::Finished(RunSummary::failed(
-            id.as_str(),
-            message,
-        )));
-        return;
+    let mut look = tokio::time::interval(inner.settings.cancel_poll);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    look.tick().await;
+    while control.signal() != Signal::Cancel {
+        look.tick().await;
+        match inner.store.cancel_requested(&id).await {
+            Ok(Some(requested)) if requested == run_id => control.raise(Signal::Cancel),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(conversation = %id, "reading cancel requests: {e}"),
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
+/// A run from its lease to its `Finished`, on the task [`crate::Agent`] spawned.
+pub(crate) async fn run(launch: Launch) {
+    let Launch {
+        inner,
+        id,
+        input,
+        options,
+        run_id,
+        lease,
+        tx,
+        control,
+        signal,
+    } = launch;
+    let lease = match lease {
+        Some(lease) => lease,
+        None => match take_lease(&inner, &id, &run_id).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                let kind = if matches!(e, AgentError::Busy { .. }) {
+                    "busy"
+                } else {
+                    "store"
+                };
+                let message = e.to_string();
+                let _ = tx.send(AgentEvent::Error {
+                    round: 0,
+                    kind: kind.into(),
+                    message: message.clone(),
+                    resumable: false,
+                });
+                let _ = tx.send(AgentEvent::Finished(RunSummary::failed(
+                    id.as_str(),
+                    message,
+                )));
+                return;
+            }
+        },
     };
+    let live = inner.live.insert(&run_id, control.clone());
     let tools = inner.sources.for_run(&inner.runtime);
     let specs = tools::with_skill_spec(&inner, tools.specs());
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
@@ -192,10 +271,10 @@ pub(crate) async fn run(
         None => None,
     };
     let mut runner = Runner {
-        inner,
-        id,
+        inner: Arc::clone(&inner),
+        id: id.clone(),
         tx,
-        signals,
+        signal,
         options,
         log: Vec::new(),
         last_seq: 0,
@@ -212,13 +291,18 @@ pub(crate) async fn run(
     let span = tracing::info_span!(
         "run",
         conversation_id = %runner.id,
-        run_id = runner.options.run_id.as_deref().unwrap_or(""),
+        run_id = %run_id,
         input = input.kind().as_str(),
         mode = Empty,
         rounds = Empty,
         status = Empty,
     );
-    let summary = match runner.go(input).instrument(span.clone()).await {
+    let watch = watch_store_for_cancel(Arc::clone(&inner), id.clone(), run_id.clone(), control);
+    let outcome = tokio::select! {
+        outcome = runner.go(input).instrument(span.clone()) => outcome,
+        () = watch => unreachable!("the store watch never resolves"),
+    };
+    let summary = match outcome {
         Ok(summary) => summary,
         Err(stop) => {
             runner.emit(AgentEvent::Error {
@@ -233,9 +317,18 @@ pub(crate) async fn run(
     span.record("rounds", summary.rounds);
     span.record("status", summary.status.as_str());
     drop(span);
-    // The conversation is free again before the consumer hears the run is over, so a run
-    // started on `Finished` (or on the end of the stream) is never refused as busy.
-    drop(running);
+    // The last records, in order: a cancel request naming this run is answered; the run
+    // leaves the store's lease and then this process's table (whose notice wakes a run
+    // waiting for this one), so a run started on `Finished` (or
+    // on the end of the stream) is never refused as busy; then `Finished`.
+    if let Ok(Some(requested)) = inner.store.cancel_requested(&id).await
+        && requested == run_id
+        && let Err(e) = inner.store.clear_cancel(&id).await
+    {
+        tracing::warn!(conversation = %id, "clearing the cancel request: {e}");
+    }
+    drop(lease);
+    drop(live);
     runner.emit(AgentEvent::Finished(summary));
 }
 
@@ -388,7 +481,7 @@ impl Runner {
             if !pending.is_empty() {
                 let calls = std::mem::take(&mut pending);
                 // Results in so far stay in the log; the calls cut off are left to a resume.
-                let cancel = self.signals.cancel.clone();
+                let cancel = self.signal.clone();
                 let span = std::mem::replace(&mut round_span, tracing::Span::none());
                 let done = tokio::select! {
                     done = self.run_calls(&calls).instrument(span) => Some(done),
@@ -399,10 +492,11 @@ impl Runner {
                     None => return Ok(self.cancelled(false)),
                 }
             }
-            if self.signals.cancelled() {
+            let signal = *self.signal.borrow();
+            if signal == Signal::Cancel {
                 return Ok(self.cancelled(false));
             }
-            if self.signals.stop.load(Ordering::SeqCst) {
+            if signal == Signal::StopAfterRound {
                 return Ok(self.summary(RunStatus::Stopped, None, None));
             }
             if self.rounds_run >= self.inner.settings.max_rounds {
@@ -509,7 +603,7 @@ impl Runner {
                 .inner
                 .client
                 .complete_streaming(&request, &mut on_delta);
-            let cancel = self.signals.cancel.clone();
+            let cancel = self.signal.clone();
             async {
                 tokio::select! {
                     result = call => Some(result),

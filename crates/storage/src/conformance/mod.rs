@@ -15,7 +15,9 @@ use ba_protocol::log::{LogEntry, LogRole, Mode};
 
 use crate::error::StorageError;
 use crate::id::ConversationId;
-use crate::store::{ConversationStore, ManualClock, MetaUpdate, NewConversation, Page};
+use crate::store::{
+    ConversationStore, ManualClock, MetaUpdate, NewConversation, Page, RunHolder, RunLock,
+};
 
 pub use self::files::{WORKSPACE_CHECKS, WORKSPACE_LIMITS, workspace};
 
@@ -108,24 +110,58 @@ async fn run_lock<S: ConversationStore>(store: &S) -> CheckResult {
             .await
             .map_err(err)?;
     }
-    let held = store.try_lock_run(&a).await.map_err(err)?;
+    let first = RunHolder::new("run_a1", "conformance, first");
+    let held = store.lock_run(&a, &first).await.map_err(err)?.lease();
     ensure!(
         held.is_some(),
         "the first lease of a conversation was refused"
     );
+    let who = store.run_holder(&a).await.map_err(err)?;
     ensure!(
-        store.try_lock_run(&a).await.map_err(err)?.is_none(),
-        "a second lease of a held conversation was granted"
+        who.as_ref() == Some(&first),
+        "the holder of a held conversation reads {who:?}"
     );
-    let other = store.try_lock_run(&b).await.map_err(err)?;
+    match store
+        .lock_run(&a, &RunHolder::new("run_a2", "conformance, second"))
+        .await
+        .map_err(err)?
+    {
+        RunLock::Held(Some(h)) if h == first => {}
+        RunLock::Held(other) => {
+            return Err(format!("a refused lease names {other:?}, not the holder"));
+        }
+        RunLock::Taken(_) => return Err("a second lease of a held conversation was granted".into()),
+    }
+    let other = store
+        .lock_run(&b, &RunHolder::new("run_b1", "conformance"))
+        .await
+        .map_err(err)?
+        .lease();
     ensure!(
         other.is_some(),
         "a lease on one conversation held up another"
     );
     drop(held);
     ensure!(
-        store.try_lock_run(&a).await.map_err(err)?.is_some(),
+        store.run_holder(&a).await.map_err(err)?.is_none(),
+        "a conversation whose lease was dropped still has a holder"
+    );
+    let again = store
+        .lock_run(&a, &RunHolder::new("run_a3", "conformance, third"))
+        .await
+        .map_err(err)?
+        .lease();
+    ensure!(
+        again.is_some(),
         "a dropped lease did not free the conversation"
+    );
+    let bad = RunHolder::new("run\nx", "conformance");
+    ensure!(
+        matches!(
+            store.lock_run(&b, &bad).await,
+            Err(StorageError::Invalid { .. })
+        ),
+        "a holder with a line break was taken"
     );
     Ok(())
 }

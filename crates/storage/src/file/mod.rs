@@ -37,7 +37,8 @@ mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read as _};
+use std::io::{self, Read as _, Seek as _};
+use std::os::unix::fs::FileExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -57,7 +58,7 @@ use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
-    MetaUpdate, NewConversation, Page, RunLease, SharedClock, SystemClock,
+    MetaUpdate, NewConversation, Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
 };
 use crate::workspace::{Workspace, WorkspaceLimits};
 
@@ -423,6 +424,27 @@ impl FileStore {
     }
 }
 
+/// The open, locked `.run` file of a lease: emptied, so the name of a run that ended is not
+/// read as a holder, and unlocked explicitly — closing alone would leave the lock held while a
+/// child process forked meanwhile still has the descriptor (until its `exec`).
+struct LeaseFile(File);
+
+impl Drop for LeaseFile {
+    fn drop(&mut self) {
+        let _ = self.0.set_len(0);
+        let _ = self.0.unlock();
+    }
+}
+
+/// The holder a `.run` file names; `None` when it is empty (between the lock and the write)
+/// or unreadable.
+fn read_holder(file: &mut File) -> Option<RunHolder> {
+    let mut text = String::new();
+    let _ = file.seek(io::SeekFrom::Start(0));
+    file.take(4096).read_to_string(&mut text).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
@@ -437,19 +459,60 @@ impl ConversationStore for FileStore {
         Some(self.inner.workspace.clone())
     }
 
-    /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file.
-    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+    /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file (the
+    /// kernel releases it when the process dies); the file holds the holder as JSON.
+    async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
+        holder.validate(id)?;
         let path = self.inner.dir.join(format!("{id}.run"));
+        let holder = holder.clone();
         blocking(move || {
-            let file = OpenOptions::new()
+            let mut file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
+                .read(true)
                 .write(true)
                 .open(&path)
                 .map_err(|e| StorageError::io("opening", &path, e))?;
             match file.try_lock() {
-                Ok(()) => Ok(Some(RunLease::holding(file))),
-                Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Ok(RunLock::Held(read_holder(&mut file)));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StorageError::io("locking", &path, e));
+                }
+            }
+            let json = serde_json::to_vec(&holder)
+                .map_err(|e| StorageError::invalid("run holder", e.to_string()))?;
+            file.set_len(0)
+                .and_then(|()| file.write_all_at(&json, 0))
+                .map_err(|e| StorageError::io("writing", &path, e))?;
+            Ok(RunLock::Taken(RunLease::holding(LeaseFile(file))))
+        })
+        .await
+    }
+
+    async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>> {
+        let path = self.inner.dir.join(format!("{id}.run"));
+        blocking(move || {
+            let mut file = match File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(StorageError::io("opening", &path, e)),
+            };
+            // A lease empties the file when it ends; a name left in it is a run going on or
+            // one whose process died, which the lock tells apart. (The probe's shared lock
+            // could refuse a run starting in the same instant, only after such a death.)
+            let Some(holder) = read_holder(&mut file) else {
+                return Ok(None);
+            };
+            match file.try_lock_shared() {
+                Ok(()) => {
+                    // Explicitly, as a lease does (see `LeaseFile`).
+                    let _ = file.unlock();
+                    Ok(None)
+                }
+                Err(std::fs::TryLockError::WouldBlock) => Ok(Some(holder)),
                 Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io("locking", &path, e)),
             }
         })

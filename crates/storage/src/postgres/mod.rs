@@ -27,9 +27,34 @@ use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
-    MetaUpdate, NewConversation, Page, RunLease, SharedClock, StoredEntry, SystemClock,
+    MetaUpdate, NewConversation, Page, RunHolder, RunLease, RunLock, SharedClock, StoredEntry,
+    SystemClock,
 };
 use crate::workspace::{Workspace, WorkspaceLimits};
+
+/// The key of a conversation's run lock (an advisory lock on its hash).
+fn run_lock_key(id: &ConversationId) -> String {
+    format!("ba-run:{id}")
+}
+
+/// The holder `ba_run_holders` names for a conversation.
+async fn read_holder(
+    client: &deadpool_postgres::Object,
+    id: &ConversationId,
+) -> Result<Option<RunHolder>> {
+    let row = client
+        .query_opt(
+            "SELECT run_id, holder, since_ms FROM ba_run_holders WHERE conversation_id = $1",
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+    Ok(row.map(|r| RunHolder {
+        run_id: r.get(0),
+        holder: r.get(1),
+        since_ms: r.get(2),
+    }))
+}
 
 /// The schema migrations, in order; version `i + 1` is `MIGRATIONS[i]`.
 pub const MIGRATIONS: &[&str] = &[
@@ -86,6 +111,14 @@ pub const MIGRATIONS: &[&str] = &[
         kind TEXT NOT NULL,
         last BIGINT NOT NULL CHECK (last > 0),
         PRIMARY KEY (conversation_id, kind)
+    );",
+    // Who holds a conversation's run lease (the advisory lock): written when it is taken,
+    // read by whoever is refused. A row outlives its lease; only a held lock makes it true.
+    "CREATE TABLE ba_run_holders (
+        conversation_id TEXT PRIMARY KEY REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        run_id TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        since_ms BIGINT NOT NULL
     );",
 ];
 
@@ -495,22 +528,85 @@ impl ConversationStore for PostgresStore {
     }
 
     /// A session advisory lock on a connection taken out of the pool: dropping the lease
-    /// closes the connection, and the server releases the lock with it (also when this
-    /// process dies).
-    async fn try_lock_run(&self, id: &ConversationId) -> Result<Option<RunLease>> {
+    /// closes the connection, and the server releases the lock with it — at once when this
+    /// process dies, and within a minute when its host vanishes (the session's TCP keepalives:
+    /// 30 s idle, then 3 probes 10 s apart). The holder goes in `ba_run_holders`.
+    async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
+        holder.validate(id)?;
         let client = self.client().await?;
-        let key = format!("ba-run:{id}");
+        let key = run_lock_key(id);
         let row = client
             .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
             .await
             .map_err(db)?;
         let locked: bool = row.get(0);
         if !locked {
+            return Ok(RunLock::Held(read_holder(&client, id).await?));
+        }
+        let written = async {
+            client
+                .batch_execute(
+                    "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10;
+                     SET tcp_keepalives_count = 3",
+                )
+                .await?;
+            client
+                .execute(
+                    "INSERT INTO ba_run_holders (conversation_id, run_id, holder, since_ms)
+                     SELECT id, $2, $3, $4 FROM ba_conversations WHERE id = $1
+                     ON CONFLICT (conversation_id) DO UPDATE SET run_id = EXCLUDED.run_id,
+                        holder = EXCLUDED.holder, since_ms = EXCLUDED.since_ms",
+                    &[
+                        &id.as_str(),
+                        &holder.run_id,
+                        &holder.holder,
+                        &holder.since_ms,
+                    ],
+                )
+                .await
+        }
+        .await;
+        match written {
+            Ok(1) => Ok(RunLock::Taken(RunLease::holding(
+                deadpool_postgres::Object::take(client),
+            ))),
+            Ok(_) => {
+                // Released with the connection, which is not given back to the pool.
+                drop(deadpool_postgres::Object::take(client));
+                Err(StorageError::NotFound { id: id.to_string() })
+            }
+            Err(e) => {
+                drop(deadpool_postgres::Object::take(client));
+                Err(db(e))
+            }
+        }
+    }
+
+    async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>> {
+        let client = self.client().await?;
+        // Held by some session: the lock table says so without taking the lock.
+        let row = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+                   AND granted AND database = (SELECT oid FROM pg_database
+                                               WHERE datname = current_database())
+                   AND objsubid = 1
+                   AND classid = ((hashtext($1)::bigint >> 32) & 4294967295)::oid
+                   AND objid = (hashtext($1)::bigint & 4294967295)::oid)",
+                &[&run_lock_key(id)],
+            )
+            .await
+            .map_err(db)?;
+        if !row.get::<_, bool>(0) {
             return Ok(None);
         }
-        Ok(Some(RunLease::holding(deadpool_postgres::Object::take(
-            client,
-        ))))
+        Ok(Some(read_holder(&client, id).await?.unwrap_or_else(|| {
+            RunHolder {
+                run_id: String::new(),
+                holder: "a run that has not written its name yet".to_owned(),
+                since_ms: 0,
+            }
+        })))
     }
 
     /// A row of `ba_cancel_requests`, read by the server running the run.
