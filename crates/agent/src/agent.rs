@@ -430,9 +430,14 @@ impl AgentBuilder {
             let child = self.clone().sub_agents(false).build()?;
             tools.push(Arc::new(TaskTool::new(child)));
         }
+        let skills = self.skills.clone().map(SkillTool::new);
         let mut registry = ToolRegistry::new();
         for tool in tools {
             registry.register_arc(tool)?;
+        }
+        // Last of the agent's own tools, as the model has always been offered it.
+        if let Some(skill_tool) = &skills {
+            registry.register_arc(Arc::new(skill_tool.clone()))?;
         }
         let mut config = self.tools_config.clone();
         if self.sub_agents {
@@ -492,7 +497,7 @@ impl AgentBuilder {
             prompts: self.prompts,
             runtime: Arc::new(runtime),
             sources: Sources::new(sources),
-            skills: self.skills.map(SkillTool::new),
+            skills,
             workspace: self.workspace.or_else(|| store.workspace()),
             store,
             builder,

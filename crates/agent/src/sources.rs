@@ -129,7 +129,17 @@ impl Sources {
 
 impl RunTools {
     /// The specs of the runtime's tools, alphabetical.
+    /// The tools offered, by name, with the meta-tools (those allowed under any skill, such
+    /// as `activate_skill`) after the tools they govern — the order every request of the
+    /// agent has always had, so a provider's cached prefix stays valid across versions.
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
-        self.runtime.registry().specs()
+        let registry = self.runtime.registry();
+        let (meta, tools): (Vec<ToolSpec>, Vec<ToolSpec>) =
+            registry.specs().into_iter().partition(|spec| {
+                registry
+                    .get(&spec.name)
+                    .is_some_and(|r| r.tool().capabilities().always_allowed)
+            });
+        tools.into_iter().chain(meta).collect()
     }
 }

@@ -216,12 +216,25 @@ async fn activate_skill_runs_as_a_tool_and_refusals_are_tool_errors() {
             refused.observation
         );
     }
-    let direct = tool.activate(&json!({"skill": "tidy"}), Some("c1")).await;
+    let scope = ba_tools::RunScope::new();
+    let direct = tool.activate(&json!({"skill": "tidy"}), Some(&scope));
     assert_eq!(
         direct.context_modifier.allowed_tools.as_deref(),
         Some(&["query_database".to_owned()][..])
     );
     assert!(!direct.activation_id.is_empty());
+    // Within one run the skill stays active: activated again, it closes a cycle.
+    let again = tool.activate(&json!({"skill": "tidy"}), Some(&scope));
+    assert!(!again.success);
+    assert!(
+        again
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("cycle refused: tidy → tidy")),
+        "{again:?}"
+    );
+    // Outside a run each activation stands alone.
+    assert!(tool.activate(&json!({"skill": "tidy"}), None).success);
 }
 
 /// Keeps every request, then lets the replay client answer.

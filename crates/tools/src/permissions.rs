@@ -15,6 +15,7 @@ pub fn check_permission(
     modifier: Option<&ContextModifier>,
 ) -> Result<(), ToolError> {
     if let Some(modifier) = modifier
+        && !capabilities.always_allowed
         && !modifier.allows(tool)
     {
         let allowed = modifier

@@ -22,6 +22,7 @@ use crate::levels::{FormatBounds, format_observation, format_standard, resolve_l
 use crate::metrics::{MetricsRecorder, ToolMetrics};
 use crate::registry::ToolRegistry;
 use crate::retry::{Jitter, RandomJitter, RetrySchedule, run_with_retry};
+use crate::scope::RunScope;
 use crate::spill::{
     DataSink, FsSink, data_file_name, data_hash, should_spill, spill_name, spill_observation,
 };
@@ -40,6 +41,8 @@ pub struct CallOptions<'a> {
     /// The files of the conversation the calls belong to, handed to each call
     /// ([`CallContext::files`]); spilled data then becomes a data file of the conversation.
     pub files: Option<&'a Arc<dyn ConversationFiles>>,
+    /// The state the calls of the caller's run share ([`CallContext::scope`]).
+    pub scope: Option<&'a Arc<RunScope>>,
 }
 
 /// Runs tool calls through every layer. Cheap to share behind an `Arc`; all state (cache,
@@ -301,6 +304,7 @@ impl ToolRuntime {
                     let invocation = Arc::new(ctx.clone());
                     let partial = PartialOutput::default();
                     let files = opts.files.cloned();
+                    let scope = opts.scope.cloned();
                     let outcome = run_with_retry(schedule, base_timeout, |attempt, limit| {
                         partial.clear();
                         let cctx = CallContext {
@@ -310,6 +314,7 @@ impl ToolRuntime {
                             timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                             partial: partial.clone(),
                             files: files.clone(),
+                            scope: scope.clone(),
                         };
                         let args = args.clone();
                         let name = call.name.as_str();
@@ -341,6 +346,14 @@ impl ToolRuntime {
                     data
                 }
             };
+            if caps.verbatim {
+                level = OutputLevel::Full;
+                return Ok(Rendered {
+                    observation: crate::levels::format_full(&data, &self.config.format),
+                    data_ref: None,
+                    spilled: false,
+                });
+            }
             self.render(&call.id, &data, level, ctx, opts.files, &mut facts)
                 .await
         }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::files::ConversationFiles;
+use crate::scope::RunScope;
 
 /// What a tool can do beyond being called. New capabilities are added here with a default, so
 /// adding one breaks no implementor.
@@ -31,6 +32,13 @@ pub struct ToolCapabilities {
     /// (`tools.NAME.retry`); the configuration's when absent. `Some(0)` for a tool whose call
     /// may have had an effect that a silent second call would repeat.
     pub max_retries: Option<u32>,
+    /// The tool may be called whatever the active skill's `allowed_tools` say (a meta-tool the
+    /// model needs under any skill: activating another one). The permission level still
+    /// applies.
+    pub always_allowed: bool,
+    /// The result is text the model must read whole (a skill's instructions): it is shown as
+    /// it is, bounded like a `full` result, at every output level, and never spilled.
+    pub verbatim: bool,
 }
 
 impl ToolCapabilities {
@@ -66,6 +74,20 @@ impl ToolCapabilities {
     #[must_use]
     pub fn with_max_retries(mut self, max_retries: u32) -> Self {
         self.max_retries = Some(max_retries);
+        self
+    }
+
+    /// Lets the tool be called under any skill's `allowed_tools`.
+    #[must_use]
+    pub fn with_always_allowed(mut self, always_allowed: bool) -> Self {
+        self.always_allowed = always_allowed;
+        self
+    }
+
+    /// Shows the tool's result as it is, never leveled or spilled.
+    #[must_use]
+    pub fn with_verbatim(mut self, verbatim: bool) -> Self {
+        self.verbatim = verbatim;
         self
     }
 }
@@ -122,6 +144,8 @@ pub struct CallContext {
     /// The files of the conversation the call belongs to (its uploads, code, outputs and
     /// data), and of no other; `None` when the caller has none to give.
     pub files: Option<Arc<dyn ConversationFiles>>,
+    /// The state the calls of the caller's run share (see [`RunScope`]); `None` outside a run.
+    pub scope: Option<Arc<RunScope>>,
 }
 
 impl CallContext {
@@ -136,6 +160,7 @@ impl CallContext {
             attempt: 0,
             partial: PartialOutput::default(),
             files: None,
+            scope: None,
         }
     }
 

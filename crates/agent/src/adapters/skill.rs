@@ -1,26 +1,42 @@
-//! The `activate_skill` meta-tool of the skills crate served as a `ba_tools::Tool`.
+//! The `activate_skill` meta-tool of the skills crate served as a `ba_tools::Tool`, called
+//! through the tool runtime like every tool (timeouts, metrics, permissions, spans).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ba_protocol::skill::SkillActivationResult;
-use ba_skills::{ActivateSkill, ActivationStack, ConversationLocks, Invoker, SkillSet};
-use ba_tools::{CallContext, Tool, ToolError};
+use ba_skills::{ActivateSkill, ActivationGuard, ActivationStack, Invoker, SkillSet};
+use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;
 
 /// The `activate_skill` meta-tool of the skills crate served as a `ba_tools::Tool`.
 ///
-/// An activation holds the conversation's activation lock while it reads the skill (two
-/// activations of one conversation never interleave) and pushes its activation id on an
-/// [`ActivationStack`] for the time it runs, so cycles and depth are checked. The agent calls
-/// [`SkillTool::activate`] directly to get the whole [`SkillActivationResult`] (the modifier
-/// included); through the runtime the tool returns the same result as JSON.
+/// Within one run (the [`RunScope`] the caller hands to every call) the skills activated so
+/// far stay on one [`ActivationStack`]: a skill activated again — the same round or rounds later
+/// — is refused as a cycle, and the run's depth limit counts every skill it activated. Outside a
+/// run (no scope) each call stands alone. The whole [`SkillActivationResult`] of a call (its
+/// modifier included) is kept in the scope for the caller ([`SkillTool::outcome`]); the model
+/// reads the activation text, whole.
 #[derive(Debug, Clone)]
 pub struct SkillTool {
     meta: ActivateSkill,
     /// The description with the catalogue, fixed for the tool's lifetime.
     description: String,
-    locks: Arc<ConversationLocks>,
+}
+
+/// What the activations of one run share: their stack, the guards that keep each activated
+/// skill on it until the run ends, and each call's result until the caller takes it.
+#[derive(Debug, Default)]
+struct RunActivations {
+    stack: ActivationStack,
+    state: Mutex<RunActivationsState>,
+}
+
+#[derive(Debug, Default)]
+struct RunActivationsState {
+    active: Vec<ActivationGuard>,
+    outcomes: HashMap<String, SkillActivationResult>,
 }
 
 impl SkillTool {
@@ -30,7 +46,6 @@ impl SkillTool {
         Self {
             description: meta.description(),
             meta,
-            locks: Arc::new(ConversationLocks::new(1024)),
         }
     }
 
@@ -39,33 +54,37 @@ impl SkillTool {
         self.meta.skills()
     }
 
-    /// Activates the skill the model's `arguments` name, for `conversation_id`. Every outcome,
-    /// a refusal included, comes back as a result (`success: false` with the reason).
-    pub async fn activate(
-        &self,
-        arguments: &Value,
-        conversation_id: Option<&str>,
-    ) -> SkillActivationResult {
+    /// The whole result of call `call_id` of the run whose scope is `scope`, taken out of it
+    /// (`None` when that call was no activation).
+    pub fn outcome(scope: &RunScope, call_id: &str) -> Option<SkillActivationResult> {
+        let run = scope.get::<RunActivations>()?;
+        let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.outcomes.remove(call_id)
+    }
+
+    /// Activates the skill the model's `arguments` name, on the run's stack when there is
+    /// one. Every outcome, a refusal included, comes back as a result (`success: false` with
+    /// the reason).
+    pub fn activate(&self, arguments: &Value, scope: Option<&RunScope>) -> SkillActivationResult {
         let request = match self.meta.parse_arguments(arguments) {
             Ok(r) => r,
             Err(err) => return failed_activation(arguments, err.to_string()),
         };
-        let _lock = match conversation_id {
-            Some(id) => Some(self.locks.lock(id).await),
-            None => None,
-        };
-        // The frame lives while the skill is read: a nested activation started meanwhile
-        // would be checked against it (cycles, depth).
-        let stack = ActivationStack::new();
-        let guard = match stack.push(&request.skill) {
+        let run = scope.map_or_else(
+            || Arc::new(RunActivations::default()),
+            |s| s.get_or_default::<RunActivations>(),
+        );
+        let guard = match run.stack.push(&request.skill) {
             Ok(guard) => guard,
             Err(err) => return failed_activation(arguments, err.to_string()),
         };
         let mut result = self.meta.activate_or_report(&request, Invoker::Model);
         if result.success {
             result.activation_id = guard.activation_id().to_owned();
+            // The skill stays on the run's stack until the run ends.
+            let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.active.push(guard);
         }
-        guard.finish();
         result
     }
 }
@@ -118,20 +137,30 @@ impl Tool for SkillTool {
         self.meta.input_schema()
     }
 
-    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
-        let result = self
-            .activate(&input, ctx.invocation.conversation_id.as_deref())
-            .await;
-        if !result.success {
-            return Err(ToolError::new(
-                ba_protocol::ToolErrorKind::InvalidParameters,
-                activation_text(&result),
-            ));
-        }
-        Ok(Value::String(activation_text(&result)))
+    fn capabilities(&self) -> ToolCapabilities {
+        // Another skill may be activated under any skill's `allowed_tools`, its instructions
+        // are read whole, and a refusal is not worth a retry.
+        ToolCapabilities::default()
+            .with_always_allowed(true)
+            .with_verbatim(true)
+            .with_max_retries(0)
     }
 
-    fn default_level(&self) -> Option<ba_protocol::OutputLevel> {
-        Some(ba_protocol::OutputLevel::Full)
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let result = self.activate(&input, ctx.scope.as_deref());
+        let text = activation_text(&result);
+        let success = result.success;
+        if let Some(scope) = &ctx.scope {
+            let run = scope.get_or_default::<RunActivations>();
+            let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.outcomes.insert(ctx.call_id.to_string(), result);
+        }
+        if !success {
+            return Err(
+                ToolError::new(ba_protocol::ToolErrorKind::InvalidParameters, text)
+                    .with_code("SKILL_NOT_ACTIVATED"),
+            );
+        }
+        Ok(Value::String(text))
     }
 }

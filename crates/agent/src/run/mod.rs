@@ -130,6 +130,8 @@ pub(crate) struct Runner {
     /// The skills catalogue of this run's system prompt, rendered when it started (a reload
     /// of the skills shows in the next run).
     pub(crate) catalogue: Option<String>,
+    /// What this run's tool calls share (the skills activated so far, on one stack).
+    pub(crate) scope: Arc<ba_tools::RunScope>,
     /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
     /// top parent's), when the agent has one.
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
@@ -261,7 +263,7 @@ pub(crate) async fn run(launch: Launch) {
     };
     let live = inner.live.insert(&run_id, control.clone());
     let tools = inner.sources.for_run(&inner.runtime);
-    let specs = tools::with_skill_spec(&inner, tools.specs());
+    let specs = tools.specs();
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
     let files = match &inner.workspace {
         Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
@@ -287,6 +289,7 @@ pub(crate) async fn run(launch: Launch) {
         specs,
         catalogue,
         files,
+        scope: Arc::default(),
     };
     let span = tracing::info_span!(
         "run",

@@ -1,8 +1,7 @@
 //! The tool calls of a round: the tools offered to the model, and the calls run in parallel
-//! through the runtime (the `activate_skill` meta-tool directly, to keep its modifier), each
-//! result appended in call order as soon as it and the ones before it are in.
+//! through the runtime — every one, `activate_skill` included — each result appended in call
+//! order as soon as it and the ones before it are in.
 
-use ba_tools::Tool as _;
 use std::sync::Arc;
 
 use ba_protocol::skill::SkillActivationResult;
@@ -11,18 +10,17 @@ use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
 use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
-use tracing::Instrument as _;
 
 use super::{Runner, Stop, new_id, now};
-use crate::adapters::activation_text;
+use crate::adapters::SkillTool;
 use crate::events::AgentEvent;
 use crate::history::{active_skills, current_modifier};
 use crate::records::{self, SkillActivationRecord, keys};
 
 impl Runner {
-    /// The tools offered: every tool of the run's runtime (the agent's own and the tool
-    /// sources' as they were when the run started) and `activate_skill` when skills are
-    /// configured, the same list every round of a run. A skill's `allowed_tools` is not
+    /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
+    /// among them when skills are configured, and the tool sources' as they were when the run
+    /// started), the same list every round of a run. A skill's `allowed_tools` is not
     /// applied by removing tools (the list opens every request, and a change would void the
     /// provider's prompt cache): the runtime refuses a call outside it, and the activation told
     /// the model. Tools that join later (an MCP server that finished starting) are in the next
@@ -52,11 +50,13 @@ impl Runner {
             .files
             .as_ref()
             .map(|f| Arc::clone(f) as Arc<dyn ConversationFiles>);
+        let scope = Arc::clone(&self.scope);
         let opts = CallOptions {
             context_usage: self.usage,
             modifier: modifier.as_ref(),
             idempotency_key: None,
             files: files.as_ref(),
+            scope: Some(&scope),
         };
         for c in calls {
             self.emit(AgentEvent::ToolCallStarted {
@@ -66,51 +66,23 @@ impl Runner {
                 arguments: arguments_of(c),
             });
         }
-        let conversation = self.id.to_string();
         let pending: Vec<_> = calls
             .iter()
             .map(|c| {
-                let inner = &inner;
+                let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments_of(c));
                 let runtime = &runtime;
                 let ctx = &ctx;
-                let conversation = conversation.as_str();
-                async move {
-                    let arguments = arguments_of(c);
-                    if c.function.name == ba_skills::ACTIVATE_SKILL
-                        && let Some(skills) = &inner.skills
-                    {
-                        let span = ba_tools::runtime::tool_call_span(
-                            ba_skills::ACTIVATE_SKILL,
-                            &c.id,
-                            conversation,
-                        );
-                        let start = std::time::Instant::now();
-                        let result = skills
-                            .activate(&arguments, Some(conversation))
-                            .instrument(span.clone())
-                            .await;
-                        let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        let outcome = if result.success {
-                            "ok"
-                        } else {
-                            ba_protocol::ToolErrorKind::InvalidParameters.as_str()
-                        };
-                        span.record("outcome", outcome).record("duration_ms", ms);
-                        return (skill_tool_result(&c.id, &result, ms), Some(result));
-                    }
-                    let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments);
-                    (runtime.run_with(&call, ctx, opts).await, None)
-                }
+                async move { runtime.run_with(&call, ctx, opts).await }
             })
             .collect();
         let concurrency = runtime.config().max_concurrency.max(1);
         let mut results = futures::stream::iter(pending).buffered(concurrency);
         let mut index = 0;
-        while let Some((result, activation)) = results.next().await {
+        while let Some(mut result) = results.next().await {
             let Some(call) = calls.get(index) else { break };
             index += 1;
-            // The stream borrows locals only, so the runner can append meanwhile.
-            let mut result = result;
+            // What a skill activation did beyond its text (its modifier), whichever tool it was.
+            let activation = SkillTool::outcome(&scope, &call.id);
             self.keep_full_output(call, &mut result).await;
             self.append(tool_entry(call, &result, activation.as_ref()))
                 .await?;
@@ -175,55 +147,12 @@ impl Runner {
 
 /// The tools offered to the model (see [`Runner::tool_specs`]) by a run starting now.
 pub(super) fn tool_specs_of(inner: &crate::agent::Inner) -> Vec<ToolSpec> {
-    with_skill_spec(inner, inner.sources.for_run(&inner.runtime).specs())
-}
-
-/// `specs` and, when the agent has skills, the skill meta-tool.
-pub(super) fn with_skill_spec(
-    inner: &crate::agent::Inner,
-    mut specs: Vec<ToolSpec>,
-) -> Vec<ToolSpec> {
-    if let Some(skills) = &inner.skills {
-        specs.push(ToolSpec::new(
-            skills.name(),
-            skills.description(),
-            skills.input_schema(),
-        ));
-    }
-    specs
+    inner.sources.for_run(&inner.runtime).specs()
 }
 
 fn arguments_of(call: &LogToolCall) -> Value {
     call.arguments_json()
         .unwrap_or_else(|_| Value::String(call.function.arguments.clone()))
-}
-
-fn skill_tool_result(call_id: &str, result: &SkillActivationResult, ms: u64) -> ToolResult {
-    let text = activation_text(result);
-    if result.success {
-        ToolResult {
-            tool_call_id: call_id.to_owned(),
-            observation: text,
-            output_level: ba_protocol::OutputLevel::Full,
-            data_ref: None,
-            data_size_bytes: 0,
-            data_hash: None,
-            data_summary: None,
-            success: true,
-            error: None,
-            retry_count: 0,
-            duration_ms: ms,
-        }
-    } else {
-        let mut r = ToolResult::failure(
-            call_id,
-            ba_protocol::ToolErrorKind::InvalidParameters,
-            "SKILL_NOT_ACTIVATED",
-            text,
-        );
-        r.duration_ms = ms;
-        r
-    }
 }
 
 fn tool_entry(
