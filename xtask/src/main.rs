@@ -18,6 +18,7 @@ mod codegen;
 mod corpus;
 mod deps;
 mod load;
+mod tidy;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};

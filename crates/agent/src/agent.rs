@@ -30,11 +30,11 @@ use ba_storage::{
     ConversationId, ConversationStore, MetaUpdate, NewConversation, RunHolder, RunLease,
     StorageError,
 };
-use ba_tools::{DataSink, Tool, ToolOverride, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
+use ba_tools::{DataSink, Tool, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
 
-use crate::adapters::{SkillTool, TASK_TOOL, TaskTool};
+use crate::adapters::{SkillTool, TaskTool};
 use crate::events::InputKind;
 use crate::prompts::Prompts;
 use crate::report::ConversationReport;
@@ -439,21 +439,7 @@ impl AgentBuilder {
         if let Some(skill_tool) = &skills {
             registry.register_arc(Arc::new(skill_tool.clone()))?;
         }
-        let mut config = self.tools_config.clone();
-        if self.sub_agents {
-            // A child run is long and must not be started twice by a retry.
-            config
-                .tools
-                .entry(TASK_TOOL.to_owned())
-                .or_insert_with(|| ToolOverride {
-                    timeout_ms: Some(30 * 60 * 1000),
-                    default_level: None,
-                    retry: Some(ba_tools::RetryConfig {
-                        max_retries: 0,
-                        ..Default::default()
-                    }),
-                });
-        }
+        let config = self.tools_config.clone();
         let tokenizer = tokenizer_for(&self.settings.model);
         let counter_for_tools = Arc::new(tokenizer);
         let mut runtime = ToolRuntime::new(registry, config)?.with_token_counter(counter_for_tools);

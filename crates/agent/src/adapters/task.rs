@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use ba_protocol::{Mode, ToolErrorKind};
 use ba_storage::NewConversation;
-use ba_tools::{CallContext, Tool, ToolError};
+use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, Input};
@@ -36,6 +36,14 @@ impl Tool for TaskTool {
         "Hand a self-contained sub-task to a sub-agent with its own, empty context. Give it \
          everything it needs in `prompt`; it returns its final report and the id of its \
          conversation (pass that id as `resume` to send it a follow-up)."
+    }
+
+    fn capabilities(&self) -> ToolCapabilities {
+        // A child run is long, and must not be started twice by a retry (the configuration's
+        // `tools.task` still wins).
+        ToolCapabilities::default()
+            .with_timeout_ms(30 * 60 * 1000)
+            .with_max_retries(0)
     }
 
     fn input_schema(&self) -> Value {
