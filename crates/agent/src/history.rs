@@ -1,14 +1,109 @@
-//! The questions the loop asks of a conversation's log: where the current task starts, which
-//! skills are active and what they allow, which calls still lack a result, where the context
-//! starts after a compaction. Pure functions over the entries, so a resumed run asks them of
-//! the log alone.
+//! The conversation as the loop sees it: [`History`] owns a run's copy of the log — every
+//! append goes through it, to the store first, so the two never differ — and answers the
+//! questions the loop asks of it: where the current task starts, the compaction in force, which
+//! skills are active and what they allow, which calls still lack a result. Everything is read
+//! from the entries alone, so a resumed run gets the same answers as the run it resumes.
+//!
+//! **Invariants:** the entries are the store's, in order, with `last_seq` the sequence number
+//! of the last one (an append names it, so a writer that raced this one is refused rather than
+//! interleaved); an entry is in the history only once the store has it; nothing is ever
+//! removed or changed — a compaction is an entry the context view starts from.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use ba_protocol::skill::ContextModifier;
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
+use ba_storage::{ConversationId, ConversationStore, StorageError};
 
-use crate::records::{self, EntryKind};
+use crate::records::{self, EntryKind, ServerInventoryRecord};
+
+/// A conversation's log as one run sees and extends it.
+pub(crate) struct History {
+    store: Arc<dyn ConversationStore>,
+    id: ConversationId,
+    entries: Vec<LogEntry>,
+    last_seq: u64,
+}
+
+impl History {
+    /// An empty history of conversation `id` (see [`History::load`]).
+    pub(crate) fn new(store: Arc<dyn ConversationStore>, id: ConversationId) -> Self {
+        Self {
+            store,
+            id,
+            entries: Vec::new(),
+            last_seq: 0,
+        }
+    }
+
+    /// Reads the whole log from the store.
+    pub(crate) async fn load(&mut self) -> Result<(), StorageError> {
+        let loaded = self.store.load(&self.id).await?;
+        self.last_seq = loaded.last_seq;
+        self.entries = loaded.into_entries();
+        Ok(())
+    }
+
+    /// Appends `entry` to the store, then to this copy; its sequence number and the entry.
+    pub(crate) async fn append(
+        &mut self,
+        entry: LogEntry,
+    ) -> Result<(u64, &LogEntry), StorageError> {
+        let seq = self
+            .store
+            .append(&self.id, &entry, Some(self.last_seq))
+            .await?;
+        self.last_seq = seq;
+        self.entries.push(entry);
+        Ok((seq, &self.entries[self.entries.len() - 1]))
+    }
+
+    /// The last entry.
+    pub(crate) fn last(&self) -> Option<&LogEntry> {
+        self.entries.last()
+    }
+
+    /// The entry with id `id`.
+    pub(crate) fn find(&self, id: &str) -> Option<&LogEntry> {
+        self.entries.iter().find(|e| e.id == id)
+    }
+
+    /// The entries the context is built from: the compaction in force and what follows it.
+    pub(crate) fn context_view(&self) -> &[LogEntry] {
+        context_view(&self.entries)
+    }
+
+    /// Rounds already made for the current task.
+    pub(crate) fn rounds_in_task(&self) -> u32 {
+        rounds_in_task(&self.entries)
+    }
+
+    /// Skills activated since the current task started, oldest first.
+    pub(crate) fn active_skills(&self) -> Vec<ActiveSkill> {
+        active_skills(&self.entries)
+    }
+
+    /// The modifier the active skills leave in force.
+    pub(crate) fn modifier(&self) -> Option<ContextModifier> {
+        current_modifier(&self.active_skills())
+    }
+
+    /// Calls of the last assistant entry that have no result yet (what a resume runs).
+    pub(crate) fn pending_calls(&self) -> Vec<LogToolCall> {
+        unanswered_calls(&self.entries)
+    }
+
+    /// Ids of every tool call in the log.
+    pub(crate) fn call_ids(&self) -> HashSet<String> {
+        call_ids(&self.entries)
+    }
+
+    /// The last inventory of tool servers recorded.
+    pub(crate) fn last_server_inventory(&self) -> Option<ServerInventoryRecord> {
+        records::last_server_inventory(&self.entries)
+    }
+}
 
 /// An active skill, found in the log.
 #[derive(Debug, Clone)]
@@ -52,7 +147,7 @@ pub(crate) fn current_task(view: &[LogEntry]) -> Option<String> {
 
 /// The modifier in force: each field as the latest skill that sets it left it, so the tools
 /// offered to the model and the tools the runtime lets run always agree.
-pub(crate) fn current_modifier(active: &[ActiveSkill]) -> Option<ContextModifier> {
+fn current_modifier(active: &[ActiveSkill]) -> Option<ContextModifier> {
     active.iter().fold(None, |acc: Option<ContextModifier>, s| {
         let m = &s.modifier;
         if m.allowed_tools.is_none() && m.model.is_none() {
@@ -70,7 +165,7 @@ pub(crate) fn current_modifier(active: &[ActiveSkill]) -> Option<ContextModifier
 }
 
 /// Rounds already made for the current task (assistant entries since it started).
-pub(crate) fn rounds_in_task(log: &[LogEntry]) -> u32 {
+fn rounds_in_task(log: &[LogEntry]) -> u32 {
     let start = task_start(log);
     let n = log[start..]
         .iter()
@@ -80,7 +175,7 @@ pub(crate) fn rounds_in_task(log: &[LogEntry]) -> u32 {
 }
 
 /// Skills activated since the current task started, oldest first.
-pub(crate) fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
+fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
     let start = task_start(log);
     log[start..]
         .iter()
@@ -100,7 +195,7 @@ pub(crate) fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
 }
 
 /// Calls of the last assistant entry that have no result in the log.
-pub(crate) fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
+fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
     let Some(pos) = log
         .iter()
         .rposition(|e| e.role == LogRole::Assistant && !e.calls().is_empty())
@@ -120,7 +215,7 @@ pub(crate) fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
 }
 
 /// Ids of every tool call in the log.
-pub(crate) fn call_ids(log: &[LogEntry]) -> HashSet<String> {
+fn call_ids(log: &[LogEntry]) -> HashSet<String> {
     log.iter()
         .flat_map(|e| e.calls().iter().map(|c| c.id.clone()))
         .collect()

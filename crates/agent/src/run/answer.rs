@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
 use crate::agent::ResponseMode;
 use crate::events::{AgentEvent, RunStatus};
-use crate::history::call_ids;
 use crate::records::{self, ContextRecord, EntryKind, ModelRecord, keys};
 use crate::response::{Files, process_final};
 
@@ -196,7 +195,7 @@ impl Runner {
         &self,
         content: &[ba_protocol::structured::StructuredToolCall],
     ) -> Vec<LogToolCall> {
-        let used = call_ids(&self.log);
+        let used = self.history.call_ids();
         let mut calls: Vec<LogToolCall> = Vec::new();
         for (n, c) in content.iter().enumerate() {
             let mut id = c.tool_call_id.trim().to_owned();

@@ -32,7 +32,7 @@ impl Runner {
     /// call, so every later call starts from it.
     pub(super) async fn build_context(&mut self, active: &[ActiveSkill]) -> Result<Built, Stop> {
         let inner = Arc::clone(&self.inner);
-        let view = context_view(&self.log);
+        let view = self.history.context_view();
         let mut request = build_request(
             &inner,
             view,
@@ -134,7 +134,7 @@ impl Runner {
         let mut left = settings.skill_reinject_total;
         let mut out = Vec::new();
         for s in skills {
-            let Some(entry) = self.log.iter().find(|e| e.id == s.entry_id) else {
+            let Some(entry) = self.history.find(&s.entry_id) else {
                 continue;
             };
             let text = entry.text();

@@ -31,7 +31,7 @@ use tracing::field::Empty;
 use crate::adapters::WorkspaceFiles;
 use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
-use crate::history::{active_skills, current_modifier, rounds_in_task, unanswered_calls};
+use crate::history::History;
 use crate::records::{self, EntryKind, keys};
 use crate::response::process_final;
 use crate::sources::RunTools;
@@ -114,8 +114,8 @@ pub(crate) struct Runner {
     /// How the run is steered (see [`Signal`]).
     signal: watch::Receiver<Signal>,
     pub(crate) options: RunOptions,
-    pub(crate) log: Vec<LogEntry>,
-    last_seq: u64,
+    /// The conversation as this run sees and extends it.
+    pub(crate) history: History,
     pub(crate) mode: Mode,
     pub(crate) round: u32,
     rounds_run: u32,
@@ -278,8 +278,7 @@ pub(crate) async fn run(launch: Launch) {
         tx,
         signal,
         options,
-        log: Vec::new(),
-        last_seq: 0,
+        history: History::new(Arc::clone(&inner.store), id.clone()),
         mode: Mode::default(),
         round: 0,
         rounds_run: 0,
@@ -363,20 +362,15 @@ impl Runner {
     }
 
     pub(crate) async fn append(&mut self, entry: LogEntry) -> Result<(), Stop> {
-        let seq = self
-            .inner
-            .store
-            .append(&self.id, &entry, Some(self.last_seq))
-            .await?;
-        self.last_seq = seq;
+        let (seq, entry) = self.history.append(entry).await?;
         if self.options.entry_events {
-            self.emit(AgentEvent::Entry {
+            let event = AgentEvent::Entry {
                 seq,
                 appended_ms: SystemClock.now_ms(),
                 entry: Box::new(entry.clone()),
-            });
+            };
+            self.emit(event);
         }
-        self.log.push(entry);
         Ok(())
     }
 
@@ -411,9 +405,7 @@ impl Runner {
         let meta = self.inner.store.metadata(&self.id).await?;
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
-        let loaded = self.inner.store.load(&self.id).await?;
-        self.last_seq = loaded.last_seq;
-        self.log = loaded.into_entries();
+        self.history.load().await?;
         let kind = input.kind();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
@@ -441,13 +433,13 @@ impl Runner {
                 self.append(e).await?;
             }
             Input::Resume => {
-                let Some(last) = self.log.last().cloned() else {
+                let Some(last) = self.history.last().cloned() else {
                     return Err(Stop {
                         kind: "input",
                         message: "the conversation is empty: there is nothing to resume".into(),
                     });
                 };
-                self.round = rounds_in_task(&self.log);
+                self.round = self.history.rounds_in_task();
                 match last.role {
                     LogRole::Assistant if last.llm_error.is_some() => {
                         self.record_inventory().await?;
@@ -468,14 +460,14 @@ impl Runner {
                         return Ok(self.summary(RunStatus::Answered, Some((text, response)), None));
                     }
                     _ => {
-                        pending = unanswered_calls(&self.log);
+                        pending = self.history.pending_calls();
                         self.record_inventory().await?;
                     }
                 }
             }
         }
         if !matches!(kind, InputKind::Resume) {
-            self.round = rounds_in_task(&self.log);
+            self.round = self.history.rounds_in_task();
         }
         // The span of the round whose calls are pending: they run inside it (calls a resume
         // finds pending belong to no round of this run, so they sit under the run's span).
@@ -536,7 +528,7 @@ impl Runner {
         let Some(inventory) = self.tools.inventory.clone() else {
             return Ok(());
         };
-        if records::last_server_inventory(&self.log).as_ref() == Some(&inventory) {
+        if self.history.last_server_inventory().as_ref() == Some(&inventory) {
             return Ok(());
         }
         let mut e = LogEntry::new(new_id(), LogRole::System, now())
@@ -549,8 +541,8 @@ impl Runner {
 
     /// One model call and what follows from its answer.
     async fn round_once(&mut self) -> Result<Next, Stop> {
-        let active = active_skills(&self.log);
-        let modifier = current_modifier(&active);
+        let active = self.history.active_skills();
+        let modifier = self.history.modifier();
         let model = modifier
             .as_ref()
             .and_then(|m| m.model.clone())

@@ -14,7 +14,6 @@ use serde_json::Value;
 use super::{Runner, Stop, new_id, now};
 use crate::adapters::SkillTool;
 use crate::events::AgentEvent;
-use crate::history::{active_skills, current_modifier};
 use crate::records::{self, SkillActivationRecord, keys};
 
 impl Runner {
@@ -34,7 +33,7 @@ impl Runner {
     pub(super) async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
         let inner = Arc::clone(&self.inner);
         let runtime = Arc::clone(&self.tools.runtime);
-        let modifier = current_modifier(&active_skills(&self.log));
+        let modifier = self.history.modifier();
         let ctx = InvocationContext {
             caller_id: "agent".into(),
             permission_level: inner.settings.permission_level,
