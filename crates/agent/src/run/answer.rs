@@ -3,8 +3,8 @@
 //! final answer (processed into the API response of seed 003).
 
 use ba_model::{ModelError, ModelResponse};
-use ba_protocol::LogToolCall;
 use ba_protocol::structured::{Action, StructuredResponse};
+use ba_protocol::{LogEntry, LogToolCall};
 use serde_json::Value;
 
 use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
@@ -73,11 +73,35 @@ impl Runner {
         Ok(Next::Done(Box::new(self.cancelled(true))))
     }
 
+    /// What follows an answer of the model: its calls, a format correction, or the end.
     pub(super) async fn answered(
         &mut self,
         response: ModelResponse,
         record: ContextRecord,
     ) -> Result<Next, Stop> {
+        let (mut entry, model_answered) = self.answer_entry(&response, record)?;
+        let text = entry.text().into_owned();
+        let structured = match self.read_structured(&mut entry, &text) {
+            Ok(structured) => structured,
+            Err(err) => return self.correct_format(entry, model_answered, &err).await,
+        };
+        let calls = entry.calls().to_vec();
+        if !calls.is_empty() {
+            self.append(entry).await?;
+            self.emit(model_answered);
+            return Ok(Next::Calls(calls));
+        }
+        self.final_answer(entry, model_answered, text, structured)
+            .await
+    }
+
+    /// The log entry of an answer, with the loop's records of the call, and the event that
+    /// reports it.
+    fn answer_entry(
+        &self,
+        response: &ModelResponse,
+        record: ContextRecord,
+    ) -> Result<(LogEntry, AgentEvent), Stop> {
         let mut entries = response.to_log_entries(&mut LiveStamp).map_err(|e| Stop {
             kind: "model",
             message: e.to_string(),
@@ -89,7 +113,7 @@ impl Runner {
             });
         };
         entry.mode = Some(self.mode);
-        let stop_reason = stop_reason_name(&response);
+        let stop_reason = stop_reason_name(response);
         records::put(&mut entry, keys::ROUND, &self.round);
         records::put(&mut entry, keys::STOP_REASON, &stop_reason);
         records::put(&mut entry, keys::RETRIES, &response.retries);
@@ -103,59 +127,85 @@ impl Runner {
         if !response.problems.is_empty() {
             records::put(&mut entry, keys::PROBLEMS, &response.problems);
         }
-        let model_answered = AgentEvent::ModelAnswered {
+        let event = AgentEvent::ModelAnswered {
             round: self.round,
             stop_reason,
             input_tokens: response.usage.input_tokens,
             output_tokens: response.usage.output_tokens,
             retries: response.retries,
         };
-        let text = entry.text().into_owned();
-        let mut structured: Option<StructuredResponse> = None;
-        if self.inner.settings.response_mode == ResponseMode::Structured && entry.calls().is_empty()
+        Ok((entry, event))
+    }
+
+    /// In structured mode, the answer read as seed 003's JSON (its calls put on the entry,
+    /// its plan reported); `Err` with why when it is not that JSON and a correction may still
+    /// be asked for. `None` in native mode, for native calls, and once the corrections are
+    /// spent (the answer is then taken as plain text).
+    fn read_structured(
+        &mut self,
+        entry: &mut LogEntry,
+        text: &str,
+    ) -> Result<Option<StructuredResponse>, String> {
+        if self.inner.settings.response_mode != ResponseMode::Structured
+            || !entry.calls().is_empty()
         {
-            match StructuredResponse::parse_lenient(&text) {
-                Ok(s) => {
-                    if let Action::ToolCall { content } = &s.action {
-                        entry.tool_calls = Some(self.structured_calls(content));
-                    }
-                    self.emit(AgentEvent::Plan {
-                        round: self.round,
-                        task_analysis: s.task_analysis.clone(),
-                        execution_plan: s.execution_plan.clone(),
-                    });
-                    structured = Some(s);
+            return Ok(None);
+        }
+        match StructuredResponse::parse_lenient(text) {
+            Ok(s) => {
+                if let Action::ToolCall { content } = &s.action {
+                    entry.tool_calls = Some(self.structured_calls(content));
                 }
-                Err(err) if self.format_retries < self.inner.settings.format_retries => {
-                    self.format_retries += 1;
-                    self.append(entry).await?;
-                    self.emit(model_answered);
-                    self.emit(AgentEvent::Error {
-                        round: self.round,
-                        kind: "format".into(),
-                        message: format!("the answer is not the structured JSON: {err}"),
-                        resumable: true,
-                    });
-                    let fix = self.user_entry(
-                        &format!(
-                            "FORMAT_ERROR: your answer could not be read as the JSON format ({err}). \
-                             Reply again with one JSON object in the required format."
-                        ),
-                        Some(EntryKind::FormatError),
-                    );
-                    self.append(fix).await?;
-                    return Ok(Next::Again);
-                }
-                Err(_) => {}
+                self.emit(AgentEvent::Plan {
+                    round: self.round,
+                    task_analysis: s.task_analysis.clone(),
+                    execution_plan: s.execution_plan.clone(),
+                });
+                Ok(Some(s))
             }
+            Err(err) if self.format_retries < self.inner.settings.format_retries => {
+                Err(err.to_string())
+            }
+            Err(_) => Ok(None),
         }
-        let calls = entry.calls().to_vec();
-        if !calls.is_empty() {
-            self.append(entry).await?;
-            self.emit(model_answered);
-            return Ok(Next::Calls(calls));
-        }
-        // A final answer.
+    }
+
+    /// Keeps an answer that was not the structured JSON and asks the model for the format.
+    async fn correct_format(
+        &mut self,
+        entry: LogEntry,
+        model_answered: AgentEvent,
+        err: &str,
+    ) -> Result<Next, Stop> {
+        self.format_retries += 1;
+        self.append(entry).await?;
+        self.emit(model_answered);
+        self.emit(AgentEvent::Error {
+            round: self.round,
+            kind: "format".into(),
+            message: format!("the answer is not the structured JSON: {err}"),
+            resumable: true,
+        });
+        let fix = self.user_entry(
+            &format!(
+                "FORMAT_ERROR: your answer could not be read as the JSON format ({err}). \
+                 Reply again with one JSON object in the required format."
+            ),
+            Some(EntryKind::FormatError),
+        );
+        self.append(fix).await?;
+        Ok(Next::Again)
+    }
+
+    /// A final answer: processed into the API response (code saved, file references
+    /// resolved), appended with it, reported, and the run is over.
+    async fn final_answer(
+        &mut self,
+        mut entry: LogEntry,
+        model_answered: AgentEvent,
+        text: String,
+        structured: Option<StructuredResponse>,
+    ) -> Result<Next, Stop> {
         let answer = match &structured {
             Some(StructuredResponse {
                 action: Action::Complete { content, .. },

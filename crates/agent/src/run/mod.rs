@@ -30,7 +30,7 @@ use tracing::field::Empty;
 
 use crate::adapters::WorkspaceFiles;
 use crate::agent::{AgentError, Inner, Input, RunOptions};
-use crate::events::{AgentEvent, InputKind, RunStatus, RunSummary};
+use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
 use crate::records::{self, EntryKind, keys};
 use crate::response::process_final;
@@ -95,6 +95,14 @@ async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
     if rx.wait_for(|s| *s == Signal::Cancel).await.is_err() {
         std::future::pending::<()>().await;
     }
+}
+
+/// Where a run starts after its input.
+enum Begun {
+    /// Rounds, after these calls (a resume's; none otherwise).
+    Pending(Vec<LogToolCall>),
+    /// A resume found the final answer already given.
+    Answered(Box<RunSummary>),
 }
 
 /// What follows a round.
@@ -401,74 +409,86 @@ impl Runner {
         e
     }
 
+    /// The run after its lease: the input taken, then rounds until the run is over.
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
-        let kind = input.kind();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
             mode: self.mode,
-            input: kind,
+            input: input.kind(),
         });
-        let mut pending: Vec<LogToolCall> = Vec::new();
-        match input {
-            Input::Message(text) => {
-                if text.trim().is_empty() {
-                    return Err(Stop {
-                        kind: "input",
-                        message: "the message is empty".into(),
-                    });
-                }
-                self.record_inventory().await?;
-                let mut e = self.user_entry(&text, None);
-                self.put_run_ids(&mut e);
-                self.append(e).await?;
-            }
-            Input::Continue => {
-                self.record_inventory().await?;
-                let mut e = self.user_entry("continue", Some(EntryKind::Continue));
-                self.put_run_ids(&mut e);
-                self.append(e).await?;
-            }
-            Input::Resume => {
-                let Some(last) = self.history.last().cloned() else {
-                    return Err(Stop {
-                        kind: "input",
-                        message: "the conversation is empty: there is nothing to resume".into(),
-                    });
-                };
-                self.round = self.history.rounds_in_task();
-                match last.role {
-                    LogRole::Assistant if last.llm_error.is_some() => {
-                        self.record_inventory().await?;
-                        let e = self.user_entry("continue", Some(EntryKind::Continue));
-                        self.append(e).await?;
-                    }
-                    LogRole::Assistant if last.calls().is_empty() => {
-                        let text = last.text().into_owned();
-                        let response = match records::api_response(&last) {
-                            Some(response) => response,
-                            None => process_final(&text, None, None).await.response,
-                        };
-                        self.emit(AgentEvent::FinalAnswer {
-                            round: self.round,
-                            text: text.clone(),
-                            response: response.clone(),
-                        });
-                        return Ok(self.summary(RunStatus::Answered, Some((text, response)), None));
-                    }
-                    _ => {
-                        pending = self.history.pending_calls();
-                        self.record_inventory().await?;
-                    }
-                }
-            }
+        match self.take_input(input).await? {
+            Begun::Pending(calls) => self.rounds(calls).await,
+            Begun::Answered(summary) => Ok(*summary),
         }
-        if !matches!(kind, InputKind::Resume) {
+    }
+
+    /// Appends what the input brings (the user's message, a `continue`), or for a resume
+    /// finds where the log left off: calls without results, a failure to go on from, or a
+    /// final answer already given.
+    async fn take_input(&mut self, input: Input) -> Result<Begun, Stop> {
+        let text = match input {
+            Input::Message(text) if text.trim().is_empty() => {
+                return Err(Stop {
+                    kind: "input",
+                    message: "the message is empty".into(),
+                });
+            }
+            Input::Message(text) => Some((text, None)),
+            Input::Continue => Some(("continue".to_owned(), Some(EntryKind::Continue))),
+            Input::Resume => None,
+        };
+        if let Some((text, kind)) = text {
+            self.record_inventory().await?;
+            let mut e = self.user_entry(&text, kind);
+            self.put_run_ids(&mut e);
+            self.append(e).await?;
+            // Counted from the task the message starts (or the `continue` goes on with).
             self.round = self.history.rounds_in_task();
+            return Ok(Begun::Pending(Vec::new()));
         }
+        self.round = self.history.rounds_in_task();
+        let Some(last) = self.history.last().cloned() else {
+            return Err(Stop {
+                kind: "input",
+                message: "the conversation is empty: there is nothing to resume".into(),
+            });
+        };
+        match last.role {
+            LogRole::Assistant if last.llm_error.is_some() => {
+                self.record_inventory().await?;
+                let e = self.user_entry("continue", Some(EntryKind::Continue));
+                self.append(e).await?;
+                Ok(Begun::Pending(Vec::new()))
+            }
+            LogRole::Assistant if last.calls().is_empty() => {
+                let text = last.text().into_owned();
+                let response = match records::api_response(&last) {
+                    Some(response) => response,
+                    None => process_final(&text, None, None).await.response,
+                };
+                self.emit(AgentEvent::FinalAnswer {
+                    round: self.round,
+                    text: text.clone(),
+                    response: response.clone(),
+                });
+                let summary = self.summary(RunStatus::Answered, Some((text, response)), None);
+                Ok(Begun::Answered(Box::new(summary)))
+            }
+            _ => {
+                let pending = self.history.pending_calls();
+                self.record_inventory().await?;
+                Ok(Begun::Pending(pending))
+            }
+        }
+    }
+
+    /// Rounds until a final answer, the round limit, a stop or a cancel, starting with the
+    /// calls `pending` (a resume's).
+    async fn rounds(&mut self, mut pending: Vec<LogToolCall>) -> Result<RunSummary, Stop> {
         // The span of the round whose calls are pending: they run inside it (calls a resume
         // finds pending belong to no round of this run, so they sit under the run's span).
         let mut round_span = tracing::Span::none();
@@ -487,25 +507,8 @@ impl Runner {
                     None => return Ok(self.cancelled(false)),
                 }
             }
-            let signal = *self.signal.borrow();
-            if signal == Signal::Cancel {
-                return Ok(self.cancelled(false));
-            }
-            if signal == Signal::StopAfterRound {
-                return Ok(self.summary(RunStatus::Stopped, None, None));
-            }
-            if self.rounds_run >= self.inner.settings.max_rounds {
-                let message = format!(
-                    "the round limit of {} was reached before a final answer; send `continue` to go on",
-                    self.inner.settings.max_rounds
-                );
-                self.emit(AgentEvent::Error {
-                    round: self.round,
-                    kind: "round_limit".into(),
-                    message: message.clone(),
-                    resumable: true,
-                });
-                return Ok(self.summary(RunStatus::RoundLimit, None, Some(message)));
+            if let Some(summary) = self.before_round() {
+                return Ok(summary);
             }
             self.round += 1;
             self.rounds_run += 1;
@@ -519,6 +522,31 @@ impl Runner {
                 Next::Done(summary) => return Ok(*summary),
             }
         }
+    }
+
+    /// Whether the run ends before another round: cancelled, asked to stop, or at its limit.
+    fn before_round(&self) -> Option<RunSummary> {
+        let signal = *self.signal.borrow();
+        if signal == Signal::Cancel {
+            return Some(self.cancelled(false));
+        }
+        if signal == Signal::StopAfterRound {
+            return Some(self.summary(RunStatus::Stopped, None, None));
+        }
+        if self.rounds_run < self.inner.settings.max_rounds {
+            return None;
+        }
+        let message = format!(
+            "the round limit of {} was reached before a final answer; send `continue` to go on",
+            self.inner.settings.max_rounds
+        );
+        self.emit(AgentEvent::Error {
+            round: self.round,
+            kind: "round_limit".into(),
+            message: message.clone(),
+            resumable: true,
+        });
+        Some(self.summary(RunStatus::RoundLimit, None, Some(message)))
     }
 
     /// Appends the inventory of the servers behind this run's tools when it differs from the
