@@ -1,16 +1,20 @@
 //! One run of a conversation: the state machine that turns an [`Input`] into rounds (context →
 //! model → tool calls) until a final answer, the round limit, a failure or cancellation.
 //!
-//! The pieces of a round live beside it: `context` assembles the window, `answer` reads what
-//! the model said (structured parsing, format corrections, the final answer's processing) and
-//! `tools` runs the calls. Everything is appended to the store as it happens.
+//! The pieces live beside it: `handle` is the caller's [`Run`] and the signal that steers it,
+//! `task` the run's task from its lease to its `Finished`, `context` assembles a round's window,
+//! `answer` reads what the model said (structured parsing, format corrections, the final
+//! answer's processing) and `tools` runs the calls. Everything is appended to the store, through
+//! the run's [`History`], as it happens.
 
 mod answer;
 mod context;
 mod handle;
+mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub(crate) use handle::{Control, LiveRuns, Signal};
+pub(crate) use task::{Launch, run, take_lease};
 
 pub(crate) use context::preview;
 mod tools;
@@ -20,9 +24,7 @@ use std::sync::Arc;
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
-use ba_storage::{
-    Clock, ConversationId, ConversationStore, RunHolder, RunLease, RunLock, SystemClock,
-};
+use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tracing::Instrument as _;
@@ -143,203 +145,6 @@ pub(crate) struct Runner {
     /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
     /// top parent's), when the agent has one.
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
-}
-
-/// The conversation whose files a run of `id` uses: `id` itself, or for a sub-agent's
-/// conversation the top of its `parent` chain (the user's conversation, whose uploads the
-/// sub-task reads and whose outputs it adds to). A parent that cannot be read ends the walk.
-async fn files_owner(store: &dyn ConversationStore, id: &ConversationId) -> ConversationId {
-    let mut owner = id.clone();
-    for _ in 0..8 {
-        let parent = match store.metadata(&owner).await {
-            Ok(meta) => meta.parent,
-            Err(_) => None,
-        };
-        match parent.map(ConversationId::new) {
-            Some(Ok(parent)) if parent != owner => owner = parent,
-            _ => break,
-        }
-    }
-    owner
-}
-
-/// A run about to start: what [`crate::Agent`] hands the task it spawns.
-pub(crate) struct Launch {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) id: ConversationId,
-    pub(crate) input: Input,
-    pub(crate) options: RunOptions,
-    pub(crate) run_id: String,
-    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
-    pub(crate) lease: Option<RunLease>,
-    pub(crate) tx: UnboundedSender<AgentEvent>,
-    pub(crate) control: Control,
-    pub(crate) signal: watch::Receiver<Signal>,
-}
-
-/// Takes the conversation's run lease for `run_id`, or says who holds it. A run of this
-/// process that was cancelled (a dropped [`Run`]) is waited for: it is writing its last
-/// records and lets the conversation go within moments.
-pub(crate) async fn take_lease(
-    inner: &Inner,
-    id: &ConversationId,
-    run_id: &str,
-) -> Result<RunLease, AgentError> {
-    let holder = RunHolder::new(run_id, inner.holder.clone());
-    loop {
-        let ended = inner.live.ended();
-        match inner.store.lock_run(id, &holder).await? {
-            RunLock::Taken(lease) => return Ok(lease),
-            RunLock::Held(Some(h))
-                if inner
-                    .live
-                    .get(&h.run_id)
-                    .is_some_and(|c| c.signal() == Signal::Cancel) =>
-            {
-                ended.await;
-            }
-            RunLock::Held(holder) => {
-                return Err(AgentError::Busy {
-                    conversation: id.to_string(),
-                    holder,
-                });
-            }
-        }
-    }
-}
-
-/// Looks in the store, every `cancel_poll`, for a cancel request naming this run (made by
-/// another process through [`crate::Agent::cancel`]) and raises the signal when one is there.
-/// Never resolves.
-async fn watch_store_for_cancel(
-    inner: Arc<Inner>,
-    id: ConversationId,
-    run_id: String,
-    control: Control,
-) {
-    let mut look = tokio::time::interval(inner.settings.cancel_poll);
-    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    look.tick().await;
-    while control.signal() != Signal::Cancel {
-        look.tick().await;
-        match inner.store.cancel_requested(&id).await {
-            Ok(Some(requested)) if requested == run_id => control.raise(Signal::Cancel),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(conversation = %id, "reading cancel requests: {e}"),
-        }
-    }
-    std::future::pending::<()>().await;
-}
-
-/// A run from its lease to its `Finished`, on the task [`crate::Agent`] spawned.
-pub(crate) async fn run(launch: Launch) {
-    let Launch {
-        inner,
-        id,
-        input,
-        options,
-        run_id,
-        lease,
-        tx,
-        control,
-        signal,
-    } = launch;
-    let lease = match lease {
-        Some(lease) => lease,
-        None => match take_lease(&inner, &id, &run_id).await {
-            Ok(lease) => lease,
-            Err(e) => {
-                let kind = if matches!(e, AgentError::Busy { .. }) {
-                    "busy"
-                } else {
-                    "store"
-                };
-                let message = e.to_string();
-                let _ = tx.send(AgentEvent::Error {
-                    round: 0,
-                    kind: kind.into(),
-                    message: message.clone(),
-                    resumable: false,
-                });
-                let _ = tx.send(AgentEvent::Finished(RunSummary::failed(
-                    id.as_str(),
-                    message,
-                )));
-                return;
-            }
-        },
-    };
-    let live = inner.live.insert(&run_id, control.clone());
-    let tools = inner.sources.for_run(&inner.runtime);
-    let specs = tools.specs();
-    let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
-    let files = match &inner.workspace {
-        Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
-            Arc::clone(workspace),
-            files_owner(inner.store.as_ref(), &id).await,
-        ))),
-        None => None,
-    };
-    let mut runner = Runner {
-        inner: Arc::clone(&inner),
-        id: id.clone(),
-        tx,
-        signal,
-        options,
-        history: History::new(Arc::clone(&inner.store), id.clone()),
-        mode: Mode::default(),
-        round: 0,
-        rounds_run: 0,
-        format_retries: 0,
-        usage: 0.0,
-        tools,
-        specs,
-        catalogue,
-        files,
-        scope: Arc::default(),
-    };
-    let span = tracing::info_span!(
-        "run",
-        conversation_id = %runner.id,
-        run_id = %run_id,
-        input = input.kind().as_str(),
-        mode = Empty,
-        rounds = Empty,
-        status = Empty,
-    );
-    let watch = watch_store_for_cancel(Arc::clone(&inner), id.clone(), run_id.clone(), control);
-    let outcome = tokio::select! {
-        outcome = runner.go(input).instrument(span.clone()) => outcome,
-        () = watch => unreachable!("the store watch never resolves"),
-    };
-    let summary = match outcome {
-        Ok(summary) => summary,
-        Err(stop) => {
-            runner.emit(AgentEvent::Error {
-                round: runner.round,
-                kind: stop.kind.to_owned(),
-                message: stop.message.clone(),
-                resumable: false,
-            });
-            runner.summary(RunStatus::Failed, None, Some(stop.message))
-        }
-    };
-    span.record("rounds", summary.rounds);
-    span.record("status", summary.status.as_str());
-    drop(span);
-    // The last records, in order: a cancel request naming this run is answered; the run
-    // leaves the store's lease and then this process's table (whose notice wakes a run
-    // waiting for this one), so a run started on `Finished` (or
-    // on the end of the stream) is never refused as busy; then `Finished`.
-    if let Ok(Some(requested)) = inner.store.cancel_requested(&id).await
-        && requested == run_id
-        && let Err(e) = inner.store.clear_cancel(&id).await
-    {
-        tracing::warn!(conversation = %id, "clearing the cancel request: {e}");
-    }
-    drop(lease);
-    drop(live);
-    runner.emit(AgentEvent::Finished(summary));
 }
 
 impl Runner {
