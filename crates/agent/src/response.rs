@@ -54,42 +54,72 @@ pub async fn process_final(
         ..
     }) = structured
     {
-        for block in blocks {
-            let Some(files) = files else {
-                warnings.push(format!(
-                    "code block `{}` was not saved: no workspace is configured",
-                    block.code_id
-                ));
-                continue;
-            };
-            match save_code(
-                files.workspace,
-                files.conversation,
-                &block.code_id,
-                &block.code,
-                &block.language,
-                &block.description,
-            )
-            .await
-            {
-                Ok(saved) => {
-                    warnings.extend(saved.warning);
-                    response.metadata.saved_codes.push(SavedCode {
-                        code_id: saved.meta.code_id,
-                        language: saved.meta.language,
-                        description: saved.meta.description,
-                        line_count: saved.meta.line_count,
-                        char_count: saved.meta.char_count,
-                    });
-                }
-                Err(err) => warnings.push(format!(
-                    "code block `{}` was not saved: {err}",
-                    block.code_id
-                )),
-            }
-        }
+        let saved = save_blocks(blocks, files, &mut warnings).await;
+        response.metadata.saved_codes.extend(saved);
     }
     let (with_code, code_ids) = replace_refs(&response.response, "code_ref", "CODE");
+    let refs = code_refs(code_ids, files, &mut warnings).await;
+    response.metadata.code_refs.extend(refs);
+    let (with_files, file_ids) = replace_refs(&with_code, "file_ref", "FILE");
+    let refs = file_refs(file_ids, files, &mut warnings).await;
+    response.metadata.file_refs.extend(refs);
+    let links = std::mem::take(&mut response.metadata.download_links);
+    response.metadata.download_links = download_links(links, files, &mut warnings).await;
+    response.response = with_files;
+    Processed { response, warnings }
+}
+
+/// Saves a structured answer's code blocks in the conversation's workspace.
+async fn save_blocks(
+    blocks: &[ba_protocol::structured::CodeBlock],
+    files: Option<Files<'_>>,
+    warnings: &mut Vec<String>,
+) -> Vec<SavedCode> {
+    let mut saved_codes = Vec::new();
+    for block in blocks {
+        let Some(files) = files else {
+            warnings.push(format!(
+                "code block `{}` was not saved: no workspace is configured",
+                block.code_id
+            ));
+            continue;
+        };
+        match save_code(
+            files.workspace,
+            files.conversation,
+            &block.code_id,
+            &block.code,
+            &block.language,
+            &block.description,
+        )
+        .await
+        {
+            Ok(saved) => {
+                warnings.extend(saved.warning);
+                saved_codes.push(SavedCode {
+                    code_id: saved.meta.code_id,
+                    language: saved.meta.language,
+                    description: saved.meta.description,
+                    line_count: saved.meta.line_count,
+                    char_count: saved.meta.char_count,
+                });
+            }
+            Err(err) => warnings.push(format!(
+                "code block `{}` was not saved: {err}",
+                block.code_id
+            )),
+        }
+    }
+    saved_codes
+}
+
+/// The `<code_ref>`s of an answer, in order, each looked up among the saved code.
+async fn code_refs(
+    code_ids: Vec<String>,
+    files: Option<Files<'_>>,
+    warnings: &mut Vec<String>,
+) -> Vec<CodeRef> {
+    let mut refs = Vec::with_capacity(code_ids.len());
     for (index, code_id) in code_ids.into_iter().enumerate() {
         let found = match files {
             Some(f) => f
@@ -119,15 +149,25 @@ pub async fn process_final(
                 )
             }
         };
-        response.metadata.code_refs.push(CodeRef {
+        refs.push(CodeRef {
             code_id,
             language,
             description,
             index,
         });
     }
-    let (with_files, file_ids) = replace_refs(&with_code, "file_ref", "FILE");
-    for (index, reference) in file_ids.into_iter().enumerate() {
+    refs
+}
+
+/// The `<file_ref>`s of an answer, in order, each looked up among the conversation's files
+/// (by id or by name).
+async fn file_refs(
+    references: Vec<String>,
+    files: Option<Files<'_>>,
+    warnings: &mut Vec<String>,
+) -> Vec<FileRef> {
+    let mut refs = Vec::with_capacity(references.len());
+    for (index, reference) in references.into_iter().enumerate() {
         let found = match files {
             Some(f) => f
                 .workspace
@@ -146,7 +186,7 @@ pub async fn process_final(
                 (reference, String::new(), "unknown".to_owned(), 0)
             }
         };
-        response.metadata.file_refs.push(FileRef {
+        refs.push(FileRef {
             file_id,
             filename,
             file_type,
@@ -154,26 +194,34 @@ pub async fn process_final(
             index,
         });
     }
-    let mut links = Vec::with_capacity(response.metadata.download_links.len());
-    for link in std::mem::take(&mut response.metadata.download_links) {
+    refs
+}
+
+/// The download links, each as the id of the file it names (a link that names nothing is
+/// kept as it is, and reported).
+async fn download_links(
+    links: Vec<String>,
+    files: Option<Files<'_>>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(links.len());
+    for link in links {
         let found = match files {
             Some(f) => f.workspace.find(f.conversation, &link).await.ok().flatten(),
             None => None,
         };
         match found {
             // A link by name becomes the file's id, which the files route serves.
-            Some(meta) => links.push(meta.id),
+            Some(meta) => out.push(meta.id),
             None => {
                 warnings.push(format!(
                     "download link `{link}` names no file of this conversation"
                 ));
-                links.push(link);
+                out.push(link);
             }
         }
     }
-    response.metadata.download_links = links;
-    response.response = with_files;
-    Processed { response, warnings }
+    out
 }
 
 /// The type shown for a file: its lowercased extension (`csv`, `png`), `markdown` for `.md`,
