@@ -55,7 +55,7 @@ mod tests {
                 let left_operand = left.trim_end().rsplit(stop).next().unwrap_or("");
                 let right_operand = right
                     .trim_start()
-                    .split(|c: char| c == ')' || c == ' ' || c == '{' || c == ',')
+                    .split([')', ' ', '{', ','])
                     .next()
                     .unwrap_or("");
                 let right_operand = if right.trim_start().starts_with("Some(") {
@@ -101,7 +101,7 @@ mod tests {
                 }
                 sources(&path, out);
             } else if path.extension().is_some_and(|e| e == "rs")
-                && !path.file_name().is_some_and(|n| n == "tests.rs")
+                && path.file_name().is_none_or(|n| n != "tests.rs")
             {
                 out.push(path);
             }

@@ -132,6 +132,10 @@ pub(crate) struct CancelArgs {
     /// Cancel only this run (as `ba-agent serve` or a refusal names it).
     #[arg(long, value_name = "RUN_ID")]
     run: Option<String>,
+    /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`): its `database_url` names
+    /// the shared store.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
     #[arg(long, alias = "store", value_name = "DIR")]
     home: Option<PathBuf>,
@@ -317,7 +321,9 @@ async fn open_conversation(
 ) -> anyhow::Result<Session> {
     let home = config.home();
     let extensions = Extensions::gather(config, ext)?;
-    let store = config.store()?;
+    // The store the configuration names: with `database_url`, the PostgreSQL one that `serve`
+    // shares, so a run here and a run there hold the same lease.
+    let store = config.shared_store().await?;
     let (id, played) = match given {
         Some(id) => {
             let id = ConversationId::new(id)?;
@@ -678,7 +684,7 @@ async fn save_outputs(
 /// (`run`, `chat`, `serve`) — to stop, through the store. Exit 0 when a run was asked, 1 when
 /// none goes on.
 pub(crate) fn cancel(args: CancelArgs) -> CliResult {
-    let mut config = Config::load(None)?;
+    let mut config = Config::load(args.config.as_deref())?;
     if let Some(home) = args.home {
         config.home = Some(home);
     }

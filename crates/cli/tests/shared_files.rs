@@ -17,9 +17,10 @@ mod support;
 
 use std::io::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 use ba_testkit::model::{ScriptedModel, Turn};
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use support::Served;
 use support::files::{Digest, complete, config, hex, output_ids, serve, serve_in};
@@ -340,4 +341,157 @@ async fn uploads_and_downloads_stream_through_the_file_store() {
     let server = serve(&dir.path().join("home"), &config).await;
     streams(&server, "file store").await;
     server.terminate().await;
+}
+
+/// One run per conversation across front ends sharing PostgreSQL: a `ba-agent run` holding a
+/// conversation makes `serve` refuse a run there with a 409 that names it; `ba-agent cancel`
+/// stops it through the store; once its process is gone, the server runs the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_run_and_a_server_share_one_lease_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::builder()
+        .rule(
+            "hold the slow question open",
+            |r| r.last_user_text().contains("slow"),
+            |_| Turn::hold(),
+        )
+        .rule(
+            "answer the quick one",
+            |r| r.last_user_text().contains("quick"),
+            |_| complete("Quick answer.", &[]),
+        )
+        .start()
+        .await;
+    let config = config(dir.path(), &model, &database_lines(&url));
+    let home = dir.path().join("home-cli");
+    let server = serve(&dir.path().join("home-serve"), &config).await;
+    let id = server.create().await;
+
+    let mut cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--home")
+        .arg(&home)
+        .args(["--conversation", &id, "--task", "A slow question."])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let cli_pid = cli.id().unwrap();
+    tokio::time::timeout(Duration::from_secs(120), model.wait_for_requests(1))
+        .await
+        .expect("the CLI run never called the model");
+
+    let refused = server
+        .post(
+            &format!("/api/v1/conversations/{id}/runs"),
+            &json!({"request_id": "r-busy", "input": {"type": "message", "text": "A quick one."}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("ba-agent run, pid {cli_pid} on ")),
+        "the refusal names the CLI run: {body}"
+    );
+    let holder_run = body["active_run_id"].as_str().unwrap().to_owned();
+    assert!(holder_run.starts_with("run_"), "{body}");
+
+    // Cancelled through the store, from a third process.
+    let cancel = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("cancel")
+        .arg(&id)
+        .arg("--config")
+        .arg(&config)
+        .arg("--home")
+        .arg(&home)
+        .args(["--run", &holder_run])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        cancel.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&cancel.stdout),
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    let status = tokio::time::timeout(Duration::from_secs(120), cli.wait())
+        .await
+        .expect("the CLI run did not stop")
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "a cancelled run is not a success");
+
+    // Free: the server's run goes through.
+    let frames = server.run(&id, "r-after", "A quick one.", &[]).await;
+    assert!(
+        frames.iter().any(|(e, _)| e == "final_answer"),
+        "{frames:#?}"
+    );
+
+    // A CLI run killed while it holds the conversation: PostgreSQL ends its session with the
+    // process, and with it the lease, so the server runs the conversation next.
+    let seen = model.requests().len();
+    let mut killed = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .arg("--home")
+        .arg(&home)
+        .args(["--conversation", &id, "--task", "Another slow question."])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(120), model.wait_for_requests(seen + 1))
+        .await
+        .expect("the second CLI run never called the model");
+    killed.start_kill().unwrap();
+    killed.wait().await.unwrap();
+    // The server learns of the dead session when its socket closes; the run is refused only
+    // until then (a 409 names the dead run, and the retry uses a fresh request id).
+    let mut attempt = 0;
+    let frames = loop {
+        attempt += 1;
+        let events = server
+            .get(&format!("/api/v1/conversations/{id}/events"))
+            .send()
+            .await
+            .unwrap();
+        let start = server
+            .post(
+                &format!("/api/v1/conversations/{id}/runs"),
+                &json!({"request_id": format!("r-takeover-{attempt}"),
+                        "input": {"type": "message", "text": "A quick one again."}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        if start.status() == 202 {
+            break tokio::time::timeout(Duration::from_secs(120), support::until_finished(events))
+                .await
+                .expect("the run after the takeover did not finish");
+        }
+        assert_eq!(start.status(), 409, "{}", start.text().await.unwrap());
+        assert!(attempt < 600, "the killed run's lease was never released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        frames.iter().any(|(e, _)| e == "final_answer"),
+        "{frames:#?}"
+    );
 }
