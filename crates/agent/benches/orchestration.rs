@@ -31,8 +31,9 @@ use std::time::Duration;
 use ba_agent::{Agent, Input, RunStatus};
 use ba_model::{
     ExpectedRequest, ModelClient, ModelRequest, RecordedResponse, ReplayClient, ReplayOutcome,
-    ReplayTurn, StopReason, ToolSpec, Usage,
+    ReplayTurn, StopReason, Usage,
 };
+use ba_protocol::ToolSpec;
 use ba_protocol::convert::SequentialStamp;
 use ba_protocol::{Content, ContentBlock, LogEntry, LogRole, Message, Role};
 use ba_storage::{Durability, FileStore, FileStoreOptions, NewConversation};

@@ -424,7 +424,7 @@ fn stream_error(error: &Value) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolSpec;
+    use ba_protocol::ToolSpec;
     use ba_protocol::{LogEntry, LogRole};
 
     #[test]

@@ -72,12 +72,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ba_protocol::anthropic::AnthropicMessage;
 use ba_protocol::convert::{Stamp, message_to_log};
-use ba_protocol::{Content, LogEntry, Message};
+use ba_protocol::{Content, LogEntry, Message, ToolSpec};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicClient;
-pub use ba_protocol::ToolSpec;
 pub use error::{MAX_LOGGED_PARTIAL, ModelError, PartialOutput, PartialToolCall, TimeoutPhase};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, HttpConfig};

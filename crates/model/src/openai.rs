@@ -441,8 +441,8 @@ fn invalid(message: String) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolSpec;
     use ba_protocol::LogEntry;
+    use ba_protocol::ToolSpec;
 
     #[test]
     fn body_has_system_first_tools_as_functions_and_usage_in_streams() {

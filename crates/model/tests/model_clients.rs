@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use ba_model::{
     AnthropicClient, ApiKey, HttpConfig, ModelClient, ModelError, ModelRequest, ModelResponse,
-    OpenAiClient, RetryPolicy, StopReason, StreamDelta, TimeoutPhase, ToolSpec,
+    OpenAiClient, RetryPolicy, StopReason, StreamDelta, TimeoutPhase,
 };
+use ba_protocol::ToolSpec;
 use ba_protocol::anthropic::{AnthropicMessage, AnthropicRequest, AnthropicResponse};
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log};
 use ba_protocol::{JsonMap, LlmErrorKind, LogEntry};

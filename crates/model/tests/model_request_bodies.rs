@@ -3,7 +3,8 @@
 // The fixture builder is test code too: a broken fixture should stop the test loudly.
 #![allow(clippy::unwrap_used)]
 
-use ba_model::{AnthropicClient, ModelError, ModelRequest, OpenAiClient, PartialOutput, ToolSpec};
+use ba_model::{AnthropicClient, ModelError, ModelRequest, OpenAiClient, PartialOutput};
+use ba_protocol::ToolSpec;
 use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log};
 use ba_protocol::{LlmErrorKind, LogEntry, LogRole};

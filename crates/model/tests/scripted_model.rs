@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use ba_model::{
     AnthropicClient, ApiKey, HttpConfig, ModelClient, ModelError, ModelRequest, RetryPolicy,
-    StopReason, StreamDelta, ToolSpec,
+    StopReason, StreamDelta,
 };
+use ba_protocol::ToolSpec;
 use ba_protocol::convert::SequentialStamp;
 use ba_protocol::{ContentBlock, LogEntry, LogRole};
 use ba_testkit::model::{Role, ScriptedModel, Turn, Wire};

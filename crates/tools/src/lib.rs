@@ -84,7 +84,6 @@ pub mod tool;
 pub mod typed;
 pub mod validate;
 
-pub use ba_protocol::ToolSpec;
 pub use config::{RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
 pub use files::{ConversationFiles, DirFiles, FileInfo};
