@@ -157,6 +157,16 @@ impl Printer {
                 };
                 self.line(&format!("   ! {kind}: {message}{hint}"));
             }
+            AgentEvent::Cancelled { partial_saved, .. } => {
+                let kept = if *partial_saved {
+                    "; the cut model call is in the log"
+                } else {
+                    ""
+                };
+                self.line(&format!(
+                    "   ! cancelled{kept} (`ba-agent run --resume ID` goes on from here)"
+                ));
+            }
             _ => {}
         }
     }
