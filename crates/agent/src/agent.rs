@@ -607,6 +607,7 @@ impl Agent {
     ) -> Run {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (control, signal) = Control::new();
+        let live = self.inner.live.insert(&run_id, control.clone());
         let launch = crate::run::Launch {
             inner: Arc::clone(&self.inner),
             id: id.clone(),
@@ -617,6 +618,7 @@ impl Agent {
             tx,
             control: control.clone(),
             signal,
+            live,
         };
         // The caller's span (a `task` tool call, for a sub-agent) becomes the run's parent, so
         // a child agent's run nests in the call that started it; a front end has none.

@@ -13,7 +13,7 @@ mod handle;
 mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
-pub(crate) use handle::{Control, LiveRuns, Signal};
+pub(crate) use handle::{Control, LiveEntry, LiveRuns, Signal};
 pub(crate) use task::{Launch, run, take_lease};
 
 pub(crate) use context::preview;

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::{Control, Runner, Signal};
+use super::{Control, LiveEntry, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
 use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
@@ -46,6 +46,9 @@ pub(crate) struct Launch {
     pub(crate) tx: UnboundedSender<AgentEvent>,
     pub(crate) control: Control,
     pub(crate) signal: watch::Receiver<Signal>,
+    /// The run's place in the agent's table of live runs, taken before the task starts so a
+    /// cancel by run id finds the run from the moment its id is known.
+    pub(crate) live: LiveEntry,
 }
 
 /// Takes the conversation's run lease for `run_id`, or says who holds it. A run of this
@@ -114,6 +117,7 @@ pub(crate) async fn run(launch: Launch) {
         tx,
         control,
         signal,
+        live,
     } = launch;
     let lease = match lease {
         Some(lease) => lease,
@@ -122,7 +126,6 @@ pub(crate) async fn run(launch: Launch) {
             Err(e) => return refused(&tx, &id, &e),
         },
     };
-    let live = inner.live.insert(&run_id, control.clone());
     let mut runner = Runner::new(Arc::clone(&inner), id.clone(), tx, signal, options).await;
     let span = tracing::info_span!(
         "run",
