@@ -9,8 +9,8 @@
 //! elsewhere). No observation or error holds a local path: they name the reference.
 
 use ba_protocol::tool::PermissionLevel;
-use ba_tools::files::{ConversationFiles, FileInfo};
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
+use ba_tools::{ConversationFiles, FileInfo};
 use std::path::{Component, Path, PathBuf};
 
 use ba_protocol::OutputLevel;

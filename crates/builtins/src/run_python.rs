@@ -28,7 +28,7 @@ pub mod sandbox;
 mod imports;
 mod interpreter;
 
-use ba_tools::files::ConversationFiles;
+use ba_tools::ConversationFiles;
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -630,7 +630,7 @@ async fn copy_uploads(
         .map_err(|e| BuiltinError::from_files("the uploads", e))?;
     let mut uploads: Vec<_> = listed
         .into_iter()
-        .filter(|f| f.kind == ba_tools::files::KIND_UPLOAD)
+        .filter(|f| f.kind == ba_tools::KIND_UPLOAD)
         .collect();
     // Newest first: ids count up, so a longer id is a later one.
     uploads.sort_by(|a, b| (b.id.len(), &b.id).cmp(&(a.id.len(), &a.id)));

@@ -47,11 +47,6 @@ impl IdempotencyCache {
     pub fn insert(&self, key: String, data: Arc<Value>) {
         self.cache.insert(key, data);
     }
-
-    /// Forgets everything.
-    pub fn clear(&self) {
-        self.cache.invalidate_all();
-    }
 }
 
 /// The cache key of a call: the explicit key if given, else the canonical arguments if the tool

@@ -8,21 +8,25 @@
 //! - [`Tool`] — the async tool trait (T1); [`typed_tool`] makes one from a plain async function
 //!   of a `Deserialize + JsonSchema` argument struct, [`dynamic_tool`] from raw JSON and a
 //!   schema (an MCP server's tools). [`ToolRegistry`] holds them with compiled schemas.
-//! - [`ToolRuntime`] — runs a call through the layers, one module each, composed in
-//!   [`runtime`]: [`lookup`] → [`size`] (T7) → [`validate`] → [`permissions`] (T8) →
-//!   [`idempotency`] (T9) → [`retry`] (T5) → [`timeout`] (T6, panic capture) → the tool →
-//!   [`levels`] (T2 decision, T3 bounded formatting) → [`spill`] (T4, the [`DataSink`] trait and
-//!   the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at once (T12).
-//! - [`metrics`] — per-call records, per-tool and per-conversation aggregates and a report
-//!   (T10); every call runs in a `tool_call` tracing span with one `tool_attempt` span per
-//!   attempt (T11). The `otel` feature (off by default) also publishes the call metrics through
-//!   the OpenTelemetry metrics API.
-//! - [`config`] — [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides.
-//! - [`files`] — [`ConversationFiles`]: the files of the conversation a call belongs to
-//!   (uploads, code, outputs, spilled data; ids and names, never paths), handed to each call in
+//! - [`ToolRuntime`] — runs a call through the layers, one private module each: lookup → input
+//!   size (T7) → schema validation → permissions (T8, [`ToolCapabilities`] and a skill's
+//!   `allowed_tools`) → idempotency cache (T9) → retry (T5, [`RetryPolicy`], [`Backoff`],
+//!   [`Jitter`]) → timeout (T6, panic capture) → the tool → output levels (T2 decision, T3
+//!   bounded formatting: [`format_observation`], [`FormatBounds`]) → spill (T4, the
+//!   [`DataSink`] trait and the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at
+//!   once (T12).
+//! - [`MetricsRecorder`] — per-call records, per-tool and per-conversation aggregates and a
+//!   report (T10); every call runs in a `tool_call` tracing span with one `tool_attempt` span
+//!   per attempt (T11). The `otel` feature (off by default) also publishes the call metrics
+//!   through the OpenTelemetry metrics API.
+//! - [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides ([`ToolOverride`]).
+//! - [`ConversationFiles`]: the files of the conversation a call belongs to (uploads, code,
+//!   outputs, spilled data; ids and names, never paths), handed to each call in
 //!   [`CallContext::files`] through [`CallOptions::files`]; spilled data then becomes a data
 //!   file of the conversation (`data_001`). [`DirFiles`] keeps them in a folder, for tests and
-//!   simple embedders.
+//!   simple embedders. [`RunScope`]: what the calls of one run of the caller share.
+//!
+//! Every public item has one path, at the crate's root.
 //!
 //! The crate depends on `ba-protocol` only. The orchestrator (`ba-agent`) registers its
 //! built-in tools, adapts the storage crate's conversation workspace to [`ConversationFiles`]
@@ -63,36 +67,43 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod config;
-pub mod error;
-pub mod files;
-pub mod idempotency;
-pub mod levels;
-pub mod lookup;
-pub mod metrics;
+mod config;
+mod error;
+mod files;
+mod idempotency;
+mod levels;
+mod lookup;
+mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
-pub mod permissions;
-pub mod registry;
-pub mod retry;
-pub mod runtime;
-pub mod scope;
-pub mod size;
-pub mod spill;
-pub mod timeout;
-pub mod tool;
-pub mod typed;
-pub mod validate;
+mod permissions;
+mod registry;
+mod retry;
+mod runtime;
+mod scope;
+mod size;
+mod spill;
+mod timeout;
+mod tool;
+mod typed;
+mod validate;
 
-pub use config::{RetryConfig, ToolOverride, ToolsConfig};
+pub use config::{IdempotencyConfig, RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
-pub use files::{ConversationFiles, DirFiles, FileInfo};
-pub use levels::FormatBounds;
+pub use files::{
+    ConversationFiles, DirFiles, FileInfo, KIND_CODE, KIND_DATA, KIND_OUTPUT, KIND_UPLOAD, find_in,
+    is_file_id,
+};
+pub use levels::{
+    FormatBounds, format_brief, format_full, format_observation, format_standard, summarize,
+    truncate_middle,
+};
 pub use metrics::{Aggregate, MetricsRecorder, ToolMetrics};
-pub use registry::{RegisteredTool, ToolRegistry};
-pub use retry::{Jitter, NoJitter, RandomJitter};
+pub use registry::{MAX_TOOL_NAME_LEN, RegisteredTool, ToolRegistry};
+pub use retry::{Backoff, Jitter, NoJitter, RandomJitter, RetryPolicy, TimeoutGrowth};
 pub use runtime::{CallOptions, ToolRuntime};
 pub use scope::RunScope;
-pub use spill::{DataSink, FsSink};
+pub use spill::{DataSink, FsSink, data_hash};
+pub use timeout::MAX_PARTIAL_BYTES;
 pub use tool::{CallContext, PartialOutput, Tool, ToolCapabilities};
 pub use typed::{DynamicTool, TypedTool, dynamic_tool, typed_tool};

@@ -152,8 +152,6 @@ pub struct RetryOutcome<T> {
     pub result: Result<T, ToolError>,
     /// Attempts after the first.
     pub retries: u32,
-    /// The messages of the failures that were retried, oldest first.
-    pub retried_errors: Vec<String>,
 }
 
 /// Runs `attempt(n, timeout)` until it succeeds, fails with a kind the policy does not retry,
@@ -168,7 +166,6 @@ where
     Fut: Future<Output = Result<T, ToolError>>,
 {
     let mut retries = 0u32;
-    let mut retried_errors = Vec::new();
     loop {
         let timeout = schedule.growth.timeout(base_timeout, retries);
         let result = attempt(retries, timeout).await;
@@ -179,16 +176,11 @@ where
                     .apply(schedule.backoff.delay(retries), retries);
                 tracing::debug!(retry = retries + 1, delay_ms = delay.as_millis() as u64,
                     error = %e, "retrying tool call");
-                retried_errors.push(e.message);
                 tokio::time::sleep(delay).await;
                 retries += 1;
             }
             result => {
-                return RetryOutcome {
-                    result,
-                    retries,
-                    retried_errors,
-                };
+                return RetryOutcome { result, retries };
             }
         }
     }

@@ -17,6 +17,7 @@ pub fn serialized_size_within(value: &Value, limit: u64) -> Option<u64> {
 }
 
 /// The serialized size of `value` in bytes.
+#[cfg(test)]
 pub fn serialized_size(value: &Value) -> u64 {
     serialized_size_within(value, u64::MAX).unwrap_or(u64::MAX)
 }

@@ -215,7 +215,7 @@ async fn store_binary(sink: Option<&dyn DataSink>, call_id: &str, item: &BinaryI
     let name = format!(
         "tool_data/{}_{}.{}",
         safe_stem(call_id),
-        ba_tools::spill::data_hash(&item.data),
+        ba_tools::data_hash(&item.data),
         extension(&item.mime_type)
     );
     match sink.put(&name, &item.data).await {
