@@ -47,7 +47,7 @@ fn read_whole_files(root: &Path) -> usize {
         let skill = dir.join("SKILL.md");
         if skill.is_file() {
             let text = std::fs::read_to_string(&skill).unwrap();
-            let (fm, _, _) = ba_skills::frontmatter::parse_document(&text).unwrap();
+            let (fm, _, _) = ba_skills::parse_document(&text).unwrap();
             names += usize::from(fm.name.is_some());
             continue;
         }

@@ -12,7 +12,7 @@ use crate::error::{Result, SkillsError};
 /// `max_depth`.
 ///
 /// ```
-/// use ba_skills::activation::check_activation;
+/// use ba_skills::check_activation;
 /// let chain = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
 /// let err = check_activation(&chain, "a", 5).unwrap_err();
 /// assert_eq!(err.to_string(), "skill activation cycle refused: a → b → c → a");

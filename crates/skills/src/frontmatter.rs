@@ -152,7 +152,7 @@ pub(crate) enum HeadError {
 ///
 /// ```
 /// let text = "---\r\nname: demo\r\ndescription: |-\r\n  Two\r\n  lines\r\n---\r\n# Demo\r\n";
-/// let (fm, _findings, body) = ba_skills::frontmatter::parse_document(text).unwrap();
+/// let (fm, _findings, body) = ba_skills::parse_document(text).unwrap();
 /// assert_eq!(fm.description.as_deref(), Some("Two\nlines"));
 /// assert_eq!(body, "# Demo\n");
 /// ```

@@ -51,25 +51,29 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod activation;
-pub mod diagnostic;
-pub mod discover;
+mod activation;
+mod diagnostic;
+mod discover;
 mod error;
-pub mod frontmatter;
-pub mod locks;
-pub mod meta_tool;
-pub mod resource;
+mod frontmatter;
+mod locks;
+mod meta_tool;
+mod resource;
 mod set;
-pub mod validate;
+mod validate;
 
-pub use activation::{ActivationGuard, ActivationStack};
+pub use activation::{ActivationGuard, ActivationStack, Frame, check_activation, check_request};
 pub use diagnostic::{Diagnostic, Rule, Severity};
+pub use discover::{Found, SKILL_FILE, discover};
 pub use error::{FrontmatterError, Result, SkillsError};
-pub use frontmatter::Frontmatter;
-pub use locks::{ConversationGuard, ConversationLocks};
+pub use frontmatter::{EXTENSION_FIELDS, Frontmatter, SPEC_FIELDS, parse_document, split_tools};
+pub use locks::{ConversationGuard, ConversationLocks, DEFAULT_LOCK_TABLE_BOUND};
 pub use meta_tool::{ACTIVATE_SKILL, ActivateSkill, Invoker};
-pub use resource::ResourceEntry;
+pub use resource::{ResourceEntry, references};
 pub use set::{
     CatalogueEntry, LevelCosts, LoadOptions, ReloadReport, Skill, SkillRoot, SkillSet, validate,
     validate_roots,
+};
+pub use validate::{
+    MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Strictness, is_valid_name,
 };

@@ -211,7 +211,7 @@ pub(crate) fn read(
 /// ```
 /// let body = "See [the guide](./reference/guide.md#setup), run `scripts/run.py`, \
 ///             or read <https://example.com> and [top](#top).";
-/// assert_eq!(ba_skills::resource::references(body), ["reference/guide.md", "scripts/run.py"]);
+/// assert_eq!(ba_skills::references(body), ["reference/guide.md", "scripts/run.py"]);
 /// ```
 pub fn references(body: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -149,9 +149,9 @@ fn check_name(name: &str, dir_name: Option<&str>, out: &mut Vec<Finding>) {
 /// Whether `name` is a well-formed skill name (the format rules, without the folder match).
 ///
 /// ```
-/// assert!(ba_skills::validate::is_valid_name("pdf-processing"));
-/// assert!(!ba_skills::validate::is_valid_name("PDF-Processing"));
-/// assert!(!ba_skills::validate::is_valid_name("pdf--processing"));
+/// assert!(ba_skills::is_valid_name("pdf-processing"));
+/// assert!(!ba_skills::is_valid_name("PDF-Processing"));
+/// assert!(!ba_skills::is_valid_name("pdf--processing"));
 /// ```
 pub fn is_valid_name(name: &str) -> bool {
     let mut out = Vec::new();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ba_protocol::skill::{SkillActivationRequest, SkillMessageKind, Visibility};
 use ba_protocol::tokens::ApproxCounter;
-use ba_skills::resource::references;
+use ba_skills::references;
 use ba_skills::{ActivateSkill, LoadOptions, Rule, Severity, SkillSet, SkillsError};
 
 /// The fixture skills (a skip, or a failure under CI, when they are absent).
@@ -101,19 +101,16 @@ fn the_constraints_table_of_the_specification_matches_the_validator() {
             .unwrap_or_else(|| panic!("no row for {field}"))
             .to_owned()
     };
-    assert!(row("name").contains(&format!(
-        "Max {} characters",
-        ba_skills::validate::MAX_NAME_CHARS
-    )));
+    assert!(row("name").contains(&format!("Max {} characters", ba_skills::MAX_NAME_CHARS)));
     assert!(row("description").contains(&format!(
         "Max {} characters",
-        ba_skills::validate::MAX_DESCRIPTION_CHARS
+        ba_skills::MAX_DESCRIPTION_CHARS
     )));
     assert!(row("compatibility").contains(&format!(
         "Max {} characters",
-        ba_skills::validate::MAX_COMPATIBILITY_CHARS
+        ba_skills::MAX_COMPATIBILITY_CHARS
     )));
-    for field in ba_skills::frontmatter::SPEC_FIELDS {
+    for field in ba_skills::SPEC_FIELDS {
         row(field);
     }
 }

@@ -11,7 +11,7 @@
 )]
 
 use ba_skills::SkillSet;
-use ba_skills::frontmatter::parse_document;
+use ba_skills::parse_document;
 use ba_testkit::fuzz::{cases, mutated, mutated_text};
 use proptest::prelude::*;
 

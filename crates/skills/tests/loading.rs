@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ba_protocol::skill::SkillActivationRequest;
-use ba_skills::meta_tool::Invoker;
+use ba_skills::Invoker;
 use ba_skills::{
     ActivateSkill, ActivationStack, ConversationLocks, Diagnostic, LoadOptions, Rule, Severity,
     SkillSet, SkillsError,

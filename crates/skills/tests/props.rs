@@ -4,8 +4,8 @@
 // Helpers outside `#[test]` functions are not covered by clippy.toml's test allowances.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ba_skills::frontmatter::{parse_document, split_tools};
 use ba_skills::{ActivationStack, SkillSet, SkillsError};
+use ba_skills::{parse_document, split_tools};
 use proptest::prelude::*;
 
 /// A generated `SKILL.md`: its text and what it must read back as.
