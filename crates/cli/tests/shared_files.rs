@@ -343,6 +343,25 @@ async fn uploads_and_downloads_stream_through_the_file_store() {
     server.terminate().await;
 }
 
+/// `ba-agent run --config CONFIG --home HOME --conversation ID --task TASK`, started.
+fn cli_run(config: &Path, home: &Path, id: &str, task: &str) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("run")
+        .arg("--config")
+        .arg(config)
+        .arg("--home")
+        .arg(home)
+        .args(["--conversation", id, "--task", task])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
 /// One run per conversation across front ends sharing PostgreSQL: a `ba-agent run` holding a
 /// conversation makes `serve` refuse a run there with a 409 that names it; `ba-agent cancel`
 /// stops it through the store; once its process is gone, the server runs the conversation.
@@ -368,21 +387,7 @@ async fn a_cli_run_and_a_server_share_one_lease_on_postgres() {
     let server = serve(&dir.path().join("home-serve"), &config).await;
     let id = server.create().await;
 
-    let mut cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("BA_AGENT_CONFIG")
-        .env_remove("BA_AGENT_HOME")
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .arg("--home")
-        .arg(&home)
-        .args(["--conversation", &id, "--task", "A slow question."])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut cli = cli_run(&config, &home, &id, "A slow question.");
     let cli_pid = cli.id().unwrap();
     tokio::time::timeout(Duration::from_secs(120), model.wait_for_requests(1))
         .await
@@ -442,21 +447,7 @@ async fn a_cli_run_and_a_server_share_one_lease_on_postgres() {
     // A CLI run killed while it holds the conversation: PostgreSQL ends its session with the
     // process, and with it the lease, so the server runs the conversation next.
     let seen = model.requests().len();
-    let mut killed = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("BA_AGENT_CONFIG")
-        .env_remove("BA_AGENT_HOME")
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .arg("--home")
-        .arg(&home)
-        .args(["--conversation", &id, "--task", "Another slow question."])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut killed = cli_run(&config, &home, &id, "Another slow question.");
     tokio::time::timeout(Duration::from_secs(120), model.wait_for_requests(seen + 1))
         .await
         .expect("the second CLI run never called the model");
