@@ -1,3 +1,7 @@
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::http::{fill, read_until};
 use super::*;
 
 /// An Anthropic conversation: a question naming two uploads, a round of two tool calls (one
