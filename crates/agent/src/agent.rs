@@ -637,18 +637,18 @@ impl Agent {
         id: &ConversationId,
         run_id: Option<&str>,
     ) -> Result<CancelOutcome, AgentError> {
-        if let Some(control) = run_id.and_then(|r| self.inner.live.get(r)) {
+        let target = match run_id {
+            Some(run_id) => run_id.to_owned(),
+            None => match self.inner.store.run_holder(id).await? {
+                Some(holder) if !holder.run_id.is_empty() => holder.run_id,
+                _ => return Ok(CancelOutcome::NotRunning),
+            },
+        };
+        if let Some(control) = self.inner.live.get(&target) {
             control.raise(Signal::Cancel);
             return Ok(CancelOutcome::Cancelling);
         }
-        if run_id.is_none()
-            && let Some(holder) = self.inner.store.run_holder(id).await?
-            && let Some(control) = self.inner.live.get(&holder.run_id)
-        {
-            control.raise(Signal::Cancel);
-            return Ok(CancelOutcome::Cancelling);
-        }
-        Ok(Run::request_cancel(self.inner.store.as_ref(), id, run_id).await?)
+        Ok(Run::request_cancel(self.inner.store.as_ref(), id, Some(&target)).await?)
     }
 
     /// Who runs the conversation now (in any process sharing the store), if anyone.
