@@ -8,7 +8,6 @@ use ba_storage::ConversationId;
 
 use crate::agent::{AgentError, Compaction, Inner};
 use crate::history::context_view;
-use crate::records::{self, EntryKind, keys};
 use crate::run::{new_id, now};
 
 pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compaction, AgentError> {
@@ -22,12 +21,21 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
     let loaded = inner.store.load(id).await?;
     let last_seq = loaded.last_seq;
     let log = loaded.into_entries();
-    let view = context_view(&log);
-    let entries: Vec<LogEntry> = view
-        .iter()
-        .filter(|e| e.include_in_context)
-        .cloned()
-        .collect();
+    // The history since the last `/compact`, whole (automatic compactions left out, their
+    // windows are a shorter copy of it), after the summary that `/compact` left.
+    let mut entries = Vec::new();
+    for e in context_view(&log) {
+        match &e.records.compaction {
+            Some(r) if r.starts_afresh() && entries.is_empty() => {
+                entries.extend(r.items.iter().filter_map(|item| match item {
+                    ba_protocol::WindowItem::Entry { entry } => Some((**entry).clone()),
+                    ba_protocol::WindowItem::Keep { .. } => None,
+                }));
+            }
+            _ if e.is_compaction() || !e.include_in_context => {}
+            _ => entries.push(e.clone()),
+        }
+    }
     if entries.is_empty() {
         return Err(AgentError::Context(ba_context::ContextError::NoUserMessage));
     }
@@ -44,12 +52,17 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
             message: e.to_string(),
         }
     })?;
-    let mut entry = LogEntry::new(new_id(), LogRole::System, now()).with_text(format!(
+    let summary = LogEntry::new(new_id(), LogRole::System, now()).with_text(format!(
         "{}\n{text}",
         ba_protocol::claude_code::SUMMARY_PREFIX
     ));
-    records::put(&mut entry, keys::KIND, &EntryKind::CompactBoundary);
-    let tokens_after = counter.entry(&entry);
+    let tokens_after = counter.entry(&summary);
+    let record = ba_context::compaction::summary_record(
+        summary,
+        &entries,
+        (tokens_before, tokens_after, max),
+    );
+    let entry = record.into_entry(new_id(), now());
     inner.store.append(id, &entry, Some(last_seq)).await?;
     Ok(Compaction {
         entries: entries.len(),

@@ -13,10 +13,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use ba_protocol::skill::ContextModifier;
-use ba_protocol::{LogEntry, LogRole, LogToolCall};
+use ba_protocol::{LogEntry, LogRole, LogToolCall, ServerInventoryRecord};
 use ba_storage::{ConversationId, ConversationStore, StorageError};
-
-use crate::records::{self, EntryKind, ServerInventoryRecord};
 
 /// A conversation's log as one run sees and extends it.
 pub(crate) struct History {
@@ -101,7 +99,10 @@ impl History {
 
     /// The last inventory of tool servers recorded.
     pub(crate) fn last_server_inventory(&self) -> Option<ServerInventoryRecord> {
-        records::last_server_inventory(&self.entries)
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|e| e.records.server_inventory.clone())
     }
 }
 
@@ -119,15 +120,20 @@ pub(crate) fn starts_task(entry: &LogEntry) -> bool {
     entry.role == LogRole::User
         && entry.include_in_context
         && entry.tool_call_id.is_none()
-        && records::kind(entry).is_none()
+        && entry.kind().is_none()
 }
 
-/// The entries the context is built from: everything after the last compaction, starting with
-/// its summary.
+/// The entries the context is built from: everything from the last compaction record that
+/// reads nothing before it (a `/compact`, whose window is its summary) on.
 pub(crate) fn context_view(log: &[LogEntry]) -> &[LogEntry] {
     let start = log
         .iter()
-        .rposition(|e| records::kind(e) == Some(EntryKind::CompactBoundary))
+        .rposition(|e| {
+            e.records
+                .compaction
+                .as_ref()
+                .is_some_and(|r| r.starts_afresh())
+        })
         .unwrap_or(0);
     &log[start..]
 }
@@ -180,7 +186,7 @@ fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
     log[start..]
         .iter()
         .filter_map(|e| {
-            let s = records::skill(e)?;
+            let s = e.records.skill.clone()?;
             Some(ActiveSkill {
                 name: s.name,
                 entry_id: e.id.clone(),

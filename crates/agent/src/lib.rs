@@ -16,7 +16,8 @@
 //! - [`response`] turns a final answer into the API response of seed 003 (code blocks saved,
 //!   `<code_ref>`/`<file_ref>` placeholders, HTML detection); [`ConversationReport`] is the
 //!   metrics report, computed from the log alone; [`Prompts`] holds the prompt texts.
-//! - [`records`] are the loop's own typed records in log entries' `extra` map.
+//! - The records the loop writes on log entries are typed fields of the log schema
+//!   ([`ba_protocol::EntryRecords`]).
 //! - Adapters: [`SkillTool`] (`activate_skill`), [`DataFileSink`] (spilled tool data into the
 //!   storage crate's data files), [`ModelSummarizer`] (a model as the context crate's
 //!   summarizer) and [`TaskTool`] (a child agent on a sub-task).
@@ -53,7 +54,6 @@ mod compact;
 mod events;
 mod history;
 mod prompts;
-pub mod records;
 mod report;
 pub mod response;
 mod run;

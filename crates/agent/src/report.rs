@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use ba_protocol::{LogEntry, LogRole};
+use ba_protocol::{LogEntry, LogRole, ServerInventoryRecord, ServerRecord};
 use serde::Serialize;
 
 use crate::history::starts_task;
-use crate::records::{self, EntryKind, ServerRecord, keys};
 
 /// Totals of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -110,7 +109,7 @@ impl ConversationReport {
             for call in e.calls() {
                 call_names.insert(call.id.as_str(), call.function.name.as_str());
             }
-            if let Some(inventory) = records::server_inventory(e) {
+            if let Some(inventory) = e.records.server_inventory.clone() {
                 let tools: Vec<String> = inventory.tool_names().map(str::to_owned).collect();
                 r.tool_servers.push(InventoryChange {
                     entry: index,
@@ -140,16 +139,16 @@ impl ConversationReport {
                             r.final_answers += 1;
                         }
                     }
-                    r.model_retries += records::number(e, keys::RETRIES);
-                    if let Some(u) = records::usage(e) {
+                    r.model_retries += u64::from(e.records.retries.unwrap_or(0));
+                    if let Some(u) = e.records.usage {
                         r.input_tokens += u.input_tokens;
                         r.output_tokens += u.output_tokens;
                         r.cache_read_tokens += u.cache_read_tokens;
                         r.cache_write_tokens += u.cache_write_tokens;
                     }
-                    if let Some(c) = records::context(e).filter(|c| c.compressed) {
+                    if let Some(c) = e.records.context.clone().filter(|c| c.compressed) {
                         r.compressions.push(CompressionRecord {
-                            round: records::number(e, keys::ROUND),
+                            round: u64::from(e.records.round.unwrap_or(0)),
                             tokens_before: c.tokens_before as u64,
                             tokens_after: c.tokens_after as u64,
                             strategies: c.strategies,
@@ -170,15 +169,21 @@ impl ConversationReport {
                     if e.is_error == Some(true) {
                         t.failures += 1;
                     }
-                    t.retries += records::number(e, keys::TOOL_RETRIES);
+                    t.retries += u64::from(e.records.tool_retries.unwrap_or(0));
                     let ms = e.duration_ms.unwrap_or(0);
                     t.total_ms += ms;
                     t.max_ms = t.max_ms.max(ms);
-                    if let Some(s) = records::skill(e) {
+                    if let Some(s) = &e.records.skill {
+                        let s = s.clone();
                         r.skills.push(s.name);
                     }
                 }
-                LogRole::System if records::kind(e) == Some(EntryKind::CompactBoundary) => {
+                // A `/compact` (version 1 wrote it as a summary entry; it is read as a record).
+                LogRole::System
+                    if e.records.compaction.as_ref().is_some_and(|c| {
+                        c.starts_afresh() && c.strategies.iter().any(|s| s == "compact")
+                    }) =>
+                {
                     r.compactions += 1;
                 }
                 _ => {}
@@ -256,7 +261,7 @@ impl ConversationReport {
                 self.tool_servers.len()
             );
             for c in &self.tool_servers {
-                let summary = records::ServerInventoryRecord {
+                let summary = ServerInventoryRecord {
                     servers: c.servers.clone(),
                 }
                 .summary();

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ba_protocol::ToolSpec;
 use ba_tools::{Tool, ToolRegistry, ToolRuntime};
 
-use crate::records::{ServerInventoryRecord, ServerRecord};
+use ba_protocol::{ServerInventoryRecord, ServerRecord};
 
 /// Tools that may change between runs, read at the start of each run.
 pub trait ToolSource: Send + Sync + fmt::Debug {

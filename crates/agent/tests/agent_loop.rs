@@ -198,7 +198,7 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
     let entries = agent.entries(&id).await.unwrap();
     let fix = entries
         .iter()
-        .find(|e| e.extra.get("kind") == Some(&json!("format_error")))
+        .find(|e| e.records.kind == Some(ba_protocol::EntryKind::FormatError))
         .unwrap();
     assert!(fix.text().starts_with("FORMAT_ERROR"));
 }
@@ -292,8 +292,19 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
         .await;
     assert_eq!(s.status, RunStatus::Answered);
     let entries = agent.entries(&id).await.unwrap();
-    let boundary = entries.iter().find(|e| e.role == LogRole::System).unwrap();
-    assert!(boundary.text().contains("First question about revenue."));
+    // One compaction record, whose window is the summary alone.
+    let record = entries
+        .iter()
+        .find_map(|e| e.records.compaction.as_ref())
+        .unwrap();
+    assert!(record.starts_afresh());
+    assert_eq!(record.strategies, ["compact"]);
+    assert_eq!(record.dropped.len(), 2);
+    let ba_protocol::WindowItem::Entry { entry: summary } = record.items[0].clone() else {
+        panic!("the window is not the summary: {:?}", record.items);
+    };
+    assert_eq!(summary.role, LogRole::System);
+    assert!(summary.text().contains("First question about revenue."));
     assert_eq!(entries.last().unwrap().mode, Some(Mode::Agent));
     let report = agent.report(&id).await.unwrap();
     assert_eq!((report.compactions, report.user_messages), (1, 2));
@@ -322,16 +333,13 @@ async fn compaction_starts_later_requests_from_the_summary_and_modes_change_the_
     assert!(!second_system.contains("MODE: chat"), "{second_system}");
     assert!(second_system.contains(persona), "{second_system}");
     assert_eq!(second.entries.len(), 2, "{:#?}", second.entries);
-    let summary = second.entries[0].text();
+    let sent = second.entries[0].text();
     assert!(
-        summary.starts_with(ba_protocol::claude_code::SUMMARY_PREFIX),
-        "the request starts from the summary: {summary}"
+        sent.starts_with(ba_protocol::claude_code::SUMMARY_PREFIX),
+        "the request starts from the summary: {sent}"
     );
-    assert!(
-        summary.contains("First question about revenue."),
-        "{summary}"
-    );
-    assert_eq!(second.entries[0].id, boundary.id);
+    assert!(sent.contains("First question about revenue."), "{sent}");
+    assert_eq!(second.entries[0].id, summary.id);
     assert_eq!(second.entries[1].text(), "Second question.");
     assert!(
         second.entries.iter().all(|e| !before.contains(&e.id)),

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ba_agent::records::{self, EntryKind};
 use ba_agent::{Agent, AgentBuilder, Input, McpToolSource, RunStatus};
 use ba_mcp::{McpManager, McpOptions, McpServerConfig};
 use ba_model::{DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient};
+use ba_protocol::EntryKind;
 use ba_protocol::skill::ContextModifier;
 use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
 use ba_protocol::{LogRole, ToolErrorKind};
@@ -144,9 +144,9 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
     assert_eq!(data["text"], "2 + 3 = 5");
 
     // The inventory opens the run: hidden from the model, before the user's message.
-    assert_eq!(records::kind(&log[0]), Some(EntryKind::ServerInventory));
+    assert_eq!(log[0].kind(), Some(EntryKind::ServerInventory));
     assert!(!log[0].include_in_context);
-    let inventory = records::server_inventory(&log[0]).unwrap();
+    let inventory = log[0].records.server_inventory.clone().unwrap();
     assert_eq!(inventory.servers.len(), 1);
     assert_eq!(inventory.servers[0].name, "calc");
     assert_eq!(inventory.servers[0].state, "ready");
@@ -162,7 +162,7 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
     let log = agent.entries(&id).await.unwrap();
     let inventories = log
         .iter()
-        .filter(|e| records::server_inventory(e).is_some())
+        .filter(|e| e.records.server_inventory.is_some())
         .count();
     assert_eq!(inventories, 1);
     let report = agent.report(&id).await.unwrap();
@@ -263,7 +263,10 @@ async fn a_server_that_joins_later_is_in_the_next_run_never_mid_run() {
     assert_eq!(requests[2], requests[3]);
 
     let log = agent.entries(&id).await.unwrap();
-    let inventories: Vec<_> = log.iter().filter_map(records::server_inventory).collect();
+    let inventories: Vec<_> = log
+        .iter()
+        .filter_map(|e| e.records.server_inventory.clone())
+        .collect();
     assert_eq!(
         inventories.len(),
         2,

@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ba_agent::records::EntryKind;
 use ba_context::{ContextBudget, Encoding};
+use ba_protocol::EntryKind;
 use ba_protocol::{LogRole, Mode};
 use ba_skills::SkillSet;
 use ba_storage::{ConversationId, FileStore, NewConversation};
@@ -164,12 +164,7 @@ fn asked(request: &ModelRequest) -> ExpectedRequest {
         .iter()
         .rev()
         .filter(|e| e.include_in_context)
-        .filter(|e| {
-            !matches!(
-                ba_agent::records::kind(e),
-                Some(EntryKind::Continue | EntryKind::FormatError)
-            )
-        })
+        .filter(|e| !matches!(e.kind(), Some(EntryKind::Continue | EntryKind::FormatError)))
         .find(|e| matches!(e.role, LogRole::User | LogRole::Tool))
         .map(|e| ExpectedRequest {
             role: Some(e.role),

@@ -148,10 +148,7 @@ async fn demo_session_end_to_end() {
     // The log holds every entry, pairs intact, usage and context records on model turns.
     let entries = d.agent.entries(&d.conversation).await.unwrap();
     // Each compaction is in the log as a record later requests start from.
-    let records = entries
-        .iter()
-        .filter(|e| ba_context::compaction::is_record(e))
-        .count();
+    let records = entries.iter().filter(|e| e.is_compaction()).count();
     let compactions = events
         .iter()
         .filter(|e| matches!(e, AgentEvent::ContextCompressed { .. }))
@@ -160,7 +157,7 @@ async fn demo_session_end_to_end() {
     assert_eq!(entries.len() - records, 12);
     assert!(ba_protocol::validate::check_log(&entries).is_empty());
     for e in entries.iter().filter(|e| e.role == LogRole::Assistant) {
-        assert!(e.extra.contains_key("usage") && e.extra.contains_key("context"));
+        assert!(e.records.usage.is_some() && e.records.context.is_some());
     }
     let report = d.agent.report(&d.conversation).await.unwrap();
     assert_eq!(report.model_calls, 5);

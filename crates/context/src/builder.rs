@@ -6,12 +6,13 @@ use ba_protocol::{Content, LogEntry, LogRole, Mode};
 use serde::Serialize;
 
 use crate::budget::{ContextBudget, ContextUsage};
-use crate::compaction::{CompactionRecord, Effective, chars_of};
+use crate::compaction::{Effective, chars_of, record_window};
 use crate::error::Result;
 use crate::message::MessageCounter;
 use crate::pipeline::{Pipeline, When};
 use crate::strategy::head_tail;
 use crate::window::{Changed, Dropped};
+use ba_protocol::CompactionRecord;
 
 /// The `part_type` of the note sent after the window: what changes from round to round (the
 /// session's files, a reminder of the task) goes there, after the part a prompt cache serves.
@@ -296,7 +297,7 @@ impl ContextBuilder {
         let plain: Vec<LogEntry> = request
             .entries
             .iter()
-            .filter(|e| !crate::compaction::is_record(e))
+            .filter(|e| !e.is_compaction())
             .cloned()
             .collect();
         self.prepare(&plain, request)
@@ -355,11 +356,7 @@ impl ContextBuilder {
                 continue;
             }
             if let Some(short) = head_tail(&text, s.tool_preview_chars, 0.7) {
-                let data_ref = e
-                    .extra
-                    .get("data_ref")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned);
+                let data_ref = e.records.data_ref.clone();
                 let tail = match data_ref {
                     Some(p) => format!("\n[full output: {p}]"),
                     None => String::new(),
@@ -424,7 +421,7 @@ impl ContextBuilder {
         let positions: std::collections::HashMap<&str, usize> = request
             .entries
             .iter()
-            .filter(|e| !crate::compaction::is_record(e))
+            .filter(|e| !e.is_compaction())
             .enumerate()
             .map(|(k, e)| (e.id.as_str(), k))
             .collect();
@@ -445,7 +442,7 @@ impl ContextBuilder {
             .map(|e| e.id.clone())
             .collect();
         let compaction = c.compressed.then(|| {
-            CompactionRecord::new(
+            record_window(
                 &window,
                 |id| logged.get(id).map(|(k, e)| (*k, (*e).clone())),
                 w.strategies.clone(),
@@ -588,7 +585,7 @@ mod tests {
             let mut r = LogEntry::new(format!("r{k}"), LogRole::Tool, "t")
                 .with_text("region,amount\n".repeat(20));
             r.tool_call_id = Some(format!("c{k}"));
-            r.extra.insert("data_ref".into(), "tool-data/r.txt".into());
+            r.records.data_ref = Some("tool-data/r.txt".into());
             log.push(a);
             log.push(r);
         }
@@ -650,7 +647,7 @@ mod tests {
         // compaction, which keeps everything that fits its target.
         let record = built.compaction.clone().unwrap();
         assert_eq!(built.debug.kept.len(), 6);
-        log.push(record.to_entry("c1", "t"));
+        log.push(record.into_entry("c1", "t"));
         log.push(user("m6", "next"));
         let again = block_on(b.build(&BuildRequest {
             entries: &log,

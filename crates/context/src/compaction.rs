@@ -5,59 +5,13 @@
 //!
 //! A record lists the window as it was sent: runs of log entries kept as they are (by id) and
 //! the entries a strategy changed or added (traces, cut texts, summaries) in full. It lives in
-//! the `extra` map of a system entry that is never sent ([`CompactionRecord::to_entry`]).
+//! a system entry that is never sent ([`CompactionRecord::into_entry`]); the record type is
+//! part of the log schema ([`ba_protocol::CompactionRecord`]).
 
-use ba_protocol::{Content, LogEntry, LogRole};
-use serde::{Deserialize, Serialize};
-
-use crate::window::{Changed, Dropped};
-
-/// The key of the record in a log entry's `extra` map.
-pub const COMPACTION_KEY: &str = "compaction";
-
-/// The version of the record written today.
-pub const COMPACTION_VERSION: u32 = 1;
-
-/// One piece of a recorded window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum WindowItem {
-    /// Log entries `first`..=`last` (consecutive in the log), as they are in the log.
-    Keep {
-        /// Id of the first entry of the run.
-        first: String,
-        /// Id of the last entry of the run.
-        last: String,
-    },
-    /// An entry changed or added by the compaction, in full.
-    Entry {
-        /// The entry as it was sent.
-        entry: Box<LogEntry>,
-    },
-}
-
-/// A compaction, as the log records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompactionRecord {
-    /// [`COMPACTION_VERSION`] when written.
-    pub version: u32,
-    /// The strategies applied.
-    pub strategies: Vec<String>,
-    /// The window, in order.
-    pub items: Vec<WindowItem>,
-    /// Message tokens before the compaction.
-    pub tokens_before: usize,
-    /// Message tokens after.
-    pub tokens_after: usize,
-    /// The tokens the compaction aimed at.
-    pub target: usize,
-    /// Entries that left the window, with why.
-    #[serde(default)]
-    pub dropped: Vec<Dropped>,
-    /// Entries changed or added, with how.
-    #[serde(default)]
-    pub changed: Vec<Changed>,
-}
+use ba_protocol::{
+    COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, Content, Dropped, LogEntry,
+    WindowItem,
+};
 
 /// Why a record could not be used; the window is then built from the whole log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,109 +22,118 @@ pub struct RecordProblem {
     pub message: String,
 }
 
-impl CompactionRecord {
-    /// The record kept in `entry`, if it holds one.
-    pub fn of(entry: &LogEntry) -> Option<Result<Self, RecordProblem>> {
-        let value = entry.extra.get(COMPACTION_KEY)?;
-        Some(
-            Self::deserialize(value)
-                .map_err(|e| RecordProblem {
-                    record: entry.id.clone(),
-                    message: format!("unreadable compaction record: {e}"),
-                })
-                .and_then(|r| {
-                    if r.version > COMPACTION_VERSION {
-                        Err(RecordProblem {
-                            record: entry.id.clone(),
-                            message: format!(
-                                "compaction record version {} is newer than {COMPACTION_VERSION}",
-                                r.version
-                            ),
-                        })
-                    } else {
-                        Ok(r)
-                    }
-                }),
-        )
+/// The record kept in `entry`, if it holds one: an error names a record this build cannot
+/// read (damaged, or of a newer version).
+pub fn record_of(entry: &LogEntry) -> Option<Result<&CompactionRecord, RecordProblem>> {
+    if !entry.is_compaction() {
+        return None;
     }
+    let problem = |message: String| RecordProblem {
+        record: entry.id.clone(),
+        message,
+    };
+    Some(match &entry.records.compaction {
+        Some(r) if r.version > COMPACTION_VERSION => Err(problem(format!(
+            "compaction record version {} is newer than {COMPACTION_VERSION}",
+            r.version
+        ))),
+        Some(r) => Ok(r),
+        None => Err(problem(match entry.extra.get("compaction") {
+            Some(v) => match serde_json::from_value::<CompactionRecord>(v.clone()) {
+                Err(e) => format!("unreadable compaction record: {e}"),
+                Ok(r) => format!(
+                    "compaction record version {} is newer than {COMPACTION_VERSION}",
+                    r.version
+                ),
+            },
+            None => "an entry of kind compaction without its record".to_owned(),
+        })),
+    })
+}
 
-    /// The log entry that keeps the record: a system entry that is never sent, whose text says
-    /// what happened for a person reading the log.
-    pub fn to_entry(&self, id: impl Into<String>, created_at: impl Into<String>) -> LogEntry {
-        let kept = self.items.len();
-        let mut e = LogEntry::new(id, LogRole::System, created_at).with_text(format!(
-            "[compaction: {} → {} tokens by {}; {} piece(s) kept, {} entries left out, {} changed]",
-            self.tokens_before,
-            self.tokens_after,
-            self.strategies.join(", "),
-            kept,
-            self.dropped.len(),
-            self.changed.len()
-        ));
-        e.include_in_context = false;
-        e.part_type = Some(COMPACTION_KEY.to_owned());
-        e.extra.insert(
-            COMPACTION_KEY.to_owned(),
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
-        );
-        e
-    }
-
-    /// Records `window` (the entries as sent): runs of entries equal to their log entry
-    /// (`as_logged` gives the logged entry of an id, as the window would show it) are kept by
-    /// id, every other entry in full.
-    pub fn new(
-        window: &[LogEntry],
-        as_logged: impl Fn(&str) -> Option<(usize, LogEntry)>,
-        strategies: Vec<String>,
-        tokens: (usize, usize, usize),
-        dropped: Vec<Dropped>,
-        changed: Vec<Changed>,
-    ) -> Self {
-        let mut items: Vec<WindowItem> = Vec::new();
-        let mut run: Option<(String, String, usize)> = None;
-        let flush = |run: &mut Option<(String, String, usize)>, items: &mut Vec<WindowItem>| {
-            if let Some((first, last, _)) = run.take() {
-                items.push(WindowItem::Keep { first, last });
-            }
-        };
-        for e in window {
-            match as_logged(&e.id) {
-                Some((pos, logged)) if logged == *e => match &mut run {
-                    Some((_, last, at)) if *at + 1 == pos => {
-                        last.clone_from(&e.id);
-                        *at = pos;
-                    }
-                    _ => {
-                        flush(&mut run, &mut items);
-                        run = Some((e.id.clone(), e.id.clone(), pos));
-                    }
-                },
+/// Records `window` (the entries as sent): runs of entries equal to their log entry
+/// (`as_logged` gives the logged entry of an id, as the window would show it) are kept by
+/// id, every other entry in full.
+pub fn record_window(
+    window: &[LogEntry],
+    as_logged: impl Fn(&str) -> Option<(usize, LogEntry)>,
+    strategies: Vec<String>,
+    tokens: (usize, usize, usize),
+    dropped: Vec<Dropped>,
+    changed: Vec<Changed>,
+) -> CompactionRecord {
+    let mut items: Vec<WindowItem> = Vec::new();
+    let mut run: Option<(String, String, usize)> = None;
+    let flush = |run: &mut Option<(String, String, usize)>, items: &mut Vec<WindowItem>| {
+        if let Some((first, last, _)) = run.take() {
+            items.push(WindowItem::Keep { first, last });
+        }
+    };
+    for e in window {
+        match as_logged(&e.id) {
+            Some((pos, logged)) if logged == *e => match &mut run {
+                Some((_, last, at)) if *at + 1 == pos => {
+                    last.clone_from(&e.id);
+                    *at = pos;
+                }
                 _ => {
                     flush(&mut run, &mut items);
-                    items.push(WindowItem::Entry {
-                        entry: Box::new(e.clone()),
-                    });
+                    run = Some((e.id.clone(), e.id.clone(), pos));
                 }
+            },
+            _ => {
+                flush(&mut run, &mut items);
+                items.push(WindowItem::Entry {
+                    entry: Box::new(e.clone()),
+                });
             }
         }
-        flush(&mut run, &mut items);
-        Self {
-            version: COMPACTION_VERSION,
-            strategies,
-            items,
-            tokens_before: tokens.0,
-            tokens_after: tokens.1,
-            target: tokens.2,
-            dropped,
-            changed,
-        }
+    }
+    flush(&mut run, &mut items);
+    CompactionRecord {
+        version: COMPACTION_VERSION,
+        strategies,
+        items,
+        tokens_before: tokens.0,
+        tokens_after: tokens.1,
+        target: tokens.2,
+        dropped,
+        changed,
+    }
+}
+
+/// A `/compact`: a window that is `summary` alone, replacing `entries` (the history so far).
+pub fn summary_record(
+    summary: LogEntry,
+    entries: &[LogEntry],
+    tokens: (usize, usize, usize),
+) -> CompactionRecord {
+    CompactionRecord {
+        version: COMPACTION_VERSION,
+        strategies: vec!["compact".to_owned()],
+        changed: vec![Changed {
+            id: summary.id.clone(),
+            kind: ChangeKind::SummaryInserted,
+        }],
+        items: vec![WindowItem::Entry {
+            entry: Box::new(summary),
+        }],
+        tokens_before: tokens.0,
+        tokens_after: tokens.1,
+        target: tokens.2,
+        dropped: entries
+            .iter()
+            .map(|e| Dropped {
+                id: e.id.clone(),
+                reason: ba_protocol::DropReason::Summarized,
+            })
+            .collect(),
     }
 }
 
 /// Whether an entry holds a compaction record.
 pub fn is_record(entry: &LogEntry) -> bool {
-    entry.extra.contains_key(COMPACTION_KEY)
+    entry.is_compaction()
 }
 
 /// The entries a window is built from: the window of the last compaction record (its kept
@@ -221,7 +184,7 @@ impl Effective {
                 }),
             }
         };
-        let record = match CompactionRecord::of(&log[at]) {
+        let record = match record_of(&log[at]) {
             Some(Ok(r)) => r,
             Some(Err(p)) => return fail(p.message),
             None => return fail("not a record".to_owned()),
@@ -282,6 +245,7 @@ pub(crate) fn chars_of(e: &LogEntry) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ba_protocol::LogRole;
 
     fn e(id: &str, role: LogRole, text: &str) -> LogEntry {
         LogEntry::new(id, role, "t").with_text(text)
@@ -306,7 +270,7 @@ mod tests {
                 .position(|e| e.id == id)
                 .map(|p| (p, log[p].clone()))
         };
-        let record = CompactionRecord::new(
+        let record = record_window(
             &window,
             logged,
             vec!["key-messages".into()],
@@ -328,7 +292,7 @@ mod tests {
         );
         // Appended to the log, the record gives the same window back, then what follows it.
         let mut logged_log = log.clone();
-        logged_log.push(record.to_entry("c1", "t"));
+        logged_log.push(record.into_entry("c1", "t"));
         logged_log.push(e("u3", LogRole::User, "third"));
         let eff = Effective::of(&logged_log);
         let mut expected = window.clone();
@@ -354,9 +318,50 @@ mod tests {
             dropped: Vec::new(),
             changed: Vec::new(),
         };
-        let log = vec![e("u1", LogRole::User, "hi"), record.to_entry("c1", "t")];
+        let log = vec![e("u1", LogRole::User, "hi"), record.into_entry("c1", "t")];
         let eff = Effective::of(&log);
         assert_eq!(eff.entries.len(), 1);
         assert!(eff.problem.unwrap().message.contains("gone"));
+    }
+
+    #[test]
+    fn a_version_1_compact_boundary_reads_as_a_record_of_its_summary() {
+        let v1 = [
+            r#"{"schema_version":1,"id":"u1","role":"user","created_at":"t","content":"old question"}"#,
+            r#"{"schema_version":1,"id":"a1","role":"assistant","created_at":"t","content":"old answer","round":1}"#,
+            r#"{"schema_version":1,"id":"b1","role":"system","created_at":"t","content":"CONVERSATION_SUMMARY\nthe user asked about Q3","kind":"compact_boundary"}"#,
+            r#"{"schema_version":1,"id":"u2","role":"user","created_at":"t","content":"next"}"#,
+        ]
+        .join("\n");
+        let log = LogEntry::parse_jsonl(&v1).unwrap();
+        let boundary = &log[2];
+        assert_eq!(boundary.kind(), Some(ba_protocol::EntryKind::Compaction));
+        let record = record_of(boundary).unwrap().unwrap();
+        assert!(record.starts_afresh());
+        let eff = Effective::of(&log);
+        let ids: Vec<&str> = eff.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["b1", "u2"]);
+        assert_eq!(eff.entries[0].role, LogRole::System);
+        assert!(eff.entries[0].text().contains("Q3"));
+        assert!(eff.entries[0].include_in_context);
+    }
+
+    #[test]
+    fn a_damaged_record_is_named_and_the_log_is_read_whole() {
+        let line = r#"{"schema_version":2,"id":"c1","role":"system","created_at":"t","kind":"compaction","include_in_context":false,"compaction":{"version":1,"items":"nope"}}"#;
+        let log = vec![
+            e("u1", LogRole::User, "hi"),
+            LogEntry::from_json(line).unwrap(),
+        ];
+        assert!(log[1].extra.contains_key("compaction"));
+        let eff = Effective::of(&log);
+        assert_eq!(eff.entries.len(), 1);
+        let problem = eff.problem.unwrap();
+        assert_eq!(problem.record, "c1");
+        assert!(
+            problem.message.contains("unreadable"),
+            "{}",
+            problem.message
+        );
     }
 }

@@ -63,7 +63,7 @@ pub use message::{MessageCounter, MessageOverhead};
 pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES, When};
 pub use strategy::{CompressionStrategy, ExtractiveSummarizer, Summarizer};
 pub use tokens::{Encoding, ModelTokenizer};
-pub use window::{DropReason, Window};
+pub use window::Window;
 
 use std::future::Future;
 use std::sync::Arc;

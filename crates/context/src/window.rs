@@ -4,8 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use ba_protocol::claude_code::SUMMARY_PREFIX;
+pub(crate) use ba_protocol::{ChangeKind, Changed, DropReason, Dropped};
 use ba_protocol::{LogEntry, LogRole};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::message::MessageCounter;
 
@@ -71,96 +72,6 @@ impl Unit {
         }
         out
     }
-}
-
-/// Why an entry left the window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DropReason {
-    /// `include_in_context` is false (UI-only entry).
-    Excluded,
-    /// A historical system entry that is not summary-class.
-    HistoricalSystem,
-    /// A tool result whose call is not in the log.
-    OrphanResult,
-    /// A second result for a call already answered.
-    DuplicateResult,
-    /// Older than the rounds a strategy keeps.
-    OutsideRecentRounds,
-    /// Scored below what the budget could hold (key-messages).
-    LowScore,
-    /// Below the importance the budget could hold (importance).
-    LowImportance,
-    /// Replaced by a summary.
-    Summarized,
-    /// A trace or an answer of an older round, dropped (user messages stay) because even the
-    /// shortened window was over the budget.
-    OlderRound,
-    /// Dropped, oldest first, to fit the budget.
-    OverBudget,
-    /// Beyond the builder's message or character cap.
-    MessageLimit,
-}
-
-impl DropReason {
-    /// The snake-case name used in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Excluded => "excluded",
-            Self::HistoricalSystem => "historical_system",
-            Self::OrphanResult => "orphan_result",
-            Self::DuplicateResult => "duplicate_result",
-            Self::OutsideRecentRounds => "outside_recent_rounds",
-            Self::LowScore => "low_score",
-            Self::LowImportance => "low_importance",
-            Self::Summarized => "summarized",
-            Self::OlderRound => "older_round",
-            Self::OverBudget => "over_budget",
-            Self::MessageLimit => "message_limit",
-        }
-    }
-}
-
-/// An entry that left the window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dropped {
-    /// The log entry id.
-    pub id: String,
-    /// Why.
-    pub reason: DropReason,
-}
-
-/// How an entry kept in the window was changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
-    /// A synthetic result for a call that never got one.
-    AbortedResult,
-    /// A tool result cut to a preview (first and last lines and its salient lines).
-    ToolResultPreview,
-    /// A tool group out of the window, left as a trace: its calls (long arguments cut), a
-    /// preview of each result and the path of the full output.
-    Trace,
-    /// A long assistant text cut to its key sentences.
-    TextCut,
-    /// A user message cut to its key sentences (requirements, numbers, codes, names, paths)
-    /// because the user messages alone were over the budget.
-    KeySentences,
-    /// An old entry replaced by a one-line preview.
-    Compressed,
-    /// The summary entry a summarizer wrote.
-    SummaryInserted,
-    /// A user entry opening a window whose older turns were cut away.
-    ResumeInserted,
-}
-
-/// An entry that was added or changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Changed {
-    /// The log entry id.
-    pub id: String,
-    /// How.
-    pub kind: ChangeKind,
 }
 
 /// A conversation cut into units, with what was dropped and changed on the way.

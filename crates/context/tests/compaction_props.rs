@@ -168,7 +168,7 @@ proptest! {
                             prop_assert!(ids.contains(u.as_str()), "user message {u} lost");
                         }
                     }
-                    log.push(record.to_entry(format!("rec{records}"), "t"));
+                    log.push(record.clone().into_entry(format!("rec{records}"), "t"));
                     // The record gives back the window that was sent.
                     let again = block_on(b.build(&BuildRequest { entries: &log, ..BuildRequest::default() })).unwrap();
                     prop_assert!(again.compaction.is_none());

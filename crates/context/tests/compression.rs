@@ -127,7 +127,7 @@ fn build(steps: &[Step]) -> Vec<LogEntry> {
 
 /// Whether a strategy (not the repair on read) dropped something.
 fn compressed(w: &ba_context::Window) -> bool {
-    use ba_context::DropReason::*;
+    use ba_protocol::DropReason::*;
     w.dropped.iter().any(|d| {
         !matches!(
             d.reason,

@@ -72,7 +72,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ba_protocol::anthropic::AnthropicMessage;
 use ba_protocol::convert::{Stamp, message_to_log};
-use ba_protocol::{Content, LogEntry, Message, ToolSpec};
+use ba_protocol::{Content, LogEntry, Message, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "anthropic")]
@@ -215,20 +215,6 @@ impl StopReason {
             other => Self::Other(other.to_owned()),
         }
     }
-}
-
-/// Token figures of one call, as the provider reported them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Usage {
-    /// Input (prompt) tokens billed, cache reads and writes excluded for Anthropic.
-    pub input_tokens: u64,
-    /// Output (completion) tokens, thinking included.
-    pub output_tokens: u64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read_tokens: u64,
-    /// Input tokens written to the prompt cache.
-    pub cache_write_tokens: u64,
 }
 
 /// The answer of one call.

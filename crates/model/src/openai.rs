@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use super::error::{ModelError, PartialOutput, PartialToolCall};
 use super::http::{ApiKey, HttpConfig, Transport};
 use super::sse::{StreamState, read_stream};
-use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta, Usage};
+use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta};
+use ba_protocol::Usage;
 
 const PROVIDER: &str = "openai";
 

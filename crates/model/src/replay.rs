@@ -9,7 +9,8 @@ use ba_protocol::{ContentBlock, LlmError, LogRole, Message, TokenCounter};
 use serde::{Deserialize, Serialize};
 
 use super::error::ModelError;
-use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta, Usage};
+use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta};
+use ba_protocol::Usage;
 
 /// What a recorded turn expects of the request: the last user or tool entry sent. Fields left
 /// out are not checked.

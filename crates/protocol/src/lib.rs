@@ -58,6 +58,7 @@ pub mod log;
 pub mod media;
 pub mod message;
 pub mod openai;
+mod records;
 pub mod round;
 pub mod skill;
 pub mod stream;
@@ -70,5 +71,10 @@ pub use content::{Content, ContentBlock, JsonMap};
 pub use error::{ProtocolError, Result};
 pub use log::{LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode};
 pub use message::{Message, Role};
+pub use records::{
+    COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord, DropReason, Dropped,
+    EntryKind, EntryRecords, ModelRecord, ServerInventoryRecord, ServerRecord,
+    SkillActivationRecord, Usage, WindowItem,
+};
 pub use tokens::TokenCounter;
 pub use tool::{OutputLevel, ToolCall, ToolErrorKind, ToolResult, ToolSpec};

@@ -15,10 +15,13 @@ use serde_json::Value;
 use crate::content::{Content, JsonMap};
 use crate::error::{ProtocolError, Result};
 use crate::fields::Fields;
+use crate::records::EntryRecords;
 
 /// The schema version this build writes. Version 0 is the seed's camelCase message without a
 /// `schema_version` field; it is migrated on read.
-pub const LOG_SCHEMA_VERSION: u32 = 1;
+/// Version 1 kept the loop's records untyped in `extra`; version 2 reads them into
+/// [`LogEntry::records`] and turns version 1's `/compact` entries into compaction records.
+pub const LOG_SCHEMA_VERSION: u32 = 2;
 
 /// Role of a log entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -268,6 +271,9 @@ pub struct LogEntry {
     /// Whether this entry continues the provider message of the previous entry. `None` means
     /// the default rule: a `tool` entry after a `tool` entry shares its message.
     pub merge_with_previous: Option<bool>,
+    /// The agent loop's records, written at the top level of the entry's JSON.
+    #[serde(flatten)]
+    pub records: EntryRecords,
     /// Anthropic-only fields of the source message or block.
     #[schemars(skip)]
     pub anthropic: JsonMap,
@@ -304,6 +310,7 @@ impl LogEntry {
             include_in_context: true,
             llm_error: None,
             merge_with_previous: None,
+            records: EntryRecords::default(),
             anthropic: JsonMap::new(),
             openai: JsonMap::new(),
             extra: JsonMap::new(),
@@ -518,14 +525,16 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
                 Key::OpenAi => e.openai = opt!("openai", JsonMap).unwrap_or_default(),
                 Key::Other(name) => {
                     let value: Value = map.next_value()?;
-                    e.extra.insert(name, value);
+                    if let Err(value) = e.records.read(&name, value) {
+                        e.extra.insert(name, value);
+                    }
                 }
             }
         }
-        let legacy = match version {
-            None => true,
+        let written = match version {
+            None => 0,
             Some(Value::Number(n)) => match n.as_u64() {
-                Some(v) if v <= u64::from(LOG_SCHEMA_VERSION) => v == 0,
+                Some(v) if v <= u64::from(LOG_SCHEMA_VERSION) => v,
                 Some(v) => {
                     return Err(A::Error::custom(format_args!(
                         "log entry: schema version {v} is newer than the newest this build reads ({LOG_SCHEMA_VERSION})"
@@ -541,6 +550,7 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
             },
             Some(other) => return Err(must("schema_version", "a non-negative integer", &other)),
         };
+        let legacy = written == 0;
         e.duration_ms = match duration {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
@@ -561,6 +571,9 @@ impl<'de> serde::de::Visitor<'de> for EntryVisitor {
         e.role = role.ok_or_else(|| A::Error::custom("log entry: missing field `role`"))?;
         e.created_at =
             created_at.ok_or_else(|| A::Error::custom("log entry: missing field `created_at`"))?;
+        if written < 2 {
+            crate::records::migrate_v1(&mut e);
+        }
         e.schema_version = LOG_SCHEMA_VERSION;
         Ok(e)
     }
@@ -614,8 +627,12 @@ impl Serialize for LogEntry {
         if !self.openai.is_empty() {
             m.serialize_entry("openai", &self.openai)?;
         }
+        self.records.write(&mut m)?;
         for (k, v) in &self.extra {
-            m.serialize_entry(k, v)?;
+            // A record set in code wins over an unreadable value of the same name.
+            if !crate::records::RECORD_KEYS.contains(&k.as_str()) || !self.records.has(k) {
+                m.serialize_entry(k, v)?;
+            }
         }
         m.end()
     }

@@ -145,7 +145,7 @@ fn newer_schema_is_refused_and_legacy_is_migrated() {
             .unwrap_err();
     assert!(
         err.to_string()
-            .contains("schema version 99 is newer than the newest this build reads (1)"),
+            .contains("schema version 99 is newer than the newest this build reads (2)"),
         "{err}"
     );
     // Version 0: the seed's camelCase message without a schema version.

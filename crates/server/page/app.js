@@ -266,7 +266,7 @@
     if (e.role === 'user' && !isContinue(e)) renderAll(); else rerenderLast();
   }
   // Entries the loop wrote (a `continue`, a format correction, a compaction) are not turns.
-  const isContinue = (e) => ['continue', 'format_error', 'compact_boundary', 'compaction'].includes(e.kind);
+  const isContinue = (e) => ['continue', 'format_error', 'compaction'].includes(e.kind);
 
   // ---- turns: a user message and everything up to the next one
   function turns() {

@@ -12,7 +12,6 @@ use axum::http::{Request, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use ba_agent::records;
 use serde_json::{Value, json};
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -168,10 +167,13 @@ async fn context(State(state): State<AppState>, Path(id): Path<String>) -> ApiRe
     let entries = state.store().load(&id).await?.entries;
     let debug = state.agent().context_debug(&id).await?;
     let budget = state.agent().settings().budget;
-    let last = entries
-        .iter()
-        .rev()
-        .find_map(|s| records::context(&s.entry).map(|r| json!({"seq": s.seq, "record": r})));
+    let last = entries.iter().rev().find_map(|s| {
+        s.entry
+            .records
+            .context
+            .as_ref()
+            .map(|r| json!({"seq": s.seq, "record": r}))
+    });
     Ok(Json(json!({
         "usage": debug.usage,
         "budget": {"total": budget.total, "reserved_for_response": budget.reserved_for_response},

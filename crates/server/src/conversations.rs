@@ -7,7 +7,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::RunStatus;
-use ba_agent::records;
 use ba_protocol::{LlmErrorKind, LogEntry, LogRole, Mode};
 use ba_storage::{ConversationId, ConversationMeta, MetaUpdate, NewConversation, Page};
 use serde::de::DeserializeOwned;
@@ -310,7 +309,7 @@ pub(crate) async fn messages(
                 }
                 None => (None, None, None),
             };
-            let api_response = records::api_response(&s.entry);
+            let api_response = s.entry.records.api_response.as_deref().cloned();
             let response_html = api_response
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok())
@@ -318,7 +317,11 @@ pub(crate) async fn messages(
             Message {
                 api_response,
                 response_html,
-                usage: records::usage(&s.entry).and_then(|u| serde_json::to_value(u).ok()),
+                usage: s
+                    .entry
+                    .records
+                    .usage
+                    .and_then(|u| serde_json::to_value(u).ok()),
                 in_window,
                 dropped_reason,
                 changed,

@@ -74,7 +74,7 @@ impl Frame {
     ) -> Self {
         // What the page renders besides the entry: the processed answer, its sanitised HTML,
         // the usage.
-        let api_response = ba_agent::records::api_response(entry);
+        let api_response = entry.records.api_response.as_deref().cloned();
         let response_html = api_response
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok())
@@ -86,7 +86,10 @@ impl Frame {
             run_id: run_id.map(str::to_owned),
             api_response,
             response_html,
-            usage: ba_agent::records::usage(entry).and_then(|u| serde_json::to_value(u).ok()),
+            usage: entry
+                .records
+                .usage
+                .and_then(|u| serde_json::to_value(u).ok()),
         };
         Self {
             cursor: Cursor { seq, k: 0 },

@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use ba_agent::{AgentEvent, CancelOutcome, Input, Run, RunOptions, RunSummary, records};
+use ba_agent::{AgentEvent, CancelOutcome, Input, Run, RunOptions, RunSummary};
 use ba_storage::ConversationId;
 use ba_storage::workspace::FileKind;
 use futures::StreamExt as _;
@@ -67,14 +67,15 @@ async fn logged_run(
     request_id: &str,
 ) -> ApiResult<Option<String>> {
     let loaded = state.store().load(id).await?;
-    Ok(loaded
-        .entries
-        .iter()
-        .rev()
-        .find_map(|s| match records::run_ids(&s.entry) {
-            Some((request, run)) if request == request_id => Some(run.unwrap_or(request)),
-            _ => None,
-        }))
+    Ok(loaded.entries.iter().rev().find_map(|s| {
+        let records = &s.entry.records;
+        (records.request_id.as_deref() == Some(request_id)).then(|| {
+            records
+                .caller_run_id
+                .clone()
+                .unwrap_or_else(|| request_id.to_owned())
+        })
+    }))
 }
 
 pub(crate) async fn start(

@@ -35,8 +35,8 @@ use ba_tools::{
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::records::ServerRecord;
 use crate::sources::{SourceSnapshot, ToolSource};
+use ba_protocol::ServerRecord;
 
 /// The default cap on one MCP call, progress or not: 30 minutes.
 pub const DEFAULT_MCP_MAX_CALL: Duration = Duration::from_secs(30 * 60);

@@ -4,13 +4,12 @@
 
 use ba_model::{ModelError, ModelResponse};
 use ba_protocol::structured::{Action, StructuredResponse};
-use ba_protocol::{LogEntry, LogToolCall};
+use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogToolCall, ModelRecord};
 use serde_json::Value;
 
 use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
 use crate::agent::ResponseMode;
 use crate::events::{AgentEvent, RunStatus};
-use crate::records::{self, ContextRecord, EntryKind, ModelRecord, keys};
 use crate::response::{Files, process_final};
 
 impl Runner {
@@ -20,13 +19,12 @@ impl Runner {
         record: ContextRecord,
     ) -> Result<Next, Stop> {
         let mut entry = err.to_log_entry(new_id(), now());
-        records::put(&mut entry, keys::ROUND, &self.round);
-        records::put(&mut entry, keys::CONTEXT, &record);
-        let model = ModelRecord {
+        entry.records.round = Some(self.round);
+        entry.records.context = Some(record);
+        entry.records.model = Some(ModelRecord {
             provider: self.inner.client.provider().to_owned(),
             name: None,
-        };
-        records::put(&mut entry, keys::MODEL, &model);
+        });
         self.append(entry).await?;
         let message = err.to_string();
         self.emit(AgentEvent::Error {
@@ -62,13 +60,12 @@ impl Runner {
             partial_output: (!streamed.is_empty()).then_some(streamed),
         });
         entry.mode = Some(self.mode);
-        records::put(&mut entry, keys::ROUND, &self.round);
-        records::put(&mut entry, keys::CONTEXT, &record);
-        let model = ModelRecord {
+        entry.records.round = Some(self.round);
+        entry.records.context = Some(record);
+        entry.records.model = Some(ModelRecord {
             provider: self.inner.client.provider().to_owned(),
             name: None,
-        };
-        records::put(&mut entry, keys::MODEL, &model);
+        });
         self.append(entry).await?;
         Ok(Next::Done(Box::new(self.cancelled(true))))
     }
@@ -114,18 +111,18 @@ impl Runner {
         };
         entry.mode = Some(self.mode);
         let stop_reason = stop_reason_name(response);
-        records::put(&mut entry, keys::ROUND, &self.round);
-        records::put(&mut entry, keys::STOP_REASON, &stop_reason);
-        records::put(&mut entry, keys::RETRIES, &response.retries);
-        records::put(&mut entry, keys::USAGE, &response.usage);
-        let model = ModelRecord {
+        let records = &mut entry.records;
+        records.round = Some(self.round);
+        records.stop_reason = Some(stop_reason.clone());
+        records.retries = Some(response.retries);
+        records.usage = Some(response.usage);
+        records.model = Some(ModelRecord {
             provider: self.inner.client.provider().to_owned(),
             name: Some(response.model.clone()),
-        };
-        records::put(&mut entry, keys::MODEL, &model);
-        records::put(&mut entry, keys::CONTEXT, &record);
+        });
+        records.context = Some(record);
         if !response.problems.is_empty() {
-            records::put(&mut entry, keys::PROBLEMS, &response.problems);
+            records.problems = Some(response.problems.clone());
         }
         let event = AgentEvent::ModelAnswered {
             round: self.round,
@@ -221,9 +218,9 @@ impl Runner {
         for w in &processed.warnings {
             tracing::warn!(conversation = %self.id, "{w}");
         }
-        records::put(&mut entry, keys::API_RESPONSE, &processed.response);
+        entry.records.api_response = Some(Box::new(processed.response.clone()));
         if !processed.warnings.is_empty() {
-            records::put(&mut entry, keys::WARNINGS, &processed.warnings);
+            entry.records.warnings = Some(processed.warnings.clone());
         }
         self.append(entry).await?;
         self.emit(model_answered);

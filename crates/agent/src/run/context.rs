@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use ba_context::BuiltContext;
 use ba_context::builder::BuildRequest;
-use ba_protocol::LogEntry;
+use ba_protocol::{ContextRecord, LogEntry};
 
 use super::{Runner, Stop, new_id, now};
 use crate::agent::{AgentError, Inner, ResponseMode};
 use crate::events::AgentEvent;
 use crate::history::{ActiveSkill, context_view, current_task};
-use crate::records::{self, ContextRecord, EntryKind, keys};
 
 /// The context of one call.
 pub(super) struct Built {
@@ -65,8 +64,7 @@ impl Runner {
             }
         }
         if let Some(compaction) = &built.compaction {
-            let mut entry = compaction.to_entry(new_id(), now());
-            records::put(&mut entry, keys::KIND, &EntryKind::Compaction);
+            let entry = compaction.clone().into_entry(new_id(), now());
             self.append(entry).await?;
             self.emit(AgentEvent::ContextCompressed {
                 round: self.round,
@@ -183,7 +181,7 @@ pub(crate) fn build_request<'a>(
     // A skill's instructions are read in full while its activation is in the window.
     let pinned = view
         .iter()
-        .filter(|e| records::skill(e).is_some())
+        .filter(|e| e.records.skill.is_some())
         .map(|e| e.id.clone())
         .collect();
     let counter = inner.builder.counter();

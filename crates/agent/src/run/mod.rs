@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
 use ba_protocol::convert::Stamp;
-use ba_protocol::{LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
+use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
@@ -34,7 +34,6 @@ use crate::adapters::WorkspaceFiles;
 use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
-use crate::records::{self, EntryKind, keys};
 use crate::response::process_final;
 use crate::sources::RunTools;
 
@@ -189,10 +188,10 @@ impl Runner {
 
     fn put_run_ids(&self, entry: &mut LogEntry) {
         if let Some(request) = &self.options.request_id {
-            records::put(entry, keys::REQUEST_ID, request);
+            entry.records.request_id = Some(request.clone());
         }
         if let Some(run) = &self.options.run_id {
-            records::put(entry, keys::RUN_ID, run);
+            entry.records.caller_run_id = Some(run.clone());
         }
     }
 
@@ -209,7 +208,7 @@ impl Runner {
         let mut e = LogEntry::new(new_id(), LogRole::User, now()).with_text(text);
         e.mode = Some(self.mode);
         if let Some(kind) = kind {
-            records::put(&mut e, keys::KIND, &kind);
+            e.records.kind = Some(kind);
         }
         e
     }
@@ -271,7 +270,7 @@ impl Runner {
             }
             LogRole::Assistant if last.calls().is_empty() => {
                 let text = last.text().into_owned();
-                let response = match records::api_response(&last) {
+                let response = match last.records.api_response.as_deref().cloned() {
                     Some(response) => response,
                     None => process_final(&text, None, None).await.response,
                 };
@@ -367,8 +366,8 @@ impl Runner {
         let mut e = LogEntry::new(new_id(), LogRole::System, now())
             .with_text(format!("Tool servers: {}", inventory.summary()));
         e.include_in_context = false;
-        records::put(&mut e, keys::KIND, &EntryKind::ServerInventory);
-        records::put(&mut e, keys::SERVER_INVENTORY, &inventory);
+        e.records.kind = Some(EntryKind::ServerInventory);
+        e.records.server_inventory = Some(inventory);
         self.append(e).await
     }
 

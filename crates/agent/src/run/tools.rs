@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ba_protocol::skill::SkillActivationResult;
 use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
-use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, ToolSpec};
+use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, SkillActivationRecord, ToolSpec};
 use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
@@ -14,7 +14,6 @@ use serde_json::Value;
 use super::{Runner, Stop, new_id, now};
 use crate::adapters::SkillTool;
 use crate::events::AgentEvent;
-use crate::records::{self, SkillActivationRecord, keys};
 
 impl Runner {
     /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
@@ -168,13 +167,13 @@ fn tool_entry(
         e.is_error = Some(true);
     }
     if let Some(r) = &result.data_ref {
-        records::put(&mut e, keys::DATA_REF, r);
+        e.records.data_ref = Some(r.clone());
     }
     if result.retry_count > 0 {
-        records::put(&mut e, keys::TOOL_RETRIES, &result.retry_count);
+        e.records.tool_retries = Some(result.retry_count);
     }
     if let Some(err) = &result.error {
-        records::put(&mut e, keys::ERROR_KIND, &err.kind.as_str());
+        e.records.error_kind = Some(err.kind.as_str().to_owned());
     }
     if let Some(a) = activation.filter(|a| a.success) {
         let record = SkillActivationRecord {
@@ -183,7 +182,7 @@ fn tool_entry(
             allowed_tools: a.context_modifier.allowed_tools.clone(),
             model: a.context_modifier.model.clone(),
         };
-        records::put(&mut e, keys::SKILL, &record);
+        e.records.skill = Some(record);
     }
     e
 }

@@ -78,7 +78,7 @@ struct Dropped {
 #[derive(serde::Serialize)]
 struct Changed {
     id: String,
-    kind: ba_context::window::ChangeKind,
+    kind: ba_protocol::ChangeKind,
 }
 
 /// What the build did about compaction: the record it started from (the log's last), and

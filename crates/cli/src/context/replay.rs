@@ -192,7 +192,7 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
             });
             if let Some(record) = built.compaction.filter(|_| !args.stateless) {
                 compactions += 1;
-                log.push(record.to_entry(format!("compaction-{n}"), entry.created_at.clone()));
+                log.push(record.into_entry(format!("compaction-{n}"), entry.created_at.clone()));
             } else if compacted {
                 compactions += 1;
             }

@@ -154,8 +154,8 @@ fn tool_of<'a>(e: &'a LogEntry, names: &'a [(String, String)]) -> &'a str {
 
 /// Where the full output of a tool entry is: its spilled data file, or the log entry itself.
 fn full_output(e: &LogEntry) -> String {
-    match e.extra.get("data_ref").and_then(Value::as_str) {
-        Some(path) => path.to_owned(),
+    match &e.records.data_ref {
+        Some(path) => path.clone(),
         None => format!("log entry {}", e.id),
     }
 }
@@ -724,9 +724,7 @@ mod tests {
         let mut result = LogEntry::new("r1", LogRole::Tool, "t").with_text(rows);
         result.tool_call_id = Some("c1".into());
         result.tool_name = Some("query_database".into());
-        result
-            .extra
-            .insert("data_ref".into(), "data/spill/c1_ab.json".into());
+        result.records.data_ref = Some("data/spill/c1_ab.json".into());
         let w = Window::prepare(&[call, result], &counter);
         let (traced, changes) = km
             .reduced(&w.units[0], TraceLevel::Lines, &counter)

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ba_agent::records::{self, EntryKind};
 use ba_agent::{Agent, ResponseMode};
 use ba_builtins::file_reader::{FileReader, FileReaderConfig};
 use ba_builtins::run_python::sandbox::SandboxConfig;
@@ -17,6 +16,7 @@ use ba_model::{
     AnthropicClient, ApiKey, DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest,
     ModelResponse, ReplayClient, ReplayTurn, StreamDelta,
 };
+use ba_protocol::EntryKind;
 use ba_protocol::LogRole;
 use ba_server::{AppState, ServerConfig, Token};
 use ba_skills::SkillSet;
@@ -57,12 +57,7 @@ fn asked(request: &ModelRequest) -> ExpectedRequest {
         .iter()
         .rev()
         .filter(|e| e.include_in_context)
-        .filter(|e| {
-            !matches!(
-                records::kind(e),
-                Some(EntryKind::Continue | EntryKind::FormatError)
-            )
-        })
+        .filter(|e| !matches!(e.kind(), Some(EntryKind::Continue | EntryKind::FormatError)))
         .find(|e| matches!(e.role, LogRole::User | LogRole::Tool))
         .map(|e| ExpectedRequest {
             role: Some(e.role),
