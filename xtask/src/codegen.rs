@@ -23,9 +23,9 @@ fn schema<T: JsonSchema>() -> anyhow::Result<String> {
 /// Every generated file: name and content.
 fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
     Ok(vec![
-        ("LogEntry", schema::<p::log::LogEntry>()?),
-        ("Message", schema::<p::message::Message>()?),
-        ("ContentBlock", schema::<p::content::ContentBlock>()?),
+        ("LogEntry", schema::<p::LogEntry>()?),
+        ("Message", schema::<p::Message>()?),
+        ("ContentBlock", schema::<p::ContentBlock>()?),
         (
             "AnthropicRequest",
             schema::<p::anthropic::AnthropicRequest>()?,
@@ -36,27 +36,21 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ),
         ("ChatRequest", schema::<p::openai::ChatRequest>()?),
         ("ChatResponse", schema::<p::openai::ChatResponse>()?),
-        ("ToolCall", schema::<p::tool::ToolCall>()?),
-        ("ToolResult", schema::<p::tool::ToolResult>()?),
-        ("InvocationContext", schema::<p::tool::InvocationContext>()?),
+        ("ToolCall", schema::<p::ToolCall>()?),
+        ("ToolResult", schema::<p::ToolResult>()?),
+        ("InvocationContext", schema::<p::InvocationContext>()?),
         (
             "SkillActivationRequest",
-            schema::<p::skill::SkillActivationRequest>()?,
+            schema::<p::SkillActivationRequest>()?,
         ),
         (
             "SkillActivationResult",
-            schema::<p::skill::SkillActivationResult>()?,
+            schema::<p::SkillActivationResult>()?,
         ),
-        ("ContextModifier", schema::<p::skill::ContextModifier>()?),
-        (
-            "ConversationRound",
-            schema::<p::round::ConversationRound>()?,
-        ),
-        (
-            "StructuredResponse",
-            schema::<p::structured::StructuredResponse>()?,
-        ),
-        ("ApiResponse", schema::<p::structured::ApiResponse>()?),
+        ("ContextModifier", schema::<p::ContextModifier>()?),
+        ("ConversationRound", schema::<p::ConversationRound>()?),
+        ("StructuredResponse", schema::<p::StructuredResponse>()?),
+        ("ApiResponse", schema::<p::ApiResponse>()?),
         // The HTTP API (`ba-server`): the data of the event frames and the answers that are
         // not the protocol's own types.
         ("AgentEvent", schema::<ba_agent::AgentEvent>()?),

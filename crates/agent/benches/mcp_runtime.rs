@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ba_agent::McpToolSource;
 use ba_mcp::{McpManager, McpOptions, McpServerConfig};
-use ba_protocol::tool::{InvocationContext, ToolCall};
+use ba_protocol::{InvocationContext, ToolCall};
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use criterion::Criterion;
 use rmcp::model::{

@@ -31,11 +31,11 @@ use std::time::Duration;
 use ba_agent::{Agent, Input, RunStatus};
 use ba_model::{
     ExpectedRequest, ModelClient, ModelRequest, RecordedResponse, ReplayClient, ReplayOutcome,
-    ReplayTurn, StopReason, Usage,
+    ReplayTurn, StopReason,
 };
-use ba_protocol::ToolSpec;
 use ba_protocol::convert::SequentialStamp;
 use ba_protocol::{Content, ContentBlock, LogEntry, LogRole, Message, Role};
+use ba_protocol::{ToolSpec, Usage};
 use ba_storage::{Durability, FileStore, FileStoreOptions, NewConversation};
 use ba_tools::{CallContext, Tool, typed_tool};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};

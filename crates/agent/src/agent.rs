@@ -22,7 +22,7 @@ use ba_context::{
     Pipeline, Summarizer,
 };
 use ba_model::ModelClient;
-use ba_protocol::tool::PermissionLevel;
+use ba_protocol::PermissionLevel;
 use ba_protocol::{LogEntry, Mode};
 use ba_skills::SkillSet;
 use ba_storage::workspace::Workspace;

@@ -2,7 +2,7 @@
 //! [`AgentEvent::Finished`].
 
 use ba_context::UsageStatus;
-use ba_protocol::structured::ApiResponse;
+use ba_protocol::ApiResponse;
 use ba_protocol::{LogEntry, Mode};
 use schemars::JsonSchema;
 use serde::Serialize;

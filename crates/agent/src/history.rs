@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ba_protocol::skill::ContextModifier;
+use ba_protocol::ContextModifier;
 use ba_protocol::{LogEntry, LogRole, LogToolCall, ServerInventoryRecord};
 use ba_storage::{ConversationId, ConversationStore, StorageError};
 

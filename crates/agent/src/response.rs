@@ -3,7 +3,7 @@
 //! their info lists, download links checked against the conversation's files, HTML detected,
 //! and the API response (P11) assembled.
 
-use ba_protocol::structured::{
+use ba_protocol::{
     Action, ActionType, ApiMetadata, ApiResponse, CodeRef, ContentType, FileRef, ResponseStatus,
     SavedCode, StructuredResponse, contains_html, replace_refs,
 };
@@ -71,7 +71,7 @@ pub async fn process_final(
 
 /// Saves a structured answer's code blocks in the conversation's workspace.
 async fn save_blocks(
-    blocks: &[ba_protocol::structured::CodeBlock],
+    blocks: &[ba_protocol::CodeBlock],
     files: Option<Files<'_>>,
     warnings: &mut Vec<String>,
 ) -> Vec<SavedCode> {
@@ -305,7 +305,7 @@ mod tests {
 
     fn complete(content: &str, code: Option<(&str, &str)>) -> StructuredResponse {
         let blocks = code.map(|(id, lang)| {
-            vec![ba_protocol::structured::CodeBlock {
+            vec![ba_protocol::CodeBlock {
                 code_id: id.into(),
                 code: "print(1)\nprint(2)\n".into(),
                 language: lang.into(),

@@ -222,7 +222,7 @@ async fn live_provider_rounds_failures_and_continue() {
         assert!(tools.contains(&"query_database") && tools.contains(&"file_reader"));
     }
     let log = agent.entries(&id).await.unwrap();
-    assert!(ba_protocol::validate::check_log(&log).is_empty());
+    assert!(ba_protocol::check_log(&log).is_empty());
     let report = agent.report(&id).await.unwrap();
     assert_eq!(
         (

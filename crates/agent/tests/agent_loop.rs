@@ -152,7 +152,7 @@ async fn the_round_limit_stops_a_run_and_continue_goes_on() {
     let second = agent.send(&id, Input::Continue).finish().await;
     assert_eq!(second.status, RunStatus::Answered);
     let entries = agent.entries(&id).await.unwrap();
-    assert!(ba_protocol::validate::check_log(&entries).is_empty());
+    assert!(ba_protocol::check_log(&entries).is_empty());
 }
 
 #[tokio::test]
@@ -655,4 +655,74 @@ async fn a_skills_reload_shows_in_the_next_run_never_in_the_run_in_flight() {
         systems[2]
     );
     assert!(systems[2].contains("<skill name=\"alpha\">"));
+}
+
+/// A conversation the previous version (log schema 1) wrote and compacted — the demo, then a
+/// `/compact` — loads, reports, and goes on from its summary; its lines stay as written.
+#[tokio::test]
+async fn a_log_written_by_version_1_loads_reports_and_goes_on_from_its_summary() {
+    const ID: &str = "3b57d050-c343-45ef-a20f-5f1041e14798";
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/logs/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let conversations = dir.path().join("conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    let log_path = conversations.join(format!("{ID}.jsonl"));
+    let written = std::fs::read_to_string(fixtures.join(format!("{ID}.jsonl"))).unwrap();
+    assert!(written.contains(r#""schema_version":1"#) && written.contains("compact_boundary"));
+    std::fs::write(&log_path, &written).unwrap();
+    std::fs::copy(
+        fixtures.join(format!("{ID}.meta.json")),
+        conversations.join(format!("{ID}.meta.json")),
+    )
+    .unwrap();
+
+    let client = Recording::new(&[text_turn(
+        "East is flat.",
+        json!({"text": "And the East region?"}),
+    )]);
+    let agent = Agent::builder(client.clone())
+        .store(Arc::new(FileStore::open(dir.path()).unwrap()))
+        .tool(lookup())
+        .build()
+        .unwrap();
+    let id = ConversationId::new(ID).unwrap();
+    let entries = agent.entries(&id).await.unwrap();
+    assert_eq!(entries.len(), 15);
+    // Every record of version 1 read into its typed field: nothing is left untyped.
+    for e in &entries {
+        assert!(e.extra.is_empty(), "{}: {:?}", e.id, e.extra);
+    }
+    assert_eq!(
+        entries.iter().filter(|e| e.records.usage.is_some()).count(),
+        5
+    );
+    assert!(entries.iter().any(|e| e.records.skill.is_some()));
+    let report = agent.report(&id).await.unwrap();
+    assert_eq!(report.compactions, 1);
+    assert_eq!(report.compressions.len(), 2);
+    assert!(report.skills.iter().any(|s| s == "sales-report"));
+    // The figures the previous version printed for it.
+    assert_eq!((report.model_calls, report.input_tokens), (5, 17_475));
+    assert_eq!(report.output_tokens, 2_089);
+
+    let s = agent
+        .send(&id, Input::message("And the East region?"))
+        .finish()
+        .await;
+    assert_eq!(s.status, RunStatus::Answered, "{s:?}");
+    let requests = client.requests();
+    let sent = &requests[0].entries;
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    assert!(
+        sent[0]
+            .text()
+            .starts_with(ba_protocol::claude_code::SUMMARY_PREFIX)
+    );
+    assert_eq!(sent[1].text(), "And the East region?");
+    // The log is append-only: the previous version's lines are still there as written.
+    let now = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        now.starts_with(&written),
+        "a line of version 1 was rewritten"
+    );
 }

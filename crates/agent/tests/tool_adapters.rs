@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use ba_builtins::{demo_data, demo_tools};
-use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
+use ba_protocol::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use serde_json::json;
 

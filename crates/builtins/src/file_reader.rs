@@ -8,7 +8,7 @@
 //! configured data folders, which nothing may leave (no `..`, no link out, no absolute path
 //! elsewhere). No observation or error holds a local path: they name the reference.
 
-use ba_protocol::tool::PermissionLevel;
+use ba_protocol::PermissionLevel;
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
 use ba_tools::{ConversationFiles, FileInfo};
 use std::path::{Component, Path, PathBuf};

@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use ba_protocol::LogEntry;
 use ba_protocol::convert::{log_to_anthropic, log_to_openai};
-use ba_protocol::log::LogEntry;
 
 use crate::cli::CliResult;
 use crate::input::{self, InputFormat};

@@ -4,11 +4,11 @@ use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
+use ba_protocol::LogEntry;
 use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{
     Converted, Loss, SequentialStamp, anthropic_to_log, message_to_log, openai_to_log,
 };
-use ba_protocol::log::LogEntry;
 use ba_protocol::openai::ChatRequest;
 use ba_protocol::stream::{anthropic as anthropic_stream, openai as openai_stream};
 
@@ -218,7 +218,7 @@ pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
         }
         InputFormat::Auto => unreachable_auto()?,
     };
-    ba_protocol::validate::validate_log(&entries)?;
+    ba_protocol::validate_log(&entries)?;
     Ok(Loaded {
         entries,
         losses,

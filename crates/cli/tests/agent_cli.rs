@@ -172,7 +172,7 @@ fn a_closed_pipe_stops_the_agent_between_rounds() {
         })
         .collect();
     assert!(!entries.is_empty());
-    let problems = ba_protocol::validate::check_log(&entries);
+    let problems = ba_protocol::check_log(&entries);
     assert!(problems.is_empty(), "{problems:?}");
     let calls = entries.iter().flat_map(|e| e.calls()).count();
     let results = entries

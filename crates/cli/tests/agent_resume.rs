@@ -155,7 +155,7 @@ async fn killed_mid_run_resumes_from_the_log_to_the_same_answer() {
 
     // The query ran once, and its result is the one the uninterrupted run got.
     let log = log_of(home.path(), &id).await;
-    assert!(ba_protocol::validate::check_log(&log).is_empty());
+    assert!(ba_protocol::check_log(&log).is_empty());
     let results: Vec<&LogEntry> = log.iter().filter(|e| e.role == LogRole::Tool).collect();
     assert_eq!(results.len(), 1);
     let reference_id = reference["conversation_id"].as_str().unwrap();

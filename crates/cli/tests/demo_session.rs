@@ -155,7 +155,7 @@ async fn demo_session_end_to_end() {
         .count();
     assert_eq!(records, compactions);
     assert_eq!(entries.len() - records, 12);
-    assert!(ba_protocol::validate::check_log(&entries).is_empty());
+    assert!(ba_protocol::check_log(&entries).is_empty());
     for e in entries.iter().filter(|e| e.role == LogRole::Assistant) {
         assert!(e.records.usage.is_some() && e.records.context.is_some());
     }

@@ -247,7 +247,7 @@ fn new_turn(c: &mut Criterion) {
         ..BuildRequest::default()
     }));
     match first.map(|b| b.compaction) {
-        Ok(Some(record)) => compacted.push(record.to_entry("compaction-1", "t")),
+        Ok(Some(record)) => compacted.push(record.into_entry("compaction-1", "t")),
         Ok(None) => {
             eprintln!("error: new_turn: the 10,000 entries were not compacted");
             std::process::exit(2);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
-use ba_protocol::content::ToolResultContent;
+use ba_protocol::ToolResultContent;
 use ba_protocol::{Content, ContentBlock, LogEntry, TokenCounter};
 
 use crate::tokens::{Encoding, ModelTokenizer};

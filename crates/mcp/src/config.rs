@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ba_protocol::tool::{OutputLevel, PermissionLevel};
+use ba_protocol::{OutputLevel, PermissionLevel};
 use serde::{Deserialize, Serialize};
 
 use crate::error::McpError;

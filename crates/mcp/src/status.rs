@@ -1,7 +1,7 @@
 //! What the manager reports: servers, their states and tools, in a JSON shape `mcp list --json`
 //! prints as it is.
 
-use ba_protocol::tool::{OutputLevel, PermissionLevel};
+use ba_protocol::{OutputLevel, PermissionLevel};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use ba_protocol::CacheControl;
 use ba_protocol::anthropic::{AnthropicRequest, AnthropicResponse, AnthropicUsage};
-use ba_protocol::content::CacheControl;
-use ba_protocol::content::join_text;
 use ba_protocol::convert::log_to_anthropic;
+use ba_protocol::join_text;
 use ba_protocol::stream::anthropic::{AnthropicAccumulator, BlockDelta, StreamEvent};
 use ba_protocol::stream::sse::SseEvent;
 use ba_protocol::{Content, ContentBlock};

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ba_protocol::tokens::ApproxCounter;
+use ba_protocol::ApproxCounter;
 use ba_protocol::{ContentBlock, LlmError, LogRole, Message, TokenCounter};
 use serde::{Deserialize, Serialize};
 

@@ -9,11 +9,11 @@
 
 use std::hint::black_box;
 
+use ba_protocol::LogEntry;
+use ba_protocol::Role;
 use ba_protocol::anthropic::{AnthropicMessage, AnthropicRequest};
-use ba_protocol::content::{Content, ContentBlock};
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log};
-use ba_protocol::log::LogEntry;
-use ba_protocol::message::Role;
+use ba_protocol::{Content, ContentBlock};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 

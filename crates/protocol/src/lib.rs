@@ -4,20 +4,25 @@
 //! crate does no I/O: it reads and writes JSON text and values, and everything else in the
 //! workspace builds on it.
 //!
-//! - [`content`] — content blocks (P2): text, thinking with signatures, tool use and results,
-//!   images; unknown block types survive as raw JSON.
-//! - [`message`] — the normalised [`Message`] (P1).
-//! - [`log`] — the unified conversation log entry [`LogEntry`] (P9), versioned (P12).
-//! - [`anthropic`], [`openai`] — provider wire types, each keeping unknown fields.
-//! - [`convert`] — Anthropic ⇄ log ⇄ OpenAI (P3), reporting what a target cannot express.
+//! The log and message model is flat at the root, one path per item:
+//! - content blocks (P2): [`ContentBlock`], [`Content`] — text, thinking with signatures, tool use
+//!   and results, images; unknown block types survive as raw JSON;
+//! - the normalised [`Message`] (P1) and the conversation log entry [`LogEntry`] (P9), versioned
+//!   (P12, [`LOG_SCHEMA_VERSION`]), with the agent loop's typed records ([`EntryRecords`],
+//!   [`CompactionRecord`]);
+//! - tool calls and results (P4–P6: [`ToolSpec`], [`ToolCall`], [`ToolResult`]), skill
+//!   activation (P7: [`SkillActivationRequest`]), the ReAct round (P8: [`ConversationRound`]);
+//! - the structured model response (P10: [`StructuredResponse`]) and the API response (P11:
+//!   [`ApiResponse`]);
+//! - the [`TokenCounter`] seam that `ba-context` implements; conversation-level checks (P13:
+//!   [`validate_log`]); the media-type table ([`media_type_for`]).
+//!
+//! Wire formats keep their namespace, since their names repeat across them:
+//! - [`anthropic`], [`openai`] — provider wire types, each keeping unknown fields;
+//! - [`convert`] — Anthropic ⇄ log ⇄ OpenAI (P3), reporting what a target cannot express;
 //! - [`claude_code`] — Claude Code session transcripts → log entries; [`codex`] — Codex
-//!   rollouts → log entries.
+//!   rollouts → log entries;
 //! - [`stream`] — SSE parsing and accumulators that rebuild a final message from a stream.
-//! - [`tool`], [`skill`], [`round`] — tool calls and results (P4–P6), skill activation (P7),
-//!   the ReAct round (P8).
-//! - [`structured`] — the structured model response (P10) and the API response (P11).
-//! - [`tokens`] — the [`TokenCounter`] seam that `ba-context` implements.
-//! - [`validate`] — conversation-level checks (P13): pairs, empty lists, sizes.
 //!
 //! ```
 //! use ba_protocol::anthropic::AnthropicRequest;
@@ -50,31 +55,51 @@
 pub mod anthropic;
 pub mod claude_code;
 pub mod codex;
-pub mod content;
+mod content;
 pub mod convert;
-pub mod error;
+mod error;
 mod fields;
-pub mod log;
-pub mod media;
-pub mod message;
+mod log;
+mod media;
+mod message;
 pub mod openai;
 mod records;
-pub mod round;
-pub mod skill;
+mod round;
+mod skill;
 pub mod stream;
-pub mod structured;
-pub mod tokens;
-pub mod tool;
-pub mod validate;
+mod structured;
+mod tokens;
+mod tool;
+mod validate;
 
-pub use content::{Content, ContentBlock, JsonMap};
+pub use content::{
+    CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, RedactedThinkingBlock,
+    TextBlock, ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock, join_text, kind_of,
+};
 pub use error::{ProtocolError, Result};
-pub use log::{LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode};
+pub use log::{
+    FunctionCall, LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode,
+};
+pub use media::media_type_for;
 pub use message::{Message, Role};
 pub use records::{
     COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord, DropReason, Dropped,
     EntryKind, EntryRecords, ModelRecord, ServerInventoryRecord, ServerRecord,
     SkillActivationRecord, Usage, WindowItem,
 };
-pub use tokens::TokenCounter;
-pub use tool::{OutputLevel, ToolCall, ToolErrorKind, ToolResult, ToolSpec};
+pub use round::{ConversationRound, RoundStatus};
+pub use skill::{
+    ContextModifier, DEFAULT_MAX_SKILL_DEPTH, SkillActivationRequest, SkillActivationResult,
+    SkillMessage, SkillMessageKind, Visibility,
+};
+pub use structured::{
+    Action, ActionType, ApiMetadata, ApiResponse, CodeBlock, CodeRef, ContentType, FileRef,
+    MAX_STRUCTURED_TOOL_CALLS, ResponseStatus, SavedCode, StructuredError, StructuredResponse,
+    StructuredToolCall, ToolCallInfo, contains_html, replace_refs,
+};
+pub use tokens::{ApproxCounter, TokenCounter};
+pub use tool::{
+    DEFAULT_TOOL_TIMEOUT_MS, InvocationContext, OutputLevel, PermissionLevel, ToolCall,
+    ToolErrorKind, ToolResult, ToolResultError, ToolSpec, error_observation,
+};
+pub use validate::{MAX_INPUT_BYTES, Problem, check_log, check_size, validate_log};

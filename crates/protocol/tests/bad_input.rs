@@ -6,13 +6,13 @@
     reason = "test code"
 )]
 
+use ba_protocol::LogEntry;
+use ba_protocol::StructuredResponse;
 use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log};
-use ba_protocol::log::LogEntry;
 use ba_protocol::openai::ChatRequest;
-use ba_protocol::structured::StructuredResponse;
-use ba_protocol::validate::{MAX_INPUT_BYTES, validate_log};
 use ba_protocol::{ContentBlock, ProtocolError};
+use ba_protocol::{MAX_INPUT_BYTES, validate_log};
 
 #[test]
 fn truncated_json_names_the_position() {

@@ -13,8 +13,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use ba_protocol::Content;
 use ba_protocol::anthropic::{AnthropicMessage, AnthropicRequest, AnthropicResponse};
-use ba_protocol::content::Content;
 use ba_protocol::convert::{
     SequentialStamp, anthropic_to_log, log_to_anthropic, log_to_openai, openai_to_log,
 };
@@ -195,13 +195,13 @@ fn tool_runner_requests_convert_both_ways() {
         let req =
             AnthropicRequest::from_json_value(last["request"]["body"].clone()).expect("parses");
         let log = anthropic_to_log(&req, &mut SequentialStamp::default()).expect("converts");
-        let problems = ba_protocol::validate::check_log(&log.value);
+        let problems = ba_protocol::check_log(&log.value);
         if last["response"]["status_code"] == 400 {
             // The API refused this request; the check finds why before sending it.
             assert!(
                 problems
                     .iter()
-                    .any(|p| matches!(p, ba_protocol::validate::Problem::OrphanResult { .. })),
+                    .any(|p| matches!(p, ba_protocol::Problem::OrphanResult { .. })),
                 "{}: {problems:?}",
                 path.display()
             );
@@ -347,7 +347,7 @@ fn claude_code_transcripts_keep_every_pair() {
         }
         assert_eq!(uses, results, "{}: unpaired tool calls", path.display());
         let log = ba_protocol::claude_code::session_to_log(&text).value;
-        let problems = ba_protocol::validate::check_log(&log);
+        let problems = ba_protocol::check_log(&log);
         assert!(
             problems.is_empty(),
             "{}: {:?}",

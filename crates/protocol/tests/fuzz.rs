@@ -8,9 +8,9 @@
     reason = "test code"
 )]
 
+use ba_protocol::StructuredResponse;
 use ba_protocol::stream::sse::SseParser;
 use ba_protocol::stream::{anthropic, openai};
-use ba_protocol::structured::StructuredResponse;
 use ba_testkit::fuzz::{cases, mutated_text};
 use proptest::prelude::*;
 

@@ -7,18 +7,18 @@
     reason = "test code"
 )]
 
+use ba_protocol::Problem;
+use ba_protocol::Role;
 use ba_protocol::anthropic::{AnthropicMessage, AnthropicRequest};
-use ba_protocol::content::{
-    CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, TextBlock,
-    ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock,
-};
 use ba_protocol::convert::{
     SequentialStamp, anthropic_to_log, log_to_anthropic, log_to_openai, openai_to_log,
 };
-use ba_protocol::log::{FunctionCall, LogEntry, LogRole};
-use ba_protocol::message::Role;
 use ba_protocol::openai::{ChatMessage, ChatRequest, ChatToolCall};
-use ba_protocol::validate::Problem;
+use ba_protocol::{
+    CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, TextBlock,
+    ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock,
+};
+use ba_protocol::{FunctionCall, LogEntry, LogRole};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -395,7 +395,7 @@ fn openai_conversation() -> impl Strategy<Value = (ChatRequest, Expected)> {
 /// The ids `check_log` reports as missing results and as orphan results.
 fn pairing_problems(log: &[LogEntry]) -> (Vec<String>, Vec<String>) {
     let (mut missing, mut orphans) = (Vec::new(), Vec::new());
-    for problem in ba_protocol::validate::check_log(log) {
+    for problem in ba_protocol::check_log(log) {
         match problem {
             Problem::MissingResult { tool_call_id, .. } => missing.push(tool_call_id),
             Problem::OrphanResult { tool_call_id, .. } => orphans.push(tool_call_id),
@@ -422,7 +422,7 @@ proptest! {
     #[test]
     fn anthropic_log_anthropic_is_identity(req in anthropic_conversation()) {
         let log = anthropic_to_log(&req, &mut SequentialStamp::default()).expect("converts").value;
-        prop_assert!(ba_protocol::validate::check_log(&log).is_empty(), "pairs broken: {:?}", ba_protocol::validate::check_log(&log));
+        prop_assert!(ba_protocol::check_log(&log).is_empty(), "pairs broken: {:?}", ba_protocol::check_log(&log));
         // Through the log's own JSON too, as a store would keep it.
         let back = log_to_anthropic(&via_json(&log));
         prop_assert!(back.losses.is_empty(), "losses: {:?}", back.losses);

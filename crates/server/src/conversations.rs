@@ -256,7 +256,7 @@ struct Message {
     entry: LogEntry,
     /// The processed API response of a final answer (seed 003 §六).
     #[serde(skip_serializing_if = "Option::is_none")]
-    api_response: Option<ba_protocol::structured::ApiResponse>,
+    api_response: Option<ba_protocol::ApiResponse>,
     /// The report of a Markdown final answer as sanitised HTML.
     #[serde(skip_serializing_if = "Option::is_none")]
     response_html: Option<String>,

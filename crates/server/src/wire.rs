@@ -56,7 +56,7 @@ pub struct EntryFrame {
     pub run_id: Option<String>,
     /// The processed final answer (seed 003 §六), when the entry is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_response: Option<ba_protocol::structured::ApiResponse>,
+    pub api_response: Option<ba_protocol::ApiResponse>,
     /// That answer's report rendered from Markdown and sanitised (absent for an HTML report,
     /// which the page shows in a sandboxed frame).
     #[serde(skip_serializing_if = "Option::is_none")]

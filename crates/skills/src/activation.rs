@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use ba_protocol::skill::{DEFAULT_MAX_SKILL_DEPTH, SkillActivationRequest};
+use ba_protocol::{DEFAULT_MAX_SKILL_DEPTH, SkillActivationRequest};
 
 use crate::error::{Result, SkillsError};
 
@@ -101,7 +101,7 @@ impl ActivationStack {
     }
 
     /// Pushes `skill` under a given activation id (for example the id of a
-    /// [`ba_protocol::skill::SkillActivationResult`]).
+    /// [`ba_protocol::SkillActivationResult`]).
     pub fn push_with_id(&self, skill: &str, activation_id: String) -> Result<ActivationGuard> {
         let mut frames = lock(&self.frames);
         let chain: Vec<String> = frames.iter().map(|f| f.skill.clone()).collect();

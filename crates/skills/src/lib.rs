@@ -27,8 +27,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use ba_protocol::skill::SkillActivationRequest;
-//! use ba_protocol::tokens::ApproxCounter;
+//! use ba_protocol::SkillActivationRequest;
+//! use ba_protocol::ApproxCounter;
 //! use ba_skills::{ActivateSkill, SkillSet};
 //!
 //! let root = tempfile::tempdir()?;

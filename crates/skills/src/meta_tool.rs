@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use ba_protocol::skill::{
+use ba_protocol::{
     ContextModifier, SkillActivationRequest, SkillActivationResult, SkillMessage, SkillMessageKind,
     Visibility,
 };

@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ba_protocol::skill::{SkillActivationRequest, SkillMessageKind, Visibility};
-use ba_protocol::tokens::ApproxCounter;
+use ba_protocol::ApproxCounter;
+use ba_protocol::{SkillActivationRequest, SkillMessageKind, Visibility};
 use ba_skills::references;
 use ba_skills::{ActivateSkill, LoadOptions, Rule, Severity, SkillSet, SkillsError};
 

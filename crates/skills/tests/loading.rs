@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ba_protocol::skill::SkillActivationRequest;
+use ba_protocol::SkillActivationRequest;
 use ba_skills::Invoker;
 use ba_skills::{
     ActivateSkill, ActivationStack, ConversationLocks, Diagnostic, LoadOptions, Rule, Severity,
@@ -365,10 +365,7 @@ fn meta_tool_modifier_and_invocation_rules() {
     assert_eq!(m.model.as_deref(), Some("big-model"));
     assert!(m.disable_model_invocation);
     let perms = result.messages.last().unwrap();
-    assert_eq!(
-        perms.kind,
-        ba_protocol::skill::SkillMessageKind::Permissions
-    );
+    assert_eq!(perms.kind, ba_protocol::SkillMessageKind::Permissions);
     assert!(perms.content.contains("Bash(git push:*), Read"));
 
     for (args, msg) in [

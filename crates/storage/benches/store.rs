@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ba_protocol::log::LogRole;
+use ba_protocol::LogRole;
 use ba_storage::conformance::text_entry;
 use ba_storage::{
     ConversationId, ConversationStore, Durability, FileStore, FileStoreOptions, NewConversation,

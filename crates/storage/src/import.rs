@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
+use ba_protocol::LogEntry;
 use ba_protocol::claude_code::session_to_log;
 use ba_protocol::codex::rollout_to_log;
 use ba_protocol::convert::{Converted, Loss};
-use ba_protocol::log::LogEntry;
 
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use async_trait::async_trait;
-use ba_protocol::log::{LogEntry, Mode};
+use ba_protocol::{LogEntry, Mode};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};

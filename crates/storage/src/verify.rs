@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ba_protocol::log::{LogEntry, LogRole};
+use ba_protocol::{LogEntry, LogRole};
 
 use crate::error::Result;
 use crate::store::ConversationStore;
@@ -109,7 +109,7 @@ pub fn duplicate_ids(entries: &[LogEntry]) -> Vec<DuplicateId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ba_protocol::log::LogToolCall;
+    use ba_protocol::LogToolCall;
 
     fn call(id: &str, calls: &[&str]) -> LogEntry {
         let mut e = LogEntry::new(id, LogRole::Assistant, "t");

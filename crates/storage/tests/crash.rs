@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 
-use ba_protocol::log::LogRole;
+use ba_protocol::LogRole;
 use ba_storage::conformance::text_entry;
 use ba_storage::{
     ConversationId, ConversationStore, DiagnosticKind, FileStore, FileStoreOptions,

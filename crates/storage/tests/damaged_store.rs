@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use ba_protocol::log::{LogEntry, LogRole};
+use ba_protocol::{LogEntry, LogRole};
 use ba_storage::conformance::text_entry;
 use ba_storage::import::{Imported, ImportedConversation, store_imported};
 use ba_storage::{

@@ -7,7 +7,7 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use ba_protocol::log::{LogEntry, LogRole};
+use ba_protocol::{LogEntry, LogRole};
 use ba_storage::conformance::{self, text_entry};
 use ba_storage::{
     ConversationId, ConversationStore, DiagnosticKind, Durability, FileStore, FileStoreOptions,

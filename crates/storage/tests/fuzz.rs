@@ -10,7 +10,7 @@
     reason = "test code"
 )]
 
-use ba_protocol::log::{LogEntry, LogRole};
+use ba_protocol::{LogEntry, LogRole};
 use ba_storage::conformance::text_entry;
 use ba_storage::{ConversationId, ConversationStore, FileStore, NewConversation};
 use ba_testkit::fuzz::{cases, mutated};

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use ba_protocol::anthropic::AnthropicRequest;
-use ba_protocol::content::{Content, ContentBlock};
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log, log_to_anthropic};
-use ba_protocol::log::{LogEntry, LogRole};
+use ba_protocol::{Content, ContentBlock};
+use ba_protocol::{LogEntry, LogRole};
 use ba_storage::import::{read_claude_code, store_imported};
 use ba_storage::{ConversationStore, Durability, FileStore, FileStoreOptions};
 

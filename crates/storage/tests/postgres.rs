@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use ba_protocol::log::LogRole;
+use ba_protocol::LogRole;
 use ba_storage::conformance::{self, text_entry};
 use ba_storage::{
     ConversationId, ConversationStore, NewConversation, NewFile, PostgresOptions, PostgresStore,

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use ba_protocol::tool::{InvocationContext, ToolCall};
+use ba_protocol::{InvocationContext, ToolCall};
 use ba_tools::{
     CallContext, CallOptions, Tool, ToolRegistry, ToolRuntime, ToolsConfig, typed_tool,
 };

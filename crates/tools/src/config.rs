@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ba_protocol::OutputLevel;
 use ba_protocol::ToolErrorKind;
-use ba_protocol::tool::OutputLevel;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolsError;

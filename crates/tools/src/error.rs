@@ -3,7 +3,7 @@
 //! wrong while setting the runtime up, writing spilled data or using a conversation's files.
 
 use ba_protocol::ToolErrorKind;
-use ba_protocol::tool::ToolResultError;
+use ba_protocol::ToolResultError;
 
 /// Why one tool call failed.
 ///

@@ -159,7 +159,7 @@ pub fn is_file_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-pub use ba_protocol::media::media_type_for;
+pub use ba_protocol::media_type_for;
 
 /// The last path component of `name`, refused when there is none (empty, `.`, `..`).
 fn display_name(name: &str) -> Result<String, ToolsError> {

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use ba_protocol::tool::OutputLevel;
+use ba_protocol::OutputLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -34,7 +34,7 @@
 //! [`TokenCounter`](ba_protocol::TokenCounter).
 //!
 //! ```
-//! use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall};
+//! use ba_protocol::{InvocationContext, OutputLevel, ToolCall};
 //! use ba_tools::{typed_tool, ToolRegistry, ToolRuntime, ToolsConfig};
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;

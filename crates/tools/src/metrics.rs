@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use ba_protocol::OutputLevel;
 use ba_protocol::ToolErrorKind;
-use ba_protocol::tool::OutputLevel;
 use dashmap::DashMap;
 use serde::Serialize;
 

@@ -73,8 +73,8 @@ impl Instruments {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ba_protocol::OutputLevel;
     use ba_protocol::ToolErrorKind;
-    use ba_protocol::tool::OutputLevel;
     use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
     use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
 

@@ -1,8 +1,8 @@
 //! Layer 4: permissions (T8). A tool outside the active skill's `allowed_tools`, or above the
 //! caller's permission level, is refused before it runs.
 
-use ba_protocol::skill::ContextModifier;
-use ba_protocol::tool::PermissionLevel;
+use ba_protocol::ContextModifier;
+use ba_protocol::PermissionLevel;
 
 use crate::error::ToolError;
 use crate::tool::ToolCapabilities;

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ba_protocol::ContextModifier;
 use ba_protocol::TokenCounter;
-use ba_protocol::skill::ContextModifier;
-use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall, ToolResult};
+use ba_protocol::{InvocationContext, OutputLevel, ToolCall, ToolResult};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;

@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use async_trait::async_trait;
-use ba_protocol::tool::OutputLevel;
+use ba_protocol::OutputLevel;
 use sha2::{Digest, Sha256};
 
 use crate::error::ToolsError;

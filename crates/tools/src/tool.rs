@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel};
+use ba_protocol::{InvocationContext, OutputLevel, PermissionLevel};
 use serde_json::Value;
 
 use crate::error::ToolError;

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
-use ba_protocol::tool::OutputLevel;
+use ba_protocol::OutputLevel;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -38,7 +38,7 @@ fn require_object(value: Value) -> Result<Value, ToolError> {
     } else {
         Err(ToolError::invalid_parameters(format!(
             "the arguments must be a JSON object, not {}",
-            ba_protocol::content::kind_of(&value)
+            ba_protocol::kind_of(&value)
         ))
         .with_code("INVALID_ARGUMENTS"))
     }

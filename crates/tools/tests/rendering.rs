@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ba_protocol::tool::{InvocationContext, OutputLevel, ToolCall};
+use ba_protocol::{InvocationContext, OutputLevel, ToolCall};
 use ba_tools::{DataSink, FormatBounds, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
 use ba_tools::{dynamic_tool, typed_tool};
 use ba_tools::{format_observation, summarize};

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ba_protocol::ContextModifier;
 use ba_protocol::ToolErrorKind;
-use ba_protocol::skill::ContextModifier;
-use ba_protocol::tool::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
+use ba_protocol::{InvocationContext, OutputLevel, PermissionLevel, ToolCall};
 use ba_tools::{
     CallOptions, DataSink, NoJitter, ToolCapabilities, ToolError, ToolRegistry, ToolRuntime,
     ToolsConfig, ToolsError, dynamic_tool, typed_tool,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ba_protocol::tool::{InvocationContext, ToolCall};
+use ba_protocol::{InvocationContext, ToolCall};
 use ba_tools::{NoJitter, ToolError, ToolRegistry, ToolRuntime, ToolsConfig, typed_tool};
 use serde_json::{Value, json};
 use tracing::field::{Field, Visit};

@@ -28,7 +28,7 @@ use ba_mcp::{
     BinaryItem, BinaryKind, CallOptions, McpCallResult, McpError, McpManager, McpProgress,
     McpToolInfo,
 };
-use ba_protocol::tool::OutputLevel;
+use ba_protocol::OutputLevel;
 use ba_tools::{
     CallContext, ConversationFiles, DataSink, FsSink, Tool, ToolCapabilities, ToolError,
 };

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use ba_protocol::skill::SkillActivationResult;
+use ba_protocol::SkillActivationResult;
 use ba_skills::{ActivateSkill, ActivationGuard, ActivationStack, Invoker, SkillSet};
 use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! final answer (processed into the API response of seed 003).
 
 use ba_model::{ModelError, ModelResponse};
-use ba_protocol::structured::{Action, StructuredResponse};
+use ba_protocol::{Action, StructuredResponse};
 use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogToolCall, ModelRecord};
 use serde_json::Value;
 
@@ -238,10 +238,7 @@ impl Runner {
 
     /// The calls of a structured answer as log calls; an id that is empty or already used
     /// (in the log or earlier in the answer) is replaced by `call_r{round}_{n}`.
-    fn structured_calls(
-        &self,
-        content: &[ba_protocol::structured::StructuredToolCall],
-    ) -> Vec<LogToolCall> {
+    fn structured_calls(&self, content: &[ba_protocol::StructuredToolCall]) -> Vec<LogToolCall> {
         let used = self.history.call_ids();
         let mut calls: Vec<LogToolCall> = Vec::new();
         for (n, c) in content.iter().enumerate() {

@@ -156,7 +156,7 @@ impl Runner {
     pub(crate) fn summary(
         &self,
         status: RunStatus,
-        answer: Option<(String, ba_protocol::structured::ApiResponse)>,
+        answer: Option<(String, ba_protocol::ApiResponse)>,
         error: Option<String>,
     ) -> RunSummary {
         let (final_answer, response) = match answer {

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use ba_protocol::skill::SkillActivationResult;
-use ba_protocol::tool::{InvocationContext, ToolCall, ToolResult};
+use ba_protocol::SkillActivationResult;
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, SkillActivationRecord, ToolSpec};
+use ba_protocol::{InvocationContext, ToolCall, ToolResult};
 use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;

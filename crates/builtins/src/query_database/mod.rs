@@ -14,7 +14,7 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-use ba_protocol::tool::PermissionLevel;
+use ba_protocol::PermissionLevel;
 use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
 use std::fmt;
 use std::path::PathBuf;

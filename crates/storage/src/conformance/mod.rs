@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ba_protocol::log::{LogEntry, LogRole, Mode};
+use ba_protocol::{LogEntry, LogRole, Mode};
 
 use crate::error::StorageError;
 use crate::id::ConversationId;

@@ -7,7 +7,7 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 
-use ba_protocol::log::LogEntry;
+use ba_protocol::LogEntry;
 
 use super::codec::{Tail, encode_lines, scan_tail};
 use super::lock::FileLock;

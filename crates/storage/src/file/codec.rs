@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::Path;
 
-use ba_protocol::log::LogEntry;
+use ba_protocol::LogEntry;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};
@@ -326,7 +326,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn record(seq: u64) -> Vec<u8> {
-        let entry = LogEntry::new(format!("m{seq}"), ba_protocol::log::LogRole::User, "t")
+        let entry = LogEntry::new(format!("m{seq}"), ba_protocol::LogRole::User, "t")
             .with_text(format!("text {seq} é"));
         encode_lines(&"t", &[entry], seq, 7).unwrap()
     }

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ba_protocol::log::LogEntry;
+use ba_protocol::LogEntry;
 use tokio::sync::oneshot;
 
 use super::{FileStore, lock};

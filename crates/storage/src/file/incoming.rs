@@ -8,7 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use ba_protocol::log::LogEntry;
+use ba_protocol::LogEntry;
 
 use super::FileStore;
 use super::codec::{Tail, encode_lines};

@@ -26,7 +26,7 @@ pub(super) struct IndexRow {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct MetaFile {
     pub(super) title: Option<String>,
-    pub(super) mode: Option<ba_protocol::log::Mode>,
+    pub(super) mode: Option<ba_protocol::Mode>,
     pub(super) parent: Option<String>,
     pub(super) created_ms: i64,
     pub(super) updated_ms: i64,

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use ba_protocol::log::LogEntry;
+use ba_protocol::LogEntry;
 
 use self::codec::Tail;
 #[cfg(feature = "test-util")]

@@ -337,7 +337,7 @@ pub trait Workspace: Send + Sync + fmt::Debug {
 
 fn _object_safe(_: &dyn Workspace) {}
 
-pub use ba_protocol::media::media_type_for;
+pub use ba_protocol::media_type_for;
 
 /// Checks an id a caller names: the rules of a conversation id, and not the name of a
 /// metadata file (`….json`).
