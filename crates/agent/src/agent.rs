@@ -25,7 +25,7 @@ use ba_model::ModelClient;
 use ba_protocol::PermissionLevel;
 use ba_protocol::{LogEntry, Mode};
 use ba_skills::SkillSet;
-use ba_storage::workspace::Workspace;
+use ba_storage::Workspace;
 use ba_storage::{
     ConversationId, ConversationStore, MetaUpdate, NewConversation, RunHolder, RunLease,
     StorageError,

@@ -57,11 +57,7 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
         ba_protocol::claude_code::SUMMARY_PREFIX
     ));
     let tokens_after = counter.entry(&summary);
-    let record = ba_context::compaction::summary_record(
-        summary,
-        &entries,
-        (tokens_before, tokens_after, max),
-    );
+    let record = ba_context::summary_record(summary, &entries, (tokens_before, tokens_after, max));
     let entry = record.into_entry(new_id(), now());
     inner.store.append(id, &entry, Some(last_seq)).await?;
     Ok(Compaction {

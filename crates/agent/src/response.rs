@@ -8,8 +8,8 @@ use ba_protocol::{
     SavedCode, StructuredResponse, contains_html, replace_refs,
 };
 use ba_storage::ConversationId;
-use ba_storage::workspace::code::{get_code, save_code};
-use ba_storage::workspace::{FileKind, Workspace};
+use ba_storage::{FileKind, Workspace};
+use ba_storage::{get_code, save_code};
 
 /// A processed final answer and what went wrong on the way (a reference to nothing, a
 /// language replaced, a code block that could not be saved).

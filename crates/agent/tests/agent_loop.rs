@@ -188,7 +188,7 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
     assert!(r.metadata.contains_html);
     assert_eq!(r.metadata.code_refs[0].language, "sql");
     let workspace = agent.workspace().unwrap();
-    let (meta, code) = ba_storage::workspace::code::get_code(workspace.as_ref(), &id, "code_a")
+    let (meta, code) = ba_storage::get_code(workspace.as_ref(), &id, "code_a")
         .await
         .unwrap();
     assert_eq!(

@@ -122,7 +122,7 @@ async fn read_only_tools_run_at_the_restricted_level_and_code_does_not() {
 #[tokio::test]
 async fn spilled_data_goes_to_the_data_file_store_and_file_reader_can_read_it() {
     use ba_agent::DataFileSink;
-    use ba_storage::datafile::DataFileStore;
+    use ba_storage::DataFileStore;
     let data = tempfile::tempdir().unwrap();
     demo_data::generate(data.path()).unwrap();
     let mut registry = ToolRegistry::new();

@@ -10,8 +10,8 @@ use ba_agent::response::{Files, render_for_terminal};
 use ba_agent::{Agent, AgentEvent, Input, RunStatus, RunSummary};
 use ba_cli::demo;
 use ba_protocol::{LogRole, Mode};
-use ba_storage::workspace::{FileKind, FileMeta, NewFile};
 use ba_storage::{ConversationId, ConversationStore, NewConversation};
+use ba_storage::{FileKind, FileMeta, NewFile};
 use futures::StreamExt;
 
 use crate::cli::{CliError, CliResult};

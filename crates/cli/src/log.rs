@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
-use ba_storage::import::{read_claude_code, read_codex, store_imported};
-use ba_storage::store::rfc3339;
-use ba_storage::verify::{broken_pairs, duplicate_ids, orphan_workspaces};
+use ba_storage::rfc3339;
 use ba_storage::{ConversationId, ConversationStore, FileStore, FileStoreOptions, StorageError};
+use ba_storage::{broken_pairs, duplicate_ids, orphan_workspaces};
+use ba_storage::{read_claude_code, read_codex, store_imported};
 
 use crate::cli::{CliError, CliResult};
 use crate::convert::{self, OutputFormat};

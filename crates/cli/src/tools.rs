@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use ba_agent::DataFileSink;
 use ba_protocol::{InvocationContext, OutputLevel, ToolCall};
-use ba_storage::datafile::DataFileStore;
+use ba_storage::DataFileStore;
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use serde_json::{Value, json};
 

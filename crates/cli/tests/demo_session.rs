@@ -86,7 +86,7 @@ async fn demo_session_end_to_end() {
     assert_eq!(response.metadata.code_refs[0].language, "python");
     assert_eq!(response.metadata.saved_codes[0].code_id, "code_west_growth");
     let conversation = ConversationId::new(&summary.conversation_id).unwrap();
-    let (meta, code) = ba_storage::workspace::code::get_code(
+    let (meta, code) = ba_storage::get_code(
         d.agent.workspace().unwrap().as_ref(),
         &conversation,
         "code_west_growth",

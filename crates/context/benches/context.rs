@@ -14,8 +14,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ba_context::builder::BuildRequest;
-use ba_context::message::entry_texts;
+use ba_context::BuildRequest;
+use ba_context::entry_texts;
 use ba_context::{
     BuilderSettings, ContextBudget, ContextBuilder, Encoding, MessageCounter, Pipeline,
     PromptParts, block_on,

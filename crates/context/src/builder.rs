@@ -291,7 +291,7 @@ impl ContextBuilder {
         (!out.is_empty()).then_some(out)
     }
 
-    /// The entries of `request` as they go to the pipeline (see [`Self::prepare`]), the log's
+    /// The entries of `request` as they go to the pipeline (see `prepare`), the log's
     /// compaction records left out.
     pub fn prepare_entries(&self, request: &BuildRequest<'_>) -> Vec<LogEntry> {
         let plain: Vec<LogEntry> = request

@@ -131,11 +131,6 @@ pub fn summary_record(
     }
 }
 
-/// Whether an entry holds a compaction record.
-pub fn is_record(entry: &LogEntry) -> bool {
-    entry.is_compaction()
-}
-
 /// The entries a window is built from: the window of the last compaction record (its kept
 /// runs read back from the log), then the entries logged after it; records themselves are never
 /// part of it. `from_log[i]` says whether entry `i` is a log entry as logged (not one a
@@ -158,9 +153,13 @@ impl Effective {
     /// Applies the last readable compaction record of `log`.
     pub fn of(log: &[LogEntry]) -> Self {
         let plain = |entries: &[LogEntry]| -> Vec<LogEntry> {
-            entries.iter().filter(|e| !is_record(e)).cloned().collect()
+            entries
+                .iter()
+                .filter(|e| !e.is_compaction())
+                .cloned()
+                .collect()
         };
-        let Some(at) = log.iter().rposition(is_record) else {
+        let Some(at) = log.iter().rposition(LogEntry::is_compaction) else {
             let entries = plain(log);
             return Self {
                 from_log: vec![true; entries.len()],
@@ -204,7 +203,7 @@ impl Effective {
                     if b < a {
                         return fail(format!("the record's run {first}..{last} is reversed"));
                     }
-                    for e in before[a..=b].iter().filter(|e| !is_record(e)) {
+                    for e in before[a..=b].iter().filter(|e| !e.is_compaction()) {
                         entries.push(e.clone());
                         from_log.push(true);
                     }

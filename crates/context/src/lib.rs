@@ -2,20 +2,22 @@
 //!
 //! Token counting, context budgets, compression strategies and the context builder (SPEC §5).
 //!
-//! - [`tokens`] — exact tiktoken encodings ([`Encoding`]: `cl100k_base`, `o200k_base`) that
-//!   implement [`ba_protocol::TokenCounter`], and the model → encoding map with the Claude
-//!   safety margin ([`ModelTokenizer`]).
-//! - [`message`] — per-message counts with the OpenAI cookbook overhead, cached by entry id and
-//!   content hash ([`MessageCounter`]), so a counter kept between turns only encodes new or
-//!   changed entries.
-//! - [`budget`] — [`ContextBudget`] and [`ContextUsage`] (C2).
-//! - [`window`] — the log cut into units kept or dropped whole (a tool group is the assistant
-//!   entry with its results), repair on read and the invariants (C4).
-//! - [`strategy`] — the [`CompressionStrategy`] trait and its implementations: truncate,
-//!   key-messages, importance, summary (through the [`Summarizer`] trait) and hybrid (C3).
-//! - [`pipeline`] — strategies in order until the window fits ([`Pipeline`]).
-//! - [`builder`] — the per-mode system prompt, file list, refocus, read-file synopsis and debug
-//!   data around the pipeline ([`ContextBuilder`], C5–C6).
+//! Every item is at the root, one path each:
+//! - exact tiktoken encodings ([`Encoding`]: `cl100k_base`, `o200k_base`) that implement
+//!   [`ba_protocol::TokenCounter`], and the model → encoding map with the Claude safety margin
+//!   ([`ModelTokenizer`]);
+//! - per-message counts with the OpenAI cookbook overhead, cached by entry id and content hash
+//!   ([`MessageCounter`]), so a counter kept between turns only encodes new or changed entries;
+//! - [`ContextBudget`] and [`ContextUsage`] (C2);
+//! - the log cut into units kept or dropped whole ([`Window`]: a tool group is the assistant
+//!   entry with its results), repair on read and the invariants (C4);
+//! - the [`CompressionStrategy`] trait and its implementations: [`Truncate`], [`KeyMessages`],
+//!   [`ImportanceStrategy`], [`SummaryStrategy`] (through the [`Summarizer`] trait) and hybrid
+//!   (C3), tried in order until the window fits ([`Pipeline`]);
+//! - the per-mode system prompt, file list, refocus, read-file synopsis and debug data around
+//!   the pipeline ([`ContextBuilder`], C5–C6), and the compaction the log records, from which
+//!   later windows start ([`Effective`], [`record_window`]);
+//! - what makes a line or a sentence worth keeping ([`line_salience`], [`key_sentences`]).
 //!
 //! The crate reads [`ba_protocol::LogEntry`] slices and returns entries; it depends on
 //! `ba-protocol` only. The orchestrator (`ba-agent`) implements [`Summarizer`] with a model and
@@ -44,26 +46,39 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod budget;
-pub mod builder;
-pub mod compaction;
+mod budget;
+mod builder;
+mod compaction;
 mod count;
-pub mod error;
-pub mod message;
-pub mod pipeline;
-pub mod salience;
-pub mod strategy;
-pub mod tokens;
-pub mod window;
+mod error;
+mod message;
+mod pipeline;
+mod salience;
+mod strategy;
+mod tokens;
+mod window;
 
 pub use budget::{ContextBudget, ContextUsage, UsageStatus};
-pub use builder::{BuilderSettings, BuiltContext, ContextBuilder, DebugData, PromptParts};
+pub use builder::{
+    BuildRequest, BuilderSettings, BuiltContext, ContextBuilder, DebugData, NOTE_PART_TYPE,
+    PromptParts, ReadFile, RunState, SessionFile,
+};
+pub use compaction::{Effective, RecordProblem, record_of, record_window, summary_record};
 pub use error::{ContextError, Result};
-pub use message::{MessageCounter, MessageOverhead};
+pub use message::{
+    FastHasher, IMAGE_TOKENS, MessageCounter, MessageOverhead, entry_hash, entry_texts,
+};
 pub use pipeline::{Compressed, Pipeline, STRATEGY_NAMES, When};
-pub use strategy::{CompressionStrategy, ExtractiveSummarizer, Summarizer};
-pub use tokens::{Encoding, ModelTokenizer};
-pub use window::Window;
+pub use salience::{
+    KeySentences, Salience, TRACE_MARK, key_sentences, line_salience, salient_lines,
+    sentence_salience, sentences, trace_text,
+};
+pub use strategy::{
+    CompressCx, CompressionStrategy, ExtractiveSummarizer, Importance, ImportanceStrategy,
+    KeyMessages, SCORE_CHARS, Score, Summarizer, SummaryError, SummaryStrategy, Truncate,
+};
+pub use tokens::{DEFAULT_CLAUDE_MARGIN, Encoding, ModelTokenizer};
+pub use window::{RESUME_TEXT, Unit, UnitKind, Window, aborted_text, is_summary_text};
 
 use std::future::Future;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use ba_context::builder::{BuildRequest, BuilderSettings, ContextBuilder, PromptParts};
+use ba_context::{BuildRequest, BuilderSettings, ContextBuilder, PromptParts};
 use ba_context::{ContextBudget, Encoding, MessageCounter, Pipeline, block_on};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use proptest::prelude::*;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[path = "../../../xtask/src/corpus/mod.rs"]
 mod corpus;
 
-use ba_context::message::entry_texts;
+use ba_context::entry_texts;
 use ba_context::{Encoding, MessageOverhead};
 use serde_json::Value;
 

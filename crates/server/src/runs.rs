@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::{AgentEvent, CancelOutcome, Input, Run, RunOptions, RunSummary};
 use ba_storage::ConversationId;
-use ba_storage::workspace::FileKind;
+use ba_storage::FileKind;
 use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;

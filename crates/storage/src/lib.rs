@@ -8,16 +8,17 @@
 //!   `fsync` per append or group commit, torn-tail detection, inter-process file locks, an
 //!   index rebuilt from the files); `PostgresStore` (feature `postgres`) serves shared
 //!   deployments. [`conformance`] is the one test suite every backend passes.
-//! - [`import`]: Claude Code sessions (with their subagent files) and Codex rollouts into
-//!   conversations, listing what the log cannot express; [`verify`] finds broken tool pairs and
-//!   repeated entry ids.
-//! - [`datafile::DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
+//! - Import ([`read_claude_code`], [`read_codex`], [`store_imported`]): Claude Code sessions
+//!   (with their subagent files) and Codex rollouts into conversations, listing what the log
+//!   cannot express; [`broken_pairs`] and [`duplicate_ids`] find broken tool pairs and repeated
+//!   entry ids.
+//! - [`DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
 //!   metadata, cleanup by age and LRU size cap (in the background or on demand).
-//! - [`workspace`]: the files of each conversation — uploads, code blocks ([`workspace::code`]),
+//! - The files of each conversation — uploads, code blocks ([`save_code`], [`get_code`]),
 //!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
 //!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
-//!   Code blocks (ST3) and uploads (ST4) are files of the workspace; [`events::EventLog`] (ST5).
+//!   Code blocks (ST3) and uploads (ST4) are files of the workspace; [`EventLog`] (ST5).
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -47,30 +48,38 @@
 
 mod atomic;
 pub mod conformance;
-pub mod datafile;
-pub mod error;
-pub mod events;
-pub mod file;
-pub mod id;
-pub mod import;
+mod datafile;
+mod error;
+mod events;
+mod file;
+mod id;
+mod import;
 #[cfg(feature = "postgres")]
-pub mod postgres;
-pub mod store;
-pub mod verify;
-pub mod workspace;
+mod postgres;
+mod store;
+mod verify;
+mod workspace;
 
+pub use datafile::{CleanupPolicy, CleanupReport, DataFileMeta, DataFileStore, DataOwner};
 pub use error::{Result, StorageError};
+pub use events::{Event, EventLog, ReadEvents};
 #[cfg(feature = "test-util")]
 pub use file::WriteFault;
 pub use file::{Durability, FileStore, FileStoreOptions, FileWorkspace};
 pub use id::ConversationId;
+pub use id::MAX_ID_LEN;
+pub use import::{
+    Imported, ImportedConversation, read_claude_code, read_codex, read_utf8, store_imported,
+};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore, PostgresWorkspace};
+pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
+pub use store::rfc3339;
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
     Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder, RunLease,
     RunLock, StoredEntry, SystemClock,
 };
-pub use workspace::{
-    FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits, media_type_for,
-};
+pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
+pub use workspace::UploadMeta;
+pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
+pub use workspace::{FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits};

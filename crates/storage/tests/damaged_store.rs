@@ -8,11 +8,11 @@ use std::path::Path;
 
 use ba_protocol::{LogEntry, LogRole};
 use ba_storage::conformance::text_entry;
-use ba_storage::import::{Imported, ImportedConversation, store_imported};
 use ba_storage::{
     ConversationId, ConversationStore, DiagnosticKind, FileStore, FileStoreOptions,
     NewConversation, StorageError, WriteFault,
 };
+use ba_storage::{Imported, ImportedConversation, store_imported};
 
 fn entry(i: u64) -> LogEntry {
     text_entry(&format!("m{i}"), LogRole::User, &format!("entry {i}"))

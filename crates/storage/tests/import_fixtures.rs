@@ -10,8 +10,8 @@ use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{SequentialStamp, anthropic_to_log, log_to_anthropic};
 use ba_protocol::{Content, ContentBlock};
 use ba_protocol::{LogEntry, LogRole};
-use ba_storage::import::{read_claude_code, store_imported};
 use ba_storage::{ConversationStore, Durability, FileStore, FileStoreOptions};
+use ba_storage::{read_claude_code, store_imported};
 
 /// The Claude Code sessions of the shared fixtures (a skip, or a failure under CI, when absent).
 fn transcripts() -> Option<PathBuf> {

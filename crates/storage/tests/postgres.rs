@@ -54,7 +54,7 @@ async fn migrations_run_once_and_two_stores_share_one_log() {
     let b = PostgresStore::connect(&url, opts).await.unwrap();
     assert_eq!(
         b.schema_version().await.unwrap(),
-        ba_storage::postgres::MIGRATIONS.len()
+        ba_storage::MIGRATIONS.len()
     );
     let id = ConversationId::new("shared").unwrap();
     a.create(&id, NewConversation::default()).await.unwrap();

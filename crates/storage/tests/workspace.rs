@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ba_storage::conformance;
-use ba_storage::verify::orphan_workspaces;
-use ba_storage::workspace::code::get_code;
+use ba_storage::get_code;
+use ba_storage::orphan_workspaces;
 use ba_storage::{
     ConversationId, ConversationStore, FileKind, FileStore, FileStoreOptions, NewConversation,
     NewFile, StorageError, Workspace,

@@ -1,7 +1,7 @@
 //! The storage crate's data files as the tool runtime's data sink.
 
 use async_trait::async_trait;
-use ba_storage::datafile::{DataFileStore, DataOwner};
+use ba_storage::{DataFileStore, DataOwner};
 use ba_tools::{DataSink, ToolsError};
 
 /// The storage crate's [`DataFileStore`] as the tool runtime's [`DataSink`]: spilled tool

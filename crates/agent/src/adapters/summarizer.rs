@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ba_context::Summarizer;
-use ba_context::strategy::SummaryError;
+use ba_context::SummaryError;
 use ba_model::{ModelClient, ModelRequest};
 use ba_protocol::{LogEntry, LogRole};
 

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ba_storage::workspace::{FileMeta, NewFile, Workspace};
 use ba_storage::{ConversationId, StorageError};
+use ba_storage::{FileMeta, NewFile, Workspace};
 use ba_tools::{ConversationFiles, FileInfo, ToolsError};
 
 /// One conversation's workspace as a tool sees it. Every method names files of that

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use ba_context::BuildRequest;
 use ba_context::BuiltContext;
-use ba_context::builder::BuildRequest;
 use ba_protocol::{ContextRecord, LogEntry};
 
 use super::{Runner, Stop, new_id, now};

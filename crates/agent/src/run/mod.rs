@@ -54,7 +54,7 @@ pub(crate) fn new_id() -> String {
 }
 
 pub(crate) fn now() -> String {
-    ba_storage::store::rfc3339(SystemClock.now_ms())
+    ba_storage::rfc3339(SystemClock.now_ms())
 }
 
 /// Why a run stopped early, beyond the model failures the log records.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ba_context::builder::BuildRequest;
+use ba_context::BuildRequest;
 use ba_context::{ContextBudget, block_on};
 use ba_protocol::convert::{log_to_anthropic, log_to_openai};
 use ba_protocol::{LogEntry, LogRole, Mode};

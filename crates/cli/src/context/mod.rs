@@ -10,7 +10,7 @@ mod replay;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use ba_context::builder::{BuilderSettings, ContextBuilder, PromptParts};
+use ba_context::{BuilderSettings, ContextBuilder, PromptParts};
 use ba_context::{ContextBudget, ExtractiveSummarizer, MessageCounter, ModelTokenizer, Pipeline};
 use ba_protocol::{LogEntry, LogRole};
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ba_context::builder::BuildRequest;
+use ba_context::BuildRequest;
 use ba_context::{ContextBudget, MessageCounter, block_on};
 use ba_model::{AnthropicClient, CacheHint, ModelRequest, OpenAiClient};
 use ba_protocol::{LogEntry, LogRole};

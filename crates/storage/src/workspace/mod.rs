@@ -124,7 +124,7 @@ pub struct NewFile {
     pub id: Option<String>,
     /// The name; only its last path component is kept, and an empty one is refused.
     pub name: String,
-    /// The media type; `None` takes it from the name's extension ([`media_type_for`]).
+    /// The media type; `None` takes it from the name's extension ([`ba_protocol::media_type_for`]).
     pub media_type: Option<String>,
     /// What it is, in words.
     pub description: String,
@@ -337,8 +337,6 @@ pub trait Workspace: Send + Sync + fmt::Debug {
 
 fn _object_safe(_: &dyn Workspace) {}
 
-pub use ba_protocol::media_type_for;
-
 /// Checks an id a caller names: the rules of a conversation id, and not the name of a
 /// metadata file (`….json`).
 pub(crate) fn check_file_id(id: &str) -> Result<()> {
@@ -406,7 +404,7 @@ impl Prepared {
             .media_type
             .map(|m| m.trim().to_owned())
             .filter(|m| is_media_type(m))
-            .unwrap_or_else(|| media_type_for(&name).to_owned());
+            .unwrap_or_else(|| ba_protocol::media_type_for(&name).to_owned());
         Ok(Self {
             kind: file.kind,
             id,
@@ -584,7 +582,7 @@ mod tests {
             ("noext", "application/octet-stream"),
             ("f.weird", "application/octet-stream"),
         ] {
-            assert_eq!(media_type_for(name), want, "{name}");
+            assert_eq!(ba_protocol::media_type_for(name), want, "{name}");
         }
     }
 
