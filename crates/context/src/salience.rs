@@ -24,9 +24,14 @@ impl Salience {
 
 /// Words that mark an aggregate: the figure a reader of a large output looks for.
 const AGGREGATE_WORDS: &[&str] = &[
-    "total", "sum", "grand", "overall", "average", "avg", "mean", "median", "count", "growth",
-    "change", "share", "rate", "net", "合计", "总计", "总和", "平均", "增长", "占比",
+    "total", "subtotal", "sum", "grand", "overall", "net", "合计", "总计", "总和", "小计",
+    "average", "avg", "mean", "median", "count", "growth", "change", "share", "rate", "平均",
+    "增长", "占比",
 ];
+
+/// The aggregate words that name a whole (a total, a sum) rather than a statistic of it: the
+/// first [`STRONG_AGGREGATES`] of [`AGGREGATE_WORDS`].
+const STRONG_AGGREGATES: usize = 10;
 
 /// Words that mark a requirement, a constraint or a decision.
 const REQUIREMENT_WORDS: &[&str] = &[
@@ -86,6 +91,106 @@ fn contains_word(lower: &str, word: &str) -> bool {
         from = end;
     }
     false
+}
+
+/// Whether `text` names an exception the way Python, Java or Rust print one (`ValueError:`,
+/// `java.io.IOException`).
+fn names_an_exception(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w.len() > 5 && (w.ends_with("Error") || w.ends_with("Exception")))
+}
+
+/// Where the figure of a long line is: the first aggregate word followed by a number of four
+/// digits or more, else the longest number; as a char range `[start, end)` to keep in view.
+fn focus(line: &str) -> Option<(usize, usize)> {
+    let chars: Vec<char> = line.chars().collect();
+    let lower: String = line.to_lowercase();
+    let lower_chars: Vec<char> = lower.chars().collect();
+    // Numbers: (start, end, digits).
+    let mut numbers = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            let start = i;
+            let mut digits = 0;
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || ((chars[i] == ',' || chars[i] == '.')
+                        && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
+            {
+                digits += usize::from(chars[i].is_ascii_digit());
+                i += 1;
+            }
+            numbers.push((start, i, digits));
+        } else {
+            i += 1;
+        }
+    }
+    let aggregate = AGGREGATE_WORDS
+        .iter()
+        .filter_map(|w| {
+            let at = lower.find(w)?;
+            Some(lower[..at].chars().count())
+        })
+        .filter(|&at| {
+            numbers
+                .iter()
+                .any(|&(s, _, d)| s >= at && d >= 4 && s - at <= 60)
+        })
+        .min();
+    if lower_chars.len() != chars.len() {
+        // Lower-casing changed the length (some scripts): the longest number only.
+        return numbers.iter().max_by_key(|n| n.2).map(|&(s, e, _)| (s, e));
+    }
+    match aggregate {
+        Some(at) => numbers
+            .iter()
+            .find(|&&(s, _, d)| s >= at && d >= 4)
+            .map(|&(_, e, _)| (at, e)),
+        None => numbers.iter().max_by_key(|n| n.2).map(|&(s, e, _)| (s, e)),
+    }
+}
+
+/// `line` cut to `max` chars around its figure (see [`focus`]), `…` where it was cut.
+fn clip_line(line: &str, max: usize) -> String {
+    let line = line.trim_end();
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= max {
+        return line.to_owned();
+    }
+    let max = max.max(8);
+    let piece = |from: usize, to: usize| -> String {
+        let mut out = String::new();
+        if from > 0 {
+            out.push('…');
+        }
+        out.extend(&chars[from..to]);
+        if to < chars.len() {
+            out.push('…');
+        }
+        out
+    };
+    match focus(line) {
+        Some((s, e)) if e > max - 1 => {
+            // The figure is past the first `max - 1` chars: keep what names it (the aggregate
+            // word) and the figure itself, with `…` for what is left out between.
+            let width = max - 2;
+            let end = (e + 2).min(chars.len());
+            if end - s <= width {
+                piece(s, (s + width).min(chars.len()))
+            } else {
+                let head = (width / 3).max(1);
+                let tail = width - head - 1;
+                let mut out = piece(s, s + head);
+                out.extend(&chars[end - tail..end]);
+                if end < chars.len() {
+                    out.push('…');
+                }
+                out
+            }
+        }
+        _ => piece(0, max - 1),
+    }
 }
 
 /// The longest run of digits in `text`, thousands separators and one decimal point included.
@@ -151,8 +256,13 @@ pub fn line_salience(line: &str) -> Salience {
         return s;
     }
     let lower = trimmed.to_lowercase();
-    if AGGREGATE_WORDS.iter().any(|w| contains_word(&lower, w)) {
+    if AGGREGATE_WORDS[..STRONG_AGGREGATES]
+        .iter()
+        .any(|w| contains_word(&lower, w))
+    {
         s.add("aggregate", 4);
+    } else if AGGREGATE_WORDS.iter().any(|w| contains_word(&lower, w)) {
+        s.add("aggregate", 3);
     }
     let digits = longest_number(trimmed);
     if digits >= 4 {
@@ -169,8 +279,12 @@ pub fn line_salience(line: &str) -> Salience {
     if has_path(trimmed) {
         s.add("path", 2);
     }
-    if ERROR_WORDS.iter().any(|w| contains_word(&lower, w)) {
+    if ERROR_WORDS.iter().any(|w| contains_word(&lower, w)) || names_an_exception(trimmed) {
         s.add("error", 2);
+    }
+    if s.parts.iter().any(|p| p.0 == "aggregate") && digits >= 4 {
+        // A total with its figure on the same line: what a reader of the output wants first.
+        s.add("aggregate figure", 2);
     }
     let letters = trimmed.chars().filter(|c| c.is_alphanumeric()).count();
     if letters * 3 < trimmed.chars().count() {
@@ -265,6 +379,17 @@ pub fn key_sentences(text: &str, max_chars: usize) -> Option<KeySentences> {
     if text.chars().count() <= max_chars {
         return None;
     }
+    // A text cut before: its marker is not a sentence, and its count carries over.
+    let (text, before) = match text.rsplit_once(" [… ") {
+        Some((kept, marker)) if marker.ends_with(" sentence(s) left out]") => (
+            kept,
+            marker
+                .trim_end_matches(" sentence(s) left out]")
+                .parse::<usize>()
+                .unwrap_or(0),
+        ),
+        _ => (text, 0),
+    };
     let all = sentences(text);
     let mut ranked: Vec<(usize, i32)> = all
         .iter()
@@ -291,11 +416,11 @@ pub fn key_sentences(text: &str, max_chars: usize) -> Option<KeySentences> {
         let lead: String = text.chars().take(max_chars.saturating_sub(1)).collect();
         return Some(KeySentences {
             text: format!("{lead}…"),
-            left_out: all.len().saturating_sub(1),
+            left_out: all.len().saturating_sub(1) + before,
         });
     }
     chosen.sort_unstable();
-    let left_out = all.len() - chosen.len();
+    let left_out = all.len() - chosen.len() + before;
     let mut out = chosen.iter().map(|&i| all[i]).collect::<Vec<_>>().join(" ");
     if left_out > 0 {
         out.push_str(&format!(" [… {left_out} sentence(s) left out]"));
@@ -369,7 +494,9 @@ fn ranked_lines(lines: &[&str]) -> Vec<(usize, i32)> {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let edge = if Some(i) == first || Some(i) == last {
+            // The first and last lines (a header row, a row count) count for their place, but
+            // not over a line that carries a figure: a figure on an edge line scores as one.
+            let edge = if (Some(i) == first || Some(i) == last) && longest_number(l) < 4 {
                 3
             } else {
                 0
@@ -443,25 +570,26 @@ pub fn trace_text(
     if max_chars == 0 {
         return Some(header);
     }
-    // Lines a previous trace wrote as gap markers are not content.
-    let lines: Vec<&str> = body.lines().filter(|l| *l != "…").collect();
-    let clip = |line: &str, max: usize| -> String {
-        let line = line.trim_end();
-        if line.chars().count() <= max {
-            line.to_owned()
-        } else {
-            let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
-            s.push('…');
-            s
-        }
-    };
+    // Lines a previous trace wrote as gap markers are not content. A long line of prose is
+    // ranked sentence by sentence.
+    let lines: Vec<&str> = body
+        .lines()
+        .filter(|l| *l != "…")
+        .flat_map(|l| {
+            if l.chars().count() > 400 {
+                l.split_inclusive(". ").collect::<Vec<_>>()
+            } else {
+                vec![l]
+            }
+        })
+        .collect();
     let line_cap = (max_chars / 3).max(40);
     let mut ranked = ranked_lines(&lines);
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut keep: Vec<usize> = Vec::new();
     let mut used = 0;
     for (i, _) in ranked {
-        let n = clip(lines[i], line_cap).chars().count() + 1;
+        let n = clip_line(lines[i], line_cap).chars().count() + 1;
         if used + n > max_chars {
             continue;
         }
@@ -476,7 +604,7 @@ pub fn trace_text(
             out.push_str("\n…");
         }
         out.push('\n');
-        out.push_str(&clip(lines[i], line_cap));
+        out.push_str(&clip_line(lines[i], line_cap));
         prev = Some(i);
     }
     if prev.is_some_and(|p| p + 1 < lines.len()) {
@@ -490,11 +618,63 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_text_cut_again_keeps_one_marker_with_the_whole_count() {
+        let text = "First we look. Then we check the EUR totals for CC-7741 please. \
+                    Some filler here. More filler there. And one more filler.";
+        let once = key_sentences(text, 90).unwrap();
+        let twice = key_sentences(&once.text, 50).unwrap();
+        assert_eq!(twice.text.matches("left out]").count(), 1, "{}", twice.text);
+        assert_eq!(twice.left_out, 4, "{}", twice.text);
+        assert!(twice.text.contains("CC-7741"), "{}", twice.text);
+    }
+
+    #[test]
+    fn a_paragraph_is_traced_by_its_total_sentence() {
+        let mut text = String::new();
+        for i in 0..12 {
+            text.push_str(&format!(
+                "In EAST the Dock line sold {} units at an average of 3{i}627.53 per order. ",
+                500 + i
+            ));
+            if i == 5 {
+                text.push_str("Net revenue for EAST over the period came to 84123.45. ");
+            }
+        }
+        let t = trace_text(&text, "run_python", true, "data_001", 60).unwrap();
+        assert!(t.contains("84123.45"), "{t}");
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_its_figure() {
+        let line = r#"  {"summary": {"region": "CENTRAL", "total": 84123.45, "rows": 90}}"#;
+        let cut = clip_line(line, 40);
+        assert!(cut.contains("84123.45"), "{cut}");
+        assert!(cut.chars().count() <= 40, "{cut}");
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        // A line whose figure is in its first chars keeps its start.
+        assert_eq!(
+            clip_line("TOTAL 1234.5 and then a very long tail of words", 20),
+            "TOTAL 1234.5 and th…"
+        );
+        assert_eq!(clip_line("short", 20), "short");
+    }
+
+    #[test]
     fn line_scores_are_explained() {
         let s = line_salience("Grand total West Q3: 444,645.00 (INV-2024-0042)");
         let names: Vec<&str> = s.parts.iter().map(|p| p.0).collect();
-        assert_eq!(names, ["aggregate", "figure", "identifier"]);
-        assert_eq!(s.total, 8);
+        assert_eq!(
+            names,
+            ["aggregate", "figure", "identifier", "aggregate figure"]
+        );
+        assert_eq!(s.total, 10);
+        // An exception's name marks an error; a statistic weighs less than a total.
+        let e = line_salience("ValueError: EAST total 84123.45 does not match");
+        assert!(e.parts.iter().any(|p| p.0 == "error"), "{e:?}");
+        assert!(
+            line_salience("Net revenue came to 12,345.67.").total
+                > line_salience("sold 504 units at an average of 31627.53").total
+        );
         assert!(line_salience("    ],").total < 0);
         assert_eq!(line_salience("North,Q1,12").total, 1);
     }

@@ -1,20 +1,28 @@
-//! Key-message extraction (seed 002 v1, with its rules kept to the letter): every user message
-//! stays, tool groups stay whole or leave a trace, explainable scores choose what stays whole,
-//! and fallbacks degrade step by step, stopping as soon as the window fits.
+//! Key-message extraction (seed 002 v1): tool groups stay whole or leave a trace, explainable
+//! scores choose what stays whole, and fallbacks degrade step by step, stopping as soon as the
+//! window fits. The budget is shared, not first-come: user messages keep their key sentences,
+//! but not at the cost of every trace's figures.
 //!
+//! 0. When what only the last steps can take out (user messages, summaries, the results the
+//!    model is about to read) is over three fifths of the limit, the oldest user messages (never
+//!    the latest) are cut to their key sentences — the constraints, codes, names and numbers
+//!    stay — first to a user-message cap, then to a third of it.
 //! 1. The protected set stays whole: user messages, summaries, the current task's work (what
 //!    follows the latest user message) and the most recent units. Every other tool group is
-//!    reduced to a *trace* — its calls, a preview of each result (first and last lines and the
-//!    lines carrying figures, identifiers and totals, see [`crate::salience`]) and the path of
-//!    the full output — and every other long assistant text to its key sentences. Then units
-//!    are put back whole, highest score first, while the window stays under the target.
+//!    reduced to a *trace* — its calls, a preview of each result (the lines carrying totals,
+//!    figures and identifiers, long lines cut around their figure, see [`crate::salience`]) and
+//!    where the full output is — and every other long assistant text to its key sentences.
+//!    Then units are put back whole, highest score first, while the window stays under the
+//!    target.
 //! 2. Over the target: the protected tool results (not the ones the model is about to read)
 //!    become previews and long protected assistant texts their key sentences.
 //! 3. Still over: traces shrink, oldest first, to their top lines.
 //! 4. Still over halfway from the target to the trigger (a window left above the trigger would
 //!    be compacted again at every request), the oldest traces shrink to their key line. Over the
-//!    limit (the budget itself; the target is only a preference), traces shrink to their
-//!    header, then traces and answers of the oldest rounds leave; user messages stay.
+//!    limit (the budget itself; the target is only a preference), the traces' key lines are the
+//!    last to go: the oldest user messages are cut to their key sentences, the answers of older
+//!    rounds leave, and only then do traces shrink to their header and traces and answers of
+//!    the oldest rounds leave.
 //! 5. Still over the limit — the user messages alone do not fit — the oldest user messages are
 //!    cut to their key sentences.
 //! 6. Still over: the results the model is about to read become previews, then traces (a
@@ -458,10 +466,36 @@ impl KeyMessages {
     /// Step 5: the oldest user messages (never the latest) are cut to their key sentences
     /// until the window fits `limit`.
     fn cut_old_users(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
+        let total = window.tokens();
+        self.cut_users(window, total, limit, self.user_key_chars, counter);
+    }
+
+    /// The oldest user messages are cut to their key sentences until the floor (what only the
+    /// last steps can take out) is within `goal`.
+    fn cut_old_users_to(
+        &self,
+        window: &mut Window,
+        goal: usize,
+        cap: usize,
+        counter: &MessageCounter,
+    ) {
+        let floor = Self::floor(window);
+        self.cut_users(window, floor, goal, cap, counter);
+    }
+
+    /// Cuts the oldest user messages to their key sentences (at most `cap` chars) while
+    /// `total` (kept up to date) is over `goal`.
+    fn cut_users(
+        &self,
+        window: &mut Window,
+        mut total: usize,
+        goal: usize,
+        cap: usize,
+        counter: &MessageCounter,
+    ) {
         let latest = window.latest_user();
-        let mut total = window.tokens();
         for i in 0..window.units.len() {
-            if total <= limit {
+            if total <= goal {
                 return;
             }
             if Some(i) == latest {
@@ -474,7 +508,7 @@ impl KeyMessages {
             let Some(e) = unit.entries.first_mut() else {
                 continue;
             };
-            let Some(cut) = key_sentences(&e.text(), self.user_key_chars) else {
+            let Some(cut) = key_sentences(&e.text(), cap) else {
                 continue;
             };
             e.content = Some(Content::Text(cut.text));
@@ -536,6 +570,24 @@ impl KeyMessages {
         window.retain(DropReason::OlderRound, |i, _| !gone[i]);
     }
 
+    /// The answers of older rounds (assistant text without calls, before the latest user
+    /// message) leave, oldest first, until the window fits `limit`.
+    fn drop_old_answers(&self, window: &mut Window, limit: usize) {
+        let latest = window.latest_user().unwrap_or(0);
+        let mut total = window.tokens();
+        let mut gone = vec![false; window.units.len()];
+        for (i, unit) in window.units.iter().enumerate().take(latest) {
+            if total <= limit {
+                break;
+            }
+            if unit.kind == UnitKind::Assistant {
+                gone[i] = true;
+                total -= unit.tokens;
+            }
+        }
+        window.retain(DropReason::OlderRound, |i, _| !gone[i]);
+    }
+
     /// The tokens no step before the last ones can take out: user messages, summaries, the
     /// results the model is about to read, and the reply priming.
     fn floor(window: &Window) -> usize {
@@ -579,6 +631,15 @@ impl CompressionStrategy for KeyMessages {
     }
 
     async fn compress(&self, mut window: Window, cx: CompressCx<'_>) -> Result<Window> {
+        // The budget is shared, not first-come: user messages that would leave the tool
+        // traces less than their share are cut to their key sentences (oldest first, never
+        // the latest) before any trace loses its figures.
+        let users_share = cx.limit - cx.limit * 2 / 5;
+        for cap in [self.user_key_chars, self.user_key_chars / 3] {
+            if Self::floor(&window) > users_share {
+                self.cut_old_users_to(&mut window, users_share, cap, cx.counter);
+            }
+        }
         if Self::floor(&window) > cx.limit {
             // The user messages and the current work alone are over the budget: every older
             // trace would leave anyway, so none is made.
@@ -645,6 +706,15 @@ impl CompressionStrategy for KeyMessages {
         let clear_of_trigger = (cx.target + cx.trigger.min(cx.limit)) / 2;
         if window.tokens() > clear_of_trigger {
             self.shrink_traces(&mut window, TraceLevel::Key, clear_of_trigger, cx.counter);
+        }
+        // Over the limit, the traces' figure lines are the last to go: the user messages'
+        // prose goes first (their key sentences stay), then the answers of older rounds, and
+        // only then do traces shrink to their header.
+        if window.tokens() > cx.limit {
+            self.cut_old_users(&mut window, cx.limit, cx.counter);
+        }
+        if window.tokens() > cx.limit {
+            self.drop_old_answers(&mut window, cx.limit);
         }
         if window.tokens() > cx.limit {
             self.shrink_traces(&mut window, TraceLevel::Header, cx.limit, cx.counter);
