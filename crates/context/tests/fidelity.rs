@@ -14,30 +14,13 @@
     reason = "test code"
 )]
 
-use std::collections::HashSet;
-
-use ba_context::{ContextBudget, Encoding, MessageCounter, Pipeline, STRATEGY_NAMES, block_on};
+use ba_context::{Encoding, MessageCounter, STRATEGY_NAMES};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use serde_json::json;
 
-/// A small deterministic generator (64-bit LCG), so every run plants the same facts.
-struct Rng(u64);
+use crate::planted::{Rng, Tally, measure};
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick(&mut self, items: &[&'static str]) -> &'static str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
+mod planted;
 
 /// A constraint a user states, with the words that prove it is still in the window.
 struct Fact {
@@ -293,76 +276,6 @@ fn conversation(seed: u64) -> Conversation {
     }
 }
 
-/// What survived one build.
-#[derive(Default, Clone, Copy)]
-struct Tally {
-    facts: usize,
-    facts_total: usize,
-    figures: usize,
-    figures_total: usize,
-    broken_pairs: usize,
-    over_budget: usize,
-}
-
-impl Tally {
-    fn fact_share(&self) -> f64 {
-        self.facts as f64 / self.facts_total.max(1) as f64
-    }
-    fn figure_share(&self) -> f64 {
-        self.figures as f64 / self.figures_total.max(1) as f64
-    }
-    fn add(&mut self, other: Tally) {
-        self.facts += other.facts;
-        self.facts_total += other.facts_total;
-        self.figures += other.figures;
-        self.figures_total += other.figures_total;
-        self.broken_pairs += other.broken_pairs;
-        self.over_budget += other.over_budget;
-    }
-}
-
-fn broken_pairs(entries: &[LogEntry]) -> usize {
-    let calls: HashSet<&str> = entries
-        .iter()
-        .flat_map(|e| e.calls().iter().map(|c| c.id.as_str()))
-        .collect();
-    let results: HashSet<&str> = entries
-        .iter()
-        .filter_map(|e| e.tool_call_id.as_deref())
-        .collect();
-    calls.symmetric_difference(&results).count()
-}
-
-fn measure(conv: &Conversation, strategy: &str, share: f64, counter: &MessageCounter) -> Tally {
-    let size = counter.entries(&conv.log);
-    let total = (size as f64 * share) as usize;
-    let budget = ContextBudget::new(total, total / 16);
-    let pipeline = Pipeline::named(strategy, None).unwrap();
-    let out = block_on(pipeline.run(&conv.log, "You are a business analyst.", &budget, counter))
-        .unwrap_or_else(|e| panic!("{strategy} at {share}: {e}"));
-    let entries = out.window.entries();
-    let text: String = entries
-        .iter()
-        .map(|e| {
-            let mut t = e.text().into_owned();
-            t.push('\n');
-            t
-        })
-        .collect();
-    Tally {
-        facts: conv.facts.iter().filter(|f| text.contains(*f)).count(),
-        facts_total: conv.facts.len(),
-        figures: conv
-            .figures
-            .iter()
-            .filter(|f| text.contains(f.as_str()))
-            .count(),
-        figures_total: conv.figures.len(),
-        broken_pairs: broken_pairs(&entries),
-        over_budget: usize::from(out.used > total - total / 16),
-    }
-}
-
 #[test]
 fn planted_facts_survive_compression() {
     let counter = MessageCounter::exact(Encoding::Cl100kBase);
@@ -388,7 +301,7 @@ fn planted_facts_survive_compression() {
         for name in STRATEGY_NAMES {
             let mut tally = Tally::default();
             for c in &conversations {
-                tally.add(measure(c, name, share, &counter));
+                tally.add(measure(&c.log, &c.facts, &c.figures, name, share, &counter));
             }
             table.push_str(&format!(
                 "| {name} | {:.0} % | {:.1} % ({}/{}) | {:.1} % ({}/{}) | {} | {} |\n",

@@ -21,33 +21,13 @@
     reason = "test code"
 )]
 
-use std::collections::HashSet;
-
-use ba_context::{ContextBudget, Encoding, MessageCounter, Pipeline, block_on};
+use ba_context::{Encoding, MessageCounter};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use serde_json::json;
 
-/// A 64-bit LCG: every run generates the same conversations.
-struct Rng(u64);
+use crate::planted::{Rng, Tally, measure};
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+mod planted;
 
 /// A constraint in English and in Chinese, and the token that proves it is still in the window.
 struct Constraint {
@@ -551,68 +531,6 @@ fn conversations() -> Vec<Conversation> {
     out
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-struct Tally {
-    facts: usize,
-    facts_total: usize,
-    figures: usize,
-    figures_total: usize,
-    broken_pairs: usize,
-    over_budget: usize,
-}
-
-impl Tally {
-    fn add(&mut self, o: Tally) {
-        self.facts += o.facts;
-        self.facts_total += o.facts_total;
-        self.figures += o.figures;
-        self.figures_total += o.figures_total;
-        self.broken_pairs += o.broken_pairs;
-        self.over_budget += o.over_budget;
-    }
-    fn fact_share(&self) -> f64 {
-        self.facts as f64 / self.facts_total.max(1) as f64
-    }
-    fn figure_share(&self) -> f64 {
-        self.figures as f64 / self.figures_total.max(1) as f64
-    }
-}
-
-fn broken_pairs(entries: &[LogEntry]) -> usize {
-    let calls: HashSet<&str> = entries
-        .iter()
-        .flat_map(|e| e.calls().iter().map(|c| c.id.as_str()))
-        .collect();
-    let results: HashSet<&str> = entries
-        .iter()
-        .filter_map(|e| e.tool_call_id.as_deref())
-        .collect();
-    calls.symmetric_difference(&results).count()
-}
-
-fn measure(c: &Conversation, strategy: &str, share: f64, counter: &MessageCounter) -> Tally {
-    let size = counter.entries(&c.log);
-    let total = (size as f64 * share) as usize;
-    let budget = ContextBudget::new(total, total / 16);
-    let pipeline = Pipeline::named(strategy, None).unwrap();
-    let out = block_on(pipeline.run(&c.log, "You are a business analyst.", &budget, counter))
-        .unwrap_or_else(|e| panic!("{strategy} at {share}: {e}"));
-    let entries = out.window.entries();
-    let text: String = entries.iter().map(|e| format!("{}\n", e.text())).collect();
-    Tally {
-        facts: c.facts.iter().filter(|f| text.contains(*f)).count(),
-        facts_total: c.facts.len(),
-        figures: c
-            .figures
-            .iter()
-            .filter(|f| text.contains(f.as_str()))
-            .count(),
-        figures_total: c.figures.len(),
-        broken_pairs: broken_pairs(&entries),
-        over_budget: usize::from(out.used > total - total / 16),
-    }
-}
-
 /// Per strategy and size: the tally of each tool-output shape and of each voice.
 struct Scores {
     rows: Vec<(&'static str, f64, String, Tally)>,
@@ -624,7 +542,7 @@ impl Scores {
         for strategy in ["key-messages", "truncate"] {
             for share in [0.10, 0.25] {
                 for c in convs {
-                    let t = measure(c, strategy, share, counter);
+                    let t = measure(&c.log, &c.facts, &c.figures, strategy, share, counter);
                     rows.push((
                         strategy,
                         share,

@@ -555,24 +555,20 @@ impl KeyMessages {
     /// Step 4: whole units of the oldest rounds leave — traces and answers, never user
     /// messages or summaries, never the current task's work — until the window fits `limit`.
     fn drop_old_traces(&self, window: &mut Window, limit: usize) {
-        let latest = window.latest_user().unwrap_or(0);
-        let mut total = window.tokens();
-        let mut gone = vec![false; window.units.len()];
-        for (i, unit) in window.units.iter().enumerate().take(latest) {
-            if total <= limit {
-                break;
-            }
-            if matches!(unit.kind, UnitKind::ToolGroup | UnitKind::Assistant) {
-                gone[i] = true;
-                total -= unit.tokens;
-            }
-        }
-        window.retain(DropReason::OlderRound, |i, _| !gone[i]);
+        Self::drop_oldest(window, limit, |k| {
+            matches!(k, UnitKind::ToolGroup | UnitKind::Assistant)
+        });
     }
 
     /// The answers of older rounds (assistant text without calls, before the latest user
     /// message) leave, oldest first, until the window fits `limit`.
     fn drop_old_answers(&self, window: &mut Window, limit: usize) {
+        Self::drop_oldest(window, limit, |k| k == UnitKind::Assistant);
+    }
+
+    /// Units of a kind `leaves` accepts, before the latest user message, leave oldest first
+    /// until the window fits `limit`.
+    fn drop_oldest(window: &mut Window, limit: usize, leaves: impl Fn(UnitKind) -> bool) {
         let latest = window.latest_user().unwrap_or(0);
         let mut total = window.tokens();
         let mut gone = vec![false; window.units.len()];
@@ -580,7 +576,7 @@ impl KeyMessages {
             if total <= limit {
                 break;
             }
-            if unit.kind == UnitKind::Assistant {
+            if leaves(unit.kind) {
                 gone[i] = true;
                 total -= unit.tokens;
             }

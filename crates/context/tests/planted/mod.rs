@@ -1,0 +1,99 @@
+//! What the planted-facts benchmarks share: a seeded generator, the build of one conversation
+//! down to a share of its size, and the tally of what survived.
+
+use std::collections::HashSet;
+
+use ba_context::{ContextBudget, MessageCounter, Pipeline, block_on};
+use ba_protocol::LogEntry;
+
+/// A 64-bit LCG: every run generates the same conversations.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+    #[allow(dead_code, reason = "one of the two benchmarks draws chances")]
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// What survived one build (or several, added up).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    pub facts: usize,
+    pub facts_total: usize,
+    pub figures: usize,
+    pub figures_total: usize,
+    pub broken_pairs: usize,
+    pub over_budget: usize,
+}
+
+impl Tally {
+    pub fn add(&mut self, o: Tally) {
+        self.facts += o.facts;
+        self.facts_total += o.facts_total;
+        self.figures += o.figures;
+        self.figures_total += o.figures_total;
+        self.broken_pairs += o.broken_pairs;
+        self.over_budget += o.over_budget;
+    }
+    pub fn fact_share(&self) -> f64 {
+        self.facts as f64 / self.facts_total.max(1) as f64
+    }
+    pub fn figure_share(&self) -> f64 {
+        self.figures as f64 / self.figures_total.max(1) as f64
+    }
+}
+
+/// Calls without a result and results without a call.
+pub fn broken_pairs(entries: &[LogEntry]) -> usize {
+    let calls: HashSet<&str> = entries
+        .iter()
+        .flat_map(|e| e.calls().iter().map(|c| c.id.as_str()))
+        .collect();
+    let results: HashSet<&str> = entries
+        .iter()
+        .filter_map(|e| e.tool_call_id.as_deref())
+        .collect();
+    calls.symmetric_difference(&results).count()
+}
+
+/// `log` built by `strategy` down to `share` of its size: which of `facts` and `figures` are
+/// still in the window's text, broken pairs, and whether it went over its budget.
+pub fn measure(
+    log: &[LogEntry],
+    facts: &[&str],
+    figures: &[String],
+    strategy: &str,
+    share: f64,
+    counter: &MessageCounter,
+) -> Tally {
+    let size = counter.entries(log);
+    let total = (size as f64 * share) as usize;
+    let budget = ContextBudget::new(total, total / 16);
+    let pipeline = Pipeline::named(strategy, None).unwrap();
+    let out = block_on(pipeline.run(log, "You are a business analyst.", &budget, counter))
+        .unwrap_or_else(|e| panic!("{strategy} at {share}: {e}"));
+    let entries = out.window.entries();
+    let text: String = entries.iter().map(|e| format!("{}\n", e.text())).collect();
+    Tally {
+        facts: facts.iter().filter(|f| text.contains(*f)).count(),
+        facts_total: facts.len(),
+        figures: figures.iter().filter(|f| text.contains(f.as_str())).count(),
+        figures_total: figures.len(),
+        broken_pairs: broken_pairs(&entries),
+        over_budget: usize::from(out.used > total - total / 16),
+    }
+}
