@@ -145,8 +145,10 @@ fn context_quality(target: &Path) -> anyhow::Result<String> {
     out.push_str(
         "Each long Claude Code session of `../shared/fixtures/transcripts/spotter` played request by\n\
          request (key-messages): the share of input tokens whose front repeats the previous request,\n\
-         with compactions persisted (the product) and rebuilt at every request (before).\n\n\
-         | session | requests | persisted: compactions | persisted: cacheable | rebuilt: compactions | rebuilt: cacheable |\n|---|---|---|---|---|---|\n",
+         with compactions persisted (the product) and rebuilt at every request (before); beside\n\
+         them the limit no compression reaches (every request the whole conversation so far) and\n\
+         the tokens a cache cannot serve, ours ÷ the limit's.\n\n\
+         | session | requests | persisted: compactions | persisted: cacheable | rebuilt: compactions | rebuilt: cacheable | limit: cacheable | uncached ÷ limit |\n|---|---|---|---|---|---|---|---|\n",
     );
     for session in sessions {
         let replay = |stateless: bool| -> anyhow::Result<Value> {
@@ -173,12 +175,17 @@ fn context_quality(target: &Path) -> anyhow::Result<String> {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {:.1} % | {} | {:.1} % |",
+            "| {name} | {} | {} | {:.1} % | {} | {:.1} % | {:.1} % | {:.2}× |",
             kept["totals"]["requests"],
             kept["totals"]["compactions"],
             kept["totals"]["cacheable_share"].as_f64().unwrap_or(0.0) * 100.0,
             rebuilt["totals"]["compactions"],
             rebuilt["totals"]["cacheable_share"].as_f64().unwrap_or(0.0) * 100.0,
+            kept["totals"]["limit_cacheable_share"]
+                .as_f64()
+                .unwrap_or(0.0)
+                * 100.0,
+            kept["totals"]["uncached_vs_limit"].as_f64().unwrap_or(0.0),
         );
     }
     Ok(out)

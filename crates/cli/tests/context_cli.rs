@@ -301,6 +301,16 @@ fn context_replay_plays_requests_with_persisted_compaction() {
     let compactions = totals["compactions"].as_u64().unwrap();
     assert!(compactions >= 1, "{totals}");
     let share = totals["cacheable_share"].as_f64().unwrap();
+    // The limit no compression reaches: larger requests, each repeating the previous one whole,
+    // and the ratio of the tokens no cache serves, ours over the limit's.
+    let n = |k: &str| totals[k].as_u64().unwrap();
+    assert!(n("limit_input_tokens") > n("input_tokens"), "{totals}");
+    assert!(totals["limit_cacheable_share"].as_f64().unwrap() > share, "{totals}");
+    let ours = (n("input_tokens") - n("repeated_prefix_tokens")) as f64;
+    let limit = (n("limit_input_tokens") - n("limit_repeated_prefix_tokens")) as f64;
+    let ratio = totals["uncached_vs_limit"].as_f64().unwrap();
+    assert!((ratio - ours / limit).abs() < 1e-9, "{totals}");
+    assert!(ratio > 1.0, "{totals}");
     for r in requests {
         assert!(r["input_tokens"].as_u64().unwrap() <= 6_000 - 750, "{r}");
     }

@@ -76,6 +76,16 @@ struct Totals {
     repeated_prefix_tokens: usize,
     /// `repeated_prefix_tokens / input_tokens`: the share of input a prompt cache could serve.
     cacheable_share: f64,
+    /// The limit no compression reaches: every request the whole conversation so far (which
+    /// may be over the budget), each one the previous request plus what came after it.
+    limit_input_tokens: usize,
+    /// Leading tokens of the limit's requests equal to the previous one's.
+    limit_repeated_prefix_tokens: usize,
+    /// `limit_repeated_prefix_tokens / limit_input_tokens`.
+    limit_cacheable_share: f64,
+    /// Uncached input tokens (input − repeated) of the replay ÷ those of the limit: how many
+    /// times the tokens a cache cannot serve the limit pays.
+    uncached_vs_limit: f64,
     budget: usize,
     strategy: &'static str,
     stateless: bool,
@@ -133,6 +143,9 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
     let mut previous: Vec<(String, usize)> = Vec::new();
     let mut compactions = 0;
     let mut seen_user = false;
+    // The limit: the system prompt and every entry the model would read, never compressed.
+    let mut limit_tokens = counter.system(&conv.system);
+    let (mut limit_input, mut limit_repeated, mut limit_previous) = (0usize, 0usize, 0usize);
     for entry in &conv.entries {
         let opens_turn = entry.role == LogRole::Assistant
             && seen_user
@@ -183,6 +196,9 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
                 )
                 .with_context(|| format!("writing {}", path.display()))?;
             }
+            limit_input += limit_tokens + counter.reply_priming();
+            limit_repeated += limit_previous;
+            limit_previous = limit_tokens;
             requests.push(Request {
                 request: n,
                 before_entry: entry.id.clone(),
@@ -201,20 +217,30 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         if entry.role == LogRole::User && entry.include_in_context {
             seen_user = true;
         }
+        if entry.include_in_context && !entry.is_compaction() {
+            limit_tokens += counter.entry(entry);
+        }
         log.push(entry.clone());
     }
     let input: usize = requests.iter().map(|r| r.input_tokens).sum();
     let repeated: usize = requests.iter().map(|r| r.repeated_prefix_tokens).sum();
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
+    };
     let totals = Totals {
         requests: requests.len(),
         compactions,
         input_tokens: input,
         repeated_prefix_tokens: repeated,
-        cacheable_share: if input == 0 {
-            0.0
-        } else {
-            repeated as f64 / input as f64
-        },
+        cacheable_share: share(repeated, input),
+        limit_input_tokens: limit_input,
+        limit_repeated_prefix_tokens: limit_repeated,
+        limit_cacheable_share: share(limit_repeated, limit_input),
+        uncached_vs_limit: share(input - repeated, limit_input - limit_repeated),
         budget: args.budget,
         strategy: args.strategy.name(),
         stateless: args.stateless,
@@ -257,6 +283,12 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         } else {
             ""
         }
+    );
+    outln!(
+        "no compression (the limit): {} input tokens · {:.1} % cacheable · uncached tokens {:.2}× the limit's",
+        totals.limit_input_tokens,
+        totals.limit_cacheable_share * 100.0,
+        totals.uncached_vs_limit
     );
     Ok(ExitCode::SUCCESS)
 }
