@@ -305,7 +305,10 @@ fn context_replay_plays_requests_with_persisted_compaction() {
     // and the ratio of the tokens no cache serves, ours over the limit's.
     let n = |k: &str| totals[k].as_u64().unwrap();
     assert!(n("limit_input_tokens") > n("input_tokens"), "{totals}");
-    assert!(totals["limit_cacheable_share"].as_f64().unwrap() > share, "{totals}");
+    assert!(
+        totals["limit_cacheable_share"].as_f64().unwrap() > share,
+        "{totals}"
+    );
     let ours = (n("input_tokens") - n("repeated_prefix_tokens")) as f64;
     let limit = (n("limit_input_tokens") - n("limit_repeated_prefix_tokens")) as f64;
     let ratio = totals["uncached_vs_limit"].as_f64().unwrap();
