@@ -274,6 +274,7 @@ pub struct AgentBuilder {
     workspace: Option<Arc<dyn Workspace>>,
     summarizer: Option<Arc<dyn Summarizer>>,
     sub_agents: bool,
+    recall: bool,
     sources: Vec<Arc<dyn ToolSource>>,
     #[cfg(feature = "mcp")]
     mcp: Option<ba_mcp::McpManager>,
@@ -303,6 +304,7 @@ impl AgentBuilder {
             workspace: None,
             summarizer: None,
             sub_agents: false,
+            recall: true,
             sources: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp: None,
@@ -416,6 +418,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Offers the `recall` tool (on by default): the model reads whole, a page at a time, an
+    /// entry of the conversation that a compressed window shows only as a trace
+    /// (`full output: recall m32`).
+    pub fn recall(mut self, on: bool) -> Self {
+        self.recall = on;
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -438,6 +448,11 @@ impl AgentBuilder {
         // Last of the agent's own tools, as the model has always been offered it.
         if let Some(skill_tool) = &skills {
             registry.register_arc(Arc::new(skill_tool.clone()))?;
+        }
+        if self.recall {
+            registry.register_arc(Arc::new(crate::adapters::RecallTool::new(Arc::clone(
+                &store,
+            ))))?;
         }
         let config = self.tools_config.clone();
         let tokenizer = tokenizer_for(&self.settings.model);

@@ -395,7 +395,7 @@ async fn a_skill_restricts_the_tools_run_and_can_change_the_model() {
         .map(|r| (r.model, r.tools.into_iter().map(|t| t.name).collect()))
         .collect();
     assert_eq!(seen[0].0, "claude-sonnet-4-5");
-    assert_eq!(seen[0].1, ["lookup", "other", "activate_skill"]);
+    assert_eq!(seen[0].1, ["lookup", "other", "activate_skill", "recall"]);
     // While the skill is active: its model; the same tool list (it opens every request, so it
     // never changes), but a call outside the skill's tools is refused by the runtime.
     assert_eq!(seen[1].0, "small-model");

@@ -1,13 +1,15 @@
 //! Adapters where the middle crates meet without depending on each other: the skills crate's
 //! `activate_skill` as a `ba_tools::Tool` ([`SkillTool`]), the storage crate's data files as
 //! the tool runtime's `DataSink` ([`DataFileSink`]), a model as the context crate's
-//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), a
+//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), the
+//! conversation's own log as the `recall` tool (what a trace left out, [`RecallTool`]), a
 //! conversation's workspace as the files a tool call sees ([`WorkspaceFiles`]), and
 //! (feature `mcp`) MCP servers' tools as tools ([`McpTool`], offered through [`McpToolSource`]).
 
 mod datafile;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod recall;
 mod skill;
 mod summarizer;
 mod task;
@@ -16,6 +18,7 @@ mod workspace;
 pub use datafile::DataFileSink;
 #[cfg(feature = "mcp")]
 pub use mcp::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
+pub use recall::{RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool};
 pub use skill::{SkillTool, activation_text};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};

@@ -160,11 +160,12 @@ fn tool_of<'a>(e: &'a LogEntry, names: &'a [(String, String)]) -> &'a str {
     })
 }
 
-/// Where the full output of a tool entry is: its spilled data file, or the log entry itself.
+/// How the model gets the full output of a tool entry back: `file_reader` on its spilled data
+/// file, or `recall` on the log entry (the agent's tool that reads it whole, paged).
 fn full_output(e: &LogEntry) -> String {
     match &e.records.data_ref {
-        Some(path) => path.clone(),
-        None => format!("log entry {}", e.id),
+        Some(file) => format!("file_reader {file} or recall {}", e.id),
+        None => format!("recall {}", e.id),
     }
 }
 
@@ -801,7 +802,7 @@ mod tests {
         let text = traced.entries[1].text();
         assert!(text.contains("GRAND TOTAL,558600"), "{text}");
         assert!(
-            text.contains("full output: data/spill/c1_ab.json"),
+            text.contains("full output: file_reader data/spill/c1_ab.json or recall r1"),
             "{text}"
         );
         assert!(
