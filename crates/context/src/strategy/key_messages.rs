@@ -6,7 +6,7 @@
 //! 0. When what only the last steps can take out (user messages, summaries, the results the
 //!    model is about to read) is over three fifths of the limit, the oldest user messages (never
 //!    the latest) are cut to their key sentences — the constraints, codes, names and numbers
-//!    stay — first to a user-message cap, then to a third of it.
+//!    stay — first to a user-message cap, then to a third of it, then to an eighth.
 //! 1. The protected set stays whole: user messages, summaries, the current task's work (what
 //!    follows the latest user message) and the most recent units. Every other tool group is
 //!    reduced to a *trace* — its calls, a preview of each result (the lines carrying totals,
@@ -513,10 +513,17 @@ impl KeyMessages {
                 continue;
             };
             e.content = Some(Content::Text(cut.text));
-            window.changed.push(Changed {
-                id: e.id.clone(),
-                kind: ChangeKind::KeySentences,
-            });
+            // A message cut again (to a smaller cap) is one change.
+            if !window
+                .changed
+                .iter()
+                .any(|c| c.id == e.id && c.kind == ChangeKind::KeySentences)
+            {
+                window.changed.push(Changed {
+                    id: e.id.clone(),
+                    kind: ChangeKind::KeySentences,
+                });
+            }
             let before = unit.tokens;
             unit.recount(counter);
             total = total + unit.tokens - before;
@@ -632,7 +639,11 @@ impl CompressionStrategy for KeyMessages {
         // traces less than their share are cut to their key sentences (oldest first, never
         // the latest) before any trace loses its figures.
         let users_share = cx.limit - cx.limit * 2 / 5;
-        for cap in [self.user_key_chars, self.user_key_chars / 3] {
+        for cap in [
+            self.user_key_chars,
+            self.user_key_chars / 3,
+            self.user_key_chars / 8,
+        ] {
             if Self::floor(&window) > users_share {
                 self.cut_old_users_to(&mut window, users_share, cap, cx.counter);
             }
