@@ -40,8 +40,10 @@
 //! let out = block_on(pipeline.run(&log, "Be brief.", &budget, &counter))?;
 //! assert!(out.used <= 1_500);
 //! let kept = out.window.kept_ids();
-//! assert!(kept.len() < log.len());
-//! assert!(kept.iter().any(|id| id == "m38")); // the latest user message
+//! // What did not fit was shortened (old messages to their key sentences) or left out, each
+//! // with its reason; the latest user message is there whole.
+//! assert!(!out.window.changed.is_empty() || kept.len() < log.len());
+//! assert!(kept.iter().any(|id| id == "m38"));
 //! # Ok::<(), ba_context::ContextError>(())
 //! ```
 #![deny(missing_docs)]
