@@ -61,11 +61,16 @@ const REQUIREMENT_WORDS: &[&str] = &[
     "必须",
     "需要",
     "不要",
-    "只",
-    "请",
     "务必",
     "不能",
+    "不得",
+    "禁止",
+    "一律",
+    "排除",
 ];
+
+/// Phrases that hold a requirement word without being a requirement ("能不能", can you).
+const NOT_REQUIREMENTS: &[&str] = &["能不能"];
 
 /// Words that mark a failure.
 const ERROR_WORDS: &[&str] = &["error", "failed", "failure", "exception", "warning", "错误"];
@@ -304,7 +309,10 @@ pub fn sentence_salience(sentence: &str) -> Salience {
     if trimmed.is_empty() {
         return s;
     }
-    let lower = trimmed.to_lowercase();
+    let mut lower = trimmed.to_lowercase();
+    for phrase in NOT_REQUIREMENTS {
+        lower = lower.replace(phrase, " ");
+    }
     if REQUIREMENT_WORDS.iter().any(|w| contains_word(&lower, w)) {
         s.add("requirement", 3);
     }
@@ -326,7 +334,18 @@ pub fn sentence_salience(sentence: &str) -> Salience {
             cs.next().is_some_and(char::is_uppercase) && cs.any(char::is_lowercase)
         })
         .count();
-    if names > 0 {
+    // In Chinese or Japanese text, a word in Latin letters is a name, a code or a unit: the
+    // words a reader cannot guess.
+    let cjk = trimmed
+        .chars()
+        .any(|c| ('\u{3040}'..='\u{30ff}').contains(&c) || ('\u{4e00}'..='\u{9fff}').contains(&c));
+    let latin = cjk
+        && trimmed
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w.len() >= 2 && w.chars().any(|c| c.is_ascii_alphabetic()));
+    if latin {
+        s.add("name", 2);
+    } else if names > 0 {
         s.add("name", 1);
     }
     if trimmed.ends_with('?') || trimmed.ends_with('？') {
@@ -394,16 +413,19 @@ pub fn key_sentences(text: &str, max_chars: usize) -> Option<KeySentences> {
     let mut ranked: Vec<(usize, i32)> = all
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            let bonus = if i == 0 { 2 } else { 0 };
-            (i, sentence_salience(s).total + bonus)
-        })
+        .map(|(i, s)| (i, sentence_salience(s).total))
         .filter(|&(_, score)| score > 0)
+        // The first sentence, when it says something, opens the text: it wins a tie.
+        .map(|(i, score)| (i, if i == 0 { score + 1 } else { score }))
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut chosen = Vec::new();
+    let mut chosen: Vec<usize> = Vec::new();
     let mut used = 0;
     for (i, _) in ranked {
+        // A sentence said twice is kept once.
+        if chosen.iter().any(|&c| all[c] == all[i]) {
+            continue;
+        }
         let n = all[i].chars().count() + 1;
         if used + n > max_chars {
             continue;
@@ -583,7 +605,12 @@ pub fn trace_text(
             }
         })
         .collect();
-    let line_cap = (max_chars / 3).max(40);
+    // Room for three lines; a trace of one key line may use all of it.
+    let line_cap = if max_chars <= 80 {
+        max_chars
+    } else {
+        (max_chars / 3).max(40)
+    };
     let mut ranked = ranked_lines(&lines);
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut keep: Vec<usize> = Vec::new();

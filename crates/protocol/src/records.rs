@@ -178,6 +178,9 @@ pub enum DropReason {
     OverBudget,
     /// Beyond the builder's message or character cap.
     MessageLimit,
+    /// A tool result whose group was folded into one note (see [`ChangeKind::Folded`]): its
+    /// trace is in the note, the full output one `recall` away.
+    Folded,
 }
 
 impl DropReason {
@@ -195,6 +198,7 @@ impl DropReason {
             Self::OlderRound => "older_round",
             Self::OverBudget => "over_budget",
             Self::MessageLimit => "message_limit",
+            Self::Folded => "folded",
         }
     }
 }
@@ -230,6 +234,10 @@ pub enum ChangeKind {
     SummaryInserted,
     /// A user entry opening a window whose older turns were cut away.
     ResumeInserted,
+    /// A tool group of an older round folded into one assistant note, its calls and results
+    /// gone from the window: each result's trace (its key line, or its header alone) and the
+    /// way back to the full output. Cheaper than a trace that keeps the calls paired.
+    Folded,
 }
 
 /// An entry that was added to or changed in a window.

@@ -300,10 +300,12 @@ impl CompressionStrategy for SummaryStrategy {
             }
             Selector::Key(km) => km.compress(window, inner).await?,
         };
-        // The units that left in this step, in log order, are what the summary covers.
+        // The units that left in this step, in log order, are what the summary covers (not
+        // the results of folded groups: their notes stay in the window).
         let gone: Vec<LogEntry> = {
             let ids: std::collections::HashSet<&str> = window.dropped[dropped_before..]
                 .iter()
+                .filter(|d| d.reason != DropReason::Folded)
                 .map(|d| d.id.as_str())
                 .collect();
             before
@@ -317,7 +319,9 @@ impl CompressionStrategy for SummaryStrategy {
             return Ok(window);
         }
         for d in &mut window.dropped[dropped_before..] {
-            d.reason = DropReason::Summarized;
+            if d.reason != DropReason::Folded {
+                d.reason = DropReason::Summarized;
+            }
         }
         let body_budget = allowance.saturating_sub(16);
         let mut text = self.summary_text(&gone, body_budget).await?;

@@ -18,11 +18,13 @@
 //!    become previews and long protected assistant texts their key sentences.
 //! 3. Still over: traces shrink, oldest first, to their top lines.
 //! 4. Still over halfway from the target to the trigger (a window left above the trigger would
-//!    be compacted again at every request), the oldest traces shrink to their key line. Over the
-//!    limit (the budget itself; the target is only a preference), the traces' key lines are the
-//!    last to go: the oldest user messages are cut to their key sentences, the answers of older
-//!    rounds leave, and only then do traces shrink to their header and traces and answers of
-//!    the oldest rounds leave.
+//!    be compacted again at every request), the oldest groups are *folded*: their calls and
+//!    results leave and one assistant note stays with each result's header and key line — half
+//!    the tokens of a paired trace, so an older round keeps its figure where a paired trace
+//!    could keep only its header. Over the limit (the budget itself; the target is only a
+//!    preference), the key lines are the last to go: the oldest user messages are cut to their
+//!    key sentences, the answers of older rounds leave, and only then do notes shrink to their
+//!    headers and notes and answers of the oldest rounds leave.
 //! 5. Still over the limit — the user messages alone do not fit — the oldest user messages are
 //!    cut to their key sentences.
 //! 6. Still over: the results the model is about to read become previews, then traces (a
@@ -214,11 +216,39 @@ impl KeyMessages {
 
     /// Replaces unit `i` by `reduced`, recording its changes; `total` (the window's tokens)
     /// follows.
+    /// Entries of the old unit that the new one no longer holds (the results of a folded
+    /// group) are recorded as dropped, folded.
     fn apply(window: &mut Window, i: usize, reduced: (Unit, Vec<Changed>), total: &mut usize) {
         let (unit, changes) = reduced;
         *total = *total + unit.tokens - window.units[i].tokens;
+        let gone: Vec<String> = window.units[i]
+            .entries
+            .iter()
+            .filter(|e| !unit.entries.iter().any(|n| n.id == e.id))
+            .filter(|e| {
+                !window
+                    .changed
+                    .iter()
+                    .any(|c| c.id == e.id && c.kind == ChangeKind::AbortedResult)
+            })
+            .map(|e| e.id.clone())
+            .collect();
+        // What changed in an entry that left is no longer a change of the window.
+        window.changed.retain(|c| !gone.contains(&c.id));
+        for id in gone {
+            window.drop_id(&id, DropReason::Folded);
+        }
         window.units[i] = unit;
-        window.changed.extend(changes);
+        // An entry changed the same way twice (folded, then folded further) is one change.
+        // A folded entry was traced before: the fold is what it is now.
+        for c in changes {
+            if c.kind == ChangeKind::Folded {
+                window.changed.retain(|o| o.id != c.id || o.kind == c.kind);
+            }
+            if !window.changed.contains(&c) {
+                window.changed.push(c);
+            }
+        }
     }
 
     /// Step 2: previews of protected tool results (not the pending ones) and key sentences of
@@ -266,7 +296,7 @@ impl KeyMessages {
     }
 
     /// Traces (and cut texts) shrink to `level`, oldest first, until the window is within
-    /// `goal`.
+    /// `goal`. The current task's work keeps its calls paired.
     fn shrink_traces(
         &self,
         window: &mut Window,
@@ -275,6 +305,7 @@ impl KeyMessages {
         counter: &MessageCounter,
     ) {
         let pending = window.pending_start();
+        let latest = window.latest_user();
         let mut total = window.tokens();
         for i in 0..window.units.len() {
             if total <= goal {
@@ -283,6 +314,11 @@ impl KeyMessages {
             if pending.is_some_and(|p| i >= p) {
                 break;
             }
+            let level = if latest.is_some_and(|l| i > l) {
+                level.paired()
+            } else {
+                level
+            };
             if let Some(c) = self.reduced(&window.units[i], level, counter) {
                 Self::apply(window, i, c, &mut total);
             }
@@ -446,7 +482,7 @@ impl KeyMessages {
             if total <= limit {
                 return;
             }
-            if let Some(c) = self.reduced(&window.units[i], TraceLevel::Header, counter) {
+            if let Some(c) = self.reduced(&window.units[i], TraceLevel::PairedHeader, counter) {
                 Self::apply(window, i, c, &mut total);
             }
         }
@@ -647,5 +683,53 @@ mod tests {
             traced.tokens,
             w.units[0].tokens
         );
+        // Folded, the group is one note: no call, its key line and the way back, cheaper than
+        // the paired trace; folded again, the header alone.
+        let (folded, changes) = km.reduced(&traced, TraceLevel::Key, &counter).unwrap();
+        assert_eq!(folded.entries.len(), 1);
+        assert!(folded.entries[0].calls().is_empty());
+        assert_eq!(
+            changes,
+            [Changed {
+                id: "a1".into(),
+                kind: ChangeKind::Folded
+            }]
+        );
+        let note = folded.entries[0].text();
+        assert!(note.contains("GRAND TOTAL,558600"), "{note}");
+        assert!(
+            note.starts_with(
+                "[trace of query_database; full output: file_reader data/spill/c1_ab.json or recall r1]"
+            ),
+            "{note}"
+        );
+        assert!(
+            folded.tokens * 2 < traced.tokens,
+            "{} vs {}",
+            folded.tokens,
+            traced.tokens
+        );
+        let (header, _) = km.reduced(&folded, TraceLevel::Header, &counter).unwrap();
+        assert!(
+            !header.entries[0].text().contains('\n'),
+            "{}",
+            header.entries[0].text()
+        );
+        assert!(km.reduced(&header, TraceLevel::Lines, &counter).is_none());
+        // In a window, the results of a folded group are dropped, folded, and the note is the
+        // one change of its entry.
+        let mut w = w;
+        w.changed.extend(changes);
+        let mut total = w.tokens();
+        KeyMessages::apply(&mut w, 0, (folded, Vec::new()), &mut total);
+        assert_eq!(total, w.tokens());
+        assert_eq!(
+            w.dropped,
+            [ba_protocol::Dropped {
+                id: "r1".into(),
+                reason: DropReason::Folded
+            }]
+        );
+        w.check(None, usize::MAX).unwrap();
     }
 }

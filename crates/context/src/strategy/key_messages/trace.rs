@@ -1,13 +1,16 @@
 //! How a unit of the window becomes its trace: the calls kept (thinking gone, long arguments
 //! cut), each result cut to the lines that carry its figures, and the way back to the full
-//! output (`recall`, or `file_reader` on spilled data).
+//! output (`recall`, or `file_reader` on spilled data). At the last levels a group is *folded*:
+//! its calls and results leave and one assistant note stays, each result's header and key line
+//! in it — half the tokens of a paired trace, so an older round keeps its figure where a paired
+//! trace could keep only its header.
 
 use ba_protocol::{Content, ContentBlock, LogEntry, LogRole};
 use serde_json::Value;
 
 use super::KeyMessages;
 use crate::message::MessageCounter;
-use crate::salience::{key_sentences, trace_text};
+use crate::salience::{TRACE_MARK, key_sentences, trace_text};
 use crate::window::{ChangeKind, Changed, Unit, UnitKind};
 
 /// How far a trace is reduced.
@@ -17,10 +20,33 @@ pub(super) enum TraceLevel {
     Lines,
     /// The top lines only.
     Top,
-    /// The header and the one line that carries the key figure (a total, say).
+    /// Folded: one note with each result's header and the one line that carries its key
+    /// figure (a total, say).
     Key,
-    /// The header alone: tool, status, size and where the full output is.
+    /// Folded: one note with each result's header alone — tool, status, size and where the
+    /// full output is.
     Header,
+    /// The calls kept paired, each result its header and key line: for the current task's
+    /// work, whose calls the model is still making (it reads its own calls as calls).
+    PairedKey,
+    /// The calls kept paired, each result its header alone.
+    PairedHeader,
+}
+
+impl TraceLevel {
+    /// The level for the current task's work: folding levels keep their calls paired.
+    pub(super) fn paired(self) -> Self {
+        match self {
+            Self::Key => Self::PairedKey,
+            Self::Header => Self::PairedHeader,
+            other => other,
+        }
+    }
+}
+
+/// Whether `unit` is a tool group already folded into its note.
+pub(super) fn is_folded(unit: &Unit) -> bool {
+    unit.kind == UnitKind::ToolGroup && unit.entries.iter().all(|e| e.calls().is_empty())
 }
 
 /// The names of a unit's calls, by call id: a result that does not carry its tool's name
@@ -85,12 +111,26 @@ impl KeyMessages {
         let mut out = unit.clone();
         let mut changes = Vec::new();
         match unit.kind {
+            UnitKind::ToolGroup if matches!(level, TraceLevel::Key | TraceLevel::Header) => {
+                let chars = if level == TraceLevel::Key {
+                    self.trace_key_chars
+                } else {
+                    0
+                };
+                let note = fold(unit, chars)?;
+                out.entries = vec![note];
+                changes.push(Changed {
+                    id: unit.id().to_owned(),
+                    kind: ChangeKind::Folded,
+                });
+            }
+            UnitKind::ToolGroup if is_folded(unit) => return None,
             UnitKind::ToolGroup => {
                 let (result_chars, text_chars, arg_chars) = match level {
                     TraceLevel::Lines => (self.trace_chars, 240, self.argument_chars),
                     TraceLevel::Top => (self.trace_top_chars, 120, 80),
-                    TraceLevel::Key => (self.trace_key_chars, 0, 40),
-                    TraceLevel::Header => (0, 0, 40),
+                    TraceLevel::PairedKey => (self.trace_key_chars, 0, 40),
+                    TraceLevel::Key | TraceLevel::Header | TraceLevel::PairedHeader => (0, 0, 40),
                 };
                 let names = call_names(unit);
                 for e in &mut out.entries {
@@ -124,7 +164,10 @@ impl KeyMessages {
                 let max = match level {
                     TraceLevel::Lines => self.long_text_chars / 2,
                     TraceLevel::Top => self.long_text_chars / 4,
-                    TraceLevel::Key | TraceLevel::Header => self.long_text_chars / 8,
+                    TraceLevel::Key
+                    | TraceLevel::Header
+                    | TraceLevel::PairedKey
+                    | TraceLevel::PairedHeader => self.long_text_chars / 8,
                 };
                 let e = out.entries.first_mut()?;
                 let text = e.text().into_owned();
@@ -188,4 +231,63 @@ impl KeyMessages {
         }
         changed
     }
+}
+
+/// The note a tool group folds into: the assistant entry of the group (its id, its time), its
+/// calls gone, its text the trace of each result at `chars` characters of lines (0: the header
+/// alone), one after the other. A note folded before is folded again, each trace cut further.
+/// `None` when the group has no result to fold or the note would be no shorter.
+fn fold(unit: &Unit, chars: usize) -> Option<LogEntry> {
+    let first = unit.entries.first()?;
+    let traces: Vec<String> = if is_folded(unit) {
+        // Each trace of the note opens with the trace mark, at the start of a line.
+        let text = first.text();
+        let mut blocks: Vec<String> = Vec::new();
+        for line in text.lines() {
+            match blocks.last_mut() {
+                Some(b) if !line.starts_with(TRACE_MARK) => {
+                    b.push('\n');
+                    b.push_str(line);
+                }
+                _ => blocks.push(line.to_owned()),
+            }
+        }
+        blocks
+            .into_iter()
+            .map(|b| trace_text(&b, "tool", true, "", chars).unwrap_or(b))
+            .collect()
+    } else {
+        let names = call_names(unit);
+        unit.entries
+            .iter()
+            .filter(|e| e.role == LogRole::Tool)
+            .map(|e| {
+                let text = e.text();
+                let tool = tool_of(e, &names);
+                let ok = e.is_error != Some(true);
+                // A note's header is shorter than a trace's: the tool, an error, the way back.
+                let status = if ok { "" } else { " · error" };
+                let header = format!(
+                    "{TRACE_MARK}{tool}{status}; full output: {}]",
+                    full_output(e)
+                );
+                let lines = match trace_text(&text, tool, ok, "", chars) {
+                    Some(t) => t.split_once('\n').map(|(_, lines)| lines.to_owned()),
+                    // A result short enough to keep whole is kept under its header.
+                    None => Some(text.trim().to_owned()),
+                };
+                match lines.filter(|l| chars > 0 && !l.is_empty()) {
+                    Some(lines) => format!("{header}\n{lines}"),
+                    None => header,
+                }
+            })
+            .collect()
+    };
+    if traces.is_empty() {
+        return None;
+    }
+    let mut note = first.clone();
+    note.tool_calls = None;
+    note.content = Some(Content::Text(traces.join("\n")));
+    (note.text() != first.text() || !first.calls().is_empty()).then_some(note)
 }
