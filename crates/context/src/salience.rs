@@ -106,7 +106,9 @@ fn names_an_exception(text: &str) -> bool {
 }
 
 /// Where the figure of a long line is: the first aggregate word followed by a number of four
-/// digits or more, else the longest number; as a char range `[start, end)` to keep in view.
+/// digits or more, else the longest number of three digits or more; as a char range
+/// `[start, end)` to keep in view. `None` (keep the line's start) when no number is a figure: a
+/// version, a line number or a count of one or two digits says less than the line's words.
 fn focus(line: &str) -> Option<(usize, usize)> {
     let chars: Vec<char> = line.chars().collect();
     let lower: String = line.to_lowercase();
@@ -145,14 +147,22 @@ fn focus(line: &str) -> Option<(usize, usize)> {
         .min();
     if lower_chars.len() != chars.len() {
         // Lower-casing changed the length (some scripts): the longest number only.
-        return numbers.iter().max_by_key(|n| n.2).map(|&(s, e, _)| (s, e));
+        return numbers
+            .iter()
+            .filter(|n| n.2 >= 3)
+            .max_by_key(|n| n.2)
+            .map(|&(s, e, _)| (s, e));
     }
     match aggregate {
         Some(at) => numbers
             .iter()
             .find(|&&(s, _, d)| s >= at && d >= 4)
             .map(|&(_, e, _)| (at, e)),
-        None => numbers.iter().max_by_key(|n| n.2).map(|&(s, e, _)| (s, e)),
+        None => numbers
+            .iter()
+            .filter(|n| n.2 >= 3)
+            .max_by_key(|n| n.2)
+            .map(|&(s, e, _)| (s, e)),
     }
 }
 
@@ -584,8 +594,18 @@ pub fn trace_text(
             (header, text.to_owned())
         }
     };
-    let body_chars = body.chars().count();
     let is_trace = text.starts_with(TRACE_MARK);
+    // A trace's gap markers are not lines it keeps: a trace traced again at the cap it was
+    // made with stays as it is (a compaction that finds it does not rewrite it).
+    let body_chars = if is_trace {
+        body.lines()
+            .filter(|l| *l != "…")
+            .map(|l| l.chars().count() + 1)
+            .sum::<usize>()
+            .saturating_sub(1)
+    } else {
+        body.chars().count()
+    };
     if body_chars <= max_chars && (is_trace || body_chars + header.chars().count() <= max_chars) {
         return None;
     }
@@ -770,5 +790,14 @@ mod tests {
         assert!(trace_text(&smaller, "x", true, "x", 1_000).is_none());
         let header = trace_text(&smaller, "x", true, "x", 0).unwrap();
         assert!(!header.contains('\n') && header.ends_with("data/q1.json]"));
+        // A trace traced again at the cap it was made with is left as it is, gap markers and
+        // all: a later compaction does not rewrite it.
+        assert!(trace_text(&trace, "x", true, "x", 300).is_none(), "{trace}");
+    }
+
+    #[test]
+    fn a_line_without_a_figure_is_cut_at_its_end() {
+        let line = "○ spotter-4te [EPIC] · End-to-end OpenTelemetry tracing (plugin -> Phoenix) [● P1 · open]";
+        assert_eq!(clip_line(line, 30), "○ spotter-4te [EPIC] · End-to…");
     }
 }

@@ -20,7 +20,8 @@ pub enum UnitKind {
     User,
     /// An assistant entry without tool calls.
     Assistant,
-    /// An assistant entry with tool calls and the `tool` entries answering them.
+    /// An assistant entry with tool calls and the `tool` entries answering them, or the note
+    /// such a group was folded into (an assistant entry opening with the trace mark).
     ToolGroup,
 }
 
@@ -166,6 +167,14 @@ impl Window {
                 }
                 LogRole::System | LogRole::Developer => {
                     Unit::new(vec![e.clone()], UnitKind::Summary, round, counter)
+                }
+                // The note of a group folded by an earlier compaction is still a tool group:
+                // it is no answer to drop, and no text to cut to key sentences.
+                LogRole::Assistant
+                    if e.calls().is_empty()
+                        && e.text().starts_with(crate::salience::TRACE_MARK) =>
+                {
+                    Unit::new(vec![e.clone()], UnitKind::ToolGroup, round, counter)
                 }
                 LogRole::Assistant if e.calls().is_empty() => {
                     Unit::new(vec![e.clone()], UnitKind::Assistant, round, counter)

@@ -254,14 +254,11 @@ impl KeyMessages {
     /// Step 2: previews of protected tool results (not the pending ones) and key sentences of
     /// long protected assistant texts, oldest first, until the target is met.
     fn shrink_protected(&self, window: &mut Window, target: usize, counter: &MessageCounter) {
-        let pending = window.pending_start();
+        let end = window.pending_start().unwrap_or(window.units.len());
         let mut total = window.tokens();
-        for i in 0..window.units.len() {
+        for i in 0..end {
             if total <= target {
                 return;
-            }
-            if pending.is_some_and(|p| i >= p) {
-                break;
             }
             let unit = &window.units[i];
             let changed = match unit.kind {
@@ -304,15 +301,12 @@ impl KeyMessages {
         goal: usize,
         counter: &MessageCounter,
     ) {
-        let pending = window.pending_start();
+        let end = window.pending_start().unwrap_or(window.units.len());
         let latest = window.latest_user();
         let mut total = window.tokens();
-        for i in 0..window.units.len() {
+        for i in 0..end {
             if total <= goal {
                 return;
-            }
-            if pending.is_some_and(|p| i >= p) {
-                break;
             }
             let level = if latest.is_some_and(|l| i > l) {
                 level.paired()
@@ -731,5 +725,83 @@ mod tests {
             }]
         );
         w.check(None, usize::MAX).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod settled_head {
+    use crate::pipeline::Pipeline;
+    use crate::tokens::Encoding;
+    use crate::{ContextBudget, MessageCounter, block_on};
+    use ba_protocol::{LogEntry, LogRole, LogToolCall};
+
+    /// `rounds` rounds from `from`: a question, a query, 150 rows with a total, an answer.
+    fn rounds(from: usize, rounds: usize) -> Vec<LogEntry> {
+        let mut log = Vec::new();
+        for r in from..from + rounds {
+            log.push(
+                LogEntry::new(format!("u{r}"), LogRole::User, "t").with_text(format!(
+                    "Question {r}: how did region {r} do? Please keep amounts in EUR."
+                )),
+            );
+            let mut call = LogEntry::new(format!("a{r}"), LogRole::Assistant, "t");
+            call.tool_calls = Some(vec![LogToolCall::new(
+                format!("c{r}"),
+                "query_database",
+                &serde_json::json!({"query": format!("SELECT * FROM sales WHERE region = {r}")}),
+            )]);
+            log.push(call);
+            let mut rows = String::from("region,month,amount\n");
+            for i in 0..150 {
+                rows.push_str(&format!(
+                    "R{r},2024-{:02},{}.{:02}\n",
+                    1 + i % 12,
+                    100 + i * 7,
+                    i % 100
+                ));
+            }
+            rows.push_str(&format!("TOTAL_R{r},,{}.50", 90_000 + r));
+            let mut result = LogEntry::new(format!("t{r}"), LogRole::Tool, "t").with_text(rows);
+            result.tool_call_id = Some(format!("c{r}"));
+            result.tool_name = Some("query_database".into());
+            log.push(result);
+            log.push(
+                LogEntry::new(format!("s{r}"), LogRole::Assistant, "t")
+                    .with_text(format!("Region {r} is steady.")),
+            );
+        }
+        log
+    }
+
+    #[test]
+    fn a_later_compaction_leaves_the_settled_head_as_it_is() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let budget = ContextBudget::new(24_000, 3_000);
+        let pipeline = Pipeline::named("key-messages", None).unwrap();
+        let first = block_on(pipeline.run(&rounds(0, 30), "", &budget, &counter)).unwrap();
+        let head = first.window.entries();
+        assert!(head.iter().any(|e| e.text().starts_with("[trace of ")));
+        // The next rounds push the window over the trigger again.
+        let mut log = head.clone();
+        log.extend(rounds(30, 12));
+        let second = block_on(pipeline.run(&log, "", &budget, &counter)).unwrap();
+        assert!(!second.window.changed.is_empty(), "no second compaction");
+        let again = second.window.entries();
+        // What the first compaction shortened stays byte for byte; only what it had kept whole
+        // (its most recent rounds, old now) and the new rounds are shortened.
+        let settled = head
+            .iter()
+            .rposition(|e| e.text().starts_with("[trace of "))
+            .unwrap()
+            + 1;
+        let same = head.iter().zip(&again).take_while(|(a, b)| a == b).count();
+        assert!(
+            same >= settled,
+            "the head changed at entry {}",
+            head[same].id
+        );
+        // And the new rounds' totals are still in the window.
+        let text: String = again.iter().map(|e| e.text().into_owned()).collect();
+        assert!((30..42).all(|r| text.contains(&format!("{}.50", 90_000 + r))));
     }
 }

@@ -271,6 +271,11 @@ fn fold(unit: &Unit, chars: usize) -> Option<LogEntry> {
                     "{TRACE_MARK}{tool}{status}; full output: {}]",
                     full_output(e)
                 );
+                // A result traced by an earlier compaction gives its lines, not its header.
+                let text = match text.strip_prefix(TRACE_MARK) {
+                    Some(rest) => rest.split_once('\n').map_or("", |(_, body)| body).into(),
+                    None => text,
+                };
                 let lines = match trace_text(&text, tool, ok, "", chars) {
                     Some(t) => t.split_once('\n').map(|(_, lines)| lines.to_owned()),
                     // A result short enough to keep whole is kept under its header.
