@@ -638,6 +638,11 @@ impl Scores {
                 pct(s)
             ));
         }
+        let broken: usize = self.rows.iter().map(|r| r.3.broken_pairs).sum();
+        let over: usize = self.rows.iter().map(|r| r.3.over_budget).sum();
+        out.push_str(&format!(
+            "\nEvery build of every strategy and size: {broken} broken pairs, {over} over budget."
+        ));
         out.push('\n');
         out
     }
