@@ -316,7 +316,7 @@ async fn mcp_calls_follow_the_runtime_rules() {
             ("dies", server().with_required(true)),
             (
                 "idle",
-                server().with_required(true).with_tool_timeout_ms(400),
+                server().with_required(true).with_tool_timeout_ms(1000),
             ),
         ],
         options(),

@@ -385,7 +385,14 @@ fn validate(roots: &Roots, as_json: bool) -> CliResult {
         for d in &diags {
             let _ = writeln!(out, "{d}");
         }
-        let _ = writeln!(out, "{errors} errors, {warnings} warnings");
+        let noun =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let _ = writeln!(
+            out,
+            "{}, {}",
+            noun(errors, "error", "errors"),
+            noun(warnings, "warning", "warnings")
+        );
         emit(&out)?;
     }
     Ok(if errors > 0 {

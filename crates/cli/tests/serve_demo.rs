@@ -174,3 +174,84 @@ async fn a_closed_standard_output_does_not_stop_the_server() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn a_bind_beyond_loopback_needs_a_token() {
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["serve", "--demo", "--bind", "0.0.0.0:0", "--home"])
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0.0.0.0:0 (not loopback) needs a token"),
+        "{err}"
+    );
+    // An empty token file is no token either.
+    let file = home.path().join("token");
+    std::fs::write(&file, "\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["serve", "--demo", "--bind", "127.0.0.1:0", "--token-file"])
+        .arg(&file)
+        .arg("--home")
+        .arg(home.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the token is empty"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_file_and_allowed_hosts_are_honoured() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("token");
+    std::fs::write(&file, "from-a-file-42\nignored second line\n").unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["serve", "--demo", "--bind", "127.0.0.1:0", "--token-file"])
+        .arg(&file)
+        .args(["--allow-host", "analytics.internal:8080", "--home"])
+        .arg(home.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (banner, base) = support::banner(&mut child).await;
+    assert!(!banner.contains("from-a-file-42"), "{banner}");
+    let http = reqwest::Client::new();
+    let with = |host: Option<&str>, token: &str| {
+        let mut r = http
+            .get(format!("{base}/api/v1/conversations"))
+            .bearer_auth(token);
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        r.send()
+    };
+    // The file's first line is the token.
+    assert_eq!(with(None, "from-a-file-42").await.unwrap().status(), 200);
+    assert_eq!(
+        with(None, "ignored second line").await.unwrap().status(),
+        401
+    );
+    // A host the operator allowed is accepted beside loopback; any other is refused.
+    assert_eq!(
+        with(Some("analytics.internal:8080"), "from-a-file-42")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        with(Some("evil.example:8080"), "from-a-file-42")
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    child.kill().await.unwrap();
+}

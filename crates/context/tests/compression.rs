@@ -165,6 +165,21 @@ fn assert_valid(window: &[LogEntry], latest_user: &str, compressed: bool) {
         calls, results,
         "every call has its result and every result its call"
     );
+    // And in order: the results of an assistant entry's calls follow it at once, before any
+    // other message (providers refuse a result anywhere else).
+    let mut open: Vec<String> = Vec::new();
+    for e in window {
+        if e.role == LogRole::Tool {
+            let id = e.tool_call_id.clone().unwrap();
+            let at = open.iter().position(|c| *c == id);
+            assert!(at.is_some(), "result {id} does not follow its call at once");
+            open.remove(at.unwrap());
+        } else {
+            assert!(open.is_empty(), "calls {open:?} unanswered before {}", e.id);
+            open = e.calls().iter().map(|c| c.id.clone()).collect();
+        }
+    }
+    assert!(open.is_empty(), "calls {open:?} unanswered at the end");
     assert!(
         window.iter().any(|e| e.id == latest_user),
         "latest user kept"

@@ -124,13 +124,12 @@ fn breakpoints(body: &serde_json::Value) -> Vec<String> {
 #[test]
 fn anthropic_body_with_cache_breakpoints() {
     // The first four entries (system, question, answer with its call, result) are the stable
-    // window; the failure and "continue" came after it.
-    let request = resumed_conversation()
-        .with_system("You are a business analyst.")
-        .with_cache(ba_model::CacheHint {
-            stable_entries: 4,
-            key: Some("conv-1".into()),
-        });
+    // window; the failure and "continue" came after it. The system prompt is the log's system
+    // entry (set again on the request, it would be sent twice).
+    let request = resumed_conversation().with_cache(ba_model::CacheHint {
+        stable_entries: 4,
+        key: Some("conv-1".into()),
+    });
     let body = AnthropicClient::request_body(&request);
     assert_eq!(
         breakpoints(&body),

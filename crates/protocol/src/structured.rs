@@ -638,7 +638,10 @@ mod tests {
             StructuredResponse::parse(TOOL_CALL).unwrap()
         );
         let prose = format!("I think {{not json}} then {TOOL_CALL} done");
-        assert!(StructuredResponse::parse_lenient(&prose).is_ok());
+        assert_eq!(
+            StructuredResponse::parse_lenient(&prose).unwrap(),
+            StructuredResponse::parse(TOOL_CALL).unwrap()
+        );
     }
 
     #[test]

@@ -144,10 +144,11 @@ pub(crate) async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|h| h.as_bytes().strip_prefix(b"Bearer "));
+        .and_then(|h| bearer_token(h.as_bytes()));
     match given {
         Some(t) if guard.token.matches(t) => next.run(request).await,
         Some(_) => ApiError::new(
@@ -163,6 +164,17 @@ pub(crate) async fn require_token(
         )
         .into_response(),
     }
+}
+
+/// The token of an `Authorization` value whose scheme is `Bearer` in any case, the spaces
+/// after the scheme skipped.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || rest.first().is_none_or(|b| *b != b' ') {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
 }
 
 fn forbidden(message: &str) -> Response {
@@ -194,5 +206,22 @@ mod tests {
         assert!(!check.accepts("evil.example:8765"));
         let any = HostCheck::for_addr(SocketAddr::from(([0, 0, 0, 0], 80)), &[]);
         assert!(any.accepts("server.internal"));
+        // IPv6 loopback, named as browsers name it.
+        let v6 = HostCheck::for_addr(SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 8765)), &[]);
+        assert!(v6.accepts("[::1]:8765"));
+        assert!(v6.accepts("localhost:8765"));
+        assert!(!v6.accepts("[::1]:80"));
+        assert!(!v6.accepts("evil.example:8765"));
+    }
+
+    #[test]
+    fn the_bearer_scheme_in_any_case() {
+        assert_eq!(bearer_token(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"BEARER   abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"Bearerabc"), None);
+        assert_eq!(bearer_token(b"Basic abc"), None);
+        assert_eq!(bearer_token(b"Bearer "), None);
+        assert_eq!(bearer_token(b"Bear"), None);
     }
 }

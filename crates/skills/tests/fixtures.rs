@@ -248,8 +248,19 @@ fn activation_of_a_real_skill() {
     );
     assert_eq!(result.context_modifier, Default::default());
 
-    let level1 = tool.activate(&SkillActivationRequest::new("theme-factory"));
-    assert!(level1.is_ok());
+    // At the default level the skill brings its metadata and its body.
+    let level2 = tool
+        .activate(&SkillActivationRequest::new("theme-factory"))
+        .unwrap();
+    assert_eq!(level2.messages[0].kind, SkillMessageKind::Metadata);
+    assert!(
+        level2
+            .messages
+            .iter()
+            .any(|m| m.kind == SkillMessageKind::Instruction && m.content.contains("theme")),
+        "{:#?}",
+        level2.messages
+    );
     let mut l1 = SkillActivationRequest::new("theme-factory");
     l1.load_level = 1;
     let result = tool.activate(&l1).unwrap();

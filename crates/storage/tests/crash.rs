@@ -18,7 +18,7 @@ use ba_storage::{
     ConversationId, ConversationStore, DiagnosticKind, FileStore, FileStoreOptions,
     NewConversation, WriteFault,
 };
-use rand::Rng as _;
+use rand::{Rng as _, SeedableRng as _};
 
 const CHILD_DIR: &str = "CRASH_CHILD_DIR";
 const CHILD_RUN: &str = "CRASH_CHILD_RUN";
@@ -39,7 +39,8 @@ fn crash_child() {
         let opts = FileStoreOptions::default().with_fault(WriteFault::chunked(64));
         let store = FileStore::open_with(&dir, opts).unwrap();
         let id = ConversationId::new("crash").unwrap();
-        let mut rng = rand::thread_rng();
+        // The sizes of a run follow from its number: a failing run writes the same entries again.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(run.parse().unwrap_or(0));
         let mut stdout = std::io::stdout();
         for i in 0.. {
             let size = rng.gen_range(10..20_000);
@@ -64,7 +65,13 @@ async fn sigkill_at_random_moments_loses_nothing() {
     let exe = std::env::current_exe().unwrap();
     let mut acked: BTreeMap<u64, String> = BTreeMap::new();
     let mut torn_seen = 0;
-    let mut rng = rand::thread_rng();
+    // Seeded, so that a failure names what to run again: `BA_AGENT_CRASH_SEED=N` repeats the
+    // kill points of a failed run (the scheduler still decides the exact instant).
+    let seed: u64 = std::env::var("BA_AGENT_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     // At least 24 kills; more (up to 100) until one of them has torn a line.
     let mut kills = 0;
     for run in 0..100 {
@@ -124,14 +131,14 @@ async fn sigkill_at_random_moments_loses_nothing() {
             assert_eq!(
                 stored.get(seq),
                 Some(entry_id),
-                "run {run}: acknowledged entry {seq} ({entry_id}) is missing"
+                "seed {seed}, run {run}: acknowledged entry {seq} ({entry_id}) is missing"
             );
         }
         let seqs: Vec<u64> = loaded.entries.iter().map(|s| s.seq).collect();
         assert_eq!(
             seqs,
             (1..=seqs.len() as u64).collect::<Vec<_>>(),
-            "gap in the log"
+            "seed {seed}, run {run}: gap in the log"
         );
         for d in &loaded.diagnostics {
             assert!(

@@ -349,6 +349,20 @@ pub fn require_tool(program: &str) -> bool {
     runs
 }
 
+/// Whether `python3` imports every module of `modules`; when it does not, `false` after a
+/// "skipping" message, or a panic naming them under CI (`.ci/tools.sh` installs them).
+pub fn require_python_modules(modules: &[&str]) -> bool {
+    let list = modules.join(", ");
+    let imports = std::process::Command::new("python3")
+        .args(["-c", &format!("import {list}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !imports {
+        missing(&format!("python3 cannot import {list}"));
+    }
+    imports
+}
+
 /// The value of the environment variable `var` that points a test at a service (a database
 /// server, say); when it is unset or empty, `None` after a "skipping" message saying `how` to
 /// set it, or a panic naming it under CI.

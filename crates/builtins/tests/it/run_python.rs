@@ -272,19 +272,14 @@ async fn the_helper_is_found_beside_the_program_by_default() {
 }
 
 /// The analysis libraries work inside the sandbox (their threads, font cache, temp files and
-/// chart output), where the interpreter has them; the allow-list names them, but they are not
-/// a requirement of the project, so their absence is a skip even under CI.
+/// chart output): the allow-list names them, and CI installs them (`.ci/tools.sh`), so their
+/// absence is a skip on a developer's machine and a failure under CI.
 #[tokio::test]
 async fn analysis_libraries_work_in_the_sandbox() {
     if !require_python() {
         return;
     }
-    let probe = Command::new("python3")
-        .args(["-c", "import numpy, pandas, matplotlib"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !probe {
-        eprintln!("skipping: numpy, pandas or matplotlib is not installed for python3");
+    if !ba_testkit::require_python_modules(&["numpy", "pandas", "matplotlib"]) {
         return;
     }
     let marks = tempfile::tempdir().unwrap();

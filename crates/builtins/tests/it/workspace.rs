@@ -5,7 +5,6 @@
 //! error holds a local path.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use ba_builtins::demo_data;
@@ -523,18 +522,10 @@ async fn links_in_outputs_are_never_followed() {
     assert!(c.files.list().await.unwrap().is_empty());
 }
 
-/// Whether python3 has pandas, matplotlib and openpyxl; they are not a requirement of the
-/// project (CI installs openpyxl only), so their absence is a skip even under CI, as for the
-/// analysis test of `run_python`.
+/// Whether python3 has pandas, matplotlib and openpyxl (CI installs them; see
+/// `ba_testkit::require_python_modules`).
 fn analysis_libraries() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import pandas, matplotlib, openpyxl"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: pandas, matplotlib or openpyxl is not installed for python3");
-    }
-    ok
+    ba_testkit::require_python_modules(&["pandas", "matplotlib", "openpyxl"])
 }
 
 #[tokio::test]

@@ -66,20 +66,7 @@ impl Served {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let banner = tokio::time::timeout(LIMIT, lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let base = banner
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap()
-            .trim_end_matches('/')
-            .to_owned();
-        // Go on reading what the server prints, so that no write of its meets a closed pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (banner, base) = banner(&mut child).await;
         Self {
             child,
             base,
@@ -150,6 +137,25 @@ impl Served {
             .unwrap();
         assert!(status.success(), "{status:?}");
     }
+}
+
+/// The first line a started `serve` prints and the `http://…` base URL in it; what it prints
+/// after is read and dropped, so that no write of its meets a closed pipe.
+pub async fn banner(child: &mut tokio::process::Child) -> (String, String) {
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let banner = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let base = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (banner, base)
 }
 
 /// Reads SSE frames (`event`, JSON `data`) up to and including `finished`; every frame has an

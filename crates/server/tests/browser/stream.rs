@@ -145,11 +145,15 @@ async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
         .map(|w| (w[1] - w[0]).as_secs_f64())
         .collect();
     eprintln!("refused attempts {:.2?} s apart", gaps);
+    // The page waits 0.5 s · 2^n before attempt n (the first refused one is attempt 1): a timer
+    // never fires early, so each gap is at least its wait, whatever the machine's load; a slow
+    // machine only makes gaps longer, so the upper bound is loose.
+    let waits = [1.0, 2.0];
     assert!(
-        gaps.windows(2).all(|g| g[1] > g[0] * 1.5),
-        "the wait does not grow: {gaps:?}"
+        gaps.iter().zip(waits).all(|(&g, w)| g >= w * 0.95),
+        "the wait does not grow as 1 s, 2 s: {gaps:?}"
     );
-    assert!(gaps.iter().all(|&g| g <= 10.5), "{gaps:?}");
+    assert!(gaps.iter().all(|&g| g <= 30.0), "{gaps:?}");
     // Meanwhile the run goes on without the page, to its end; the page catches up once.
     let status = loop {
         let conv = server

@@ -361,7 +361,17 @@ async fn shutdown_drains_within_its_bound_and_cancels_what_is_left() {
         s.until("round_started").await;
         id
     };
+    // The gated run never ends by itself: shutdown waits the drain (200 ms, never less), then
+    // cancels it and returns — long before the run would have (a slow machine stays far below
+    // the upper bound).
+    let start = std::time::Instant::now();
     assert!(server.shutdown(), "serve returned");
+    let took = start.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(200),
+        "shutdown did not wait the drain: {took:?}"
+    );
+    assert!(took < crate::harness::LIMIT, "shutdown waited {took:?}");
     // The run waited at the model's gate: it was cancelled, and the log says so.
     let server = Server::start(&path, Model::new(&two_rounds(Q), 0));
     let api = Api::new(&server);

@@ -43,6 +43,73 @@ async fn health_is_open_and_the_api_needs_the_token() {
         .await
         .unwrap();
     assert_eq!(ok.status(), 200);
+    // Every route of the API, every method it answers: no token, no answer.
+    let c = "/api/v1/conversations/x";
+    for (method, path) in [
+        ("GET", "/api/v1/conversations".to_owned()),
+        ("POST", "/api/v1/conversations".to_owned()),
+        ("GET", c.to_owned()),
+        ("PATCH", c.to_owned()),
+        ("DELETE", c.to_owned()),
+        ("GET", format!("{c}/messages")),
+        ("POST", format!("{c}/runs")),
+        ("POST", format!("{c}/runs/r1/cancel")),
+        ("GET", format!("{c}/events")),
+        ("POST", format!("{c}/compact")),
+        ("GET", format!("{c}/context")),
+        ("GET", format!("{c}/report")),
+        ("GET", format!("{c}/uploads")),
+        ("POST", format!("{c}/uploads")),
+        ("GET", format!("{c}/uploads/u1")),
+        ("GET", format!("{c}/code")),
+        ("GET", format!("{c}/code/k1")),
+        ("GET", format!("{c}/code/k1/download")),
+        ("GET", format!("{c}/files")),
+        ("GET", format!("{c}/files/f1")),
+        ("GET", "/api/v1/skills".to_owned()),
+        ("GET", "/api/v1/demo/questions".to_owned()),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = http
+            .request(method.clone(), server.url(&path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{method} {path}");
+        assert_eq!(
+            r.headers().get("www-authenticate").unwrap(),
+            "Bearer",
+            "{method} {path}"
+        );
+    }
+    // The scheme is case-insensitive; the token is not.
+    for auth in [
+        format!("bearer {TOKEN}"),
+        format!("BEARER {TOKEN}"),
+        format!("Bearer  {TOKEN}"),
+    ] {
+        let r = http
+            .get(server.url("/api/v1/conversations"))
+            .header("authorization", &auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{auth}");
+    }
+    for auth in [
+        format!("Bearer {}", TOKEN.to_uppercase()),
+        format!("Bearer{TOKEN}"),
+        format!("Basic {TOKEN}"),
+        "Bearer ".to_owned(),
+    ] {
+        let r = http
+            .get(server.url("/api/v1/conversations"))
+            .header("authorization", &auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{auth}");
+    }
 }
 
 #[tokio::test]
@@ -297,4 +364,62 @@ async fn demo_questions_are_served_when_the_demo_runs() {
     assert_eq!(v, json!(["Why did West jump?"]));
     let skills = api.json("/api/v1/skills").await;
     assert!(skills["skills"].is_array());
+}
+
+#[tokio::test]
+async fn a_malformed_last_event_id_is_refused_naming_it() {
+    let (_d, path) = dir();
+    let server = Server::start(&path, Model::new(&[], 0));
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let url = server.url(&format!("/api/v1/conversations/{id}/events"));
+    for bad in ["nope", "-1", "3.x", "1.2.3", "99999999999999999999999"] {
+        let r = client()
+            .get(&url)
+            .bearer_auth(TOKEN)
+            .header("Last-Event-ID", bad)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+        let body: Value = r.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(bad), "{bad}: {body}");
+        // The same cursor in the query.
+        let r = client()
+            .get(&url)
+            .query(&[("last_event_id", bad)])
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "?last_event_id={bad}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_a_host_is_refused() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (_d, path) = dir();
+    let server = Server::start(&path, Model::new(&[], 0));
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(
+        format!(
+            "GET /api/v1/conversations HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(crate::harness::LIMIT, tcp.read_to_string(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = answer.lines().next().unwrap_or("");
+    assert!(
+        status.starts_with("HTTP/1.1 403") || status.starts_with("HTTP/1.1 400"),
+        "{answer}"
+    );
+    assert!(!answer.contains("\"conversations\""), "{answer}");
 }
