@@ -42,13 +42,20 @@ fn openai(server: &MockServer, config: HttpConfig) -> OpenAiClient {
 }
 
 /// Quick, deterministic retries for tests.
+/// Retries after 200 ms, doubling, no jitter. The timing tests below run on real time over
+/// real loopback sockets (a paused clock would jump over a socket's wait to the next timer):
+/// each checks that a wait was at least what the rule says — a timer never fires early — and
+/// bounds it loosely above, so that a loaded machine, slower by ten, still passes.
 fn config() -> HttpConfig {
     HttpConfig::default().with_retry(
         RetryPolicy::default()
-            .with_base_delay(Duration::from_secs(2))
+            .with_base_delay(Duration::from_millis(200))
             .with_jitter(0.0),
     )
 }
+
+/// Far above any wait these tests expect: only a hang or a wait of the wrong order reaches it.
+const LOOSE: Duration = Duration::from_secs(30);
 
 /// A model request rebuilt from a recorded Anthropic request body.
 fn request_from_anthropic_body(body: &Value) -> ModelRequest {
@@ -347,14 +354,14 @@ const OK_BODY: &str = r#"{"id":"msg_ok","type":"message","role":"assistant","mod
   "content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn",
   "usage":{"input_tokens":3,"output_tokens":2,"cache_read_input_tokens":1}}"#;
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn rate_limit_waits_for_retry_after_then_succeeds() {
     let server = MockServer::start(vec![
         Reply::json(
             429,
             r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
         )
-        .header("retry-after", "7"),
+        .header("retry-after", "1"),
         Reply::json(200, OK_BODY),
     ])
     .await;
@@ -364,8 +371,9 @@ async fn rate_limit_waits_for_retry_after_then_succeeds() {
         .await
         .unwrap();
     let waited = start.elapsed();
+    // Retry-After (1 s) rules, not the 200 ms backoff.
     assert!(
-        waited >= Duration::from_secs(7) && waited < Duration::from_secs(8),
+        waited >= Duration::from_secs(1) && waited < LOOSE,
         "{waited:?}"
     );
     assert_eq!(response.retries, 1);
@@ -378,9 +386,10 @@ async fn rate_limit_waits_for_retry_after_then_succeeds() {
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn retry_after_as_an_http_date_is_honoured() {
-    let when = SystemTime::now() + Duration::from_secs(30);
+    // Two seconds ahead; an HTTP date has whole seconds, so the wait is over one second.
+    let when = SystemTime::now() + Duration::from_secs(2);
     let date = time::OffsetDateTime::from(when)
         .format(&time::format_description::well_known::Rfc2822)
         .unwrap();
@@ -396,13 +405,13 @@ async fn retry_after_as_an_http_date_is_honoured() {
         .unwrap();
     let waited = start.elapsed();
     assert!(
-        waited >= Duration::from_secs(28) && waited <= Duration::from_secs(31),
+        waited >= Duration::from_secs(1) && waited < LOOSE,
         "{waited:?}"
     );
     assert_eq!(response.retries, 1);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn server_error_backs_off_then_succeeds_and_gives_up_after_max_retries() {
     let server = MockServer::start(vec![
         Reply::json(
@@ -417,10 +426,10 @@ async fn server_error_backs_off_then_succeeds_and_gives_up_after_max_retries() {
         .complete(&ModelRequest::new("m", vec![user("hi")]))
         .await
         .unwrap();
-    assert_eq!(
-        start.elapsed(),
-        Duration::from_secs(2),
-        "base delay, no jitter"
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200) && waited < LOOSE,
+        "base delay, no jitter: {waited:?}"
     );
     assert_eq!(response.message.text(), "Done.");
     assert_eq!(response.retries, 1);
@@ -437,13 +446,18 @@ async fn server_error_backs_off_then_succeeds_and_gives_up_after_max_retries() {
     let start = Instant::now();
     let policy = RetryPolicy::default()
         .with_max_retries(2)
-        .with_base_delay(Duration::from_secs(1))
+        .with_base_delay(Duration::from_millis(100))
         .with_jitter(0.0);
     let err = anthropic(&server, HttpConfig::default().with_retry(policy))
         .complete(&ModelRequest::new("m", vec![user("hi")]))
         .await
         .unwrap_err();
-    assert_eq!(start.elapsed(), Duration::from_secs(1 + 2));
+    // Two waits, doubling: 100 ms then 200 ms; three attempts in all (counted below).
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100 + 200) && waited < LOOSE,
+        "{waited:?}"
+    );
     assert!(
         matches!(&err, ModelError::Server { status: 529, attempts: 3, message, .. } if message == "Overloaded"),
         "{err}"
@@ -452,7 +466,7 @@ async fn server_error_backs_off_then_succeeds_and_gives_up_after_max_retries() {
     assert_eq!(server.received().len(), 3);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn connection_refused_is_retried_then_reported() {
     // A port that was open a moment ago and is closed now refuses connections.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -473,7 +487,11 @@ async fn connection_refused_is_retried_then_reported() {
         .unwrap_err();
     assert!(matches!(err, ModelError::Network { .. }), "{err}");
     assert_eq!(err.kind(), LlmErrorKind::Network);
-    assert_eq!(start.elapsed(), Duration::from_millis(300), "one retry");
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < LOOSE,
+        "one retry: {waited:?}"
+    );
     assert!(!err.to_string().contains(KEY));
 }
 
@@ -535,7 +553,7 @@ async fn stream_cut_mid_tool_input_reports_its_partial_output() {
     }
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn idle_stream_times_out_with_what_it_streamed() {
     let Some(fixtures) = support::fixtures() else {
         return;
@@ -544,7 +562,8 @@ async fn idle_stream_times_out_with_what_it_streamed() {
     let first_text = text.find("text_delta").unwrap();
     let cut = first_text + text[first_text..].find("\n\n").unwrap() + 2;
     let server = MockServer::start(vec![Reply::sse(&text[..cut], 40, End::Hang)]).await;
-    let config = config().with_idle_timeout(Duration::from_secs(15));
+    // The pieces come 40 ms apart, then nothing: 2 s of silence is the idle timeout.
+    let config = config().with_idle_timeout(Duration::from_secs(2));
     let mut deltas = Vec::new();
     let start = Instant::now();
     let err = anthropic(&server, config)
@@ -554,7 +573,11 @@ async fn idle_stream_times_out_with_what_it_streamed() {
         )
         .await
         .unwrap_err();
-    assert_eq!(start.elapsed(), Duration::from_secs(15));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(2) && waited < LOOSE,
+        "{waited:?}"
+    );
     assert!(
         matches!(
             err,
@@ -575,7 +598,7 @@ async fn idle_stream_times_out_with_what_it_streamed() {
     );
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn silent_server_hits_the_request_timeout_on_every_attempt() {
     let server = MockServer::start(vec![
         Reply::sse("", 1, End::Silent),
@@ -584,17 +607,22 @@ async fn silent_server_hits_the_request_timeout_on_every_attempt() {
     .await;
     let policy = RetryPolicy::default()
         .with_max_retries(1)
-        .with_base_delay(Duration::from_secs(1))
+        .with_base_delay(Duration::from_millis(100))
         .with_jitter(0.0);
     let config = HttpConfig::default()
-        .with_request_timeout(Duration::from_secs(20))
+        .with_request_timeout(Duration::from_secs(1))
         .with_retry(policy);
     let start = Instant::now();
     let err = anthropic(&server, config)
         .complete(&ModelRequest::new("m", vec![user("hi")]))
         .await
         .unwrap_err();
-    assert_eq!(start.elapsed(), Duration::from_secs(20 + 1 + 20));
+    // A whole timeout per attempt, the backoff between them.
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1000 + 100 + 1000) && waited < LOOSE,
+        "{waited:?}"
+    );
     assert!(
         matches!(
             err,
@@ -608,19 +636,23 @@ async fn silent_server_hits_the_request_timeout_on_every_attempt() {
     assert_eq!(server.received().len(), 2);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn one_request_timeout_covers_headers_and_body() {
     let mut reply = Reply::json(200, OK_BODY);
     reply.pieces = vec![OK_BODY.as_bytes()[..30].to_vec()];
     reply.end = End::Hang;
     let server = MockServer::start(vec![reply]).await;
-    let config = config().with_request_timeout(Duration::from_secs(20));
+    let config = config().with_request_timeout(Duration::from_secs(1));
     let start = Instant::now();
     let err = anthropic(&server, config)
         .complete(&ModelRequest::new("m", vec![user("hi")]))
         .await
         .unwrap_err();
-    assert_eq!(start.elapsed(), Duration::from_secs(20));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(1) && waited < LOOSE,
+        "{waited:?}"
+    );
     assert!(
         matches!(
             err,
