@@ -135,6 +135,9 @@ pub(crate) struct Catalog {
     /// Model name → (server index, raw name): the current names, then names given earlier
     /// that still point at a live tool (a tool renamed by a later collision stays callable).
     by_model: HashMap<String, (usize, String)>,
+    /// Model names given earlier whose server left the catalogue (it failed or was shut
+    /// down): a call of one is answered with why its server is gone, not "unknown tool".
+    gone: HashMap<String, usize>,
 }
 
 impl Catalog {
@@ -181,7 +184,22 @@ impl Catalog {
             .map(|(name, id)| (name.clone(), id.clone()))
             .collect();
         catalog.by_model.extend(carried);
+        let offered: HashSet<usize> = servers.iter().map(|s| s.index).collect();
+        let gone: Vec<(String, usize)> = previous
+            .by_model
+            .iter()
+            .map(|(name, (i, _))| (name, *i))
+            .chain(previous.gone.iter().map(|(name, i)| (name, *i)))
+            .filter(|(name, i)| !catalog.by_model.contains_key(*name) && !offered.contains(i))
+            .map(|(name, i)| (name.clone(), i))
+            .collect();
+        catalog.gone.extend(gone);
         catalog
+    }
+
+    /// The index of the server that offered `model_name` before it left the catalogue.
+    pub(crate) fn gone_server(&self, model_name: &str) -> Option<usize> {
+        self.gone.get(model_name).copied()
     }
 
     /// The server index and raw name of a model name.

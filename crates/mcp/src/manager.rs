@@ -362,6 +362,10 @@ impl McpManager {
     ) -> Result<McpCallResult, McpError> {
         let catalog = self.inner.catalog();
         let Some((index, raw)) = catalog.resolve(model_name) else {
+            // A tool of a server that died or stopped: say why it is gone.
+            if let Some(i) = catalog.gone_server(model_name) {
+                return Err(self.inner.servers[i].unavailable());
+            }
             return Err(McpError::UnknownTool {
                 model_name: model_name.to_owned(),
             });

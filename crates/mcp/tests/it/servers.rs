@@ -423,3 +423,45 @@ async fn disabled_and_invalid_servers_are_reported_not_started() {
     assert!(err.to_string().contains("disabled"), "{err}");
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_while_idle_is_reported_and_its_tools_leave() {
+    let manager = start_one(test_server_config()).await;
+    assert_ready(&manager, "t");
+    assert!(manager.tools().iter().any(|t| t.server == "t"));
+    let pid = status(&manager, "t").pid.unwrap();
+    // Killed between calls: nobody is waiting on it.
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = std::time::Instant::now();
+    while status(&manager, "t").state != ServerState::Failed {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "still {:?}",
+            status(&manager, "t")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let s = status(&manager, "t");
+    assert_eq!(
+        s.reason.as_deref(),
+        Some("it was killed by signal 9"),
+        "{s:?}"
+    );
+    assert!(manager.tools().iter().all(|t| t.server != "t"));
+    // The next call says which server is gone and why, at once.
+    let err = manager
+        .call("t__echo", json!({"text": "hi"}), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, McpError::ServerUnavailable { server, reason, .. }
+            if server == "t" && reason.contains("killed by signal 9")),
+        "{err:?}"
+    );
+    assert_group_gone(pid);
+    manager.shutdown().await;
+}
