@@ -12,8 +12,13 @@ use crate::support::{assert_ready, status, test_server};
 
 /// Starts the test server in an HTTP mode and returns it with its URL.
 async fn http_server(mode: &str) -> (Child, String) {
+    http_server_at(mode, "127.0.0.1:0").await
+}
+
+/// Starts the test server in an HTTP mode on `addr` and returns it with its URL.
+async fn http_server_at(mode: &str, addr: &str) -> (Child, String) {
     let mut child = Command::new(test_server())
-        .args([mode, "127.0.0.1:0"])
+        .args([mode, addr])
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -113,4 +118,51 @@ async fn an_unset_header_variable_is_named() {
         reason.contains("`BA_MCP_TEST_UNSET_TOKEN`, which is not set"),
         "{reason}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_goes_away_and_comes_back() {
+    let (mut child, url) = http_server("--http").await;
+    let manager = McpManager::start(
+        [("web", McpServerConfig::http(&url).with_required(true))],
+        McpOptions::default(),
+    )
+    .await;
+    assert_ready(&manager, "web");
+    let add = |a: i64| {
+        manager.call(
+            "web__add",
+            json!({"a": a, "b": 1}),
+            CallOptions::default().with_timeout(Duration::from_secs(30)),
+        )
+    };
+    assert_eq!(
+        add(1).await.unwrap().structured_content,
+        Some(json!({"sum": 2}))
+    );
+    // Gone: a call fails at once, saying so.
+    child.kill().await.unwrap();
+    child.wait().await.unwrap();
+    let err = add(2).await.unwrap_err();
+    assert!(
+        matches!(&err, ba_mcp::McpError::ServerUnavailable { server, reason, .. }
+            if server == "web" && reason.contains("cannot send the request")),
+        "{err:?}"
+    );
+    // Back on the same address: the next calls go through again.
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (mut back, url_back) = http_server_at("--http", &addr).await;
+    assert_eq!(url_back, url);
+    let r = add(3)
+        .await
+        .expect("the server came back but the call failed");
+    assert_eq!(r.structured_content, Some(json!({"sum": 4})));
+    assert_eq!(status(&manager, "web").state, ServerState::Ready);
+    manager.shutdown().await;
+    back.kill().await.unwrap();
 }
