@@ -184,3 +184,146 @@ async fn a_file_streaming_in_does_not_hold_up_the_log() {
     let meta = put.await.unwrap().unwrap();
     assert_eq!(meta.size, (300 << 10) + 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stores_migrating_one_empty_schema_at_once_all_start() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let opts = PostgresOptions {
+                schema: schema.clone(),
+                ..PostgresOptions::default()
+            };
+            let url = url.clone();
+            tokio::spawn(async move { PostgresStore::connect(&url, opts).await })
+        })
+        .collect();
+    let mut stores: Vec<PostgresStore> = Vec::new();
+    for start in starts {
+        stores.push(start.await.unwrap().unwrap());
+    }
+    for s in &stores {
+        assert_eq!(
+            s.schema_version().await.unwrap(),
+            ba_storage::MIGRATIONS.len()
+        );
+    }
+    // One log, as any of them sees it.
+    let id = ConversationId::new("raced").unwrap();
+    stores[0]
+        .create(&id, NewConversation::default())
+        .await
+        .unwrap();
+    let e = text_entry("x", LogRole::User, "hello");
+    assert_eq!(stores[3].append(&id, &e, Some(0)).await.unwrap(), 1);
+    assert_eq!(stores[1].load(&id).await.unwrap().entries.len(), 1);
+}
+
+const HOLDER_CHILD: &str = "BA_AGENT_PG_HOLDER_CHILD";
+
+/// Run as a child of `a_killed_holder_releases_the_run_lock`: takes the lease of the
+/// conversation its environment names, says so, and waits to be killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_child() {
+    let Ok(spec) = std::env::var(HOLDER_CHILD) else {
+        return;
+    };
+    let (url, schema) = spec.split_once(' ').unwrap();
+    let opts = PostgresOptions {
+        schema: schema.to_owned(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect(url, opts).await.unwrap();
+    let id = ConversationId::new("held").unwrap();
+    let _lease = store
+        .lock_run(&id, &ba_storage::RunHolder::new("r-child", "the child"))
+        .await
+        .unwrap()
+        .lease()
+        .expect("the lease is free");
+    println!("LOCKED");
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_releases_the_run_lock() {
+    use std::io::BufRead as _;
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let opts = PostgresOptions {
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect(&url, opts).await.unwrap();
+    let id = ConversationId::new("held").unwrap();
+    store.create(&id, NewConversation::default()).await.unwrap();
+    /// The child, killed whatever happens to the test.
+    struct Child(std::process::Child);
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Child(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "holder_child", "--nocapture", "--test-threads=1"])
+            .env(HOLDER_CHILD, format!("{url} {schema}"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let locked = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("LOCKED"));
+    assert!(locked, "the child did not take the lease");
+    let me = ba_storage::RunHolder::new("r-parent", "the parent");
+    match store.lock_run(&id, &me).await.unwrap() {
+        ba_storage::RunLock::Held(Some(h)) => assert_eq!(h.holder, "the child"),
+        other => panic!("the child's lease is not seen: {other:?}"),
+    }
+    // SIGKILL: no destructor runs; the server sees the connection close and drops the lock.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let start = std::time::Instant::now();
+    let lease = loop {
+        match store.lock_run(&id, &me).await.unwrap() {
+            ba_storage::RunLock::Taken(lease) => break lease,
+            held => {
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(60),
+                    "the dead child's lease was never released: {held:?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    };
+    drop(lease);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_in_two_schemas_are_apart() {
+    let Some(url) = url() else { return };
+    let store = |schema: String| {
+        let url = url.clone();
+        async move {
+            let opts = PostgresOptions {
+                schema,
+                ..PostgresOptions::default()
+            };
+            PostgresStore::connect(&url, opts).await.unwrap()
+        }
+    };
+    let (a, b) = (store(schema()).await, store(schema()).await);
+    let id = ConversationId::new("same-name").unwrap();
+    a.create(&id, NewConversation::default()).await.unwrap();
+    b.create(&id, NewConversation::default()).await.unwrap();
+    let holder = ba_storage::RunHolder::new("r1", "a test");
+    let _in_a = a.lock_run(&id, &holder).await.unwrap().lease().unwrap();
+    // The same conversation id in another schema is another conversation: its lease is free.
+    let in_b = b.lock_run(&id, &holder).await.unwrap();
+    assert!(in_b.lease().is_some(), "schema b waits on schema a's lease");
+}

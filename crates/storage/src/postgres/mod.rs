@@ -32,9 +32,11 @@ use crate::store::{
 };
 use crate::workspace::{Workspace, WorkspaceLimits};
 
-/// The key of a conversation's run lock (an advisory lock on its hash).
-fn run_lock_key(id: &ConversationId) -> String {
-    format!("ba-run:{id}")
+/// The key of a conversation's run lock (an advisory lock on its hash). Advisory locks are
+/// the database's, not the schema's: the key names the schema, so that two stores in two
+/// schemas of one database never hold each other's conversations.
+fn run_lock_key(schema: &str, id: &ConversationId) -> String {
+    format!("ba-run:{schema}:{id}")
 }
 
 /// The holder `ba_run_holders` names for a conversation.
@@ -156,6 +158,7 @@ pub struct PostgresStore {
     pool: Pool,
     clock: SharedClock,
     workspace: Arc<PostgresWorkspace>,
+    schema: String,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -238,6 +241,7 @@ impl PostgresStore {
             pool,
             clock: opts.clock,
             workspace,
+            schema: schema.clone(),
         };
         store.migrate(schema).await?;
         Ok(store)
@@ -534,7 +538,7 @@ impl ConversationStore for PostgresStore {
     async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
         holder.validate(id)?;
         let client = self.client().await?;
-        let key = run_lock_key(id);
+        let key = run_lock_key(&self.schema, id);
         let row = client
             .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
             .await
@@ -593,7 +597,7 @@ impl ConversationStore for PostgresStore {
                    AND objsubid = 1
                    AND classid = ((hashtext($1)::bigint >> 32) & 4294967295)::oid
                    AND objid = (hashtext($1)::bigint & 4294967295)::oid)",
-                &[&run_lock_key(id)],
+                &[&run_lock_key(&self.schema, id)],
             )
             .await
             .map_err(db)?;
