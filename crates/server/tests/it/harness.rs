@@ -402,16 +402,25 @@ impl Sse {
         }
     }
 
-    /// Frames up to and including the first `event`.
+    /// Frames up to and including the first `event`, within [`LIMIT`] in all (keep-alive
+    /// comments keep a stream alive, so a frame that never comes must still end the test).
     pub async fn until(&mut self, event: &str) -> Vec<Frame> {
         let mut out = Vec::new();
-        while let Some(f) = self.next().await {
-            let done = f.event == event;
-            out.push(f);
-            if done {
-                return out;
+        let found = tokio::time::timeout(LIMIT, async {
+            while let Some(f) = self.next().await {
+                let done = f.event == event;
+                out.push(f);
+                if done {
+                    return true;
+                }
             }
+            false
+        })
+        .await;
+        match found {
+            Ok(true) => out,
+            Ok(false) => panic!("the stream ended before `{event}`: {out:#?}"),
+            Err(_) => panic!("no `{event}` within {LIMIT:?}: {out:#?}"),
         }
-        panic!("the stream ended before `{event}`: {out:#?}");
     }
 }

@@ -542,3 +542,68 @@ async fn cancel_during_tool_calls_leaves_them_to_resume() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_client_joining_mid_round_gets_a_sync_frame_and_catches_up_from_the_log() {
+    let (_d, path) = dir();
+    let turns = vec![text_turn(
+        "Resumed: 42 rows.",
+        json!({"role": "user", "text": "continue"}),
+    )];
+    let server = Server::start(&path, Model::new(&turns, 0).hanging(0));
+    let api = Api::new(&server);
+    let id = api.create().await;
+    let mut first = api.events(&id, None).await;
+    let run: Value = api.run(&id, "r1", message(Q)).await.json().await.unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    first.until("text_delta").await;
+    // A second page opens now (it read the history from /messages): the round so far first.
+    let mut second = api.events(&id, None).await;
+    let frames = second.until("sync").await;
+    assert_eq!(events(&frames), ["sync"], "{frames:#?}");
+    let sync = &frames[0].data;
+    assert_eq!(sync["run_id"], run_id.as_str());
+    assert_eq!(sync["text_so_far"], "partial ");
+    // A page that read nothing yet (cursor 0) catches up from the log while the run goes
+    // on: the user's message, then the same round so far.
+    let mut third = api.events(&id, Some("0")).await;
+    let caught = third.until("sync").await;
+    let entries: Vec<&Value> = caught
+        .iter()
+        .filter(|f| f.event == "entry")
+        .map(|f| &f.data["entry"])
+        .collect();
+    assert!(entries.iter().any(|e| e["role"] == "user"), "{caught:#?}");
+    assert_eq!(caught.last().unwrap().data["text_so_far"], "partial ");
+    // From the last entry it read, a reconnect sends no entry again, and the round so far
+    // again — replayed from the server's ring of recent frames, or as a sync frame.
+    let last_entry = caught.iter().rev().find(|f| f.event == "entry").unwrap();
+    let mut fourth = api.events(&id, Some(&last_entry.id)).await;
+    let again = tokio::time::timeout(crate::harness::LIMIT, async {
+        let mut out = Vec::new();
+        while let Some(f) = fourth.next().await {
+            let done = f.event == "sync" || f.event == "text_delta";
+            out.push(f);
+            if done {
+                break;
+            }
+        }
+        out
+    })
+    .await
+    .expect("the round so far never came");
+    assert!(again.iter().all(|f| f.event != "entry"), "{again:#?}");
+    assert!(
+        again.last().unwrap().data.to_string().contains("partial "),
+        "{again:#?}"
+    );
+    // Then all four follow the run live to its end.
+    let cancel_url = format!("/api/v1/conversations/{id}/runs/{run_id}/cancel");
+    api.post(&cancel_url, json!({})).send().await.unwrap();
+    for stream in [&mut first, &mut second, &mut third, &mut fourth] {
+        let frames = tokio::time::timeout(crate::harness::LIMIT, stream.until("finished"))
+            .await
+            .expect("the run never finished on this stream");
+        assert_eq!(frames.last().unwrap().data["status"], "cancelled");
+    }
+}
