@@ -31,20 +31,20 @@
 //!    result larger than the whole budget is better read in part than lost with the rest).
 //! 7. Still over: the extreme fallback keeps the last rounds only.
 //!
-//! Every dropped or shortened entry is recorded with its reason. How a unit becomes its trace
-//! is in [`trace`].
+//! Every dropped or shortened entry is recorded with its reason. This file holds the strategy,
+//! its scores and the order of the steps; each step is in `steps`, and how a unit becomes its
+//! trace or its folded note in `trace`.
 
+mod steps;
 mod trace;
 
 use async_trait::async_trait;
-use ba_protocol::{Content, LogRole};
 
-use self::trace::{TraceLevel, call_names, full_output, tool_of};
+use self::trace::TraceLevel;
 use super::{CompressCx, CompressionStrategy};
 use crate::error::Result;
-use crate::message::MessageCounter;
-use crate::salience::{has_path, key_sentences, trace_text};
-use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
+use crate::salience::has_path;
+use crate::window::{Changed, Unit, UnitKind, Window};
 
 /// Characters of each entry the text signals of a score read.
 pub const SCORE_CHARS: usize = 2_000;
@@ -196,291 +196,6 @@ impl KeyMessages {
             parts,
         }
     }
-
-    /// Units kept whole whatever happens in step 1: user messages, summaries, the current
-    /// task's work and the most recent units.
-    fn protected(&self, window: &Window) -> Vec<bool> {
-        let n = window.units.len();
-        let latest = window.latest_user();
-        window
-            .units
-            .iter()
-            .enumerate()
-            .map(|(i, u)| {
-                matches!(u.kind, UnitKind::User | UnitKind::Summary)
-                    || i + self.recent >= n
-                    || latest.is_some_and(|l| i >= l)
-            })
-            .collect()
-    }
-
-    /// Replaces unit `i` by `reduced`, recording its changes; `total` (the window's tokens)
-    /// follows.
-    /// Entries of the old unit that the new one no longer holds (the results of a folded
-    /// group) are recorded as dropped, folded.
-    fn apply(window: &mut Window, i: usize, reduced: (Unit, Vec<Changed>), total: &mut usize) {
-        let (unit, changes) = reduced;
-        *total = *total + unit.tokens - window.units[i].tokens;
-        let gone: Vec<String> = window.units[i]
-            .entries
-            .iter()
-            .filter(|e| !unit.entries.iter().any(|n| n.id == e.id))
-            .filter(|e| {
-                !window
-                    .changed
-                    .iter()
-                    .any(|c| c.id == e.id && c.kind == ChangeKind::AbortedResult)
-            })
-            .map(|e| e.id.clone())
-            .collect();
-        // What changed in an entry that left is no longer a change of the window.
-        window.changed.retain(|c| !gone.contains(&c.id));
-        for id in gone {
-            window.drop_id(&id, DropReason::Folded);
-        }
-        window.units[i] = unit;
-        // An entry changed the same way twice (folded, then folded further) is one change.
-        // A folded entry was traced before: the fold is what it is now.
-        for c in changes {
-            if c.kind == ChangeKind::Folded {
-                window.changed.retain(|o| o.id != c.id || o.kind == c.kind);
-            }
-            if !window.changed.contains(&c) {
-                window.changed.push(c);
-            }
-        }
-    }
-
-    /// Step 2: previews of protected tool results (not the pending ones) and key sentences of
-    /// long protected assistant texts, oldest first, until the target is met.
-    fn shrink_protected(&self, window: &mut Window, target: usize, counter: &MessageCounter) {
-        let end = window.pending_start().unwrap_or(window.units.len());
-        let mut total = window.tokens();
-        for i in 0..end {
-            if total <= target {
-                return;
-            }
-            let unit = &window.units[i];
-            let changed = match unit.kind {
-                UnitKind::ToolGroup => {
-                    let mut out = unit.clone();
-                    let mut changes = Vec::new();
-                    let names = call_names(unit);
-                    for e in out.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
-                        let text = e.text();
-                        let tool = tool_of(e, &names);
-                        let ok = e.is_error != Some(true);
-                        if let Some(t) =
-                            trace_text(&text, tool, ok, &full_output(e), self.preview_chars)
-                        {
-                            e.content = Some(Content::Text(t));
-                            changes.push(Changed {
-                                id: e.id.clone(),
-                                kind: ChangeKind::ToolResultPreview,
-                            });
-                        }
-                    }
-                    out.recount(counter);
-                    (!changes.is_empty()).then_some((out, changes))
-                }
-                UnitKind::Assistant => self.reduced(unit, TraceLevel::Lines, counter),
-                _ => None,
-            };
-            if let Some(c) = changed {
-                Self::apply(window, i, c, &mut total);
-            }
-        }
-    }
-
-    /// Traces (and cut texts) shrink to `level`, oldest first, until the window is within
-    /// `goal`. The current task's work keeps its calls paired.
-    fn shrink_traces(
-        &self,
-        window: &mut Window,
-        level: TraceLevel,
-        goal: usize,
-        counter: &MessageCounter,
-    ) {
-        let end = window.pending_start().unwrap_or(window.units.len());
-        let latest = window.latest_user();
-        let mut total = window.tokens();
-        for i in 0..end {
-            if total <= goal {
-                return;
-            }
-            let level = if latest.is_some_and(|l| i > l) {
-                level.paired()
-            } else {
-                level
-            };
-            if let Some(c) = self.reduced(&window.units[i], level, counter) {
-                Self::apply(window, i, c, &mut total);
-            }
-        }
-    }
-
-    /// Step 5: the oldest user messages (never the latest) are cut to their key sentences
-    /// until the window fits `limit`.
-    fn cut_old_users(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
-        let total = window.tokens();
-        self.cut_users(window, total, limit, self.user_key_chars, counter);
-    }
-
-    /// The oldest user messages are cut to their key sentences until the floor (what only the
-    /// last steps can take out) is within `goal`.
-    fn cut_old_users_to(
-        &self,
-        window: &mut Window,
-        goal: usize,
-        cap: usize,
-        counter: &MessageCounter,
-    ) {
-        let floor = Self::floor(window);
-        self.cut_users(window, floor, goal, cap, counter);
-    }
-
-    /// Cuts the oldest user messages to their key sentences (at most `cap` chars) while
-    /// `total` (kept up to date) is over `goal`.
-    fn cut_users(
-        &self,
-        window: &mut Window,
-        mut total: usize,
-        goal: usize,
-        cap: usize,
-        counter: &MessageCounter,
-    ) {
-        let latest = window.latest_user();
-        for i in 0..window.units.len() {
-            if total <= goal {
-                return;
-            }
-            if Some(i) == latest {
-                break;
-            }
-            let unit = &mut window.units[i];
-            if unit.kind != UnitKind::User {
-                continue;
-            }
-            let Some(e) = unit.entries.first_mut() else {
-                continue;
-            };
-            let Some(cut) = key_sentences(&e.text(), cap) else {
-                continue;
-            };
-            e.content = Some(Content::Text(cut.text));
-            // A message cut again (to a smaller cap) is one change.
-            if !window
-                .changed
-                .iter()
-                .any(|c| c.id == e.id && c.kind == ChangeKind::KeySentences)
-            {
-                window.changed.push(Changed {
-                    id: e.id.clone(),
-                    kind: ChangeKind::KeySentences,
-                });
-            }
-            let before = unit.tokens;
-            unit.recount(counter);
-            total = total + unit.tokens - before;
-        }
-    }
-
-    /// Step 6: the results of the pending tool group become previews, then traces, until the
-    /// window fits `limit`.
-    fn shrink_pending(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
-        let Some(p) = window.pending_start() else {
-            return;
-        };
-        for chars in [self.preview_chars, self.trace_chars, self.trace_top_chars] {
-            if window.tokens() <= limit {
-                return;
-            }
-            let unit = &mut window.units[p];
-            let mut changed = Vec::new();
-            let names = call_names(unit);
-            for e in unit.entries.iter_mut().filter(|e| e.role == LogRole::Tool) {
-                let text = e.text();
-                let tool = tool_of(e, &names);
-                let ok = e.is_error != Some(true);
-                if let Some(t) = trace_text(&text, tool, ok, &full_output(e), chars) {
-                    e.content = Some(Content::Text(t));
-                    changed.push(Changed {
-                        id: e.id.clone(),
-                        kind: ChangeKind::ToolResultPreview,
-                    });
-                }
-            }
-            unit.recount(counter);
-            window.changed.extend(changed);
-        }
-    }
-
-    /// Step 4: whole units of the oldest rounds leave — traces and answers, never user
-    /// messages or summaries, never the current task's work — until the window fits `limit`.
-    fn drop_old_traces(&self, window: &mut Window, limit: usize) {
-        Self::drop_oldest(window, limit, |k| {
-            matches!(k, UnitKind::ToolGroup | UnitKind::Assistant)
-        });
-    }
-
-    /// The answers of older rounds (assistant text without calls, before the latest user
-    /// message) leave, oldest first, until the window fits `limit`.
-    fn drop_old_answers(&self, window: &mut Window, limit: usize) {
-        Self::drop_oldest(window, limit, |k| k == UnitKind::Assistant);
-    }
-
-    /// Units of a kind `leaves` accepts, before the latest user message, leave oldest first
-    /// until the window fits `limit`.
-    fn drop_oldest(window: &mut Window, limit: usize, leaves: impl Fn(UnitKind) -> bool) {
-        let latest = window.latest_user().unwrap_or(0);
-        let mut total = window.tokens();
-        let mut gone = vec![false; window.units.len()];
-        for (i, unit) in window.units.iter().enumerate().take(latest) {
-            if total <= limit {
-                break;
-            }
-            if leaves(unit.kind) {
-                gone[i] = true;
-                total -= unit.tokens;
-            }
-        }
-        window.retain(DropReason::OlderRound, |i, _| !gone[i]);
-    }
-
-    /// The tokens no step before the last ones can take out: user messages, summaries, the
-    /// results the model is about to read, and the reply priming.
-    fn floor(window: &Window) -> usize {
-        let pending = window.pending_start();
-        window.reply_priming
-            + window
-                .units
-                .iter()
-                .enumerate()
-                .filter(|(i, u)| {
-                    matches!(u.kind, UnitKind::User | UnitKind::Summary)
-                        || pending.is_some_and(|p| *i >= p)
-                })
-                .map(|(_, u)| u.tokens)
-                .sum::<usize>()
-    }
-
-    /// The current task's work before the pending results (what follows the latest user
-    /// message) is reduced to header traces, oldest first, until the window fits `limit`.
-    fn shrink_current_work(&self, window: &mut Window, limit: usize, counter: &MessageCounter) {
-        let Some(latest) = window.latest_user() else {
-            return;
-        };
-        let end = window.pending_start().unwrap_or(window.units.len());
-        let mut total = window.tokens();
-        for i in latest + 1..end {
-            if total <= limit {
-                return;
-            }
-            if let Some(c) = self.reduced(&window.units[i], TraceLevel::PairedHeader, counter) {
-                Self::apply(window, i, c, &mut total);
-            }
-        }
-    }
 }
 
 #[async_trait]
@@ -585,40 +300,13 @@ impl CompressionStrategy for KeyMessages {
         Ok(self.over_the_limit(window, cx))
     }
 }
-
-impl KeyMessages {
-    /// The steps that act only over the limit: older rounds leave, the oldest user messages
-    /// are cut to their key sentences, the pending results are previewed, and last the window
-    /// keeps its last rounds only.
-    fn over_the_limit(&self, mut window: Window, cx: CompressCx<'_>) -> Window {
-        if window.tokens() > cx.limit {
-            self.drop_old_traces(&mut window, cx.limit);
-        }
-        if window.tokens() > cx.limit {
-            self.shrink_current_work(&mut window, cx.limit, cx.counter);
-        }
-        if window.tokens() > cx.limit {
-            self.cut_old_users(&mut window, cx.limit, cx.counter);
-        }
-        if window.tokens() > cx.limit {
-            self.shrink_pending(&mut window, cx.limit, cx.counter);
-        }
-        if window.tokens() > cx.limit {
-            let first = (window.last_round() + 1)
-                .saturating_sub(self.fallback_rounds)
-                .max(1);
-            window.retain(DropReason::OutsideRecentRounds, |_, u| {
-                u.kind == UnitKind::Summary || u.round >= first
-            });
-        }
-        window
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::MessageCounter;
     use crate::tokens::Encoding;
+    use crate::window::{ChangeKind, DropReason};
+    use ba_protocol::LogRole;
     use ba_protocol::{LogEntry, LogToolCall};
 
     #[test]
@@ -729,7 +417,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod settled_head {
+mod later_compactions {
     use crate::pipeline::Pipeline;
     use crate::tokens::Encoding;
     use crate::{ContextBudget, MessageCounter, block_on};
