@@ -60,18 +60,23 @@ pub(crate) async fn take_lease(
     run_id: &str,
 ) -> Result<RunLease, AgentError> {
     let holder = RunHolder::new(run_id, inner.holder.clone());
+    let mut looked_again = false;
     loop {
         let ended = inner.live.ended();
         match inner.store.lock_run(id, &holder).await? {
             RunLock::Taken(lease) => return Ok(lease),
-            RunLock::Held(Some(h))
-                if inner
-                    .live
-                    .get(&h.run_id)
-                    .is_some_and(|c| c.signal() == Signal::Cancel) =>
-            {
-                ended.await;
-            }
+            RunLock::Held(Some(h)) => match inner.live.get(&h.run_id) {
+                Some(c) if c.signal() == Signal::Cancel => ended.await,
+                // A run of this process that left its table between the lock and this look:
+                // it let the lease go before it left, so one more try takes it.
+                None if h.holder == inner.holder && !looked_again => looked_again = true,
+                _ => {
+                    return Err(AgentError::Busy {
+                        conversation: id.to_string(),
+                        holder: Some(h),
+                    });
+                }
+            },
             RunLock::Held(holder) => {
                 return Err(AgentError::Busy {
                     conversation: id.to_string(),
