@@ -127,8 +127,14 @@ fn to_event(frame: &Frame) -> Event {
         .data(frame.data.as_str())
 }
 
-/// The next frame of a stream; `None` ends it (shutdown, or the hub is gone).
-async fn next_frame(mut tail: Tail) -> Option<(Result<Event, Infallible>, Tail)> {
+/// The next event of a stream; `None` ends it (shutdown, or the hub is gone).
+async fn next_frame(tail: Tail) -> Option<(Result<Event, Infallible>, Tail)> {
+    let (frame, tail) = next_raw(tail).await?;
+    Some((Ok(to_event(&frame)), tail))
+}
+
+/// The next frame of a stream, in cursor order, none twice (a `sync` frame aside).
+async fn next_raw(mut tail: Tail) -> Option<(Arc<Frame>, Tail)> {
     loop {
         if let Some(frame) = tail.pending.pop_front() {
             if tail
@@ -140,7 +146,7 @@ async fn next_frame(mut tail: Tail) -> Option<(Result<Event, Infallible>, Tail)>
             if frame.event != "sync" {
                 tail.last = Some(frame.cursor);
             }
-            return Some((Ok(to_event(&frame)), tail));
+            return Some((frame, tail));
         }
         if let Some(after) = tail.catch_up.take() {
             if catch_up(&mut tail, after).await.is_err() {
@@ -234,4 +240,90 @@ fn follow_log(state: &AppState, id: &ConversationId, hub: &Arc<Hub>) {
         }
         hub.lock().tailing = false;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ba_protocol::{LogEntry, LogRole};
+    use ba_storage::{FileStore, NewConversation};
+
+    fn entry(i: usize) -> LogEntry {
+        let role = if i % 2 == 0 {
+            LogRole::User
+        } else {
+            LogRole::Assistant
+        };
+        LogEntry::new(format!("e{i}"), role, "2026-01-01T00:00:00Z").with_text(format!("line {i}"))
+    }
+
+    /// A stream that does not read while far more frames than the broadcast holds are
+    /// published falls behind (`Lagged`); it then reads the entries it missed from the log and
+    /// goes on live: every entry once, in order, none lost.
+    #[tokio::test]
+    async fn a_stream_that_falls_behind_catches_up_from_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+        let id = ConversationId::new("lagging").unwrap();
+        store.create(&id, NewConversation::default()).await.unwrap();
+        let hub = Arc::new(Hub::new(0));
+        let (rx, start, now) = hub.subscribe(None);
+        assert!(matches!(start, Start::Live));
+        let (_shutdown_tx, shutdown) = watch::channel(false);
+        let mut tail = Tail {
+            pending: VecDeque::new(),
+            rx,
+            last: Some(now),
+            catch_up: None,
+            hub: Arc::clone(&hub),
+            store: Arc::clone(&store),
+            id: id.clone(),
+            shutdown,
+        };
+        // Three times the broadcast's room, in batches as runs append them, with deltas
+        // between (which a lagging stream may lose: the entries carry the record).
+        let total = 3 * 1024 + 17;
+        let mut appended = 0;
+        while appended < total {
+            let n = (total - appended).min(100);
+            let batch: Vec<LogEntry> = (appended..appended + n).map(entry).collect();
+            store.append_batch(&id, &batch, None).await.unwrap();
+            let stored = store.load_from(&id, appended as u64 + 1).await.unwrap();
+            hub.publish_entries(&stored.entries);
+            for k in 0..n {
+                hub.publish_event(
+                    "r",
+                    &ba_agent::AgentEvent::TextDelta {
+                        round: 1,
+                        text: k.to_string(),
+                    },
+                );
+            }
+            appended += n;
+        }
+        let mut seqs = Vec::new();
+        while seqs.last().copied().unwrap_or(0) < total as u64 {
+            let (frame, next) = next_raw(tail).await.expect("the stream ended early");
+            tail = next;
+            if frame.event == "entry" {
+                seqs.push(frame.cursor.seq);
+            }
+        }
+        let expected: Vec<u64> = (1..=total as u64).collect();
+        assert_eq!(seqs.len(), expected.len(), "entries missing or twice");
+        assert_eq!(seqs, expected);
+        // Live again: the next entry comes from the broadcast.
+        store.append(&id, &entry(total), None).await.unwrap();
+        let stored = store.load_from(&id, total as u64 + 1).await.unwrap();
+        hub.publish_entries(&stored.entries);
+        loop {
+            let (frame, next) = next_raw(tail).await.expect("the stream ended early");
+            tail = next;
+            if frame.event == "entry" {
+                assert_eq!(frame.cursor.seq, total as u64 + 1);
+                break;
+            }
+        }
+        assert!(tail.catch_up.is_none() && tail.pending.is_empty());
+    }
 }
