@@ -169,7 +169,8 @@ pub enum AgentEvent {
     Error {
         /// Round (0 before the first).
         round: u32,
-        /// A short kind (`rate_limited`, `stream_cut`, `round_limit`, `context`, `store`, …).
+        /// A short kind (`rate_limited`, `stream_cut`, `round_limit`, `context`, `store`,
+        /// `lease_lost` — the run's lease was lost and it stopped writing, …).
         kind: String,
         /// What happened.
         message: String,

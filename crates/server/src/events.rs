@@ -249,7 +249,7 @@ mod tests {
     use ba_storage::{FileStore, NewConversation};
 
     fn entry(i: usize) -> LogEntry {
-        let role = if i % 2 == 0 {
+        let role = if i.is_multiple_of(2) {
             LogRole::User
         } else {
             LogRole::Assistant

@@ -163,7 +163,34 @@ pub struct Appended {
 /// The right to run a conversation, held until dropped: while one is held, every other
 /// [`ConversationStore::lock_run`] on the conversation — in this process or another one
 /// sharing the store — is refused with the holder's [`RunHolder`].
-pub struct RunLease(#[allow(dead_code, reason = "held for its Drop")] Option<Box<dyn Send + Sync>>);
+///
+/// A lease can be lost while held when the backend's lock lives in something that can break
+/// on its own (a database session whose connection is cut): [`RunLease::is_held`] says so,
+/// and a run that finds its lease lost must stop writing, since another may have taken it.
+pub struct RunLease(Option<Box<dyn LeaseHold>>);
+
+/// What keeps a lease's lock: dropped to release it; asked whether the lock still holds.
+trait LeaseHold: Send + Sync {
+    fn is_held(&self) -> bool;
+}
+
+/// A holder whose lock cannot be lost while it lives (a file's `flock`).
+struct Opaque<H>(#[allow(dead_code, reason = "held for its Drop")] H);
+
+impl<H: Send + Sync> LeaseHold for Opaque<H> {
+    fn is_held(&self) -> bool {
+        true
+    }
+}
+
+/// A holder with a check of its lock.
+struct Checked<H, F>(H, F);
+
+impl<H: Send + Sync, F: Fn(&H) -> bool + Send + Sync> LeaseHold for Checked<H, F> {
+    fn is_held(&self) -> bool {
+        (self.1)(&self.0)
+    }
+}
 
 impl RunLease {
     /// A lease that locks nothing by itself (its holder keeps the lock some other way).
@@ -171,9 +198,25 @@ impl RunLease {
         Self(None)
     }
 
-    /// A lease that releases its lock when `holder` is dropped.
+    /// A lease that releases its lock when `holder` is dropped, and cannot lose it before.
     pub fn holding(holder: impl Send + Sync + 'static) -> Self {
-        Self(Some(Box::new(holder)))
+        Self(Some(Box::new(Opaque(holder))))
+    }
+
+    /// A lease that releases its lock when `holder` is dropped, and whose lock holds while
+    /// `held(&holder)` says so (a database connection that is still open).
+    pub fn holding_while<H, F>(holder: H, held: F) -> Self
+    where
+        H: Send + Sync + 'static,
+        F: Fn(&H) -> bool + Send + Sync + 'static,
+    {
+        Self(Some(Box::new(Checked(holder, held))))
+    }
+
+    /// Whether the lock still holds. `false` once it was lost (its connection closed): the
+    /// conversation may already be another run's.
+    pub fn is_held(&self) -> bool {
+        self.0.as_ref().is_none_or(|h| h.is_held())
     }
 }
 

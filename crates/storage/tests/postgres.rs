@@ -24,6 +24,15 @@ fn schema() -> String {
     format!("ba_test_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// A store on `schema` with the default options.
+async fn store_in(url: &str, schema: &str) -> PostgresStore {
+    let opts = PostgresOptions {
+        schema: schema.to_owned(),
+        ..PostgresOptions::default()
+    };
+    PostgresStore::connect(url, opts).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_on_postgres() {
     let Some(url) = url() else { return };
@@ -147,11 +156,7 @@ async fn two_stores_share_every_file() {
 async fn a_file_streaming_in_does_not_hold_up_the_log() {
     use tokio::io::AsyncWriteExt as _;
     let Some(url) = url() else { return };
-    let opts = PostgresOptions {
-        schema: schema(),
-        ..PostgresOptions::default()
-    };
-    let store = PostgresStore::connect(&url, opts).await.unwrap();
+    let store = store_in(&url, &schema()).await;
     let id = ConversationId::new("busy").unwrap();
     store.create(&id, NewConversation::default()).await.unwrap();
     let ws = store.workspace().unwrap();
@@ -230,11 +235,7 @@ async fn holder_child() {
         return;
     };
     let (url, schema) = spec.split_once(' ').unwrap();
-    let opts = PostgresOptions {
-        schema: schema.to_owned(),
-        ..PostgresOptions::default()
-    };
-    let store = PostgresStore::connect(url, opts).await.unwrap();
+    let store = store_in(url, schema).await;
     let id = ConversationId::new("held").unwrap();
     let _lease = store
         .lock_run(&id, &ba_storage::RunHolder::new("r-child", "the child"))
@@ -251,11 +252,7 @@ async fn a_killed_holder_releases_the_run_lock() {
     use std::io::BufRead as _;
     let Some(url) = url() else { return };
     let schema = schema();
-    let opts = PostgresOptions {
-        schema: schema.clone(),
-        ..PostgresOptions::default()
-    };
-    let store = PostgresStore::connect(&url, opts).await.unwrap();
+    let store = store_in(&url, &schema).await;
     let id = ConversationId::new("held").unwrap();
     store.create(&id, NewConversation::default()).await.unwrap();
     /// The child, killed whatever happens to the test.
@@ -307,17 +304,10 @@ async fn a_killed_holder_releases_the_run_lock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_in_two_schemas_are_apart() {
     let Some(url) = url() else { return };
-    let store = |schema: String| {
-        let url = url.clone();
-        async move {
-            let opts = PostgresOptions {
-                schema,
-                ..PostgresOptions::default()
-            };
-            PostgresStore::connect(&url, opts).await.unwrap()
-        }
-    };
-    let (a, b) = (store(schema()).await, store(schema()).await);
+    let (a, b) = (
+        store_in(&url, &schema()).await,
+        store_in(&url, &schema()).await,
+    );
     let id = ConversationId::new("same-name").unwrap();
     a.create(&id, NewConversation::default()).await.unwrap();
     b.create(&id, NewConversation::default()).await.unwrap();
@@ -326,4 +316,49 @@ async fn leases_in_two_schemas_are_apart() {
     // The same conversation id in another schema is another conversation: its lease is free.
     let in_b = b.lock_run(&id, &holder).await.unwrap();
     assert!(in_b.lease().is_some(), "schema b waits on schema a's lease");
+}
+
+/// The lease's lock lives in one database session: when that session alone is cut, the lock
+/// is gone, the lease says so (a run holding it stops writing), and another holder takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_whose_connection_is_cut_says_it_is_lost() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let store = store_in(&url, &schema).await;
+    let id = ConversationId::new("cut").unwrap();
+    store.create(&id, NewConversation::default()).await.unwrap();
+    let lease = store
+        .lock_run(&id, &ba_storage::RunHolder::new("r1", "first"))
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    assert!(lease.is_held());
+    assert_eq!(store.cut_run_lock_session(&id).await.unwrap(), 1);
+    let start = std::time::Instant::now();
+    while lease.is_held() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the lease still says it is held after its connection was cut"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The store itself goes on (the pool's other connections), and the conversation is free.
+    let second = store
+        .lock_run(&id, &ba_storage::RunHolder::new("r2", "second"))
+        .await
+        .unwrap()
+        .lease()
+        .expect("the lock of a cut connection is free");
+    assert!(second.is_held());
+    drop(lease);
+    // Dropping the lost lease does not release the new holder's lock.
+    match store
+        .lock_run(&id, &ba_storage::RunHolder::new("r3", "third"))
+        .await
+        .unwrap()
+    {
+        ba_storage::RunLock::Held(Some(h)) => assert_eq!(h.holder, "second"),
+        other => panic!("the second lease is not seen: {other:?}"),
+    }
 }

@@ -144,6 +144,8 @@ pub(crate) struct Runner {
     /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
     /// top parent's), when the agent has one.
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
+    /// Set when the run's lease was found lost: nothing more is written.
+    pub(crate) lease_lost: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Runner {
@@ -174,6 +176,12 @@ impl Runner {
     }
 
     pub(crate) async fn append(&mut self, entry: LogEntry) -> Result<(), Stop> {
+        if self.lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Stop {
+                kind: "lease_lost",
+                message: task::LEASE_LOST.to_owned(),
+            });
+        }
         let (seq, entry) = self.history.append(entry).await?;
         if self.options.entry_events {
             let event = AgentEvent::Entry {

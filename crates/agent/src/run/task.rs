@@ -3,6 +3,7 @@
 //! a cancel request while the state machine goes, and the end in its fixed order.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ba_storage::{ConversationId, ConversationStore, RunHolder, RunLease, RunLock};
 use tokio::sync::mpsc::UnboundedSender;
@@ -87,20 +88,30 @@ pub(crate) async fn take_lease(
     }
 }
 
-/// Looks in the store, every `cancel_poll`, for a cancel request naming this run (made by
-/// another process through [`crate::Agent::cancel`]) and raises the signal when one is there.
-/// Never resolves.
+/// Looks, every `cancel_poll`, in the store for a cancel request naming this run (made by
+/// another process through [`crate::Agent::cancel`]) and at the run's lease: a request raises
+/// the cancel signal; a lease found lost (its database session cut) marks the run's lease as
+/// lost and cancels it, so that it writes nothing more beside a run that may have taken the
+/// conversation. Never resolves.
 async fn watch_store_for_cancel(
     inner: Arc<Inner>,
     id: ConversationId,
     run_id: String,
     control: Control,
+    lease: &RunLease,
+    lost: Arc<AtomicBool>,
 ) {
     let mut look = tokio::time::interval(inner.settings.cancel_poll);
     look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     look.tick().await;
     while control.signal() != Signal::Cancel {
         look.tick().await;
+        if !lease.is_held() {
+            tracing::error!(conversation = %id, run = %run_id, "the run's lease was lost");
+            lost.store(true, Ordering::SeqCst);
+            control.raise(Signal::Cancel);
+            break;
+        }
         match inner.store.cancel_requested(&id).await {
             Ok(Some(requested)) if requested == run_id => control.raise(Signal::Cancel),
             Ok(_) => {}
@@ -109,6 +120,11 @@ async fn watch_store_for_cancel(
     }
     std::future::pending::<()>().await;
 }
+
+/// What a run that lost its lease says.
+pub(crate) const LEASE_LOST: &str = "the conversation's run lease was lost (its database \
+    session was cut); the run stopped writing so that no other run writes beside it — send \
+    `continue` to go on";
 
 /// A run from its lease to its `Finished`, on the task [`crate::Agent`] spawned.
 pub(crate) async fn run(launch: Launch) {
@@ -141,10 +157,28 @@ pub(crate) async fn run(launch: Launch) {
         rounds = Empty,
         status = Empty,
     );
-    let watch = watch_store_for_cancel(Arc::clone(&inner), id.clone(), run_id.clone(), control);
+    let lost = Arc::clone(&runner.lease_lost);
+    let watch = watch_store_for_cancel(
+        Arc::clone(&inner),
+        id.clone(),
+        run_id.clone(),
+        control,
+        &lease,
+        Arc::clone(&lost),
+    );
     let outcome = tokio::select! {
         outcome = runner.go(input).instrument(span.clone()) => outcome,
         () = watch => unreachable!("the store watch never resolves"),
+    };
+    // Cut by the loss of its lease, whatever the cut made of it.
+    let outcome = match outcome {
+        Ok(summary) if lost.load(Ordering::SeqCst) && summary.status != RunStatus::Answered => {
+            Err(super::Stop {
+                kind: "lease_lost",
+                message: LEASE_LOST.into(),
+            })
+        }
+        other => other,
     };
     let summary = match outcome {
         Ok(summary) => summary,
@@ -153,7 +187,8 @@ pub(crate) async fn run(launch: Launch) {
                 round: runner.round,
                 kind: stop.kind.to_owned(),
                 message: stop.message.clone(),
-                resumable: false,
+                // A run that lost its lease left the log as a cancel does.
+                resumable: stop.kind == "lease_lost",
             });
             runner.summary(RunStatus::Failed, None, Some(stop.message))
         }
@@ -238,6 +273,7 @@ impl Runner {
             catalogue,
             files,
             scope: Arc::default(),
+            lease_lost: Arc::default(),
         }
     }
 }

@@ -143,50 +143,120 @@ async fn a_cancel_through_the_other_server_on_one_file_store() {
     a_cancel_sent_to_the_other_server_stops_the_run(&a, &b).await;
 }
 
-#[tokio::test]
-async fn two_servers_on_one_postgres_database() {
-    let Some(url) = ba_testkit::require_env(
-        "BA_AGENT_TEST_DATABASE_URL",
-        "run `eval \"$(bash .ci/postgres.sh)\"` to start a server",
-    ) else {
-        return;
-    };
-    let schema = format!("ba_server_{}", uuid::Uuid::new_v4().simple());
-    let connect = || async {
+/// A PostgreSQL schema of its own for one test; `None` (said) without a server.
+struct Pg {
+    url: String,
+    schema: String,
+}
+
+impl Pg {
+    fn new() -> Option<Self> {
+        let url = ba_testkit::require_env(
+            "BA_AGENT_TEST_DATABASE_URL",
+            "run `eval \"$(bash .ci/postgres.sh)\"` to start a server",
+        )?;
+        let schema = format!("ba_server_{}", uuid::Uuid::new_v4().simple());
+        Some(Self { url, schema })
+    }
+
+    async fn store(&self) -> PostgresStore {
         let opts = PostgresOptions {
-            schema: schema.clone(),
+            schema: self.schema.clone(),
             ..PostgresOptions::default()
         };
-        let store: Arc<dyn ConversationStore> =
-            Arc::new(PostgresStore::connect(&url, opts).await.unwrap());
-        store
-    };
+        PostgresStore::connect(&self.url, opts).await.unwrap()
+    }
+
+    /// A server on a store of its own in this schema.
+    async fn server(&self, dir: &std::path::Path, model: Model) -> Server {
+        let store: Arc<dyn ConversationStore> = Arc::new(self.store().await);
+        let options = Options {
+            store: Some(store),
+            ..Options::default()
+        };
+        Server::start_with(dir, model, options)
+    }
+}
+
+#[tokio::test]
+async fn two_servers_on_one_postgres_database() {
+    let Some(pg) = Pg::new() else { return };
     let (_da, path_a) = dir();
     let (_db, path_b) = dir();
-    let a = Server::start_with(
-        &path_a,
-        Model::new(&two_rounds(Q), 0).gated(),
-        Options {
-            store: Some(connect().await),
-            ..Options::default()
-        },
-    );
-    let b = Server::start_with(
-        &path_b,
-        Model::new(&b_turns(), 0),
-        Options {
-            store: Some(connect().await),
-            ..Options::default()
-        },
-    );
+    let a = pg
+        .server(&path_a, Model::new(&two_rounds(Q), 0).gated())
+        .await;
+    let b = pg.server(&path_b, Model::new(&b_turns(), 0)).await;
     two_servers_share_the_conversations(&a, &b).await;
-    let c = Server::start_with(
-        &path_a,
-        Model::new(&hanging_turns(), 0).hanging(0),
-        Options {
-            store: Some(connect().await),
-            ..Options::default()
-        },
-    );
+    let c = pg
+        .server(&path_a, Model::new(&hanging_turns(), 0).hanging(0))
+        .await;
     a_cancel_sent_to_the_other_server_stops_the_run(&c, &b).await;
+}
+
+/// The database session holding a run's lease is cut while the run waits on its model (the
+/// rest of the store's pool is fine): the run finds its lease lost, stops without writing
+/// another entry, says why (`lease_lost`, resumable), and the conversation is free for the
+/// other server, whose entries follow the question with nothing of the cut run between.
+#[tokio::test]
+async fn a_run_whose_lease_session_is_cut_stops_writing() {
+    let Some(pg) = Pg::new() else { return };
+    let (_da, path_a) = dir();
+    let (_db, path_b) = dir();
+    let a = pg
+        .server(&path_a, Model::new(&hanging_turns(), 0).hanging(0))
+        .await;
+    let b = pg.server(&path_b, Model::new(&b_turns(), 0)).await;
+    let admin = pg.store().await;
+    let (api_a, api_b) = (Api::new(&a), Api::new(&b));
+    let id = api_a.create().await;
+    let mut seen_by_a = api_a.events(&id, None).await;
+    let run = api_a
+        .run(&id, "r1", json!({"type": "message", "text": Q}))
+        .await;
+    assert_eq!(run.status(), 202);
+    seen_by_a.until("text_delta").await;
+    let conv = ba_storage::ConversationId::new(id.clone()).unwrap();
+    assert_eq!(admin.cut_run_lock_session(&conv).await.unwrap(), 1);
+    let frames = seen_by_a.until("finished").await;
+    let error = frames
+        .iter()
+        .find(|f| f.event == "error")
+        .expect("no error event");
+    assert_eq!(error.data["kind"], "lease_lost", "{:?}", error.data);
+    assert_eq!(error.data["resumable"], true);
+    assert_eq!(frames.last().unwrap().data["status"], "failed");
+    assert!(
+        frames.iter().all(|f| f.event != "entry"),
+        "the cut run wrote after its lease was lost: {frames:?}"
+    );
+    // The conversation is free: the other server runs the next question at once.
+    let next = api_b
+        .run(&id, "r2", json!({"type": "message", "text": "Thanks"}))
+        .await;
+    assert_eq!(next.status(), 202);
+    let mut seen_by_b = api_b.events(&id, Some("1")).await;
+    let frames = seen_by_b.until("finished").await;
+    assert_eq!(frames.last().unwrap().data["status"], "answered");
+    let log = api_b
+        .json(&format!("/api/v1/conversations/{id}/messages"))
+        .await;
+    let entries: Vec<(&str, String)> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = match &e["entry"]["content"] {
+                Value::String(s) => s.clone(),
+                blocks => blocks[0]["text"].as_str().unwrap_or_default().to_owned(),
+            };
+            (e["entry"]["role"].as_str().unwrap(), text)
+        })
+        .collect();
+    let expected = [
+        ("user", Q.to_owned()),
+        ("user", "Thanks".to_owned()),
+        ("assistant", "You are welcome.".to_owned()),
+    ];
+    assert_eq!(entries, expected, "{log}");
 }

@@ -251,6 +251,28 @@ impl PostgresStore {
         self.pool.get().await.map_err(db)
     }
 
+    /// For tests of failure: ends the database session that holds conversation `id`'s run
+    /// lock, from another session, as an administrator's `pg_terminate_backend` or a failover
+    /// would; how many sessions it ended (0 when nobody holds the lock).
+    #[cfg(feature = "test-util")]
+    pub async fn cut_run_lock_session(&self, id: &ConversationId) -> Result<i64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+                 WHERE locktype = 'advisory' AND granted
+                   AND database = (SELECT oid FROM pg_database
+                                   WHERE datname = current_database())
+                   AND objsubid = 1
+                   AND classid = ((hashtext($1)::bigint >> 32) & 4294967295)::oid
+                   AND objid = (hashtext($1)::bigint & 4294967295)::oid",
+                &[&run_lock_key(&self.schema, id)],
+            )
+            .await
+            .map_err(db)?;
+        Ok(row.get(0))
+    }
+
     /// Applies missing migrations; returns how many ran.
     async fn migrate(&self, schema: &str) -> Result<usize> {
         let mut client = self.client().await?;
@@ -534,7 +556,9 @@ impl ConversationStore for PostgresStore {
     /// A session advisory lock on a connection taken out of the pool: dropping the lease
     /// closes the connection, and the server releases the lock with it — at once when this
     /// process dies, and within a minute when its host vanishes (the session's TCP keepalives:
-    /// 30 s idle, then 3 probes 10 s apart). The holder goes in `ba_run_holders`.
+    /// 30 s idle, then 3 probes 10 s apart). The holder goes in `ba_run_holders`. The lock
+    /// is lost when that connection alone is cut (a restarted database, an administrator's
+    /// `pg_terminate_backend`): the lease then says it is no longer held.
     async fn lock_run(&self, id: &ConversationId, holder: &RunHolder) -> Result<RunLock> {
         holder.validate(id)?;
         let client = self.client().await?;
@@ -571,8 +595,9 @@ impl ConversationStore for PostgresStore {
         }
         .await;
         match written {
-            Ok(1) => Ok(RunLock::Taken(RunLease::holding(
+            Ok(1) => Ok(RunLock::Taken(RunLease::holding_while(
                 deadpool_postgres::Object::take(client),
+                |c| !c.is_closed(),
             ))),
             Ok(_) => {
                 // Released with the connection, which is not given back to the pool.
