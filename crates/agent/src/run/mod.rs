@@ -146,6 +146,9 @@ pub(crate) struct Runner {
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
     /// Set when the run's lease was found lost: nothing more is written.
     pub(crate) lease_lost: Arc<std::sync::atomic::AtomicBool>,
+    /// The run's lease (owned by its task, which lets it go before `Finished`): looked at
+    /// before every write.
+    pub(crate) lease: std::sync::Weak<ba_storage::RunLease>,
 }
 
 impl Runner {
@@ -176,6 +179,10 @@ impl Runner {
     }
 
     pub(crate) async fn append(&mut self, entry: LogEntry) -> Result<(), Stop> {
+        if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
+            self.lease_lost
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         if self.lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Stop {
                 kind: "lease_lost",

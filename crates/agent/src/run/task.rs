@@ -157,6 +157,8 @@ pub(crate) async fn run(launch: Launch) {
         rounds = Empty,
         status = Empty,
     );
+    let lease = Arc::new(lease);
+    runner.lease = Arc::downgrade(&lease);
     let lost = Arc::clone(&runner.lease_lost);
     let watch = watch_store_for_cancel(
         Arc::clone(&inner),
@@ -274,6 +276,7 @@ impl Runner {
             files,
             scope: Arc::default(),
             lease_lost: Arc::default(),
+            lease: std::sync::Weak::new(),
         }
     }
 }

@@ -194,12 +194,32 @@ async fn two_servers_on_one_postgres_database() {
     a_cancel_sent_to_the_other_server_stops_the_run(&c, &b).await;
 }
 
+/// What of the database a test cuts mid-run.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// The session holding the run's lease.
+    Lease,
+    /// Every session of the schema: the pools of both servers and the lease (a restart).
+    All,
+}
+
 /// The database session holding a run's lease is cut while the run waits on its model (the
 /// rest of the store's pool is fine): the run finds its lease lost, stops without writing
 /// another entry, says why (`lease_lost`, resumable), and the conversation is free for the
 /// other server, whose entries follow the question with nothing of the cut run between.
 #[tokio::test]
 async fn a_run_whose_lease_session_is_cut_stops_writing() {
+    cut_mid_run(Cut::Lease).await;
+}
+
+/// Every session of the store is cut mid-run, as a database restart does: the run stops as
+/// above, and both servers' next operations get new sessions (the next run answers).
+#[tokio::test]
+async fn a_run_whose_database_sessions_are_all_cut_stops_and_the_next_goes_on() {
+    cut_mid_run(Cut::All).await;
+}
+
+async fn cut_mid_run(cut: Cut) {
     let Some(pg) = Pg::new() else { return };
     let (_da, path_a) = dir();
     let (_db, path_b) = dir();
@@ -217,7 +237,11 @@ async fn a_run_whose_lease_session_is_cut_stops_writing() {
     assert_eq!(run.status(), 202);
     seen_by_a.until("text_delta").await;
     let conv = ba_storage::ConversationId::new(id.clone()).unwrap();
-    assert_eq!(admin.cut_run_lock_session(&conv).await.unwrap(), 1);
+    match cut {
+        Cut::Lease => assert_eq!(admin.cut_run_lock_session(&conv).await.unwrap(), 1),
+        // At least the lease's and each server's event follower or pool.
+        Cut::All => assert!(admin.cut_all_sessions().await.unwrap() >= 3),
+    }
     let frames = seen_by_a.until("finished").await;
     let error = frames
         .iter()

@@ -220,11 +220,18 @@ impl PostgresStore {
             .parse()
             .map_err(|e| StorageError::invalid("database URL", format!("{e}")))?;
         config.options(format!("-c search_path={schema}"));
+        if config.get_application_name().is_none() {
+            // What `pg_stat_activity` shows an operator for this store's sessions.
+            config.application_name(format!("ba-agent:{schema}"));
+        }
+        // A connection is checked (an empty query) each time it leaves the pool: one cut
+        // while idle (a restarted database, `pg_terminate_backend`) is replaced, not handed
+        // to the next operation to fail it.
         let manager = Manager::from_config(
             config,
             NoTls,
             ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
+                recycling_method: RecyclingMethod::Verified,
             },
         );
         let pool = Pool::builder(manager)
@@ -249,6 +256,23 @@ impl PostgresStore {
 
     async fn client(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(db)
+    }
+
+    /// For tests of failure: ends every database session of this store's schema (named
+    /// `ba-agent:SCHEMA`) but the one asking — the pool's, the run leases' — as a restarted
+    /// database would; how many it ended.
+    #[cfg(feature = "test-util")]
+    pub async fn cut_all_sessions(&self) -> Result<i64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                &[&format!("ba-agent:{}", self.schema)],
+            )
+            .await
+            .map_err(db)?;
+        Ok(row.get(0))
     }
 
     /// For tests of failure: ends the database session that holds conversation `id`'s run
