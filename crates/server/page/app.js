@@ -26,7 +26,7 @@
     conv: new URLSearchParams(location.search).get('conversation'), meta: null,
     entries: [], bySeq: new Set(), maxSeq: 0, lastId: null, gen: 0, abort: null,
     running: null, live: null, lastError: null, attachments: [], echarts: false,
-    turnEls: new Map(), demo: [],
+    turnEls: new Map(), demo: [], ended: new Set(),
   };
   const headers = (extra = {}) => Object.assign({ Authorization: 'Bearer ' + token }, extra);
   const base = () => '/api/v1/conversations/' + encodeURIComponent(S.conv);
@@ -141,7 +141,7 @@
     S.gen += 1; if (S.abort) S.abort.abort();
     Object.assign(S, { conv: id, meta: null, entries: [], bySeq: new Set(), maxSeq: 0, lastId: null,
       running: null, live: null, lastError: null, cancelled: false });
-    S.turnEls = new Map();
+    S.turnEls = new Map(); S.ended = new Set();
     const url = new URL(location.href);
     if (id) url.searchParams.set('conversation', id); else url.searchParams.delete('conversation');
     history.replaceState(null, '', url);
@@ -162,7 +162,7 @@
       renderAll();
       document.body.dataset.renderMs = String(Math.round(performance.now() - t0));
       document.body.dataset.entries = String(S.entries.length);
-      if (S.meta.status === 'running') S.running = S.meta.active_run_id;
+      if (S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
       stream(gen);
@@ -177,7 +177,7 @@
   async function refreshMeta() {
     if (!S.conv) return;
     try { S.meta = await api(base()); } catch (e) { return; }
-    if (!S.running && S.meta.status === 'running') S.running = S.meta.active_run_id;
+    if (!S.running && S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
     showMeta(); updateControls(); loadList();
   }
 
@@ -249,7 +249,10 @@
       }
       case 'error': S.lastError = d; notice(d.message + (d.resumable ? ' (Continue goes on from here)' : ''), 'error'); break;
       case 'cancelled': S.cancelled = true; notice('Stopped. Continue picks the answer up where it was cut.'); break;
-      case 'finished': S.running = null; S.live = null; rerenderLast(); refreshMeta(); break;
+      case 'finished':
+        // Remembered: a run can end before the request that started it has answered.
+        S.ended.add(d.run_id); document.body.dataset.finished = d.run_id || '';
+        S.running = null; S.live = null; rerenderLast(); refreshMeta(); break;
       case 'reset': openConv(S.conv); break;
       default: break;
     }
@@ -671,10 +674,11 @@
     for (let attempt = 0; ; attempt += 1) {
       try {
         const r = await api(base() + '/runs', { method: 'POST', body });
-        S.running = r.run_id; S.lastError = null; S.cancelled = false; notice(''); updateControls();
+        if (!S.ended.has(r.run_id)) { S.running = r.run_id; S.lastError = null; S.cancelled = false; notice(''); }
+        updateControls();
         return true;
       } catch (e) {
-        if (e.status === 409) { notice('A run is already going on in this conversation.'); S.running = e.data && e.data.error && e.data.error.active_run_id || S.running; updateControls(); return false; }
+        if (e.status === 409) { notice('A run is already going on in this conversation.'); const a = e.data && e.data.error && e.data.error.active_run_id; if (a && !S.ended.has(a)) S.running = a; updateControls(); return false; }
         if (e.status || attempt >= 2) { notice(e.message, 'error'); return false; }
         await new Promise((res) => setTimeout(res, 500 * (attempt + 1))); // same request_id: never a second run
       }

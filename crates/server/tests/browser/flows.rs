@@ -431,3 +431,50 @@ async fn every_component_the_sidebar_and_the_meter() {
     wait_for(&c, "the list to empty", "return document.querySelectorAll('#conv-list li').length === 0 && !location.search.includes('conversation')").await;
     c.close().await.unwrap();
 }
+
+/// A run can end before the request that started it has answered (a loaded machine, a slow
+/// proxy): the page hears `finished` on its stream first. Forced here by holding the answer
+/// to `POST …/runs` until the page has handled that run's `finished`; the page must not then
+/// take the run for one in flight (a Stop button forever, no way to ask again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_before_its_request_answers_leaves_the_page_ready() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    open_new(&c, &server).await;
+    js(
+        &c,
+        "const orig = window.fetch;
+        window.fetch = async (url, opts) => {
+          const r = await orig(url, opts);
+          if (opts && opts.method === 'POST' && String(url).endsWith('/runs') && r.ok) {
+            const id = (await r.clone().json()).run_id;
+            await new Promise((done) => {
+              const t = setInterval(() => {
+                if (document.body.dataset.finished === id) { clearInterval(t); done(); }
+              }, 10);
+            });
+            document.body.dataset.heldFor = id;
+          }
+          return r;
+        };
+        return true;",
+    )
+    .await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "the held answer to the run's request",
+        "return document.body.dataset.heldFor",
+    )
+    .await;
+    wait_for(
+        &c,
+        "the final report and Send ready",
+        "return document.querySelector('.report') && \
+        document.querySelector('.report').textContent.includes('West beat') && \
+        document.querySelector('#send').textContent === 'Send'",
+    )
+    .await;
+    c.close().await.unwrap();
+}

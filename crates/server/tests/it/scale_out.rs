@@ -53,8 +53,10 @@ async fn two_servers_share_the_conversations(a: &Server, b: &Server) {
         seqs.push(f.data["seq"].as_u64().unwrap());
     }
     assert_eq!(seqs, [1, 2, 3, 4]);
-    // The lock is free once A's run is over: B runs the next question.
+    // The lock is free once A's run is over (its last entry is written before it lets the
+    // lease go, so B may read the entry first): B runs the next question after A's end.
     let mut seen_by_a = api_a.events(&id, Some("4")).await;
+    seen_by_a.until("finished").await;
     let next = api_b
         .run(&id, "r3", json!({"type": "message", "text": "Thanks"}))
         .await;
