@@ -122,6 +122,8 @@ pub struct AgentSettings {
     /// Who runs, as a lease names it to anyone refused (`ba-agent serve`); the process id and
     /// host are added.
     pub holder: String,
+    /// Which tool calls wait for a person's approval.
+    pub approvals: crate::ApprovalSettings,
 }
 
 impl Default for AgentSettings {
@@ -143,6 +145,7 @@ impl Default for AgentSettings {
             format_retries: 2,
             cancel_poll: Duration::from_secs(1),
             holder: "ba-agent".to_owned(),
+            approvals: crate::ApprovalSettings::default(),
         }
     }
 }
@@ -158,6 +161,10 @@ pub enum Input {
     /// Pick up from the log alone: run calls that have no result yet, then call the model
     /// if the last turn is unanswered. A finished conversation gives its final answer back.
     Resume,
+    /// A person's decisions about calls that wait for approval (see
+    /// [`Agent::pending_approvals`]): recorded in the log, then the run goes on as a resume —
+    /// decided calls run (or are refused), undecided ones keep waiting.
+    Decide(Vec<crate::ApprovalAnswer>),
 }
 
 impl Input {
@@ -172,6 +179,7 @@ impl Input {
             Self::Message(_) => InputKind::Message,
             Self::Continue => InputKind::Continue,
             Self::Resume => InputKind::Resume,
+            Self::Decide(_) => InputKind::Decide,
         }
     }
 }
@@ -672,6 +680,21 @@ impl Agent {
     /// The store's.
     pub async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>, AgentError> {
         Ok(self.inner.store.run_holder(id).await?)
+    }
+
+    /// The tool calls of the conversation that wait for a person's decision, read from the
+    /// log (the same on every process sharing the store). Decide with
+    /// [`Input::Decide`](crate::Input::Decide).
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn pending_approvals(
+        &self,
+        id: &ConversationId,
+    ) -> Result<Vec<ba_protocol::PendingApproval>, AgentError> {
+        let entries = self.inner.store.load(id).await?.into_entries();
+        let pending = crate::history::unanswered_calls(&entries);
+        Ok(crate::approvals::LogApprovals::read(&entries).waiting(&pending))
     }
 
     /// Summarises the conversation so far into one entry; later requests start from it.

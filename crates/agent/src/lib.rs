@@ -50,6 +50,7 @@
 
 mod adapters;
 mod agent;
+mod approvals;
 mod compact;
 mod events;
 mod history;
@@ -69,6 +70,7 @@ pub use adapters::{
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
 };
+pub use approvals::{ApprovalAnswer, ApprovalSettings};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange};

@@ -53,6 +53,7 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+mod approval;
 pub mod claude_code;
 pub mod codex;
 mod content;
@@ -72,6 +73,7 @@ mod tokens;
 mod tool;
 mod validate;
 
+pub use approval::{ApprovalDecision, ApprovalMode, Decision, PendingApproval, ToolApproval};
 pub use content::{
     CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, RedactedThinkingBlock,
     TextBlock, ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock, join_text, kind_of,

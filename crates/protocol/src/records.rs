@@ -38,6 +38,11 @@ pub enum EntryKind {
     /// The server inventory at the start of a run, written when it changed
     /// ([`ServerInventoryRecord`]); never sent to a model.
     ServerInventory,
+    /// Tool calls of the last round wait for a person's decision (hidden; the calls are in
+    /// `approval_request`).
+    ApprovalRequest,
+    /// A person's decision about a waiting call (hidden; in `approval_decision`).
+    ApprovalDecision,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -392,10 +397,16 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::Compaction`]: the window from which later ones start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Box<CompactionRecord>>,
+    /// On an entry of kind [`EntryKind::ApprovalRequest`]: the calls that wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_request: Option<Vec<crate::PendingApproval>>,
+    /// On an entry of kind [`EntryKind::ApprovalDecision`]: what was decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_decision: Option<crate::ApprovalDecision>,
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 18] = [
+pub(crate) const RECORD_KEYS: [&str; 20] = [
     "kind",
     "round",
     "usage",
@@ -414,6 +425,8 @@ pub(crate) const RECORD_KEYS: [&str; 18] = [
     "request_id",
     "caller_run_id",
     "compaction",
+    "approval_request",
+    "approval_decision",
 ];
 
 impl EntryRecords {
@@ -468,6 +481,8 @@ impl EntryRecords {
             "request_id" => put(&mut self.request_id, value),
             "caller_run_id" => put(&mut self.caller_run_id, value),
             "compaction" => object(&mut self.compaction, value),
+            "approval_request" => put(&mut self.approval_request, value),
+            "approval_decision" => object(&mut self.approval_decision, value),
             _ => Err(value),
         }
     }
@@ -493,6 +508,8 @@ impl EntryRecords {
             "request_id" => self.request_id.is_some(),
             "caller_run_id" => self.caller_run_id.is_some(),
             "compaction" => self.compaction.is_some(),
+            "approval_request" => self.approval_request.is_some(),
+            "approval_decision" => self.approval_decision.is_some(),
             _ => false,
         }
     }
@@ -526,7 +543,9 @@ impl EntryRecords {
         opt(m, "server_inventory", &self.server_inventory)?;
         opt(m, "request_id", &self.request_id)?;
         opt(m, "caller_run_id", &self.caller_run_id)?;
-        opt(m, "compaction", &self.compaction)
+        opt(m, "compaction", &self.compaction)?;
+        opt(m, "approval_request", &self.approval_request)?;
+        opt(m, "approval_decision", &self.approval_decision)
     }
 }
 

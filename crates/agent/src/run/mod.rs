@@ -8,6 +8,7 @@
 //! the run's [`History`], as it happens.
 
 mod answer;
+mod approve;
 mod context;
 mod handle;
 mod task;
@@ -259,9 +260,14 @@ impl Runner {
             Input::Message(text) => Some((text, None)),
             Input::Continue => Some(("continue".to_owned(), Some(EntryKind::Continue))),
             Input::Resume => None,
+            Input::Decide(answers) => {
+                self.record_decisions(answers).await?;
+                None
+            }
         };
         if let Some((text, kind)) = text {
             self.record_inventory().await?;
+            self.drop_waiting().await?;
             let mut e = self.user_entry(&text, kind);
             self.put_run_ids(&mut e);
             self.append(e).await?;
@@ -318,11 +324,15 @@ impl Runner {
                 let cancel = self.signal.clone();
                 let span = std::mem::replace(&mut round_span, tracing::Span::none());
                 let done = tokio::select! {
-                    done = self.run_calls(&calls).instrument(span) => Some(done),
+                    done = self.run_gated(&calls).instrument(span) => Some(done),
                     () = wait_for_cancel(cancel) => None,
                 };
                 match done {
-                    Some(done) => done?,
+                    Some(done) => {
+                        if let Some(paused) = done? {
+                            return Ok(paused);
+                        }
+                    }
                     None => return Ok(self.cancelled(false)),
                 }
             }

@@ -2,6 +2,7 @@
 //! through the runtime — every one, `activate_skill` included — each result appended in call
 //! order as soon as it and the ones before it are in.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ba_protocol::SkillActivationResult;
@@ -28,8 +29,14 @@ impl Runner {
     }
 
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
-    /// call order as soon as it and the ones before it are in.
-    pub(super) async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
+    /// call order as soon as it and the ones before it are in. A call in `edits` runs with
+    /// the arguments a person gave, and its result says so.
+    pub(super) async fn run_calls(
+        &mut self,
+        calls: &[LogToolCall],
+        edits: &HashMap<String, Value>,
+    ) -> Result<(), Stop> {
+        let args = |c: &LogToolCall| edits.get(&c.id).cloned().unwrap_or_else(|| arguments_of(c));
         let inner = Arc::clone(&self.inner);
         let runtime = Arc::clone(&self.tools.runtime);
         let modifier = self.history.modifier();
@@ -61,13 +68,13 @@ impl Runner {
                 round: self.round,
                 call_id: c.id.clone(),
                 name: c.function.name.clone(),
-                arguments: arguments_of(c),
+                arguments: args(c),
             });
         }
         let pending: Vec<_> = calls
             .iter()
             .map(|c| {
-                let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments_of(c));
+                let call = ToolCall::new(c.id.clone(), c.function.name.clone(), args(c));
                 let runtime = &runtime;
                 let ctx = &ctx;
                 async move { runtime.run_with(&call, ctx, opts).await }
@@ -82,6 +89,12 @@ impl Runner {
             // What a skill activation did beyond its text (its modifier), whichever tool it was.
             let activation = SkillTool::outcome(&scope, &call.id);
             self.keep_full_output(call, &mut result).await;
+            if let Some(edited) = edits.get(&call.id) {
+                result.observation = format!(
+                    "[run with the arguments a person edited: {edited}]\n{}",
+                    result.observation
+                );
+            }
             self.append(tool_entry(call, &result, activation.as_ref()))
                 .await?;
             self.emit(AgentEvent::ToolResult {
@@ -153,7 +166,7 @@ fn arguments_of(call: &LogToolCall) -> Value {
         .unwrap_or_else(|_| Value::String(call.function.arguments.clone()))
 }
 
-fn tool_entry(
+pub(super) fn tool_entry(
     call: &LogToolCall,
     result: &ToolResult,
     activation: Option<&SkillActivationResult>,
