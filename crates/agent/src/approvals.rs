@@ -110,11 +110,6 @@ impl LogApprovals {
         out
     }
 
-    /// Whether a pause named the call.
-    pub(crate) fn requested(&self, call_id: &str) -> bool {
-        self.requested.contains_key(call_id)
-    }
-
     /// The decision about a call, if one was taken.
     pub(crate) fn decision(&self, call_id: &str) -> Option<&ApprovalDecision> {
         self.decisions.get(call_id)

@@ -113,6 +113,11 @@ pub(crate) struct Config {
     /// Seconds one MCP call may take in all, progress or not (default 1800); the server's
     /// `tool_timeout_ms` bounds the time without progress.
     pub mcp_call_timeout_secs: Option<u64>,
+    /// Which tool calls wait for a person: `mode` (`ask`, the default; `auto`; `read_only`)
+    /// and `tools` (a policy, `never` / `ask` / `always`, by the name the model calls; a tool
+    /// not named follows its own).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -122,6 +127,18 @@ pub(crate) struct Config {
                   the section is checked with the rest"
     )]
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+}
+
+/// `approvals: {mode: ask, tools: {query_database: ask}}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalsConfig {
+    /// The session's mode.
+    #[serde(default)]
+    pub mode: ba_protocol::ApprovalMode,
+    /// Policies by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ba_protocol::ToolApproval>,
 }
 
 /// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or
@@ -450,6 +467,10 @@ impl Config {
                 if let Some(stream) = self.stream {
                     s.stream = stream;
                 }
+                s.approvals = ba_agent::ApprovalSettings {
+                    mode: self.approvals.mode,
+                    tools: self.approvals.tools.clone(),
+                };
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {

@@ -61,18 +61,20 @@ impl Runner {
                 run_id: self.options.run_id.clone(),
             })
             .collect();
-        let new: Vec<PendingApproval> = waiting
-            .iter()
-            .filter(|p| !log.requested(&p.call_id))
-            .cloned()
-            .collect();
-        if !new.is_empty() {
-            let names: Vec<&str> = new.iter().map(|p| p.tool.as_str()).collect();
+        // The log's last entry says the conversation waits: a request naming every waiting
+        // call, written again only when something was appended since the last one.
+        let ids = |p: &[PendingApproval]| p.iter().map(|p| p.call_id.clone()).collect::<Vec<_>>();
+        let said = self.history.last().is_some_and(|e| {
+            e.records.kind == Some(EntryKind::ApprovalRequest)
+                && e.records.approval_request.as_deref().map(ids) == Some(ids(&waiting))
+        });
+        if !said {
+            let names: Vec<&str> = waiting.iter().map(|p| p.tool.as_str()).collect();
             let mut e = LogEntry::new(new_id(), LogRole::System, now())
                 .with_text(format!("Waiting for approval: {}", names.join(", ")));
             e.include_in_context = false;
             e.records.kind = Some(EntryKind::ApprovalRequest);
-            e.records.approval_request = Some(new);
+            e.records.approval_request = Some(waiting.clone());
             self.append(e).await?;
         }
         self.emit(AgentEvent::ApprovalRequested {
