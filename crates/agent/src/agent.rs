@@ -247,6 +247,8 @@ pub(crate) struct Inner {
     pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
     /// The runs going on in this process, for cancels by run id.
     pub(crate) live: Arc<LiveRuns>,
+    /// The operator's hooks, in order.
+    pub(crate) hooks: Vec<Arc<dyn crate::Hook>>,
     /// How this process is named to a run refused the lease: the settings' `holder`, the
     /// process id and the host.
     pub(crate) holder: String,
@@ -284,6 +286,7 @@ pub struct AgentBuilder {
     sub_agents: bool,
     recall: bool,
     sources: Vec<Arc<dyn ToolSource>>,
+    hooks: Vec<Arc<dyn crate::Hook>>,
     #[cfg(feature = "mcp")]
     mcp: Option<ba_mcp::McpManager>,
 }
@@ -314,6 +317,7 @@ impl AgentBuilder {
             sub_agents: false,
             recall: true,
             sources: Vec::new(),
+            hooks: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp: None,
         }
@@ -434,6 +438,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a hook (run in the order added; see [`crate::Hook`] and [`crate::CommandHook`]).
+    pub fn hook(mut self, hook: Arc<dyn crate::Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -513,6 +523,7 @@ impl AgentBuilder {
             sink,
             summarizer: self.summarizer,
             live: Arc::default(),
+            hooks: self.hooks,
         };
         Ok(Agent {
             inner: Arc::new(inner),

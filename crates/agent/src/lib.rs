@@ -54,6 +54,7 @@ mod approvals;
 mod compact;
 mod events;
 mod history;
+mod hooks;
 mod prompts;
 mod report;
 pub mod response;
@@ -72,6 +73,9 @@ pub use agent::{
 };
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
+#[cfg(feature = "command-hooks")]
+pub use hooks::CommandHook;
+pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};

@@ -303,7 +303,10 @@ async fn an_edit_runs_the_edited_arguments() {
     );
     let answer = done.final_answer.unwrap();
     assert!(answer.contains("42 rows in sample"), "{answer}");
-    assert!(answer.contains("edited"), "the model is told: {answer}");
+    assert!(
+        answer.contains("a person changed"),
+        "the model is told: {answer}"
+    );
 }
 
 #[tokio::test]

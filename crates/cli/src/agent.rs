@@ -645,15 +645,94 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
                 &std::mem::take(&mut attached),
             )),
         };
-        rt.block_on(async {
-            let before = output_ids(&agent, &id).await;
-            let summary = drive(&agent, &id, input, &mut printer).await;
-            printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
-            save_outputs(&agent, &id, &before, &outputs_dir, true).await
-        })?;
+        let mut input = Some(input);
+        while let Some(next) = input.take() {
+            let summary = rt.block_on(async {
+                let before = output_ids(&agent, &id).await;
+                let summary = drive(&agent, &id, next, &mut printer).await;
+                printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
+                save_outputs(&agent, &id, &before, &outputs_dir, true).await?;
+                Ok::<_, anyhow::Error>(summary)
+            })?;
+            if summary.status == RunStatus::AwaitingApproval {
+                let pending = rt
+                    .block_on(agent.pending_approvals(&id))
+                    .map_err(anyhow::Error::from)?;
+                input = ask_decisions(&pending, &mut lines)?.map(Input::Decide);
+            }
+        }
     }
     rt.block_on(session.close());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal about each waiting call: `y` approve, `a` approve for the rest of the
+/// conversation, `n` reject (then a reason), `e` edit (then the arguments as JSON). `None` when
+/// the input ends first (the calls keep waiting; a new message leaves them unrun).
+fn ask_decisions(
+    pending: &[ba_protocol::PendingApproval],
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> anyhow::Result<Option<Vec<ba_agent::ApprovalAnswer>>> {
+    let mut read = |prompt: &str| -> anyhow::Result<Option<String>> {
+        eprint!("{prompt}");
+        match lines.next() {
+            Some(line) => Ok(Some(
+                line.context("reading standard input")?.trim().to_owned(),
+            )),
+            None => Ok(None),
+        }
+    };
+    let mut answers = Vec::with_capacity(pending.len());
+    for p in pending {
+        outln!("Approval needed: {} {}", p.tool, p.arguments);
+        loop {
+            let Some(choice) =
+                read("Run it? [y]es, [a]lways in this conversation, [n]o, [e]dit: ")?
+            else {
+                return Ok(None);
+            };
+            let answer = match choice.to_ascii_lowercase().as_str() {
+                "y" | "yes" => ba_agent::ApprovalAnswer::approve(&p.call_id),
+                "a" | "always" => ba_agent::ApprovalAnswer::approve_for_conversation(&p.call_id),
+                "n" | "no" => {
+                    let Some(reason) = read("Why (the model reads it): ")? else {
+                        return Ok(None);
+                    };
+                    let reason = if reason.is_empty() {
+                        "rejected in the chat".to_owned()
+                    } else {
+                        reason
+                    };
+                    ba_agent::ApprovalAnswer::reject(&p.call_id, reason)
+                }
+                "e" | "edit" => {
+                    let Some(text) = read("Arguments (one line of JSON): ")? else {
+                        return Ok(None);
+                    };
+                    match serde_json::from_str::<serde_json::Value>(&text) {
+                        Ok(v @ serde_json::Value::Object(_)) => {
+                            ba_agent::ApprovalAnswer::edit(&p.call_id, v)
+                        }
+                        Ok(_) => {
+                            outln!("the arguments must be a JSON object");
+                            continue;
+                        }
+                        Err(e) => {
+                            outln!("not JSON: {e}");
+                            continue;
+                        }
+                    }
+                }
+                _ => {
+                    outln!("answer y, a, n or e");
+                    continue;
+                }
+            };
+            answers.push(answer);
+            break;
+        }
+    }
+    Ok(Some(answers))
 }
 
 /// Stores `paths` in the conversation's workspace as uploads, saying so unless `quiet`.

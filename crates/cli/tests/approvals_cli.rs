@@ -1,6 +1,7 @@
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
+    clippy::panic,
     reason = "tests fail loudly on a broken invariant"
 )]
 
@@ -171,4 +172,117 @@ async fn a_rejection_from_the_command_line_reaches_the_model() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("Not run:"), "{text}");
     assert!(text.contains("not on the production copy"), "{text}");
+}
+
+/// `ba-agent chat` on a pseudo-terminal (util-linux `script` gives it one): a waiting call is
+/// asked about on the terminal — `n` with a reason, which the model reads; `a`, after which the
+/// same tool is not asked about again in the conversation.
+#[tokio::test]
+async fn chat_asks_on_the_terminal() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    if !ba_testkit::require_tool("script") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let config = config(dir.path(), &model);
+    let home = dir.path().join("home");
+    let command = format!(
+        "'{}' chat --config '{}' --home '{}'",
+        env!("CARGO_BIN_EXE_ba-agent"),
+        config.display(),
+        home.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("SHELL", "/bin/sh")
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = tokio::spawn(async move {
+        let mut all = Vec::new();
+        let _ = stdout.read_to_end(&mut all).await;
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    for line in [
+        "How many rows has the sales table?",
+        "n",
+        "use the sample copy",
+        "How many rows now?",
+        "a",
+        "And the rows once more?",
+        "/exit",
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let status = tokio::time::timeout(HANG, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    drop(stdin);
+    let text = tokio::time::timeout(HANG, reader).await.unwrap().unwrap();
+    assert!(status.success(), "{text}");
+    assert_eq!(
+        text.matches("Approval needed: query_database").count(),
+        2,
+        "asked twice, then approved for the conversation: {text}"
+    );
+    assert!(
+        text.contains("Not run:") && text.contains("use the sample copy"),
+        "{text}"
+    );
+    // Three answers: the rejection's, then two counts (each streamed, then in its report).
+    assert_eq!(text.matches("Final report").count(), 3, "{text}");
+    let last = text.rsplit("Final report").next().unwrap();
+    assert!(last.contains("Counted:") && last.contains("1942"), "{text}");
+}
+
+/// Hooks from the configuration file: a `pre_tool_use` command with a matcher blocks the query
+/// (exit 2, its stderr read by the model), and `inspect` lists the hook's run.
+#[tokio::test]
+async fn a_configured_hook_blocks_the_query_and_inspect_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo/sales.db");
+    let config = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "provider: anthropic\nmodel: claude-hooks\nbase_url: {}\nsub_agents: false\n\
+             run_python: false\ndatabase: {}\nhooks:\n  pre_tool_use:\n    - matcher: \
+             query_database\n      command: \"echo 'no queries today' >&2; exit 2\"\n      \
+             timeout_secs: 10\n",
+            model.anthropic_base_url(),
+            db.display()
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let out = ba_agent(
+        &config,
+        &home,
+        &["--task", "How many rows has the sales table?", "--json"],
+    )
+    .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("Not run:") && text.contains("no queries today"),
+        "{text}"
+    );
+    let report = last_json(&out);
+    assert_eq!(report["hooks"][0]["event"], "pre_tool_use");
+    assert_eq!(report["hooks"][0]["verdict"], "block");
+    assert_eq!(report["hooks"][0]["tool"], "query_database");
 }

@@ -60,6 +60,7 @@ mod content;
 pub mod convert;
 mod error;
 mod fields;
+mod hook;
 mod log;
 mod media;
 mod message;
@@ -79,6 +80,7 @@ pub use content::{
     TextBlock, ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock, join_text, kind_of,
 };
 pub use error::{ProtocolError, Result};
+pub use hook::{HookEvent, HookRecord, HookVerdict};
 pub use log::{
     FunctionCall, LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode,
 };

@@ -43,6 +43,8 @@ pub enum EntryKind {
     ApprovalRequest,
     /// A person's decision about a waiting call (hidden; in `approval_decision`).
     ApprovalDecision,
+    /// A hook ran (hidden; in `hook`).
+    Hook,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -403,10 +405,13 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::ApprovalDecision`]: what was decided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_decision: Option<crate::ApprovalDecision>,
+    /// On an entry of kind [`EntryKind::Hook`]: what the hook did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook: Option<crate::HookRecord>,
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 20] = [
+pub(crate) const RECORD_KEYS: [&str; 21] = [
     "kind",
     "round",
     "usage",
@@ -427,6 +432,7 @@ pub(crate) const RECORD_KEYS: [&str; 20] = [
     "compaction",
     "approval_request",
     "approval_decision",
+    "hook",
 ];
 
 impl EntryRecords {
@@ -483,6 +489,7 @@ impl EntryRecords {
             "compaction" => object(&mut self.compaction, value),
             "approval_request" => put(&mut self.approval_request, value),
             "approval_decision" => object(&mut self.approval_decision, value),
+            "hook" => object(&mut self.hook, value),
             _ => Err(value),
         }
     }
@@ -510,6 +517,7 @@ impl EntryRecords {
             "compaction" => self.compaction.is_some(),
             "approval_request" => self.approval_request.is_some(),
             "approval_decision" => self.approval_decision.is_some(),
+            "hook" => self.hook.is_some(),
             _ => false,
         }
     }
@@ -545,7 +553,8 @@ impl EntryRecords {
         opt(m, "caller_run_id", &self.caller_run_id)?;
         opt(m, "compaction", &self.compaction)?;
         opt(m, "approval_request", &self.approval_request)?;
-        opt(m, "approval_decision", &self.approval_decision)
+        opt(m, "approval_decision", &self.approval_decision)?;
+        opt(m, "hook", &self.hook)
     }
 }
 

@@ -5,11 +5,11 @@
 use std::collections::{HashMap, HashSet};
 
 use ba_protocol::{
-    ApprovalDecision, Decision, EntryKind, LogEntry, LogRole, LogToolCall, PendingApproval,
-    ToolErrorKind, ToolResult,
+    ApprovalDecision, Decision, EntryKind, HookEvent, LogEntry, LogRole, LogToolCall,
+    PendingApproval, ToolErrorKind, ToolResult,
 };
 
-use super::tools::tool_entry;
+use super::tools::{arguments_of, tool_entry};
 use super::{Runner, Stop, new_id, now};
 use crate::approvals::{ApprovalAnswer, Gate, LogApprovals, gate};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
@@ -33,7 +33,7 @@ impl Runner {
             match gate(&self.inner.settings.approvals, caps, &log, c) {
                 Gate::Run(edited) => {
                     if let Some(a) = edited {
-                        edits.insert(c.id.clone(), a);
+                        edits.insert(c.id.clone(), (a, "a person"));
                     }
                     run.push(c.clone());
                 }
@@ -41,8 +41,31 @@ impl Runner {
                 Gate::Wait => wait.push(c),
             }
         }
-        if !run.is_empty() {
-            self.run_calls(&run, &edits).await?;
+        // The operator's pre_tool_use hooks, on what is about to run.
+        let mut go = Vec::new();
+        for c in run {
+            let input = edits
+                .get(&c.id)
+                .map_or_else(|| arguments_of(&c), |e| e.0.clone());
+            let said = self
+                .hooks(
+                    HookEvent::PreToolUse,
+                    Some(&c),
+                    serde_json::json!({"tool_name": c.function.name, "tool_input": input}),
+                )
+                .await?;
+            if let Some(reason) = said.blocked {
+                let message = format!("a pre_tool_use hook blocked this call: {reason}");
+                self.refuse(&c, "HOOK_BLOCKED", &message).await?;
+                continue;
+            }
+            if let Some(new) = said.updated_input {
+                edits.insert(c.id.clone(), (new, "a hook"));
+            }
+            go.push(c);
+        }
+        if !go.is_empty() {
+            self.run_calls(&go, &edits).await?;
         }
         for (c, code, message) in refused {
             self.refuse(c, code, &message).await?;
