@@ -222,6 +222,25 @@ mod tests {
     }
 
     #[test]
+    fn agent_takes_process_control_behind_command_hooks_only() {
+        // Without the feature the loop has no process control (above); `command-hooks` brings
+        // rustix for the hook commands' process groups, and no workspace crate.
+        let with = deps("ba-agent", false, &["--features", "command-hooks"]);
+        assert!(
+            with.contains("rustix"),
+            "ba-agent --features command-hooks should depend on rustix: {with:?}"
+        );
+        let direct = deps("ba-agent", true, &["--features", "command-hooks"]);
+        let without = deps("ba-agent", true, &[]);
+        let added: Vec<&String> = direct.difference(&without).collect();
+        assert_eq!(
+            added,
+            [&"rustix".to_owned()],
+            "ba-agent --features command-hooks adds more than rustix"
+        );
+    }
+
+    #[test]
     fn server_is_a_front_end_of_the_loop() {
         workspace_deps_only(
             "ba-server",

@@ -122,6 +122,8 @@ pub struct AgentSettings {
     /// Who runs, as a lease names it to anyone refused (`ba-agent serve`); the process id and
     /// host are added.
     pub holder: String,
+    /// Which tool calls wait for a person's approval.
+    pub approvals: crate::ApprovalSettings,
 }
 
 impl Default for AgentSettings {
@@ -143,6 +145,7 @@ impl Default for AgentSettings {
             format_retries: 2,
             cancel_poll: Duration::from_secs(1),
             holder: "ba-agent".to_owned(),
+            approvals: crate::ApprovalSettings::default(),
         }
     }
 }
@@ -158,6 +161,10 @@ pub enum Input {
     /// Pick up from the log alone: run calls that have no result yet, then call the model
     /// if the last turn is unanswered. A finished conversation gives its final answer back.
     Resume,
+    /// A person's decisions about calls that wait for approval (see
+    /// [`Agent::pending_approvals`]): recorded in the log, then the run goes on as a resume —
+    /// decided calls run (or are refused), undecided ones keep waiting.
+    Decide(Vec<crate::ApprovalAnswer>),
 }
 
 impl Input {
@@ -172,6 +179,7 @@ impl Input {
             Self::Message(_) => InputKind::Message,
             Self::Continue => InputKind::Continue,
             Self::Resume => InputKind::Resume,
+            Self::Decide(_) => InputKind::Decide,
         }
     }
 }
@@ -239,6 +247,8 @@ pub(crate) struct Inner {
     pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
     /// The runs going on in this process, for cancels by run id.
     pub(crate) live: Arc<LiveRuns>,
+    /// The operator's hooks, in order.
+    pub(crate) hooks: Vec<Arc<dyn crate::Hook>>,
     /// How this process is named to a run refused the lease: the settings' `holder`, the
     /// process id and the host.
     pub(crate) holder: String,
@@ -276,6 +286,7 @@ pub struct AgentBuilder {
     sub_agents: bool,
     recall: bool,
     sources: Vec<Arc<dyn ToolSource>>,
+    hooks: Vec<Arc<dyn crate::Hook>>,
     #[cfg(feature = "mcp")]
     mcp: Option<ba_mcp::McpManager>,
 }
@@ -306,6 +317,7 @@ impl AgentBuilder {
             sub_agents: false,
             recall: true,
             sources: Vec::new(),
+            hooks: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp: None,
         }
@@ -426,6 +438,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a hook (run in the order added; see [`crate::Hook`] and [`crate::CommandHook`]).
+    pub fn hook(mut self, hook: Arc<dyn crate::Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -505,6 +523,7 @@ impl AgentBuilder {
             sink,
             summarizer: self.summarizer,
             live: Arc::default(),
+            hooks: self.hooks,
         };
         Ok(Agent {
             inner: Arc::new(inner),
@@ -672,6 +691,21 @@ impl Agent {
     /// The store's.
     pub async fn run_holder(&self, id: &ConversationId) -> Result<Option<RunHolder>, AgentError> {
         Ok(self.inner.store.run_holder(id).await?)
+    }
+
+    /// The tool calls of the conversation that wait for a person's decision, read from the
+    /// log (the same on every process sharing the store). Decide with
+    /// [`Input::Decide`](crate::Input::Decide).
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn pending_approvals(
+        &self,
+        id: &ConversationId,
+    ) -> Result<Vec<ba_protocol::PendingApproval>, AgentError> {
+        let entries = self.inner.store.load(id).await?.into_entries();
+        let pending = crate::history::unanswered_calls(&entries);
+        Ok(crate::approvals::LogApprovals::read(&entries).waiting(&pending))
     }
 
     /// Summarises the conversation so far into one entry; later requests start from it.

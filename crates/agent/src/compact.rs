@@ -19,7 +19,30 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
     )
     .await?;
     let loaded = inner.store.load(id).await?;
-    let last_seq = loaded.last_seq;
+    let mut last_seq = loaded.last_seq;
+    if !inner.hooks.is_empty() {
+        let input = serde_json::json!({
+            "session_id": id.as_str(),
+            "transcript_path": "",
+            "hook_event_name": ba_protocol::HookEvent::PreCompact.claude_name(),
+            "trigger": "manual",
+            "custom_instructions": "",
+        });
+        let ran = crate::hooks::run_hooks(
+            &inner.hooks,
+            ba_protocol::HookEvent::PreCompact,
+            None,
+            input,
+        )
+        .await;
+        // Recorded; like Claude Code's, a pre_compact hook does not stop the compaction.
+        for r in ran.records {
+            last_seq = inner
+                .store
+                .append(id, &crate::hooks::hook_entry(r), Some(last_seq))
+                .await?;
+        }
+    }
     let log = loaded.into_entries();
     // The history since the last `/compact`, whole (automatic compactions left out, their
     // windows are a shorter copy of it), after the summary that `/compact` left.

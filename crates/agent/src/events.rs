@@ -3,7 +3,7 @@
 
 use ba_context::UsageStatus;
 use ba_protocol::ApiResponse;
-use ba_protocol::{LogEntry, Mode};
+use ba_protocol::{ApprovalDecision, LogEntry, Mode, PendingApproval};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -177,6 +177,21 @@ pub enum AgentEvent {
         /// Whether `continue` (or a resume) can pick up from here.
         resumable: bool,
     },
+    /// Calls of the round wait for a person (recorded in the log); the run ends
+    /// `awaiting_approval` after this, and a decision ([`crate::Input::Decide`]) goes on.
+    ApprovalRequested {
+        /// Round.
+        round: u32,
+        /// Every call that waits now.
+        calls: Vec<PendingApproval>,
+    },
+    /// A person's decision about a waiting call was recorded.
+    ApprovalDecided {
+        /// Round.
+        round: u32,
+        /// The decision as the log keeps it.
+        decision: ApprovalDecision,
+    },
     /// The run is over; always the last event.
     Finished(RunSummary),
 }
@@ -213,6 +228,8 @@ pub enum InputKind {
     Continue,
     /// A resume from the log alone (after a crash or a cancellation).
     Resume,
+    /// Decisions about calls that waited for a person.
+    Decide,
 }
 
 impl InputKind {
@@ -222,6 +239,7 @@ impl InputKind {
             Self::Message => "message",
             Self::Continue => "continue",
             Self::Resume => "resume",
+            Self::Decide => "decide",
         }
     }
 }
@@ -243,6 +261,8 @@ pub enum RunStatus {
     /// Cancelled: the model call in flight was cut (its partial answer appended) or the tool
     /// calls under way were left to a resume.
     Cancelled,
+    /// Calls wait for a person's decision (in the log); nothing runs until one comes.
+    AwaitingApproval,
 }
 
 impl RunStatus {
@@ -255,6 +275,7 @@ impl RunStatus {
             Self::Failed => "failed",
             Self::Stopped => "stopped",
             Self::Cancelled => "cancelled",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }

@@ -57,6 +57,11 @@ impl History {
         Ok((seq, &self.entries[self.entries.len() - 1]))
     }
 
+    /// Every entry, in order.
+    pub(crate) fn all(&self) -> &[LogEntry] {
+        &self.entries
+    }
+
     /// The last entry.
     pub(crate) fn last(&self) -> Option<&LogEntry> {
         self.entries.last()
@@ -201,7 +206,7 @@ fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
 }
 
 /// Calls of the last assistant entry that have no result in the log.
-fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
+pub(crate) fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
     let Some(pos) = log
         .iter()
         .rposition(|e| e.role == LogRole::Assistant && !e.calls().is_empty())

@@ -50,9 +50,11 @@
 
 mod adapters;
 mod agent;
+mod approvals;
 mod compact;
 mod events;
 mod history;
+mod hooks;
 mod prompts;
 mod report;
 pub mod response;
@@ -69,7 +71,11 @@ pub use adapters::{
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
 };
+pub use approvals::{ApprovalAnswer, ApprovalSettings};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
+#[cfg(feature = "command-hooks")]
+pub use hooks::CommandHook;
+pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};

@@ -91,6 +91,19 @@ pub struct ConversationReport {
     /// The server inventories runs recorded, in order: when the tools of MCP servers changed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_servers: Vec<InventoryChange>,
+    /// Calls that waited for a person (each once, however many pauses named it).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub approvals_requested: u64,
+    /// A person's decisions, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approval_decisions: Vec<ba_protocol::ApprovalDecision>,
+    /// Every run of a hook, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<ba_protocol::HookRecord>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ConversationReport {
@@ -105,7 +118,17 @@ impl ConversationReport {
         let mut call_names: std::collections::HashMap<&str, &str> =
             std::collections::HashMap::new();
         let mut last_tools: Vec<String> = Vec::new();
+        let mut requested = std::collections::HashSet::new();
         for (index, e) in entries.iter().enumerate() {
+            for p in e.records.approval_request.iter().flatten() {
+                requested.insert(p.call_id.as_str());
+            }
+            if let Some(d) = &e.records.approval_decision {
+                r.approval_decisions.push(d.clone());
+            }
+            if let Some(h) = &e.records.hook {
+                r.hooks.push(h.clone());
+            }
             for call in e.calls() {
                 call_names.insert(call.id.as_str(), call.function.name.as_str());
             }
@@ -189,6 +212,7 @@ impl ConversationReport {
                 _ => {}
             }
         }
+        r.approvals_requested = requested.len() as u64;
         let input = r.input_tokens + r.cache_read_tokens + r.cache_write_tokens;
         if input > 0 {
             r.cache_read_share = r.cache_read_tokens as f64 / input as f64;
@@ -271,6 +295,50 @@ impl ConversationReport {
                 }
                 if !c.removed.is_empty() {
                     let _ = write!(out, " · removed {}", c.removed.join(", "));
+                }
+                out.push('\n');
+            }
+        }
+        if self.approvals_requested > 0 || !self.approval_decisions.is_empty() {
+            let _ = writeln!(
+                out,
+                "  approvals: {} calls waited · {} decisions",
+                self.approvals_requested,
+                self.approval_decisions.len()
+            );
+            for d in &self.approval_decisions {
+                let _ = write!(
+                    out,
+                    "    {} {} ({})",
+                    d.decision.as_str(),
+                    d.call_id,
+                    d.tool
+                );
+                if let Some(reason) = &d.reason {
+                    let _ = write!(out, ": {reason}");
+                }
+                out.push('\n');
+            }
+        }
+        if !self.hooks.is_empty() {
+            let _ = writeln!(out, "  hooks: {} runs", self.hooks.len());
+            for h in &self.hooks {
+                let verdict = match h.verdict {
+                    ba_protocol::HookVerdict::Allow => "allowed",
+                    ba_protocol::HookVerdict::Block => "blocked",
+                    ba_protocol::HookVerdict::Failed => "failed",
+                    ba_protocol::HookVerdict::TimedOut => "timed out",
+                };
+                let _ = write!(out, "    {} `{}`", h.event.as_str(), h.hook);
+                if let Some(tool) = &h.tool {
+                    let _ = write!(out, " on {tool}");
+                }
+                let _ = write!(out, ": {verdict}");
+                if let Some(code) = h.exit_code {
+                    let _ = write!(out, " (exit {code})");
+                }
+                if timings {
+                    let _ = write!(out, " · {} ms", h.duration_ms);
                 }
                 out.push('\n');
             }

@@ -110,6 +110,21 @@ pub(crate) struct RunArgs {
     /// Send `continue` to conversation ID after a failure.
     #[arg(long = "continue", value_name = "ID")]
     continue_: Option<String>,
+    /// Approve a call that waits in the `--conversation` (repeatable); the run goes on.
+    #[arg(long, value_name = "CALL_ID", requires = "conversation",
+          conflicts_with_all = ["task", "resume", "continue_"])]
+    approve: Vec<String>,
+    /// Approve every call that waits in the `--conversation`.
+    #[arg(long, requires = "conversation", conflicts_with_all = ["task", "resume", "continue_"])]
+    approve_all: bool,
+    /// Reject a call that waits in the `--conversation` (repeatable); the model reads
+    /// `--reason`.
+    #[arg(long, value_name = "CALL_ID", requires = "conversation",
+          conflicts_with_all = ["task", "resume", "continue_"])]
+    reject: Vec<String>,
+    /// Why the calls given with `--reject` were rejected.
+    #[arg(long, value_name = "TEXT", requires = "reject")]
+    reason: Option<String>,
     #[command(flatten)]
     opts: AgentOpts,
 }
@@ -163,6 +178,71 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// The exit code of a run refused because another run holds the conversation.
 const BUSY: u8 = 3;
+/// A run that paused for a person's approval: come back with a decision.
+const AWAITING_APPROVAL: u8 = 3;
+
+/// The decisions `run` was given (`--approve-all` is filled in once the pending calls are
+/// read).
+fn decisions(args: &RunArgs) -> Input {
+    let mut answers: Vec<ba_agent::ApprovalAnswer> = args
+        .approve
+        .iter()
+        .map(ba_agent::ApprovalAnswer::approve)
+        .collect();
+    let reason = args
+        .reason
+        .clone()
+        .unwrap_or_else(|| "rejected from the command line".to_owned());
+    answers.extend(
+        args.reject
+            .iter()
+            .map(|c| ba_agent::ApprovalAnswer::reject(c, reason.clone())),
+    );
+    Input::Decide(answers)
+}
+
+/// ` (waiting: ID, ID)`, or ` (none waits)`.
+fn waiting_list(pending: &[ba_protocol::PendingApproval]) -> String {
+    if pending.is_empty() {
+        " (none waits)".to_owned()
+    } else {
+        let ids: Vec<&str> = pending.iter().map(|p| p.call_id.as_str()).collect();
+        format!(" (waiting: {})", ids.join(", "))
+    }
+}
+
+/// What waits, and how to go on: a JSON line with `--json` (the last line), else text.
+fn print_pending(
+    id: &ConversationId,
+    pending: &[ba_protocol::PendingApproval],
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        let calls: Vec<serde_json::Value> = pending
+            .iter()
+            .map(|p| {
+                serde_json::json!({"call_id": p.call_id, "tool": p.tool, "arguments": p.arguments})
+            })
+            .collect();
+        let line = serde_json::json!({
+            "status": "awaiting_approval",
+            "conversation": id.as_str(),
+            "pending": calls,
+        });
+        outln!("{line}");
+        return Ok(());
+    }
+    outln!();
+    outln!("Waiting for approval:");
+    for p in pending {
+        outln!("  {}  {} {}", p.call_id, p.tool, p.arguments);
+    }
+    outln!(
+        "Go on with `ba-agent run --conversation {id} --approve CALL_ID` (or --approve-all, \
+         or --reject CALL_ID --reason TEXT)."
+    );
+    Ok(())
+}
 
 fn exit_code(summary: &RunSummary) -> ExitCode {
     match summary.status {
@@ -373,13 +453,16 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
             "--upload attaches files to a message: give --task TEXT too"
         )));
     }
+    let deciding = !args.approve.is_empty() || args.approve_all || !args.reject.is_empty();
     let (given, input) = match (&args.task, &args.resume, &args.continue_) {
+        (None, None, None) if deciding => (args.conversation.clone(), decisions(&args)),
         (Some(task), None, None) => (args.conversation.clone(), Input::message(task.clone())),
         (None, Some(id), None) => (Some(id.clone()), Input::Resume),
         (None, None, Some(id)) => (Some(id.clone()), Input::Continue),
         _ => {
             return Err(CliError::input(anyhow!(
-                "give one of --task TEXT, --resume ID or --continue ID"
+                "give one of --task TEXT, --resume ID, --continue ID or a decision \
+             (--approve, --approve-all, --reject) with --conversation ID"
             )));
         }
     };
@@ -409,6 +492,35 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
                 let attached = attach(agent, id, &args.opts.upload, !args.opts.json).await?;
                 Input::Message(ba_agent::with_attachments(&text, &attached))
             }
+            Input::Decide(mut answers) => {
+                // Checked before anything runs: a call that does not wait is bad input.
+                let pending = agent.pending_approvals(id).await?;
+                if let Some(a) = answers
+                    .iter()
+                    .find(|a| !pending.iter().any(|p| p.call_id == a.call_id))
+                {
+                    let message = format!(
+                        "call {:?} is not waiting for approval in conversation {id}{}",
+                        a.call_id,
+                        waiting_list(&pending)
+                    );
+                    session.close().await;
+                    return Err(anyhow!(message));
+                }
+                if args.approve_all {
+                    if pending.is_empty() {
+                        let message = format!("no call waits for approval in conversation {id}");
+                        session.close().await;
+                        return Err(anyhow!(message));
+                    }
+                    for p in pending {
+                        if !answers.iter().any(|a| a.call_id == p.call_id) {
+                            answers.push(ba_agent::ApprovalAnswer::approve(p.call_id));
+                        }
+                    }
+                }
+                Input::Decide(answers)
+            }
             other => other,
         };
         let before = output_ids(agent, id).await;
@@ -417,12 +529,22 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
         let outputs_dir = outputs_folder(&config, &args.opts, id);
         save_outputs(agent, id, &before, &outputs_dir, !args.opts.json).await?;
         let report = agent.report(id).await?;
+        let pending = if summary.status == RunStatus::AwaitingApproval {
+            agent.pending_approvals(id).await?
+        } else {
+            Vec::new()
+        };
+        let conversation = id.clone();
         session.close().await;
         if args.opts.json {
             outln!("{}", serde_json::to_string(&report)?);
         } else {
             outln!();
             out!("{}", report.render(true));
+        }
+        if summary.status == RunStatus::AwaitingApproval {
+            print_pending(&conversation, &pending, args.opts.json)?;
+            return Ok(ExitCode::from(AWAITING_APPROVAL));
         }
         Ok::<_, anyhow::Error>(exit_code(&summary))
     })
@@ -523,15 +645,94 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
                 &std::mem::take(&mut attached),
             )),
         };
-        rt.block_on(async {
-            let before = output_ids(&agent, &id).await;
-            let summary = drive(&agent, &id, input, &mut printer).await;
-            printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
-            save_outputs(&agent, &id, &before, &outputs_dir, true).await
-        })?;
+        let mut input = Some(input);
+        while let Some(next) = input.take() {
+            let summary = rt.block_on(async {
+                let before = output_ids(&agent, &id).await;
+                let summary = drive(&agent, &id, next, &mut printer).await;
+                printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
+                save_outputs(&agent, &id, &before, &outputs_dir, true).await?;
+                Ok::<_, anyhow::Error>(summary)
+            })?;
+            if summary.status == RunStatus::AwaitingApproval {
+                let pending = rt
+                    .block_on(agent.pending_approvals(&id))
+                    .map_err(anyhow::Error::from)?;
+                input = ask_decisions(&pending, &mut lines)?.map(Input::Decide);
+            }
+        }
     }
     rt.block_on(session.close());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal about each waiting call: `y` approve, `a` approve for the rest of the
+/// conversation, `n` reject (then a reason), `e` edit (then the arguments as JSON). `None` when
+/// the input ends first (the calls keep waiting; a new message leaves them unrun).
+fn ask_decisions(
+    pending: &[ba_protocol::PendingApproval],
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> anyhow::Result<Option<Vec<ba_agent::ApprovalAnswer>>> {
+    let mut read = |prompt: &str| -> anyhow::Result<Option<String>> {
+        eprint!("{prompt}");
+        match lines.next() {
+            Some(line) => Ok(Some(
+                line.context("reading standard input")?.trim().to_owned(),
+            )),
+            None => Ok(None),
+        }
+    };
+    let mut answers = Vec::with_capacity(pending.len());
+    for p in pending {
+        outln!("Approval needed: {} {}", p.tool, p.arguments);
+        loop {
+            let Some(choice) =
+                read("Run it? [y]es, [a]lways in this conversation, [n]o, [e]dit: ")?
+            else {
+                return Ok(None);
+            };
+            let answer = match choice.to_ascii_lowercase().as_str() {
+                "y" | "yes" => ba_agent::ApprovalAnswer::approve(&p.call_id),
+                "a" | "always" => ba_agent::ApprovalAnswer::approve_for_conversation(&p.call_id),
+                "n" | "no" => {
+                    let Some(reason) = read("Why (the model reads it): ")? else {
+                        return Ok(None);
+                    };
+                    let reason = if reason.is_empty() {
+                        "rejected in the chat".to_owned()
+                    } else {
+                        reason
+                    };
+                    ba_agent::ApprovalAnswer::reject(&p.call_id, reason)
+                }
+                "e" | "edit" => {
+                    let Some(text) = read("Arguments (one line of JSON): ")? else {
+                        return Ok(None);
+                    };
+                    match serde_json::from_str::<serde_json::Value>(&text) {
+                        Ok(v @ serde_json::Value::Object(_)) => {
+                            ba_agent::ApprovalAnswer::edit(&p.call_id, v)
+                        }
+                        Ok(_) => {
+                            outln!("the arguments must be a JSON object");
+                            continue;
+                        }
+                        Err(e) => {
+                            outln!("not JSON: {e}");
+                            continue;
+                        }
+                    }
+                }
+                _ => {
+                    outln!("answer y, a, n or e");
+                    continue;
+                }
+            };
+            answers.push(answer);
+            break;
+        }
+    }
+    Ok(Some(answers))
 }
 
 /// Stores `paths` in the conversation's workspace as uploads, saying so unless `quiet`.

@@ -113,6 +113,15 @@ pub(crate) struct Config {
     /// Seconds one MCP call may take in all, progress or not (default 1800); the server's
     /// `tool_timeout_ms` bounds the time without progress.
     pub mcp_call_timeout_secs: Option<u64>,
+    /// Which tool calls wait for a person: `mode` (`ask`, the default; `auto`; `read_only`)
+    /// and `tools` (a policy, `never` / `ask` / `always`, by the name the model calls; a tool
+    /// not named follows its own).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+    /// Commands run at fixed points of a run, by event (`pre_tool_use`, `post_tool_use`,
+    /// `user_prompt_submit`, `pre_compact`, `stop`): each `{command, matcher?, timeout_secs?}`.
+    #[serde(default)]
+    pub hooks: BTreeMap<ba_protocol::HookEvent, Vec<HookConfig>>,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -122,6 +131,31 @@ pub(crate) struct Config {
                   the section is checked with the rest"
     )]
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+}
+
+/// One hook command: run through `sh -c` with the event as JSON on stdin (Claude Code's
+/// shape); `matcher` names the tools of a tool event (`A|B`, `*` for all).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookConfig {
+    pub command: String,
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// Seconds it may run (default 60).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// `approvals: {mode: ask, tools: {query_database: ask}}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalsConfig {
+    /// The session's mode.
+    #[serde(default)]
+    pub mode: ba_protocol::ApprovalMode,
+    /// Policies by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ba_protocol::ToolApproval>,
 }
 
 /// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or
@@ -450,6 +484,10 @@ impl Config {
                 if let Some(stream) = self.stream {
                     s.stream = stream;
                 }
+                s.approvals = ba_agent::ApprovalSettings {
+                    mode: self.approvals.mode,
+                    tools: self.approvals.tools.clone(),
+                };
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {
@@ -465,6 +503,19 @@ impl Config {
         }
         if let Some(path) = &self.prompts {
             builder = builder.prompts(Prompts::load(path)?);
+        }
+        for (event, hooks) in &self.hooks {
+            for h in hooks {
+                if h.command.trim().is_empty() {
+                    anyhow::bail!("hooks.{}: a hook's `command` is empty", event.as_str());
+                }
+                let mut hook = ba_agent::CommandHook::new(*event, h.command.clone())
+                    .with_timeout(Duration::from_secs(h.timeout_secs.unwrap_or(60).max(1)));
+                if let Some(m) = &h.matcher {
+                    hook = hook.with_matcher(m.clone());
+                }
+                builder = builder.hook(Arc::new(hook));
+            }
         }
         if let Some(summary_model) = &self.summary_model {
             builder = builder.summarizer(Arc::new(ModelSummarizer::new(client, summary_model)));

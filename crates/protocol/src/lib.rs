@@ -53,12 +53,14 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+mod approval;
 pub mod claude_code;
 pub mod codex;
 mod content;
 pub mod convert;
 mod error;
 mod fields;
+mod hook;
 mod log;
 mod media;
 mod message;
@@ -72,11 +74,13 @@ mod tokens;
 mod tool;
 mod validate;
 
+pub use approval::{ApprovalDecision, ApprovalMode, Decision, PendingApproval, ToolApproval};
 pub use content::{
     CacheControl, Content, ContentBlock, ImageBlock, ImageSource, JsonMap, RedactedThinkingBlock,
     TextBlock, ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock, join_text, kind_of,
 };
 pub use error::{ProtocolError, Result};
+pub use hook::{HookEvent, HookRecord, HookVerdict};
 pub use log::{
     FunctionCall, LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode,
 };

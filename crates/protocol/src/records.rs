@@ -38,6 +38,13 @@ pub enum EntryKind {
     /// The server inventory at the start of a run, written when it changed
     /// ([`ServerInventoryRecord`]); never sent to a model.
     ServerInventory,
+    /// Tool calls of the last round wait for a person's decision (hidden; the calls are in
+    /// `approval_request`).
+    ApprovalRequest,
+    /// A person's decision about a waiting call (hidden; in `approval_decision`).
+    ApprovalDecision,
+    /// A hook ran (hidden; in `hook`).
+    Hook,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -392,10 +399,19 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::Compaction`]: the window from which later ones start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Box<CompactionRecord>>,
+    /// On an entry of kind [`EntryKind::ApprovalRequest`]: the calls that wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_request: Option<Vec<crate::PendingApproval>>,
+    /// On an entry of kind [`EntryKind::ApprovalDecision`]: what was decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_decision: Option<crate::ApprovalDecision>,
+    /// On an entry of kind [`EntryKind::Hook`]: what the hook did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook: Option<crate::HookRecord>,
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 18] = [
+pub(crate) const RECORD_KEYS: [&str; 21] = [
     "kind",
     "round",
     "usage",
@@ -414,6 +430,9 @@ pub(crate) const RECORD_KEYS: [&str; 18] = [
     "request_id",
     "caller_run_id",
     "compaction",
+    "approval_request",
+    "approval_decision",
+    "hook",
 ];
 
 impl EntryRecords {
@@ -468,6 +487,9 @@ impl EntryRecords {
             "request_id" => put(&mut self.request_id, value),
             "caller_run_id" => put(&mut self.caller_run_id, value),
             "compaction" => object(&mut self.compaction, value),
+            "approval_request" => put(&mut self.approval_request, value),
+            "approval_decision" => object(&mut self.approval_decision, value),
+            "hook" => object(&mut self.hook, value),
             _ => Err(value),
         }
     }
@@ -493,6 +515,9 @@ impl EntryRecords {
             "request_id" => self.request_id.is_some(),
             "caller_run_id" => self.caller_run_id.is_some(),
             "compaction" => self.compaction.is_some(),
+            "approval_request" => self.approval_request.is_some(),
+            "approval_decision" => self.approval_decision.is_some(),
+            "hook" => self.hook.is_some(),
             _ => false,
         }
     }
@@ -526,7 +551,10 @@ impl EntryRecords {
         opt(m, "server_inventory", &self.server_inventory)?;
         opt(m, "request_id", &self.request_id)?;
         opt(m, "caller_run_id", &self.caller_run_id)?;
-        opt(m, "compaction", &self.compaction)
+        opt(m, "compaction", &self.compaction)?;
+        opt(m, "approval_request", &self.approval_request)?;
+        opt(m, "approval_decision", &self.approval_decision)?;
+        opt(m, "hook", &self.hook)
     }
 }
 

@@ -26,7 +26,7 @@
     conv: new URLSearchParams(location.search).get('conversation'), meta: null,
     entries: [], bySeq: new Set(), maxSeq: 0, lastId: null, gen: 0, abort: null,
     running: null, live: null, lastError: null, attachments: [], echarts: false,
-    turnEls: new Map(), demo: [], ended: new Set(),
+    turnEls: new Map(), demo: [], ended: new Set(), approvals: [],
   };
   const headers = (extra = {}) => Object.assign({ Authorization: 'Bearer ' + token }, extra);
   const base = () => '/api/v1/conversations/' + encodeURIComponent(S.conv);
@@ -104,7 +104,7 @@
     const li = el('li', { class: c.id === S.conv ? 'current' : null, 'data-id': c.id });
     const open = el('button', { type: 'button', class: 'open', text: title, title,
       'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) });
-    const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status });
+    const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status.replace(/_/g, ' ') });
     const rename = el('button', { type: 'button', class: 'small', text: 'Rename', 'aria-label': 'Rename ' + title,
       onclick: () => {
         const input = el('input', { type: 'text', value: c.title || '', 'aria-label': 'New title' });
@@ -141,7 +141,7 @@
     S.gen += 1; if (S.abort) S.abort.abort();
     Object.assign(S, { conv: id, meta: null, entries: [], bySeq: new Set(), maxSeq: 0, lastId: null,
       running: null, live: null, lastError: null, cancelled: false });
-    S.turnEls = new Map(); S.ended = new Set();
+    S.turnEls = new Map(); S.ended = new Set(); S.approvals = []; renderApprovals();
     const url = new URL(location.href);
     if (id) url.searchParams.set('conversation', id); else url.searchParams.delete('conversation');
     history.replaceState(null, '', url);
@@ -163,6 +163,7 @@
       document.body.dataset.renderMs = String(Math.round(performance.now() - t0));
       document.body.dataset.entries = String(S.entries.length);
       if (S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
+      if (S.meta.status === 'awaiting_approval') loadApprovals();
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
       stream(gen);
@@ -178,6 +179,7 @@
     if (!S.conv) return;
     try { S.meta = await api(base()); } catch (e) { return; }
     if (!S.running && S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
+    if (S.meta.status === 'awaiting_approval') loadApprovals(); else { S.approvals = []; renderApprovals(); }
     showMeta(); updateControls(); loadList();
   }
 
@@ -248,6 +250,7 @@
         updateControls(); scheduleLive(); break;
       }
       case 'error': S.lastError = d; notice(d.message + (d.resumable ? ' (Continue goes on from here)' : ''), 'error'); break;
+      case 'approval_requested': S.approvals = d.calls || []; renderApprovals(); break;
       case 'cancelled': S.cancelled = true; notice('Stopped. Continue picks the answer up where it was cut.'); break;
       case 'finished':
         // Remembered: a run can end before the request that started it has answered.
@@ -657,6 +660,58 @@
     const cut = last && last.role === 'assistant' && last.llm_error;
     $('#continue').hidden = running || !((S.lastError && S.lastError.resumable) || S.cancelled || st === 'failed' || cut);
     $('#resume').hidden = running || st !== 'interrupted' || Boolean(cut);
+  }
+  // ---- approvals: the calls that wait for the person, each with its arguments and the
+  // decisions (Approve, Approve for this conversation, Reject with a reason, Edit the
+  // arguments); a decision is a run of its own (202), followed on the stream.
+  async function loadApprovals() {
+    const conv = S.conv;
+    try {
+      const r = await api(base() + '/approvals');
+      if (conv !== S.conv) return;
+      S.approvals = r.pending || [];
+    } catch (e) { S.approvals = []; }
+    renderApprovals();
+  }
+  function renderApprovals() {
+    const box = $('#approvals'); if (!box) return;
+    const calls = S.approvals || [];
+    box.hidden = !calls.length;
+    box.replaceChildren(...(calls.length ? [el('h3', { text: calls.length === 1 ? 'A tool call waits for your approval' : calls.length + ' tool calls wait for your approval' })] : []),
+      ...calls.map((c) => {
+        const args = JSON.stringify(c.arguments, null, 2);
+        const reasonId = 'reason-' + c.call_id; const editId = 'edit-' + c.call_id;
+        const edit = el('textarea', { id: editId, class: 'edit-args', rows: 6, hidden: true, 'aria-label': 'Arguments of ' + c.tool + ' (JSON)' });
+        edit.value = args;
+        const reason = el('input', { id: reasonId, class: 'reason', type: 'text', placeholder: 'Why (read by the model when you reject)', 'aria-label': 'Reason for ' + c.tool });
+        const editBtn = el('button', { type: 'button', 'data-act': 'edit', text: 'Edit…' });
+        const act = (decision) => async () => {
+          const body = { decision };
+          if (reason.value.trim()) body.reason = reason.value.trim();
+          if (decision === 'edit') {
+            try { body.arguments = JSON.parse(edit.value); } catch (e) { notice('The edited arguments are not JSON: ' + e.message, 'error'); edit.focus(); return; }
+          }
+          try {
+            const r = await api(base() + '/approvals/' + encodeURIComponent(c.call_id), { method: 'POST', body });
+            S.approvals = S.approvals.filter((x) => x.call_id !== c.call_id); renderApprovals();
+            if (!(S.ended && S.ended.has(r.run_id))) S.running = r.run_id;
+            notice(''); updateControls();
+          } catch (e) { notice(e.message, 'error'); if (e.status === 409) loadApprovals(); }
+        };
+        editBtn.addEventListener('click', () => {
+          if (edit.hidden) { edit.hidden = false; editBtn.textContent = 'Run edited'; edit.focus(); } else act('edit')();
+        });
+        return el('div', { class: 'approval', 'data-component': 'approval_request', 'data-call-id': c.call_id },
+          el('p', {}, el('strong', { text: c.tool }), ' wants to run with:'),
+          el('pre', { class: 'args', text: args }),
+          edit,
+          el('label', { for: reasonId, class: 'sr-only', text: 'Reason' }), reason,
+          el('div', { class: 'actions' },
+            el('button', { type: 'button', class: 'primary', 'data-act': 'approve', text: 'Approve', onclick: act('approve') }),
+            el('button', { type: 'button', 'data-act': 'approve_for_conversation', text: 'Approve for this conversation', onclick: act('approve_for_conversation') }),
+            el('button', { type: 'button', 'data-act': 'reject', text: 'Reject', onclick: act('reject') }),
+            editBtn));
+      }));
   }
   // A conversation is created by the first message or upload; the draft moves with it.
   async function ensureConv() {

@@ -19,7 +19,7 @@ use crate::auth::{Guard, HostCheck, Token, check_host, require_token};
 use crate::conversations::{self, conversation_id};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::{events, files, page, runs};
+use crate::{approvals, events, files, page, runs};
 
 /// The whole application for a server listening on `addr` with `token`.
 pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
@@ -44,6 +44,11 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .route(&format!("{conv}/messages"), get(conversations::messages))
         .route(&format!("{conv}/runs"), post(runs::start))
         .route(&format!("{conv}/runs/{{run}}/cancel"), post(runs::cancel))
+        .route(&format!("{conv}/approvals"), get(approvals::list))
+        .route(
+            &format!("{conv}/approvals/{{call}}"),
+            post(approvals::decide),
+        )
         .route(&format!("{conv}/events"), get(events::events))
         .route(&format!("{conv}/compact"), post(compact))
         .route(&format!("{conv}/context"), get(context))

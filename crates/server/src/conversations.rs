@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::RunStatus;
-use ba_protocol::{LlmErrorKind, LogEntry, LogRole, Mode};
+use ba_protocol::{EntryKind, LlmErrorKind, LogEntry, LogRole, Mode};
 use ba_storage::{ConversationId, ConversationMeta, MetaUpdate, NewConversation, Page};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,8 @@ pub enum ConversationStatus {
     Interrupted,
     /// The last run failed (a model failure in the log: Continue goes on).
     Failed,
+    /// Tool calls wait for a person's decision (`GET …/approvals`).
+    AwaitingApproval,
 }
 
 /// A conversation as the API shows it.
@@ -47,7 +49,7 @@ pub struct ConversationView {
     pub updated_ms: i64,
     /// Sequence number of the last entry (0 when empty).
     pub last_seq: u64,
-    /// Idle, running, interrupted or failed.
+    /// Idle, running, interrupted, failed or awaiting approval.
     pub status: ConversationStatus,
     /// The run in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,6 +101,10 @@ pub(crate) fn status_of(
         }
         (LogRole::Assistant, Some(_)) => ConversationStatus::Failed,
         (LogRole::Assistant, None) if last.calls().is_empty() => ConversationStatus::Idle,
+        // A pause ends with the request naming every call that waits.
+        (LogRole::System, _) if last.records.kind == Some(EntryKind::ApprovalRequest) => {
+            ConversationStatus::AwaitingApproval
+        }
         (LogRole::System, _) => ConversationStatus::Idle,
         _ => ConversationStatus::Interrupted,
     };

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod approvals;
 mod auth;
 mod conversations;
 mod error;
@@ -46,6 +47,7 @@ mod wire;
 use std::future::Future;
 
 pub use api::router;
+pub use approvals::PendingApprovals;
 pub use auth::{HostCheck, Token};
 pub use conversations::{ConversationStatus, ConversationView};
 pub use error::{ApiError, ApiResult};

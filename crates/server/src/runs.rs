@@ -82,7 +82,7 @@ pub(crate) async fn start(
     State(state): State<AppState>,
     Path(id): Path<String>,
     body: Bytes,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<axum::response::Response> {
     let id = conversation_id(&id)?;
     let body: RunBody = json_body(&body)?;
     let request_id = body
@@ -109,12 +109,23 @@ pub(crate) async fn start(
         Some(RunInput::Resume) => Input::Resume,
         None => return Err(ApiError::bad_request("`input` is required")),
     };
-    let hub = state.hub(&id).await?;
+    launch(&state, &id, request_id, input).await
+}
+
+/// Starts a run of `input` for request `request_id` (or answers with the run the request
+/// started already): 202 with the run's id.
+pub(crate) async fn launch(
+    state: &AppState,
+    id: &ConversationId,
+    request_id: String,
+    input: Input,
+) -> ApiResult<axum::response::Response> {
+    let hub = state.hub(id).await?;
     if let Some(run_id) = Hub::run_of_request(&hub.lock(), &request_id) {
-        return Ok(accepted(&id, &run_id, true));
+        return Ok(accepted(id, &run_id, true).into_response());
     }
-    if let Some(run_id) = logged_run(&state, &id, &request_id).await? {
-        return Ok(accepted(&id, &run_id, true));
+    if let Some(run_id) = logged_run(state, id, &request_id).await? {
+        return Ok(accepted(id, &run_id, true).into_response());
     }
     if *state.0.shutdown.borrow() {
         return Err(ApiError::new(
@@ -127,7 +138,7 @@ pub(crate) async fn start(
     {
         let mut hs = hub.lock();
         if let Some(existing) = Hub::run_of_request(&hs, &request_id) {
-            return Ok(accepted(&id, &existing, true));
+            return Ok(accepted(id, &existing, true).into_response());
         }
         // Remembered before the lease is awaited, so a concurrent retry in this process finds
         // this run.
@@ -138,15 +149,15 @@ pub(crate) async fn start(
     let options = RunOptions::default()
         .with_ids(request_id, run_id.clone())
         .with_durable_events();
-    let run = match state.agent().start(&id, input, options).await {
+    let run = match state.agent().start(id, input, options).await {
         Ok(run) => run,
         Err(e) => {
             hub.forget(&run_id);
             return Err(e.into());
         }
     };
-    spawn_run(&state, hub, id.clone(), run);
-    Ok(accepted(&id, &run_id, false))
+    spawn_run(state, hub, id.clone(), run);
+    Ok(accepted(id, &run_id, false).into_response())
 }
 
 /// Names the uploads a message refers to, so the model can read them (their ids, names and

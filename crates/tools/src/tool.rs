@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ba_protocol::{InvocationContext, OutputLevel, PermissionLevel};
+use ba_protocol::{InvocationContext, OutputLevel, PermissionLevel, ToolApproval};
 use serde_json::Value;
 
 use crate::error::ToolError;
@@ -39,9 +39,29 @@ pub struct ToolCapabilities {
     /// The result is text the model must read whole (a skill's instructions): it is shown as
     /// it is, bounded like a `full` result, at every output level, and never spilled.
     pub verbatim: bool,
+    /// Whether a person approves a call before it runs, when the configuration names no
+    /// policy for the tool (`approvals.tools.NAME`). `never` by default.
+    pub approval: ToolApproval,
+    /// The tool changes something outside the conversation (writes a database, sends a
+    /// request that acts, runs code with effects): refused in the `read_only` approval mode.
+    pub writes: bool,
 }
 
 impl ToolCapabilities {
+    /// Sets the tool's own approval policy.
+    #[must_use]
+    pub fn with_approval(mut self, approval: ToolApproval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Declares that the tool writes (refused in the `read_only` approval mode).
+    #[must_use]
+    pub fn with_writes(mut self, writes: bool) -> Self {
+        self.writes = writes;
+        self
+    }
+
     /// Marks the tool idempotent.
     #[must_use]
     pub fn with_idempotent(mut self, idempotent: bool) -> Self {

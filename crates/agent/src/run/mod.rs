@@ -8,8 +8,10 @@
 //! the run's [`History`], as it happens.
 
 mod answer;
+mod approve;
 mod context;
 mod handle;
+mod hooked;
 mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
@@ -84,6 +86,9 @@ impl From<ba_storage::StorageError> for Stop {
     }
 }
 
+/// Times the stop hooks may send one run back to work before its answer stands.
+pub(crate) const MAX_STOP_CONTINUES: u32 = 3;
+
 /// What a model call streamed before it was cut.
 #[derive(Default)]
 pub(crate) struct Partial {
@@ -144,6 +149,8 @@ pub(crate) struct Runner {
     /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
     /// top parent's), when the agent has one.
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
+    /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
+    pub(crate) stop_continues: u32,
     /// Set when the run's lease was found lost: nothing more is written.
     pub(crate) lease_lost: Arc<std::sync::atomic::AtomicBool>,
     /// The run's lease (owned by its task, which lets it go before `Finished`): looked at
@@ -256,12 +263,17 @@ impl Runner {
                     message: "the message is empty".into(),
                 });
             }
-            Input::Message(text) => Some((text, None)),
+            Input::Message(text) => Some((self.prompt_hooks(text).await?, None)),
             Input::Continue => Some(("continue".to_owned(), Some(EntryKind::Continue))),
             Input::Resume => None,
+            Input::Decide(answers) => {
+                self.record_decisions(answers).await?;
+                None
+            }
         };
         if let Some((text, kind)) = text {
             self.record_inventory().await?;
+            self.drop_waiting().await?;
             let mut e = self.user_entry(&text, kind);
             self.put_run_ids(&mut e);
             self.append(e).await?;
@@ -318,11 +330,15 @@ impl Runner {
                 let cancel = self.signal.clone();
                 let span = std::mem::replace(&mut round_span, tracing::Span::none());
                 let done = tokio::select! {
-                    done = self.run_calls(&calls).instrument(span) => Some(done),
+                    done = self.run_gated(&calls).instrument(span) => Some(done),
                     () = wait_for_cancel(cancel) => None,
                 };
                 match done {
-                    Some(done) => done?,
+                    Some(done) => {
+                        if let Some(paused) = done? {
+                            return Ok(paused);
+                        }
+                    }
                     None => return Ok(self.cancelled(false)),
                 }
             }
@@ -338,7 +354,16 @@ impl Runner {
                     round_span = span;
                 }
                 Next::Again => {}
-                Next::Done(summary) => return Ok(*summary),
+                Next::Done(summary) => {
+                    if let Some(reason) = self.stop_hooks(&summary).await? {
+                        // Sent back to work: the reason is the next user message.
+                        let text = format!("[stop hook] {reason}");
+                        let e = self.user_entry(&text, None);
+                        self.append(e).await?;
+                        continue;
+                    }
+                    return Ok(*summary);
+                }
             }
         }
     }

@@ -277,6 +277,7 @@ impl Runner {
             scope: Arc::default(),
             lease_lost: Arc::default(),
             lease: std::sync::Weak::new(),
+            stop_continues: 0,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! through the runtime — every one, `activate_skill` included — each result appended in call
 //! order as soon as it and the ones before it are in.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ba_protocol::SkillActivationResult;
@@ -28,8 +29,20 @@ impl Runner {
     }
 
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
-    /// call order as soon as it and the ones before it are in.
-    pub(super) async fn run_calls(&mut self, calls: &[LogToolCall]) -> Result<(), Stop> {
+    /// call order as soon as it and the ones before it are in. A call in `edits` runs with
+    /// the arguments a person (or a hook) gave, and its result says so. The operator's
+    /// post_tool_use hooks see each result before it is appended; what they say is added to
+    /// it.
+    pub(super) async fn run_calls(
+        &mut self,
+        calls: &[LogToolCall],
+        edits: &HashMap<String, (Value, &'static str)>,
+    ) -> Result<(), Stop> {
+        let args = |c: &LogToolCall| {
+            edits
+                .get(&c.id)
+                .map_or_else(|| arguments_of(c), |e| e.0.clone())
+        };
         let inner = Arc::clone(&self.inner);
         let runtime = Arc::clone(&self.tools.runtime);
         let modifier = self.history.modifier();
@@ -61,13 +74,13 @@ impl Runner {
                 round: self.round,
                 call_id: c.id.clone(),
                 name: c.function.name.clone(),
-                arguments: arguments_of(c),
+                arguments: args(c),
             });
         }
         let pending: Vec<_> = calls
             .iter()
             .map(|c| {
-                let call = ToolCall::new(c.id.clone(), c.function.name.clone(), arguments_of(c));
+                let call = ToolCall::new(c.id.clone(), c.function.name.clone(), args(c));
                 let runtime = &runtime;
                 let ctx = &ctx;
                 async move { runtime.run_with(&call, ctx, opts).await }
@@ -82,6 +95,26 @@ impl Runner {
             // What a skill activation did beyond its text (its modifier), whichever tool it was.
             let activation = SkillTool::outcome(&scope, &call.id);
             self.keep_full_output(call, &mut result).await;
+            if let Some((edited, by)) = edits.get(&call.id) {
+                result.observation = format!(
+                    "[run with the arguments {by} changed: {edited}]\n{}",
+                    result.observation
+                );
+            }
+            let said = self
+                .hooks(
+                    ba_protocol::HookEvent::PostToolUse,
+                    Some(call),
+                    serde_json::json!({
+                        "tool_name": call.function.name,
+                        "tool_input": args(call),
+                        "tool_response": {"success": result.success, "observation": result.observation},
+                    }),
+                )
+                .await?;
+            for c in said.context.iter().chain(said.blocked.iter()) {
+                result.observation = format!("{}\n\n[hook: {c}]", result.observation);
+            }
             self.append(tool_entry(call, &result, activation.as_ref()))
                 .await?;
             self.emit(AgentEvent::ToolResult {
@@ -148,12 +181,12 @@ pub(super) fn tool_specs_of(inner: &crate::agent::Inner) -> Vec<ToolSpec> {
     inner.sources.for_run(&inner.runtime).specs()
 }
 
-fn arguments_of(call: &LogToolCall) -> Value {
+pub(super) fn arguments_of(call: &LogToolCall) -> Value {
     call.arguments_json()
         .unwrap_or_else(|_| Value::String(call.function.arguments.clone()))
 }
 
-fn tool_entry(
+pub(super) fn tool_entry(
     call: &LogToolCall,
     result: &ToolResult,
     activation: Option<&SkillActivationResult>,

@@ -148,6 +148,8 @@ pub struct Options {
     /// base URL (a `ba_testkit::model::ScriptedModel`), with the real `file_reader` and
     /// `run_python` instead of the demo's tools.
     pub anthropic_base_url: Option<String>,
+    /// Which calls wait for a person.
+    pub approvals: ba_agent::ApprovalSettings,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -240,6 +242,7 @@ impl Server {
                 s.response_mode = ResponseMode::Structured;
                 s.budget = budget;
                 s.max_rounds = 8;
+                s.approvals = options.approvals.clone();
             })
             .build()
             .unwrap();

@@ -9,6 +9,7 @@
 //! CI=true); `.ci/browser.sh` installs and starts chromedriver. Screenshots go to
 //! `target/browser-artifacts/`.
 
+mod approvals;
 mod files;
 mod flows;
 mod harness;

@@ -149,6 +149,8 @@ pub struct Options {
     pub drain: Duration,
     pub keep_alive: Duration,
     pub demo_questions: Option<Vec<String>>,
+    /// Which calls wait for a person.
+    pub approvals: ba_agent::ApprovalSettings,
 }
 
 impl Default for Options {
@@ -162,6 +164,7 @@ impl Default for Options {
             drain: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
             demo_questions: None,
+            approvals: ba_agent::ApprovalSettings::default(),
         }
     }
 }
@@ -207,7 +210,10 @@ impl Server {
                     }
                 },
             ))
-            .configure(|s| s.model = "test-model".into())
+            .configure(|s| {
+                s.model = "test-model".into();
+                s.approvals = options.approvals.clone();
+            })
             .build()
             .unwrap();
         let mut config = ServerConfig::new()

@@ -7,6 +7,7 @@
 //! The server over real HTTP on 127.0.0.1:0 with the replay model: security (token, Host,
 //! Origin, limits, traversal), conversations, runs and their event streams.
 
+mod approvals;
 mod harness;
 mod page;
 mod runs;
