@@ -22,6 +22,10 @@ pub struct ApprovalSettings {
     pub mode: ApprovalMode,
     /// Policies by tool name (the name the model calls).
     pub tools: BTreeMap<String, ToolApproval>,
+    /// Calls that run without asking whatever the policy, by tool name: those whose arguments
+    /// have every value given here (`query_database: {database: sample}` asks only for the
+    /// other databases).
+    pub unless: BTreeMap<String, serde_json::Map<String, Value>>,
 }
 
 /// A person's answer about one waiting call: the input of a run that goes on after a pause
@@ -171,7 +175,13 @@ pub(crate) fn gate(
             ),
         };
     }
-    let policy = settings.tools.get(name).copied().unwrap_or(caps.approval);
+    let mut policy = settings.tools.get(name).copied().unwrap_or(caps.approval);
+    if let Some(exempt) = settings.unless.get(name).filter(|m| !m.is_empty()) {
+        let args = call.arguments_json().unwrap_or(Value::Null);
+        if exempt.iter().all(|(k, v)| args.get(k) == Some(v)) {
+            policy = ToolApproval::Never;
+        }
+    }
     let ask = match policy {
         ToolApproval::Never => false,
         ToolApproval::Always => true,
@@ -253,6 +263,37 @@ mod tests {
         };
         assert!(matches!(
             gate(&named, caps(ToolApproval::Never, false), &log, &c),
+            Gate::Wait
+        ));
+    }
+
+    #[test]
+    fn an_exception_on_the_arguments_runs_without_asking() {
+        let settings = ApprovalSettings {
+            tools: BTreeMap::from([("q".to_owned(), ToolApproval::Ask)]),
+            unless: BTreeMap::from([(
+                "q".to_owned(),
+                serde_json::json!({"database": "sample"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            )]),
+            ..ApprovalSettings::default()
+        };
+        let caps = Some(ToolCapabilities::default());
+        let log = LogApprovals::default();
+        let on =
+            |db: &str| LogToolCall::new("c", "q", &serde_json::json!({"database": db, "sql": "x"}));
+        assert!(matches!(
+            gate(&settings, caps, &log, &on("sample")),
+            Gate::Run(None)
+        ));
+        assert!(matches!(
+            gate(&settings, caps, &log, &on("prod")),
+            Gate::Wait
+        ));
+        assert!(matches!(
+            gate(&settings, caps, &log, &call("c", "q")),
             Gate::Wait
         ));
     }

@@ -127,6 +127,29 @@ async fn hook_records(s: &Setup) -> Vec<HookRecord> {
         .collect()
 }
 
+/// The event and verdict of every hook run in the log, in order.
+async fn hook_events(s: &Setup) -> Vec<(HookEvent, HookVerdict)> {
+    hook_records(s)
+        .await
+        .iter()
+        .map(|r| (r.event, r.verdict))
+        .collect()
+}
+
+/// Whether a `sleep ARG` process is alive (read from /proc).
+fn sleeping(arg: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
+            let parts: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            parts.first().is_some_and(|p| p.ends_with(b"sleep"))
+                && parts.get(1).is_some_and(|a| *a == arg.as_bytes())
+        })
+    })
+}
+
 const BLOCK_OS: &str = r#"
 import json, sys
 event = json.load(sys.stdin)
@@ -209,7 +232,8 @@ async fn a_hook_that_hangs_is_killed_and_one_that_fails_does_not_block() {
     let model = model().await;
     let s = setup(&model, |d| {
         vec![
-            CommandHook::new(HookEvent::PreToolUse, "sleep 600")
+            // A child of the shell: only a kill of the whole group ends it.
+            CommandHook::new(HookEvent::PreToolUse, "sleep 617.25; true")
                 .with_timeout(Duration::from_millis(500)),
             CommandHook::new(
                 HookEvent::PreToolUse,
@@ -235,6 +259,10 @@ async fn a_hook_that_hangs_is_killed_and_one_that_fails_does_not_block() {
         start.elapsed()
     );
     assert_eq!(s.ran.lock().unwrap().len(), 1, "the call ran");
+    assert!(
+        !sleeping("617.25"),
+        "the hook's child outlived its timeout (the group was not killed)"
+    );
     let records = hook_records(&s).await;
     let verdicts: Vec<HookVerdict> = records.iter().map(|r| r.verdict).collect();
     assert_eq!(verdicts, [HookVerdict::TimedOut, HookVerdict::Failed]);
@@ -280,17 +308,54 @@ if not event["stop_hook_active"]:
         done.final_answer.as_deref(),
         Some("You said: [stop hook] say which fiscal year")
     );
-    let events: Vec<(HookEvent, HookVerdict)> = hook_records(&s)
-        .await
-        .iter()
-        .map(|r| (r.event, r.verdict))
-        .collect();
+    let events = hook_events(&s).await;
     assert_eq!(
         events,
         [
             (HookEvent::UserPromptSubmit, HookVerdict::Allow),
             (HookEvent::Stop, HookVerdict::Block),
             (HookEvent::Stop, HookVerdict::Allow),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_post_tool_use_hook_adds_to_the_result_and_a_pre_compact_hook_is_told() {
+    let model = model().await;
+    let post = r#"
+import json, sys
+event = json.load(sys.stdin)
+assert event["hook_event_name"] == "PostToolUse", event
+assert event["tool_response"]["success"] is True, event
+print(json.dumps({"decision": "block", "reason": "check the units of " + event["tool_name"]}))
+"#;
+    let s = setup(&model, |d| {
+        vec![
+            CommandHook::new(HookEvent::PostToolUse, script(d, "post.py", post)),
+            CommandHook::new(HookEvent::PreCompact, "cat > /dev/null; echo compacting"),
+        ]
+    })
+    .await;
+    let done = s
+        .agent
+        .send(&s.id, Input::message("Please compute 6 times 7."))
+        .finish()
+        .await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    let answer = done.final_answer.unwrap();
+    assert!(answer.starts_with("Result: ran 12 bytes"), "{answer}");
+    assert!(
+        answer.contains("[hook: check the units of run_python]"),
+        "{answer}"
+    );
+    assert_eq!(s.ran.lock().unwrap().len(), 1);
+    s.agent.compact(&s.id).await.unwrap();
+    let events = hook_events(&s).await;
+    assert_eq!(
+        events,
+        [
+            (HookEvent::PostToolUse, HookVerdict::Block),
+            (HookEvent::PreCompact, HookVerdict::Allow),
         ]
     );
 }

@@ -176,6 +176,62 @@ async fn a_replayed_run_calls_an_mcp_tool_by_its_model_name() {
     manager.shutdown().await;
 }
 
+/// A server whose configuration says `approval: ask`: a call of its tool waits for a person,
+/// and runs once approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_that_asks_for_approval_pauses_its_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server()
+        .with_required(true)
+        .with_approval(ba_protocol::ToolApproval::Ask);
+    let manager = McpManager::start([("calc", config)], options()).await;
+    manager.check_required().unwrap();
+    let client = Recording::new(&[
+        tool_turn(
+            "c1",
+            "calc__add",
+            json!({"a": 2, "b": 3}),
+            json!({"role": "user", "text": "Add 2 and 3."}),
+        ),
+        text_turn("2 + 3 = 5.", json!({"role": "tool", "tool_call_id": "c1"})),
+    ]);
+    let agent = builder(client, dir.path())
+        .mcp(manager.clone())
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let paused = agent
+        .send(&id, Input::message("Add 2 and 3."))
+        .finish()
+        .await;
+    assert_eq!(paused.status, RunStatus::AwaitingApproval, "{paused:?}");
+    let pending = agent.pending_approvals(&id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].tool, "calc__add");
+    assert!(
+        !agent
+            .entries(&id)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.role == LogRole::Tool),
+        "ran before approval"
+    );
+    let done = agent
+        .send(
+            &id,
+            Input::Decide(vec![ba_agent::ApprovalAnswer::approve("c1")]),
+        )
+        .finish()
+        .await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    assert_eq!(done.final_answer.as_deref(), Some("2 + 3 = 5."));
+    manager.shutdown().await;
+}
+
 /// A stdio server that starts only once `gate` exists: a server slower than the first round,
 /// opened by the test at a chosen point instead of after a guessed delay.
 fn gated_server(dir: &Path, gate: &Path) -> McpServerConfig {

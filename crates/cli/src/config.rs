@@ -156,6 +156,9 @@ pub(crate) struct ApprovalsConfig {
     /// Policies by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ba_protocol::ToolApproval>,
+    /// Calls that never ask, by tool name: those whose arguments have these values.
+    #[serde(default)]
+    pub unless: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `web_search: {backend: searxng, url: http://127.0.0.1:8888}` or
@@ -487,6 +490,7 @@ impl Config {
                 s.approvals = ba_agent::ApprovalSettings {
                     mode: self.approvals.mode,
                     tools: self.approvals.tools.clone(),
+                    unless: self.approvals.unless.clone(),
                 };
             });
         let roots = self.skill_roots(plugin_roots);

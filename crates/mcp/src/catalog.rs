@@ -166,6 +166,7 @@ impl Catalog {
                     annotations: t.annotations.clone(),
                     default_level: s.config.default_level,
                     permission: s.config.permission,
+                    approval: s.config.approval,
                     timeout_ms: s.config.tool_timeout_ms,
                 });
             }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ba_protocol::{OutputLevel, PermissionLevel};
+use ba_protocol::{OutputLevel, PermissionLevel, ToolApproval};
 use serde::{Deserialize, Serialize};
 
 use crate::error::McpError;
@@ -100,6 +100,9 @@ pub struct McpServerConfig {
     /// The permission level needed to call its tools, for the tool runtime; the runtime's
     /// default when absent.
     pub permission: Option<PermissionLevel>,
+    /// Whether a person approves each call of its tools (`never`, `ask`, `always`); the
+    /// agent's configuration for a tool by name wins. Default `never`.
+    pub approval: Option<ToolApproval>,
 }
 
 impl McpServerConfig {
@@ -138,6 +141,7 @@ impl McpServerConfig {
             tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
             default_level: None,
             permission: None,
+            approval: None,
         }
     }
 
@@ -174,6 +178,12 @@ impl McpServerConfig {
     /// Sets whether the first round waits for the server.
     pub fn with_required(mut self, required: bool) -> Self {
         self.required = required;
+        self
+    }
+
+    /// Asks a person before each call of its tools (see [`McpServerConfig::approval`]).
+    pub fn with_approval(mut self, approval: ToolApproval) -> Self {
+        self.approval = Some(approval);
         self
     }
 
@@ -304,6 +314,8 @@ struct RawServerConfig {
     default_level: Option<OutputLevel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     permission: Option<PermissionLevel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<ToolApproval>,
 }
 
 fn yes() -> bool {
@@ -397,6 +409,7 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
             tool_timeout_ms: raw.tool_timeout_ms,
             default_level: raw.default_level,
             permission: raw.permission,
+            approval: raw.approval,
         })
     }
 }
@@ -413,6 +426,7 @@ impl From<McpServerConfig> for RawServerConfig {
             tool_timeout_ms: c.tool_timeout_ms,
             default_level: c.default_level,
             permission: c.permission,
+            approval: c.approval,
             ..RawServerConfig::default()
         };
         match c.transport {

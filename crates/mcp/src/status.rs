@@ -69,8 +69,23 @@ pub struct McpToolInfo {
     /// The server's `permission`, for the tool runtime.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permission: Option<PermissionLevel>,
+    /// The server's `approval`, for the agent's approval gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ba_protocol::ToolApproval>,
     /// The server's `tool_timeout_ms`.
     pub timeout_ms: u64,
+}
+
+impl McpToolInfo {
+    /// Whether the tool may change something: not when its server says `readOnlyHint: true`
+    /// (a hint, trusted only to refuse less in the `read_only` approval mode).
+    pub fn writes(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            != Some(true)
+    }
 }
 
 /// A tool that is not offered, and why.

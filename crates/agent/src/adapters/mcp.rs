@@ -168,6 +168,8 @@ impl Tool for McpTool {
     fn capabilities(&self) -> ToolCapabilities {
         ToolCapabilities::default()
             .with_required_permission(self.info.permission.unwrap_or_default())
+            .with_approval(self.info.approval.unwrap_or_default())
+            .with_writes(self.info.writes())
             .with_max_retries(0)
             .with_timeout_ms(u64::try_from(self.max_call.as_millis()).unwrap_or(u64::MAX))
     }
