@@ -450,6 +450,34 @@ impl Config {
     /// The agent the configuration describes, over `client` and `store` (from [`Config::store`]),
     /// with the plugins' skills of `plugin_roots` and the tools of `mcp`'s servers; its runs'
     /// leases name `front_end` (`ba-agent serve`) as their holder.
+    /// The `approvals` section as the agent's settings.
+    pub(crate) fn approval_settings(&self) -> ba_agent::ApprovalSettings {
+        ba_agent::ApprovalSettings {
+            mode: self.approvals.mode,
+            tools: self.approvals.tools.clone(),
+            unless: self.approvals.unless.clone(),
+        }
+    }
+
+    /// The `hooks` section as hooks, in the file's order within each event.
+    pub(crate) fn hooks(&self) -> anyhow::Result<Vec<Arc<dyn ba_agent::Hook>>> {
+        let mut out: Vec<Arc<dyn ba_agent::Hook>> = Vec::new();
+        for (event, hooks) in &self.hooks {
+            for h in hooks {
+                if h.command.trim().is_empty() {
+                    anyhow::bail!("hooks.{}: a hook's `command` is empty", event.as_str());
+                }
+                let mut hook = ba_agent::CommandHook::new(*event, h.command.clone())
+                    .with_timeout(Duration::from_secs(h.timeout_secs.unwrap_or(60).max(1)));
+                if let Some(m) = &h.matcher {
+                    hook = hook.with_matcher(m.clone());
+                }
+                out.push(Arc::new(hook));
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn agent(
         &self,
         front_end: &str,
@@ -487,11 +515,7 @@ impl Config {
                 if let Some(stream) = self.stream {
                     s.stream = stream;
                 }
-                s.approvals = ba_agent::ApprovalSettings {
-                    mode: self.approvals.mode,
-                    tools: self.approvals.tools.clone(),
-                    unless: self.approvals.unless.clone(),
-                };
+                s.approvals = self.approval_settings();
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {
@@ -508,18 +532,8 @@ impl Config {
         if let Some(path) = &self.prompts {
             builder = builder.prompts(Prompts::load(path)?);
         }
-        for (event, hooks) in &self.hooks {
-            for h in hooks {
-                if h.command.trim().is_empty() {
-                    anyhow::bail!("hooks.{}: a hook's `command` is empty", event.as_str());
-                }
-                let mut hook = ba_agent::CommandHook::new(*event, h.command.clone())
-                    .with_timeout(Duration::from_secs(h.timeout_secs.unwrap_or(60).max(1)));
-                if let Some(m) = &h.matcher {
-                    hook = hook.with_matcher(m.clone());
-                }
-                builder = builder.hook(Arc::new(hook));
-            }
+        for hook in self.hooks()? {
+            builder = builder.hook(hook);
         }
         if let Some(summary_model) = &self.summary_model {
             builder = builder.summarizer(Arc::new(ModelSummarizer::new(client, summary_model)));

@@ -18,7 +18,7 @@ use ba_protocol::{LogRole, Mode};
 use ba_skills::SkillSet;
 use ba_storage::{ConversationId, FileStore, NewConversation};
 
-use ba_agent::{Agent, AgentError, ResponseMode};
+use ba_agent::{Agent, AgentBuilder, AgentError, ResponseMode};
 use ba_builtins::{demo_data, demo_tools};
 use ba_model::{
     DeltaSink, ExpectedRequest, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient,
@@ -133,7 +133,20 @@ pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError>
 /// # Errors
 /// As [`setup`].
 pub fn server_agent(dir: &Path, budget: Option<usize>) -> Result<Agent, DemoError> {
-    build(dir, budget, Arc::new(DemoModel::new()?))
+    server_agent_with(dir, budget, |b| b)
+}
+
+/// [`server_agent`] with more of the builder: `serve --demo --config F` adds the file's
+/// approvals and hooks, so a pause or a hook can be tried offline.
+///
+/// # Errors
+/// As [`server_agent`].
+pub fn server_agent_with(
+    dir: &Path,
+    budget: Option<usize>,
+    more: impl FnOnce(AgentBuilder) -> AgentBuilder,
+) -> Result<Agent, DemoError> {
+    build_with(dir, budget, Arc::new(DemoModel::new()?), more)
 }
 
 /// The recording played per request: the turn whose expectation the request meets.
@@ -217,6 +230,15 @@ fn build(
     budget: Option<usize>,
     client: Arc<dyn ModelClient>,
 ) -> Result<Agent, DemoError> {
+    build_with(dir, budget, client, |b| b)
+}
+
+fn build_with(
+    dir: &Path,
+    budget: Option<usize>,
+    client: Arc<dyn ModelClient>,
+    more: impl FnOnce(AgentBuilder) -> AgentBuilder,
+) -> Result<Agent, DemoError> {
     let data = dir.join("data");
     let skill_dir = dir.join("skills").join("sales-report");
     for d in [&data, &skill_dir] {
@@ -229,7 +251,7 @@ fn build(
     let store = Arc::new(FileStore::open(dir)?);
     let skills = Arc::new(SkillSet::load([dir.join("skills")]));
     let total = budget.unwrap_or(DEMO_BUDGET);
-    let agent = Agent::builder(client)
+    let builder = Agent::builder(client)
         .store(store)
         .skills(skills)
         .tools(demo_tools(&data))
@@ -238,7 +260,7 @@ fn build(
             s.response_mode = ResponseMode::Structured;
             s.budget = ContextBudget::new(total, total / 6);
             s.max_rounds = 8;
-        })
-        .build()?;
+        });
+    let agent = more(builder).build()?;
     Ok(agent)
 }

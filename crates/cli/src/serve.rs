@@ -26,7 +26,8 @@ pub(crate) struct ServeArgs {
     /// A file holding the token (its first line).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`).
+    /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`). With `--demo`, only its
+    /// `approvals` and `hooks` are used.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Where conversations live (overrides `home`; with `--demo`, the demo's folder).
@@ -92,8 +93,21 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
                 .home
                 .clone()
                 .unwrap_or_else(|| std::env::temp_dir().join("ba-agent-serve-demo"));
-            let agent = demo::server_agent(&dir, None)
-                .with_context(|| format!("setting the demo up in {}", dir.display()))?;
+            // A configuration file given with --demo lends its approvals and hooks (the model,
+            // tools and store stay the demo's).
+            let config = match args.config.as_deref() {
+                Some(path) => Config::load(Some(path))?,
+                None => Config::default(),
+            };
+            let (approvals, hooks) = (config.approval_settings(), config.hooks()?);
+            let agent = demo::server_agent_with(&dir, None, move |mut b| {
+                b = b.configure(|s| s.approvals = approvals);
+                for h in hooks {
+                    b = b.hook(h);
+                }
+                b
+            })
+            .with_context(|| format!("setting the demo up in {}", dir.display()))?;
             let questions = demo::QUESTIONS.iter().map(|q| (*q).to_owned()).collect();
             (agent, dir, Some(questions))
         } else {

@@ -255,3 +255,76 @@ async fn the_token_file_and_allowed_hosts_are_honoured() {
     );
     child.kill().await.unwrap();
 }
+
+/// `serve --demo --config F` lends the file's approvals to the offline demo: the recorded
+/// question pauses at its first query, a decision over HTTP (approve for the conversation)
+/// lets it finish, and after a restart of the server the conversation is idle with its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_pauses_for_approval_and_goes_on_after_a_decision() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("approvals.yaml");
+    std::fs::write(&config, "approvals:\n  tools:\n    query_database: ask\n").unwrap();
+    let args = ["--demo", "--config", config.to_str().unwrap()];
+    let start = || async {
+        Served::start_with(
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent")),
+            TOKEN,
+            home.path(),
+            &args,
+        )
+        .await
+    };
+    let served = start().await;
+    let id = served.create().await;
+    let events = served
+        .get(&format!("/api/v1/conversations/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    served.ask(&id, "demo-1", ba_cli::demo::QUESTIONS[0]).await;
+    let frames = until_finished(events).await;
+    assert!(frames.iter().any(|(e, _)| e == "approval_requested"));
+    assert_eq!(frames.last().unwrap().1["status"], "awaiting_approval");
+    let pending: Value = served
+        .get(&format!("/api/v1/conversations/{id}/approvals"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let call = pending["pending"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(pending["pending"][0]["tool"], "query_database");
+    let events = served
+        .get(&format!("/api/v1/conversations/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    let decided = served
+        .post(
+            &format!("/api/v1/conversations/{id}/approvals/{call}"),
+            &serde_json::json!({"decision": "approve_for_conversation"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 202);
+    let frames = until_finished(events).await;
+    assert_eq!(frames.last().unwrap().1["status"], "answered", "{frames:?}");
+    served.terminate().await;
+    // Tomorrow: the same folder, a new server.
+    let served = start().await;
+    let conv: Value = served
+        .get(&format!("/api/v1/conversations/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(conv["status"], "idle", "{conv}");
+    served.terminate().await;
+}

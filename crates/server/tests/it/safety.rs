@@ -54,6 +54,8 @@ async fn health_is_open_and_the_api_needs_the_token() {
         ("GET", format!("{c}/messages")),
         ("POST", format!("{c}/runs")),
         ("POST", format!("{c}/runs/r1/cancel")),
+        ("GET", format!("{c}/approvals")),
+        ("POST", format!("{c}/approvals/call_1")),
         ("GET", format!("{c}/events")),
         ("POST", format!("{c}/compact")),
         ("GET", format!("{c}/context")),
