@@ -59,6 +59,8 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ("ResetFrame", schema::<ba_server::ResetFrame>()?),
         ("ConversationView", schema::<ba_server::ConversationView>()?),
         ("RunAccepted", schema::<ba_server::RunAccepted>()?),
+        ("Forked", schema::<ba_server::Forked>()?),
+        ("PendingApprovals", schema::<ba_server::PendingApprovals>()?),
         ("ErrorBody", schema::<ba_server::ErrorBody>()?),
     ])
 }

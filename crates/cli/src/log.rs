@@ -68,8 +68,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// Report torn or corrupt lines, broken tool-call pairs and files of conversations that no
-    /// longer exist; exit 1 when there are any.
+    /// A new conversation whose history is CONV's up to entry SEQ (the parent is not copied
+    /// and not changed); prints the new id on its last line.
+    Fork {
+        /// The conversation to fork.
+        conv: String,
+        /// Its last entry the fork keeps (0 for none).
+        #[arg(long, value_name = "SEQ")]
+        at: u64,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Report torn or corrupt lines, broken tool-call pairs, a fork whose parent is gone and
+    /// files of conversations that no longer exist; exit 1 when there are any.
     Verify {
         /// Conversation id.
         conv: String,
@@ -272,10 +283,22 @@ async fn run_async(cmd: Command) -> CliResult {
             }
             out(&text)?;
         }
+        Command::Fork { conv, at, store } => {
+            let parent = conv_id(&conv)?;
+            let store = open_read(&store)?;
+            let child = ConversationId::random();
+            let meta = store
+                .fork(&parent, at, &child, ba_storage::NewConversation::default())
+                .await
+                .map_err(CliError::input)?;
+            out(&format!(
+                "forked {parent} at entry {at} ({} entries shared)\n{}\n",
+                meta.last_seq, meta.id
+            ))?;
+        }
         Command::Verify { conv, store } => {
             let id = conv_id(&conv)?;
             let store = open_read(&store)?;
-            let loaded = store.load(&id).await.map_err(CliError::input)?;
             let mut text = String::new();
             let mut problems = 0;
             let mut report = |text: &mut String, line: String| {
@@ -283,6 +306,34 @@ async fn run_async(cmd: Command) -> CliResult {
                 text.push_str(&line);
                 text.push('\n');
             };
+            // A fork reads its history from its parent: the link first.
+            let meta = store.metadata(&id).await.map_err(CliError::input)?;
+            if let Some(fork) = &meta.fork {
+                let parent = conv_id(&fork.parent)?;
+                match store.metadata(&parent).await {
+                    Ok(p) if p.last_seq < fork.at_seq => report(
+                        &mut text,
+                        format!(
+                            "broken fork: cut at entry {} of {}, which has {} entries",
+                            fork.at_seq, fork.parent, p.last_seq
+                        ),
+                    ),
+                    Ok(_) => {}
+                    Err(e) => {
+                        report(
+                            &mut text,
+                            format!(
+                                "broken fork: its parent {} cannot be read: {e}",
+                                fork.parent
+                            ),
+                        );
+                        text.push_str(&format!("{conv}: {problems} problem(s)\n"));
+                        out(&text)?;
+                        return Ok(ExitCode::from(1));
+                    }
+                }
+            }
+            let loaded = store.load(&id).await.map_err(CliError::input)?;
             if let Some(why) = store.metadata_problem(&id).await.map_err(CliError::input)? {
                 report(&mut text, format!("unfinished: {why}"));
             }

@@ -158,3 +158,52 @@ fn bad_input_is_a_clear_error_with_exit_2() {
     );
     assert!(stdout(&o).is_empty());
 }
+
+/// `log fork ID --at SEQ` prints the fork's id on its last line; the fork shows the parent's
+/// entries up to the cut and verifies clean; with its parent's files gone by hand, `verify`
+/// names the broken link (exit 1) instead of failing to read.
+#[test]
+fn fork_prints_the_new_id_and_verify_checks_the_link() {
+    let cwd = tempfile::tempdir().unwrap();
+    let rollout = cwd.path().join("rollout.jsonl");
+    std::fs::write(
+        &rollout,
+        concat!(
+            r#"{"timestamp":"2025-09-01T10:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first question"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-09-01T10:00:01Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first answer"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-09-01T10:00:02Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second question"}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let parent = import(cwd.path(), "codex", &rollout);
+    let past = run(cwd.path(), &["log", "fork", &parent, "--at", "9"]);
+    assert_eq!(past.status.code(), Some(2));
+    assert!(
+        stderr(&past).contains("past its last entry"),
+        "{}",
+        stderr(&past)
+    );
+    let forked = run(cwd.path(), &["log", "fork", &parent, "--at", "2"]);
+    assert!(forked.status.success(), "{}", stderr(&forked));
+    let out = stdout(&forked);
+    let child = out.lines().last().unwrap().trim().to_owned();
+    assert_ne!(child, parent);
+    let show = stdout(&run(cwd.path(), &["log", "show", &child]));
+    assert!(show.contains("first answer"), "{show}");
+    assert!(!show.contains("second question"), "{show}");
+    let verify = run(cwd.path(), &["log", "verify", &child]);
+    assert!(verify.status.success(), "{}", stdout(&verify));
+    let conversations = cwd.path().join(".ba-agent/conversations");
+    std::fs::remove_file(conversations.join(format!("{parent}.jsonl"))).unwrap();
+    std::fs::remove_file(conversations.join(format!("{parent}.meta.json"))).unwrap();
+    let broken = run(cwd.path(), &["log", "verify", &child]);
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(
+        stdout(&broken).contains(&format!("broken fork: its parent {parent} cannot be read")),
+        "{}",
+        stdout(&broken)
+    );
+}

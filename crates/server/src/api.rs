@@ -42,6 +42,7 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
                 .delete(conversations::delete),
         )
         .route(&format!("{conv}/messages"), get(conversations::messages))
+        .route(&format!("{conv}/fork"), post(conversations::fork))
         .route(&format!("{conv}/runs"), post(runs::start))
         .route(&format!("{conv}/runs/{{run}}/cancel"), post(runs::cancel))
         .route(&format!("{conv}/approvals"), get(approvals::list))

@@ -54,6 +54,29 @@ pub struct ConversationView {
     /// The run in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_run_id: Option<String>,
+    /// Where this conversation was forked from, when it is a fork.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkView>,
+}
+
+/// A fork's parent and cut.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ForkView {
+    /// The conversation forked.
+    pub parent: String,
+    /// Its last entry the fork shares.
+    pub at_seq: u64,
+}
+
+/// `POST …/{id}/fork`: the new conversation.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Forked {
+    /// The fork's id.
+    pub id: String,
+    /// The conversation forked.
+    pub parent: String,
+    /// Its last entry the fork shares.
+    pub at_seq: u64,
 }
 
 /// Parses a path id; a name that could leave the store's folder is refused.
@@ -135,7 +158,44 @@ async fn view(state: &AppState, meta: ConversationMeta) -> ApiResult<Conversatio
         last_seq: meta.last_seq,
         status,
         active_run_id,
+        fork: meta.fork.map(|f| ForkView {
+            parent: f.parent,
+            at_seq: f.at_seq,
+        }),
     })
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ForkBody {
+    at_seq: Option<u64>,
+}
+
+/// A new conversation whose history is this one's up to `at_seq` (the parent is not copied
+/// and not changed; it cannot be deleted while the fork lives).
+pub(crate) async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let parent = conversation_id(&id)?;
+    let body: ForkBody = json_body(&body)?;
+    let at_seq = body
+        .at_seq
+        .ok_or_else(|| ApiError::bad_request("`at_seq` is required: the last entry to keep"))?;
+    let child = ConversationId::random();
+    state
+        .store()
+        .fork(&parent, at_seq, &child, NewConversation::default())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Forked {
+            id: child.to_string(),
+            parent: parent.to_string(),
+            at_seq,
+        }),
+    ))
 }
 
 #[derive(Debug, Deserialize)]

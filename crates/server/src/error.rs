@@ -113,6 +113,9 @@ impl From<StorageError> for ApiError {
             StorageError::SequenceConflict { .. } => {
                 Self::new(StatusCode::CONFLICT, "sequence_conflict", e.to_string())
             }
+            StorageError::HasForks { .. } => {
+                Self::new(StatusCode::CONFLICT, "has_forks", e.to_string())
+            }
             StorageError::NoFile { .. } => Self::not_found(e.to_string()),
             StorageError::TooLarge { .. } => {
                 Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", e.to_string())

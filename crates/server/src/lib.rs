@@ -49,7 +49,7 @@ use std::future::Future;
 pub use api::router;
 pub use approvals::PendingApprovals;
 pub use auth::{HostCheck, Token};
-pub use conversations::{ConversationStatus, ConversationView};
+pub use conversations::{ConversationStatus, ConversationView, ForkView, Forked};
 pub use error::{ApiError, ApiResult};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use state::{AppState, ServerConfig};

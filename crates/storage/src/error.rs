@@ -92,6 +92,14 @@ pub enum StorageError {
         /// The file id asked for.
         id: String,
     },
+    /// A conversation with forks cannot be deleted: they read their history from it.
+    #[error("conversation `{id}` has forks ({}); delete them first", forks.join(", "))]
+    HasForks {
+        /// The conversation.
+        id: String,
+        /// Its forks.
+        forks: Vec<String>,
+    },
     /// A database operation failed.
     #[error("database: {0}")]
     Database(String),
@@ -162,6 +170,10 @@ impl StorageError {
                 what: what.clone(),
                 size: *size,
                 limit: *limit,
+            },
+            Self::HasForks { id, forks } => Self::HasForks {
+                id: id.clone(),
+                forks: forks.clone(),
             },
             Self::NoFile { conversation, id } => Self::NoFile {
                 conversation: conversation.clone(),

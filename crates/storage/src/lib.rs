@@ -75,9 +75,9 @@ pub use import::{
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
 pub use store::rfc3339;
 pub use store::{
-    Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage,
-    Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder, RunLease,
-    RunLock, StoredEntry, SystemClock,
+    Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ForkPoint,
+    ListPage, Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder,
+    RunLease, RunLock, StoredEntry, SystemClock,
 };
 pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
 pub use workspace::UploadMeta;

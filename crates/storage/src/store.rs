@@ -43,6 +43,16 @@ pub struct MetaUpdate {
     pub mode: Option<Mode>,
 }
 
+/// Where a fork leaves its parent: the fork's history is the parent's entries up to `at_seq`,
+/// then its own (numbered from `at_seq + 1`). The parent's entries are not copied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkPoint {
+    /// The conversation forked.
+    pub parent: String,
+    /// Its last entry the fork shares.
+    pub at_seq: u64,
+}
+
 /// What a store knows about a conversation besides its entries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConversationMeta {
@@ -58,8 +68,12 @@ pub struct ConversationMeta {
     pub created_ms: i64,
     /// Time of the last append or metadata change (ms since the Unix epoch).
     pub updated_ms: i64,
-    /// Sequence number of the last entry; 0 when empty. Also the number of entries.
+    /// Sequence number of the last entry; 0 when empty. Also the number of entries (a fork's
+    /// count its parent's up to the cut).
     pub last_seq: u64,
+    /// Where this conversation was forked from, when it is a fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkPoint>,
 }
 
 /// One page request of [`ConversationStore::list`]: conversations in id order, after `after`.
@@ -407,6 +421,20 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
+/// Refuses a cut past the end of the parent.
+pub(crate) fn check_fork_point(parent: &ConversationId, at_seq: u64, last_seq: u64) -> Result<()> {
+    if at_seq > last_seq {
+        return Err(StorageError::invalid(
+            format!("fork of `{parent}`"),
+            format!("entry {at_seq} is past its last entry, {last_seq}"),
+        ));
+    }
+    Ok(())
+}
+
+/// How deep forks of forks may go.
+pub(crate) const MAX_FORK_DEPTH: usize = 256;
+
 /// A durable conversation log (ST1).
 ///
 /// Every backend gives the entries of a conversation gap-free sequence numbers from 1, makes an
@@ -442,8 +470,31 @@ pub trait ConversationStore: Send + Sync {
         update: MetaUpdate,
     ) -> Result<ConversationMeta>;
 
-    /// Deletes a conversation; `false` when there was none.
+    /// Deletes a conversation; `false` when there was none. A conversation with forks is not
+    /// deleted ([`StorageError::HasForks`]): its forks read their history from it.
     async fn delete(&self, id: &ConversationId) -> Result<bool>;
+
+    /// Creates conversation `child` whose history is `parent`'s up to entry `at_seq` (0 to
+    /// its last), then its own. `FileStore` and `PostgresStore` keep only a link (the parent
+    /// is never changed, and cannot be deleted while the fork lives); this default copies
+    /// the entries.
+    async fn fork(
+        &self,
+        parent: &ConversationId,
+        at_seq: u64,
+        child: &ConversationId,
+        new: NewConversation,
+    ) -> Result<ConversationMeta> {
+        let loaded = self.load(parent).await?;
+        check_fork_point(parent, at_seq, loaded.last_seq)?;
+        let entries: Vec<LogEntry> = loaded
+            .entries
+            .into_iter()
+            .filter(|s| s.seq <= at_seq)
+            .map(|s| s.entry)
+            .collect();
+        self.create_with_entries(child, new, &entries).await
+    }
 
     /// Deletes every conversation last updated before `cutoff_ms`; returns their ids.
     async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>>;
@@ -595,6 +646,15 @@ macro_rules! forward {
             }
             async fn delete(&self, id: &ConversationId) -> Result<bool> {
                 (**self).delete(id).await
+            }
+            async fn fork(
+                &self,
+                parent: &ConversationId,
+                at_seq: u64,
+                child: &ConversationId,
+                new: NewConversation,
+            ) -> Result<ConversationMeta> {
+                (**self).fork(parent, at_seq, child, new).await
             }
             async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
                 (**self).delete_older_than(cutoff_ms).await

@@ -91,7 +91,7 @@ impl FileStore {
         let mut tail = match state.known {
             Some(t) if t.len + t.torn == len => t,
             Some(t) if t.len < len => scan_tail(file, path, t)?,
-            _ => scan_tail(file, path, Tail::default())?,
+            _ => scan_tail(file, path, self.base_tail(id.as_str())?)?,
         };
         if tail.torn > 0 {
             self.quarantine(file, path, id.as_str(), &mut tail)?;

@@ -73,6 +73,7 @@ impl FileStore {
             parent: new.parent,
             created_ms: now,
             updated_ms: now,
+            fork: None,
         };
         let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
             what: format!("metadata of `{id}`"),

@@ -22,6 +22,14 @@ pub(super) struct IndexRow {
     pub(super) tail: Tail,
 }
 
+/// Where a scan of a log from its start begins: a fork's own lines follow its cut.
+pub(super) fn base_tail(meta: &MetaFile) -> Tail {
+    Tail {
+        last_seq: meta.fork.as_ref().map_or(0, |f| f.at_seq),
+        ..Tail::default()
+    }
+}
+
 /// The `<id>.meta.json` file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct MetaFile {
@@ -30,6 +38,9 @@ pub(super) struct MetaFile {
     pub(super) parent: Option<String>,
     pub(super) created_ms: i64,
     pub(super) updated_ms: i64,
+    /// Where a fork leaves its parent (its own lines are numbered after `at_seq`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) fork: Option<crate::store::ForkPoint>,
 }
 
 #[derive(Deserialize)]
@@ -176,11 +187,6 @@ impl FileStore {
             .metadata()
             .map_err(|e| StorageError::io("reading", &path, e))?
             .len();
-        let tail = match cached {
-            Some(row) if row.tail.len + row.tail.torn == len => row.tail,
-            Some(row) if row.tail.len < len => scan_tail(&file, &path, row.tail)?,
-            _ => scan_tail(&file, &path, Tail::default())?,
-        };
         let meta = match cached {
             Some(row) => row.meta.clone(),
             None => {
@@ -199,6 +205,11 @@ impl FileStore {
                 }
                 meta
             }
+        };
+        let tail = match cached {
+            Some(row) if row.tail.len + row.tail.torn == len => row.tail,
+            Some(row) if row.tail.len < len => scan_tail(&file, &path, row.tail)?,
+            _ => scan_tail(&file, &path, base_tail(&meta))?,
         };
         Ok(Some(IndexRow { meta, tail }))
     }
@@ -269,6 +280,7 @@ impl FileStore {
             created_ms: row.meta.created_ms,
             updated_ms: row.meta.updated_ms.max(row.tail.last_at),
             last_seq: row.tail.last_seq,
+            fork: row.meta.fork.clone(),
         }
     }
 }

@@ -314,6 +314,7 @@ impl FileStore {
             parent: new.parent,
             created_ms: now,
             updated_ms: now,
+            fork: None,
         };
         self.write_meta(id.as_str(), &meta)?;
         sync_dir(&self.inner.dir)?;
@@ -328,7 +329,48 @@ impl FileStore {
         Ok(Self::meta_of(id.as_str(), &row))
     }
 
+    /// Where a scan of `id`'s log from its start begins (after a fork's cut).
+    fn base_tail(&self, id: &str) -> Result<Tail> {
+        let cached = lock(&self.inner.index)
+            .get(id)
+            .map(|row| index::base_tail(&row.meta));
+        match cached {
+            Some(tail) => Ok(tail),
+            None => Ok(index::base_tail(&self.read_meta(id)?)),
+        }
+    }
+
     fn load_blocking(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
+        self.load_chain(id, from_seq, 0)
+    }
+
+    /// A conversation's entries from `from_seq`: for a fork, its parent's up to the cut (read
+    /// from the parent, recursively), then its own.
+    fn load_chain(&self, id: &ConversationId, from_seq: u64, depth: usize) -> Result<Loaded> {
+        let mut own = self.load_own(id, from_seq)?;
+        let Some(fork) = self.read_meta(id.as_str())?.fork else {
+            return Ok(own);
+        };
+        own.last_seq = own.last_seq.max(fork.at_seq);
+        if from_seq > fork.at_seq {
+            return Ok(own);
+        }
+        if depth >= crate::store::MAX_FORK_DEPTH {
+            return Err(StorageError::invalid(
+                format!("conversation `{id}`"),
+                format!("forks go deeper than {}", crate::store::MAX_FORK_DEPTH),
+            ));
+        }
+        let parent = ConversationId::new(fork.parent.clone())?;
+        let mut shared = self.load_chain(&parent, from_seq, depth + 1)?;
+        shared.entries.retain(|s| s.seq <= fork.at_seq);
+        shared.entries.append(&mut own.entries);
+        shared.diagnostics.append(&mut own.diagnostics);
+        shared.last_seq = own.last_seq;
+        Ok(shared)
+    }
+
+    fn load_own(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
         let path = self.log_path(id);
         let file = match File::open(&path) {
             Ok(f) => f,
@@ -363,7 +405,80 @@ impl FileStore {
         Ok(loaded)
     }
 
+    /// The conversations forked from `id`.
+    fn forks_of(&self, id: &str) -> Result<Vec<String>> {
+        let mut forks = Vec::new();
+        // The metadata files, not the index: a fork made by another process counts too.
+        for other in self.ids_on_disk()? {
+            if other != id
+                && self
+                    .meta_status(&other)
+                    .is_ok_and(|(meta, _)| meta.fork.is_some_and(|f| f.parent == id))
+            {
+                forks.push(other);
+            }
+        }
+        Ok(forks)
+    }
+
+    fn fork_blocking(
+        &self,
+        parent: &ConversationId,
+        at_seq: u64,
+        child: &ConversationId,
+        new: NewConversation,
+    ) -> Result<ConversationMeta> {
+        let row = self.row(parent.as_str())?;
+        crate::store::check_fork_point(
+            parent,
+            at_seq,
+            row.tail.last_seq.max(index::base_tail(&row.meta).last_seq),
+        )?;
+        let path = self.log_path(child);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => file
+                .sync_all()
+                .map_err(|e| StorageError::io("creating", &path, e))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StorageError::AlreadyExists {
+                    id: child.to_string(),
+                });
+            }
+            Err(e) => return Err(StorageError::io("creating", path, e)),
+        }
+        let now = self.now();
+        let meta = MetaFile {
+            title: new.title.or_else(|| row.meta.title.clone()),
+            mode: new.mode.or(row.meta.mode),
+            parent: new.parent,
+            created_ms: now,
+            updated_ms: now,
+            fork: Some(crate::store::ForkPoint {
+                parent: parent.to_string(),
+                at_seq,
+            }),
+        };
+        self.write_meta(child.as_str(), &meta)?;
+        sync_dir(&self.inner.dir)?;
+        let row = IndexRow {
+            tail: index::base_tail(&meta),
+            meta,
+        };
+        self.update_index(|rows| {
+            rows.insert(child.to_string(), row.clone());
+            Ok(())
+        })?;
+        Ok(Self::meta_of(child.as_str(), &row))
+    }
+
     fn delete_blocking(&self, id: &str) -> Result<bool> {
+        let forks = self.forks_of(id)?;
+        if !forks.is_empty() {
+            return Err(StorageError::HasForks {
+                id: id.to_owned(),
+                forks,
+            });
+        }
         let path = self.inner.dir.join(format!("{id}.jsonl"));
         let handle = self.handle(id);
         let mut state = lock(&handle.state);
@@ -651,13 +766,30 @@ impl ConversationStore for FileStore {
         blocking(move || this.delete_blocking(id.as_str())).await
     }
 
+    /// A fork is a log of its own lines (numbered after the cut) and a metadata file naming
+    /// the parent and the cut; loads read the parent's part from the parent.
+    async fn fork(
+        &self,
+        parent: &ConversationId,
+        at_seq: u64,
+        child: &ConversationId,
+        new: NewConversation,
+    ) -> Result<ConversationMeta> {
+        let (this, parent, child) = (self.clone(), parent.clone(), child.clone());
+        blocking(move || this.fork_blocking(&parent, at_seq, &child, new)).await
+    }
+
     async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
         let mut gone = Vec::new();
         for meta in self.list_all().await? {
             if meta.updated_ms < cutoff_ms {
                 let id = ConversationId::new(meta.id.clone())?;
-                if self.delete(&id).await? {
-                    gone.push(meta.id);
+                match self.delete(&id).await {
+                    Ok(true) => gone.push(meta.id),
+                    Ok(false) => {}
+                    // A conversation with forks stays until its forks are gone.
+                    Err(StorageError::HasForks { .. }) => {}
+                    Err(e) => return Err(e),
                 }
             }
         }

@@ -122,6 +122,12 @@ pub const MIGRATIONS: &[&str] = &[
         holder TEXT NOT NULL,
         since_ms BIGINT NOT NULL
     );",
+    // Forks: a fork's rows hold only its own entries (numbered after `fork_at`); its history
+    // up to the cut is read from `fork_parent`, which cannot be deleted while the fork lives.
+    "ALTER TABLE ba_conversations
+        ADD COLUMN fork_parent TEXT REFERENCES ba_conversations (id),
+        ADD COLUMN fork_at BIGINT CHECK (fork_at >= 0);
+    CREATE INDEX ba_conversations_fork_parent ON ba_conversations (fork_parent);",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -194,10 +200,20 @@ fn meta_of(row: &tokio_postgres::Row) -> ConversationMeta {
         created_ms: row.get("created_ms"),
         updated_ms: row.get("updated_ms"),
         last_seq: u64::try_from(row.get::<_, i64>("last_seq")).unwrap_or(0),
+        fork: row
+            .get::<_, Option<String>>("fork_parent")
+            .map(|parent| crate::store::ForkPoint {
+                parent,
+                at_seq: row
+                    .get::<_, Option<i64>>("fork_at")
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(0),
+            }),
     }
 }
 
-const META_COLUMNS: &str = "id, title, mode, parent, created_ms, updated_ms, last_seq";
+const META_COLUMNS: &str =
+    "id, title, mode, parent, created_ms, updated_ms, last_seq, fork_parent, fork_at";
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user@host:port/db`), creates the schema and applies the
@@ -464,6 +480,8 @@ impl ConversationStore for PostgresStore {
         })
     }
 
+    /// A fork's entries are its parent's up to the cut (recursively), then its own: every
+    /// segment is read in one snapshot.
     async fn load_from(&self, id: &ConversationId, from_seq: u64) -> Result<Loaded> {
         let mut client = self.client().await?;
         // One snapshot for the existence check and the rows.
@@ -476,7 +494,7 @@ impl ConversationStore for PostgresStore {
             .map_err(db)?;
         let Some(head) = tx
             .query_opt(
-                "SELECT last_seq FROM ba_conversations WHERE id = $1",
+                "SELECT last_seq, fork_parent, fork_at FROM ba_conversations WHERE id = $1",
                 &[&id.as_str()],
             )
             .await
@@ -485,14 +503,43 @@ impl ConversationStore for PostgresStore {
             return Err(StorageError::NotFound { id: id.to_string() });
         };
         let last_seq = u64::try_from(head.get::<_, i64>(0)).unwrap_or(0);
-        let rows = tx
-            .query(
-                "SELECT seq, appended_ms, entry FROM ba_entries
-                 WHERE conversation_id = $1 AND seq >= $2 ORDER BY seq",
-                &[&id.as_str(), &to_i64(from_seq)?],
-            )
-            .await
-            .map_err(db)?;
+        // The segments, this conversation first: (conversation, last seq it gives).
+        let mut segments: Vec<(String, i64)> = vec![(id.to_string(), i64::MAX)];
+        let mut link: Option<(String, i64)> = head.get::<_, Option<String>>(1).zip(head.get(2));
+        while let Some((parent, at)) = link.take() {
+            if i64::try_from(from_seq).unwrap_or(i64::MAX) > at {
+                break;
+            }
+            if segments.len() > crate::store::MAX_FORK_DEPTH {
+                return Err(StorageError::invalid(
+                    format!("conversation `{id}`"),
+                    format!("forks go deeper than {}", crate::store::MAX_FORK_DEPTH),
+                ));
+            }
+            let up = tx
+                .query_opt(
+                    "SELECT fork_parent, fork_at FROM ba_conversations WHERE id = $1",
+                    &[&parent],
+                )
+                .await
+                .map_err(db)?
+                .ok_or_else(|| StorageError::NotFound { id: parent.clone() })?;
+            let upto = segments.last().map_or(at, |s| s.1.min(at));
+            link = up.get::<_, Option<String>>(0).zip(up.get(1));
+            segments.push((parent, upto));
+        }
+        let mut rows = Vec::new();
+        for (conversation, upto) in segments.iter().rev() {
+            rows.extend(
+                tx.query(
+                    "SELECT seq, appended_ms, entry FROM ba_entries
+                     WHERE conversation_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq",
+                    &[conversation, &to_i64(from_seq)?, upto],
+                )
+                .await
+                .map_err(db)?,
+            );
+        }
         tx.commit().await.map_err(db)?;
         let mut loaded = Loaded {
             last_seq,
@@ -516,6 +563,63 @@ impl ConversationStore for PostgresStore {
             }
         }
         Ok(loaded)
+    }
+
+    async fn fork(
+        &self,
+        parent: &ConversationId,
+        at_seq: u64,
+        child: &ConversationId,
+        new: NewConversation,
+    ) -> Result<ConversationMeta> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        // KEY SHARE: the parent cannot be deleted before the fork's row is in.
+        let row = tx
+            .query_opt(
+                "SELECT last_seq, title, mode FROM ba_conversations WHERE id = $1 FOR KEY SHARE",
+                &[&parent.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .ok_or_else(|| StorageError::NotFound {
+                id: parent.to_string(),
+            })?;
+        let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        crate::store::check_fork_point(parent, at_seq, last)?;
+        let title: Option<String> = new.title.or_else(|| row.get(1));
+        let mode: Option<String> = mode_text(new.mode)
+            .map(str::to_owned)
+            .or_else(|| row.get(2));
+        let now = self.clock.now_ms();
+        let rows = tx
+            .query(
+                &format!(
+                    "INSERT INTO ba_conversations
+                        (id, title, mode, parent, created_ms, updated_ms, last_seq,
+                         fork_parent, fork_at)
+                     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $6) ON CONFLICT (id) DO NOTHING
+                     RETURNING {META_COLUMNS}"
+                ),
+                &[
+                    &child.as_str(),
+                    &title,
+                    &mode,
+                    &new.parent,
+                    &now,
+                    &to_i64(at_seq)?,
+                    &parent.as_str(),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        let Some(meta) = rows.first().map(meta_of) else {
+            return Err(StorageError::AlreadyExists {
+                id: child.to_string(),
+            });
+        };
+        tx.commit().await.map_err(db)?;
+        Ok(meta)
     }
 
     async fn list(&self, page: Page) -> Result<ListPage> {
@@ -707,6 +811,23 @@ impl ConversationStore for PostgresStore {
 
     async fn delete(&self, id: &ConversationId) -> Result<bool> {
         let client = self.client().await?;
+        let forks: Vec<String> = client
+            .query(
+                "SELECT id FROM ba_conversations WHERE fork_parent = $1 ORDER BY id",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if !forks.is_empty() {
+            return Err(StorageError::HasForks {
+                id: id.to_string(),
+                forks,
+            });
+        }
+        // A fork made meanwhile holds the parent by its foreign key: the delete fails then.
         let n = client
             .execute(
                 "DELETE FROM ba_conversations WHERE id = $1",
@@ -723,7 +844,10 @@ impl ConversationStore for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "DELETE FROM ba_conversations WHERE updated_ms < $1 RETURNING id",
+                // A conversation with forks stays until its forks are gone.
+                "DELETE FROM ba_conversations c WHERE updated_ms < $1
+                 AND NOT EXISTS (SELECT 1 FROM ba_conversations f WHERE f.fork_parent = c.id)
+                 RETURNING id",
                 &[&cutoff_ms],
             )
             .await
