@@ -60,6 +60,8 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ("ConversationView", schema::<ba_server::ConversationView>()?),
         ("RunAccepted", schema::<ba_server::RunAccepted>()?),
         ("Forked", schema::<ba_server::Forked>()?),
+        ("Rewound", schema::<ba_server::Rewound>()?),
+        ("Branches", schema::<ba_server::Branches>()?),
         ("PendingApprovals", schema::<ba_server::PendingApprovals>()?),
         ("ErrorBody", schema::<ba_server::ErrorBody>()?),
     ])

@@ -20,6 +20,7 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
     .await?;
     let loaded = inner.store.load(id).await?;
     let mut last_seq = loaded.last_seq;
+    let log = crate::history::effective(loaded.entries);
     if !inner.hooks.is_empty() {
         let input = serde_json::json!({
             "session_id": id.as_str(),
@@ -43,7 +44,6 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
                 .await?;
         }
     }
-    let log = loaded.into_entries();
     // The history since the last `/compact`, whole (automatic compactions left out, their
     // windows are a shorter copy of it), after the summary that `/compact` left.
     let mut entries = Vec::new();

@@ -35,11 +35,12 @@ impl History {
         }
     }
 
-    /// Reads the whole log from the store.
+    /// Reads the whole log from the store, as the model sees it: without the entries a
+    /// rewind took back (see [`effective`]).
     pub(crate) async fn load(&mut self) -> Result<(), StorageError> {
         let loaded = self.store.load(&self.id).await?;
         self.last_seq = loaded.last_seq;
-        self.entries = loaded.into_entries();
+        self.entries = effective(loaded.entries);
         Ok(())
     }
 
@@ -109,6 +110,34 @@ impl History {
             .rev()
             .find_map(|e| e.records.server_inventory.clone())
     }
+}
+
+/// The history as it stands after its rewinds: each rewind entry takes back the entries
+/// before it whose sequence number is past its `to_seq` (they stay in the log); the rewind
+/// entries themselves are left out. Everything the loop reads — the window, compactions,
+/// active skills, pending calls and approvals — reads this.
+pub(crate) fn effective(stored: Vec<ba_storage::StoredEntry>) -> Vec<LogEntry> {
+    effective_stored(stored)
+        .into_iter()
+        .map(|s| s.entry)
+        .collect()
+}
+
+/// [`effective`], with the sequence numbers.
+pub(crate) fn effective_stored(
+    stored: Vec<ba_storage::StoredEntry>,
+) -> Vec<ba_storage::StoredEntry> {
+    let mut kept: Vec<ba_storage::StoredEntry> = Vec::with_capacity(stored.len());
+    for s in stored {
+        if s.entry.records.kind == Some(ba_protocol::EntryKind::Rewind) {
+            if let Some(r) = s.entry.records.rewind {
+                kept.retain(|k| k.seq <= r.to_seq);
+            }
+            continue;
+        }
+        kept.push(s);
+    }
+    kept
 }
 
 /// An active skill, found in the log.

@@ -88,7 +88,7 @@ pub use media::media_type_for;
 pub use message::{Message, Role};
 pub use records::{
     COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord, DropReason, Dropped,
-    EntryKind, EntryRecords, ModelRecord, ServerInventoryRecord, ServerRecord,
+    EntryKind, EntryRecords, ModelRecord, RewindRecord, ServerInventoryRecord, ServerRecord,
     SkillActivationRecord, Usage, WindowItem,
 };
 pub use round::{ConversationRound, RoundStatus};

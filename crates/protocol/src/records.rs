@@ -45,6 +45,9 @@ pub enum EntryKind {
     ApprovalDecision,
     /// A hook ran (hidden; in `hook`).
     Hook,
+    /// The entries after a point leave the history the model sees (hidden; in `rewind`). They
+    /// stay in the log: a fork at the entry before the rewind brings them back.
+    Rewind,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -408,10 +411,21 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::Hook`]: what the hook did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook: Option<crate::HookRecord>,
+    /// On an entry of kind [`EntryKind::Rewind`]: where the history goes back to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewind: Option<RewindRecord>,
+}
+
+/// A rewind: the entries appended before it with a sequence number past `to_seq` leave the
+/// history the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RewindRecord {
+    /// The last entry that stays.
+    pub to_seq: u64,
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 21] = [
+pub(crate) const RECORD_KEYS: [&str; 22] = [
     "kind",
     "round",
     "usage",
@@ -433,6 +447,7 @@ pub(crate) const RECORD_KEYS: [&str; 21] = [
     "approval_request",
     "approval_decision",
     "hook",
+    "rewind",
 ];
 
 impl EntryRecords {
@@ -490,6 +505,7 @@ impl EntryRecords {
             "approval_request" => put(&mut self.approval_request, value),
             "approval_decision" => object(&mut self.approval_decision, value),
             "hook" => object(&mut self.hook, value),
+            "rewind" => object(&mut self.rewind, value),
             _ => Err(value),
         }
     }
@@ -518,6 +534,7 @@ impl EntryRecords {
             "approval_request" => self.approval_request.is_some(),
             "approval_decision" => self.approval_decision.is_some(),
             "hook" => self.hook.is_some(),
+            "rewind" => self.rewind.is_some(),
             _ => false,
         }
     }
@@ -554,7 +571,8 @@ impl EntryRecords {
         opt(m, "compaction", &self.compaction)?;
         opt(m, "approval_request", &self.approval_request)?;
         opt(m, "approval_decision", &self.approval_decision)?;
-        opt(m, "hook", &self.hook)
+        opt(m, "hook", &self.hook)?;
+        opt(m, "rewind", &self.rewind)
     }
 }
 

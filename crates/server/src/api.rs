@@ -43,6 +43,8 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         )
         .route(&format!("{conv}/messages"), get(conversations::messages))
         .route(&format!("{conv}/fork"), post(conversations::fork))
+        .route(&format!("{conv}/rewind"), post(conversations::rewind))
+        .route(&format!("{conv}/branches"), get(conversations::branches))
         .route(&format!("{conv}/runs"), post(runs::start))
         .route(&format!("{conv}/runs/{{run}}/cancel"), post(runs::cancel))
         .route(&format!("{conv}/approvals"), get(approvals::list))

@@ -405,3 +405,96 @@ pub(crate) async fn messages(
         "context_error": context_error,
     })))
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RewindBody {
+    to_seq: Option<u64>,
+}
+
+/// `POST …/{id}/rewind`: what left the history.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Rewound {
+    /// The last entry that stays.
+    pub to_seq: u64,
+    /// How many entries left the history the model sees (they stay in the log).
+    pub taken_back: usize,
+}
+
+/// The entries after `to_seq` leave the history the model sees (a rewind entry is appended;
+/// nothing is deleted). 409 while a run holds the conversation.
+pub(crate) async fn rewind(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Rewound>> {
+    let id = conversation_id(&id)?;
+    let body: RewindBody = json_body(&body)?;
+    let to_seq = body
+        .to_seq
+        .ok_or_else(|| ApiError::bad_request("`to_seq` is required: the last entry to keep"))?;
+    let taken_back = state.agent().rewind(&id, to_seq).await?;
+    if let Some(hub) = state.existing_hub(&id) {
+        // Streams hear of the rewind entry like of any other.
+        let loaded = state.store().load_from(&id, to_seq + 1).await?;
+        hub.publish_entries(&loaded.entries);
+    }
+    Ok(Json(Rewound { to_seq, taken_back }))
+}
+
+/// A conversation's branches: where it was forked from, and its forks.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Branches {
+    /// The conversation.
+    pub id: String,
+    /// Its parent and the cut, when it is a fork.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkView>,
+    /// Its forks, oldest first: each with its cut.
+    pub forks: Vec<Branch>,
+}
+
+/// One fork of a conversation.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Branch {
+    /// The fork's id.
+    pub id: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// The parent's last entry it shares.
+    pub at_seq: u64,
+    /// When it was made (ms since the epoch).
+    pub created_ms: i64,
+}
+
+pub(crate) async fn branches(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Branches>> {
+    let id = conversation_id(&id)?;
+    let meta = state.store().metadata(&id).await?;
+    let mut forks: Vec<Branch> = state
+        .store()
+        .list_all()
+        .await?
+        .into_iter()
+        .filter_map(|m| {
+            let f = m.fork?;
+            (f.parent == id.as_str()).then_some(Branch {
+                id: m.id,
+                title: m.title,
+                at_seq: f.at_seq,
+                created_ms: m.created_ms,
+            })
+        })
+        .collect();
+    forks.sort_by_key(|b| (b.created_ms, b.id.clone()));
+    Ok(Json(Branches {
+        id: id.to_string(),
+        fork: meta.fork.map(|f| ForkView {
+            parent: f.parent,
+            at_seq: f.at_seq,
+        }),
+        forks,
+    }))
+}

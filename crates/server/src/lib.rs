@@ -49,7 +49,9 @@ use std::future::Future;
 pub use api::router;
 pub use approvals::PendingApprovals;
 pub use auth::{HostCheck, Token};
-pub use conversations::{ConversationStatus, ConversationView, ForkView, Forked};
+pub use conversations::{
+    Branch, Branches, ConversationStatus, ConversationView, ForkView, Forked, Rewound,
+};
 pub use error::{ApiError, ApiResult};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use state::{AppState, ServerConfig};

@@ -58,6 +58,39 @@ async fn a_fork_reads_like_its_parent_up_to_the_cut_and_holds_it() {
     assert_eq!(view["last_seq"], 1);
     let parent = api.json(&format!("/api/v1/conversations/{id}")).await;
     assert_eq!(parent["last_seq"], 4, "the parent is unchanged");
+    let branches = api
+        .json(&format!("/api/v1/conversations/{id}/branches"))
+        .await;
+    assert_eq!(branches["forks"][0]["id"], child);
+    assert_eq!(branches["forks"][0]["at_seq"], 1);
+    let branches = api
+        .json(&format!("/api/v1/conversations/{child}/branches"))
+        .await;
+    assert_eq!(branches["fork"], json!({"parent": id, "at_seq": 1}));
+    // A rewind of the parent: its last answer leaves the history the model sees (400 inside
+    // the round of tool calls, 400 past the end).
+    let rewind_url = format!("/api/v1/conversations/{id}/rewind");
+    for (to, status) in [(2, 400), (9, 400)] {
+        let r = api
+            .post(&rewind_url, json!({"to_seq": to}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "to_seq {to}");
+    }
+    let r = api
+        .post(&rewind_url, json!({"to_seq": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let rewound: Value = r.json().await.unwrap();
+    assert_eq!(rewound, json!({"to_seq": 1, "taken_back": 3}));
+    let parent = api.json(&format!("/api/v1/conversations/{id}")).await;
+    assert_eq!(
+        parent["last_seq"], 5,
+        "the rewind is an entry; nothing was deleted"
+    );
     // The parent stays while the fork lives.
     let del = |c: String| {
         let http = &api.http;

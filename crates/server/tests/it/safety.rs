@@ -53,6 +53,8 @@ async fn health_is_open_and_the_api_needs_the_token() {
         ("DELETE", c.to_owned()),
         ("GET", format!("{c}/messages")),
         ("POST", format!("{c}/fork")),
+        ("POST", format!("{c}/rewind")),
+        ("GET", format!("{c}/branches")),
         ("POST", format!("{c}/runs")),
         ("POST", format!("{c}/runs/r1/cancel")),
         ("GET", format!("{c}/approvals")),

@@ -1,0 +1,198 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly on a broken invariant"
+)]
+
+//! Forks and rewinds in the loop, with a model that decides (the scripted model of
+//! `ba-testkit`): a fork at the second answer takes another third question with the first two
+//! in its window and none of the parent's third; a rewind of the round that activated a skill
+//! leaves the skill inactive; the request after a rewind starts with the same bytes as the
+//! request that first held what stayed (the provider's cache prefix).
+
+use std::sync::Arc;
+
+use ba_agent::{Agent, Input, RunStatus};
+use ba_model::{AnthropicClient, ApiKey};
+use ba_storage::{ConversationId, ConversationStore as _, FileStore, NewConversation};
+use ba_testkit::model::{Request, ScriptedModel, Turn};
+use serde_json::{Value, json};
+
+async fn model() -> ScriptedModel {
+    ScriptedModel::builder()
+        .rule(
+            "activate the skill when asked to tidy",
+            |r| r.last_user_text().contains("tidy") && r.round() == 0,
+            |_| Turn::call("activate_skill", json!({"skill": "tidy"})),
+        )
+        .rule(
+            "say the skill is on",
+            |r| {
+                r.last_result()
+                    .is_some_and(|t| t.name == "activate_skill" && !t.is_error)
+            },
+            |_| Turn::text("The tidy skill is on."),
+        )
+        .rule(
+            "answer what was said",
+            |r| r.tool_results().is_empty(),
+            |r| Turn::text(format!("Answer to: {}", r.last_user_text())),
+        )
+        .start()
+        .await
+}
+
+fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
+    let skill = dir.join("skills/tidy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: tidy\ndescription: Tidy the tables.\n---\nSORT-EVERY-TABLE by its first column.\n",
+    )
+    .unwrap();
+    let client = AnthropicClient::new(ApiKey::new("test-key"))
+        .unwrap()
+        .with_base_url(model.anthropic_base_url())
+        .unwrap();
+    Agent::builder(Arc::new(client))
+        .store(Arc::new(FileStore::open(dir.join("home")).unwrap()))
+        .skills(Arc::new(ba_skills::SkillSet::load([dir.join("skills")])))
+        .sub_agents(false)
+        .build()
+        .unwrap()
+}
+
+async fn ask(agent: &Agent, id: &ConversationId, text: &str) -> String {
+    let done = agent.send(id, Input::message(text)).finish().await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    done.final_answer.unwrap()
+}
+
+/// The user texts a request shows, in order.
+fn user_texts(r: &Request) -> Vec<String> {
+    r.messages()
+        .iter()
+        .filter(|m| m.role == ba_testkit::model::Role::User && m.call_id.is_none())
+        .map(|m| m.text.clone())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fork_at_the_second_answer_takes_another_third_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(&agent, &id, "First: sales by region?").await;
+    ask(&agent, &id, "Second: only the West?").await;
+    let second_answer = agent.store().metadata(&id).await.unwrap().last_seq;
+    ask(&agent, &id, "Third: and the East?").await;
+    let fork = agent.fork(&id, second_answer).await.unwrap();
+    let answer = ask(&agent, &fork, "Third, instead: and the North?").await;
+    assert_eq!(answer, "Answer to: Third, instead: and the North?");
+    let last = model.requests().pop().unwrap();
+    assert_eq!(
+        user_texts(&last),
+        [
+            "First: sales by region?",
+            "Second: only the West?",
+            "Third, instead: and the North?"
+        ]
+    );
+    assert!(
+        !last.shows("and the East?"),
+        "the parent's third question leaked"
+    );
+    // The parent is as it was.
+    let parent = agent.store().load(&id).await.unwrap().into_entries();
+    assert!(parent.iter().any(|e| e.text().contains("and the East?")));
+    assert!(!parent.iter().any(|e| e.text().contains("the North?")));
+}
+
+#[tokio::test]
+async fn a_rewind_of_the_round_that_activated_a_skill_leaves_it_inactive() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(&agent, &id, "What tables are there?").await;
+    let before = agent.store().metadata(&id).await.unwrap().last_seq;
+    assert_eq!(
+        ask(&agent, &id, "Please tidy them.").await,
+        "The tidy skill is on."
+    );
+    ask(&agent, &id, "Anything else?").await;
+    assert!(
+        model.requests().last().unwrap().shows("SORT-EVERY-TABLE"),
+        "the skill's instructions are in force before the rewind"
+    );
+    // Cutting inside the round of tool calls is refused.
+    let entries = agent.store().load(&id).await.unwrap().entries;
+    let call = entries
+        .iter()
+        .find(|s| !s.entry.calls().is_empty())
+        .unwrap()
+        .seq;
+    assert!(agent.rewind(&id, call).await.is_err());
+    let taken = agent.rewind(&id, before).await.unwrap();
+    assert!(taken >= 5, "taken back: {taken}");
+    let answer = ask(&agent, &id, "What now?").await;
+    assert_eq!(answer, "Answer to: What now?");
+    let last = model.requests().pop().unwrap();
+    assert!(!last.shows("SORT-EVERY-TABLE"), "the skill is still active");
+    assert_eq!(user_texts(&last), ["What tables are there?", "What now?"]);
+    // The old branch is still in the log.
+    let all = agent.store().load(&id).await.unwrap().into_entries();
+    assert!(all.iter().any(|e| e.text().contains("Please tidy them.")));
+}
+
+#[tokio::test]
+async fn the_request_after_a_rewind_keeps_the_cache_prefix_of_what_stayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(&agent, &id, "One: the totals?").await;
+    let kept = agent.store().metadata(&id).await.unwrap().last_seq;
+    ask(&agent, &id, "Two: by month?").await;
+    let with_two = model.requests().pop().unwrap();
+    agent.rewind(&id, kept).await.unwrap();
+    ask(&agent, &id, "Two, instead: by product?").await;
+    let after = model.requests().pop().unwrap();
+    let (a, b) = (with_two.body(), after.body());
+    assert_eq!(a["system"], b["system"], "the system prompt changed");
+    assert_eq!(a["tools"], b["tools"], "the tool list changed");
+    let messages = |v: &Value| v["messages"].as_array().unwrap().clone();
+    let (ma, mb) = (messages(a), messages(b));
+    assert_eq!(ma.len(), mb.len());
+    // Everything before the new question is byte for byte what it was.
+    let strip = |m: &Value| {
+        let mut m = m.clone();
+        if let Some(blocks) = m["content"].as_array_mut() {
+            for b in blocks {
+                if let Some(o) = b.as_object_mut() {
+                    o.remove("cache_control");
+                }
+            }
+        }
+        m
+    };
+    for i in 0..ma.len() - 1 {
+        assert_eq!(
+            strip(&ma[i]),
+            strip(&mb[i]),
+            "message {i} of the prefix changed"
+        );
+    }
+    assert!(after.last_user_text().contains("by product"));
+}
