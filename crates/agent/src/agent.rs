@@ -709,8 +709,9 @@ impl Agent {
     }
 
     /// A new conversation whose history is `id`'s up to entry `at_seq` (see
-    /// [`ConversationStore::fork`]): the parent is not copied and not changed. Its title and
-    /// mode are the parent's.
+    /// [`ConversationStore::fork`]): the parent is not copied and not changed, and the files it
+    /// had at the cut are the fork's too ([`ba_storage::fork_with_files`]). Its title and mode
+    /// are the parent's.
     ///
     /// # Errors
     /// The store's (`NotFound`, a cut past the end).
@@ -720,10 +721,14 @@ impl Agent {
         at_seq: u64,
     ) -> Result<ConversationId, AgentError> {
         let child = ConversationId::random();
-        self.inner
-            .store
-            .fork(id, at_seq, &child, NewConversation::default())
-            .await?;
+        ba_storage::fork_with_files(
+            self.inner.store.as_ref(),
+            id,
+            at_seq,
+            &child,
+            NewConversation::default(),
+        )
+        .await?;
         Ok(child)
     }
 

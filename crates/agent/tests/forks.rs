@@ -43,6 +43,15 @@ async fn model() -> ScriptedModel {
 }
 
 fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
+    agent_with_clock(model, dir, Arc::new(ba_storage::SystemClock))
+}
+
+/// The agent, its store on `clock` (appends and files are stamped by it).
+fn agent_with_clock(
+    model: &ScriptedModel,
+    dir: &std::path::Path,
+    clock: Arc<dyn ba_storage::Clock>,
+) -> Agent {
     let skill = dir.join("skills/tidy");
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::write(
@@ -55,7 +64,13 @@ fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
         .with_base_url(model.anthropic_base_url())
         .unwrap();
     Agent::builder(Arc::new(client))
-        .store(Arc::new(FileStore::open(dir.join("home")).unwrap()))
+        .store(Arc::new(
+            FileStore::open_with(
+                dir.join("home"),
+                ba_storage::FileStoreOptions::default().with_clock(clock),
+            )
+            .unwrap(),
+        ))
         .skills(Arc::new(ba_skills::SkillSet::load([dir.join("skills")])))
         .sub_agents(false)
         .build()
@@ -195,4 +210,58 @@ async fn the_request_after_a_rewind_keeps_the_cache_prefix_of_what_stayed() {
         );
     }
     assert!(after.last_user_text().contains("by product"));
+}
+
+/// A fork has the files its parent had at the cut, under the same ids (so the history it
+/// shares names files it can read); the parent's later files stay the parent's.
+#[tokio::test]
+async fn a_fork_shares_the_files_its_parent_had_at_the_cut() {
+    use ba_storage::NewFile;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    // The store's clock stamps both the entries and the files: moved on by hand below.
+    let clock = Arc::new(ba_storage::ManualClock::new(1_700_000_000_000));
+    let agent = agent_with_clock(&model, dir.path(), clock.clone());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let files = agent.workspace().unwrap().clone();
+    files
+        .put_bytes(
+            &id,
+            NewFile::upload("sales.csv", ""),
+            b"region,amount\nWest,7\n",
+        )
+        .await
+        .unwrap();
+    ask(&agent, &id, "Read upload_001, please.").await;
+    let cut = agent.store().metadata(&id).await.unwrap().last_seq;
+    clock.advance(1_000);
+    files
+        .put_bytes(&id, NewFile::upload("later.csv", ""), b"later")
+        .await
+        .unwrap();
+    let fork = agent.fork(&id, cut).await.unwrap();
+    let ids: Vec<String> = files
+        .list(&fork)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(ids, ["upload_001"]);
+    let (_, bytes) = files
+        .read_bytes(&fork, "upload_001", 1 << 10)
+        .await
+        .unwrap();
+    assert_eq!(bytes, b"region,amount\nWest,7\n");
+    let own = files
+        .put_bytes(&fork, NewFile::upload("mine.csv", ""), b"mine")
+        .await
+        .unwrap();
+    assert_eq!(
+        own.id, "upload_002",
+        "the fork's next id follows what it shares"
+    );
 }

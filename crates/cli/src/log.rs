@@ -287,10 +287,15 @@ async fn run_async(cmd: Command) -> CliResult {
             let parent = conv_id(&conv)?;
             let store = open_read(&store)?;
             let child = ConversationId::random();
-            let meta = store
-                .fork(&parent, at, &child, ba_storage::NewConversation::default())
-                .await
-                .map_err(CliError::input)?;
+            let meta = ba_storage::fork_with_files(
+                &store,
+                &parent,
+                at,
+                &child,
+                ba_storage::NewConversation::default(),
+            )
+            .await
+            .map_err(CliError::input)?;
             out(&format!(
                 "forked {parent} at entry {at} ({} entries shared)\n{}\n",
                 meta.last_seq, meta.id

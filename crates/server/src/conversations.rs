@@ -183,11 +183,7 @@ pub(crate) async fn fork(
     let at_seq = body
         .at_seq
         .ok_or_else(|| ApiError::bad_request("`at_seq` is required: the last entry to keep"))?;
-    let child = ConversationId::random();
-    state
-        .store()
-        .fork(&parent, at_seq, &child, NewConversation::default())
-        .await?;
+    let child = state.agent().fork(&parent, at_seq).await?;
     Ok((
         StatusCode::CREATED,
         Json(Forked {

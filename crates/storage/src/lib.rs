@@ -73,12 +73,12 @@ pub use import::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
-pub use store::rfc3339;
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ForkPoint,
     ListPage, Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder,
     RunLease, RunLock, StoredEntry, SystemClock,
 };
+pub use store::{fork_with_files, rfc3339};
 pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
 pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};

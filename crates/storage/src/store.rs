@@ -432,6 +432,39 @@ pub(crate) fn check_fork_point(parent: &ConversationId, at_seq: u64, last_seq: u
     Ok(())
 }
 
+/// A fork ([`ConversationStore::fork`]) that also shares its parent's workspace files up to
+/// the cut: every file the parent had when entry `at_seq` was appended keeps its id in the
+/// fork ([`crate::Workspace::copy_file`]: linked on the files backend), so the history the fork
+/// shares names files it has. Files the parent gets later are its own.
+pub async fn fork_with_files<S: ConversationStore + ?Sized>(
+    store: &S,
+    parent: &ConversationId,
+    at_seq: u64,
+    child: &ConversationId,
+    new: NewConversation,
+) -> Result<ConversationMeta> {
+    let cut_ms = if at_seq == 0 {
+        None
+    } else {
+        store
+            .load_from(parent, at_seq)
+            .await?
+            .entries
+            .first()
+            .filter(|s| s.seq == at_seq)
+            .map(|s| s.appended_ms)
+    };
+    let meta = store.fork(parent, at_seq, child, new).await?;
+    if let (Some(cut_ms), Some(workspace)) = (cut_ms, store.workspace()) {
+        for file in workspace.list(parent).await? {
+            if file.created_ms <= cut_ms {
+                workspace.copy_file(parent, child, &file.id).await?;
+            }
+        }
+    }
+    Ok(meta)
+}
+
 /// How deep forks of forks may go.
 pub(crate) const MAX_FORK_DEPTH: usize = 256;
 

@@ -36,6 +36,7 @@ pub const WORKSPACE_CHECKS: &[&str] = &[
     "code_replace",
     "code_blocks",
     "concurrent_puts",
+    "copy_file",
 ];
 
 /// Runs every workspace check, each on a fresh store from `make` (given a clock and
@@ -63,6 +64,7 @@ where
                 "isolation" => isolation(&store, &*ws).await,
                 "code_replace" => code_replace(&store, &*ws).await,
                 "code_blocks" => code_blocks(&store, &*ws).await,
+                "copy_file" => copy_file(&store, &*ws).await,
                 _ => concurrent_puts(&store, ws).await,
             },
         };
@@ -557,6 +559,57 @@ async fn delete_removes_files<S: ConversationStore>(store: &S, ws: &dyn Workspac
 }
 
 /// Two conversations with files of the same ids and names see only their own.
+/// A file given to another conversation keeps its id, metadata and bytes there; the
+/// receiver's next upload follows it; the copy outlives a remove from the giver; asking
+/// again leaves it as it is; a file the giver does not have is `NoFile`.
+async fn copy_file<S: ConversationStore>(store: &S, ws: &dyn Workspace) -> CheckResult {
+    let a = conversation(store, "ws-copy-a").await?;
+    let b = conversation(store, "ws-copy-b").await?;
+    let body = pattern(70_000, 3);
+    ws.put_bytes(&a, NewFile::upload("first.csv", ""), b"one")
+        .await
+        .map_err(err)?;
+    let second = ws
+        .put_bytes(&a, NewFile::upload("sales.csv", "the year"), &body)
+        .await
+        .map_err(err)?;
+    let copied = ws.copy_file(&a, &b, "upload_002").await.map_err(err)?;
+    ensure!(
+        copied.id == "upload_002"
+            && copied.name == "sales.csv"
+            && copied.sha256 == second.sha256
+            && copied.created_ms == second.created_ms,
+        "the copy's metadata: {copied:?}"
+    );
+    let (_, bytes) = ws
+        .read_bytes(&b, "upload_002", 1 << 20)
+        .await
+        .map_err(err)?;
+    ensure!(bytes == body, "the copy's bytes differ");
+    let next = ws
+        .put_bytes(&b, NewFile::upload("own.csv", ""), b"own")
+        .await
+        .map_err(err)?;
+    ensure!(next.id == "upload_003", "b's next upload got `{}`", next.id);
+    ws.remove(&a, "upload_002").await.map_err(err)?;
+    let (_, bytes) = ws
+        .read_bytes(&b, "upload_002", 1 << 20)
+        .await
+        .map_err(err)?;
+    ensure!(bytes == body, "the copy went with the giver's file");
+    let again = ws.copy_file(&a, &b, "upload_001").await.map_err(err)?;
+    ensure!(
+        again.id == "upload_001",
+        "a copy under a lower id: {again:?}"
+    );
+    let missing = ws.copy_file(&a, &b, "upload_009").await;
+    ensure!(
+        matches!(missing, Err(StorageError::NoFile { .. })),
+        "a file the giver does not have: {missing:?}"
+    );
+    Ok(())
+}
+
 async fn isolation<S: ConversationStore>(store: &S, ws: &dyn Workspace) -> CheckResult {
     let a = conversation(store, "ws-iso-a").await?;
     let b = conversation(store, "ws-iso-b").await?;

@@ -447,6 +447,51 @@ impl Workspace for FileWorkspace {
         blocking(move || folder.list()).await
     }
 
+    async fn copy_file(
+        &self,
+        from: &ConversationId,
+        to: &ConversationId,
+        id: &str,
+    ) -> Result<FileMeta> {
+        check_file_id(id)?;
+        if !self.conversation_exists(to.as_str()) {
+            return Err(StorageError::NotFound { id: to.to_string() });
+        }
+        let (src, dst, id) = (self.folder(from), self.folder(to), id.to_owned());
+        let from = from.to_string();
+        blocking(move || {
+            let meta = src.read_meta(&id)?.ok_or_else(|| StorageError::NoFile {
+                conversation: from.clone(),
+                id: id.clone(),
+            })?;
+            std::fs::create_dir_all(dst.claims())
+                .map_err(|e| StorageError::io("creating", dst.shown(".claims"), e))?;
+            dst.locked(|| {
+                if let Some(there) = dst.read_meta(&id)? {
+                    return Ok(there);
+                }
+                if meta.kind.assigns_ids() {
+                    dst.mark_claimed(&id)?;
+                }
+                let tmp = dst.join(&format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+                let linked = std::fs::hard_link(src.join(&id), &tmp)
+                    .or_else(|_| std::fs::copy(src.join(&id), &tmp).map(|_| ()));
+                if let Err(e) = linked.and_then(|()| std::fs::rename(&tmp, dst.join(&id))) {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(StorageError::io("linking into", dst.shown(&id), e));
+                }
+                let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
+                    what: format!("metadata of `{id}`"),
+                    message: e.to_string(),
+                })?;
+                write_atomic(&dst.join(&Folder::meta_name(&id)), &json)
+                    .map_err(|e| relative(e, &dst, &Folder::meta_name(&id)))?;
+                Ok(meta)
+            })
+        })
+        .await
+    }
+
     async fn meta(&self, conversation: &ConversationId, id: &str) -> Result<Option<FileMeta>> {
         check_file_id(id)?;
         let (folder, id) = (self.folder(conversation), id.to_owned());

@@ -559,6 +559,75 @@ impl Workspace for PostgresWorkspace {
         Ok(files)
     }
 
+    /// The rows and chunks are copied in one transaction; the kind's counter of `to` is
+    /// moved past the id.
+    async fn copy_file(
+        &self,
+        from: &ConversationId,
+        to: &ConversationId,
+        id: &str,
+    ) -> Result<FileMeta> {
+        check_file_id(id)?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        if let Some(there) = tx
+            .query_opt(
+                &format!(
+                    "SELECT {FILE_COLUMNS} FROM ba_files
+                     WHERE conversation_id = $1 AND file_id = $2"
+                ),
+                &[&to.as_str(), &id],
+            )
+            .await
+            .map_err(db)?
+        {
+            return file_of(&there);
+        }
+        let row = tx
+            .query_opt(
+                &format!(
+                    "INSERT INTO ba_files (conversation_id, file_id, kind, name, media_type, size,
+                        description, created_ms, sha256, attributes)
+                     SELECT $2, file_id, kind, name, media_type, size, description, created_ms,
+                        sha256, attributes
+                     FROM ba_files WHERE conversation_id = $1 AND file_id = $3
+                     RETURNING {FILE_COLUMNS}"
+                ),
+                &[&from.as_str(), &to.as_str(), &id],
+            )
+            .await
+            .map_err(|e| not_found_or(e, to))?
+            .ok_or_else(|| StorageError::NoFile {
+                conversation: from.to_string(),
+                id: id.to_owned(),
+            })?;
+        let meta = file_of(&row)?;
+        tx.execute(
+            "INSERT INTO ba_file_chunks (conversation_id, file_id, n, data)
+             SELECT $2, file_id, n, data FROM ba_file_chunks
+             WHERE conversation_id = $1 AND file_id = $3",
+            &[&from.as_str(), &to.as_str(), &id],
+        )
+        .await
+        .map_err(db)?;
+        if let Some(n) = meta.kind.number_of(id) {
+            tx.execute(
+                "INSERT INTO ba_file_counters (conversation_id, kind, last) VALUES ($1, $2, $3)
+                 ON CONFLICT (conversation_id, kind)
+                 DO UPDATE SET last = GREATEST(ba_file_counters.last, EXCLUDED.last)",
+                &[
+                    &to.as_str(),
+                    &meta.kind.as_str(),
+                    &i64::try_from(n).unwrap_or(i64::MAX),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(meta)
+    }
+
     async fn meta(&self, conversation: &ConversationId, id: &str) -> Result<Option<FileMeta>> {
         check_file_id(id)?;
         let client = self.client().await?;

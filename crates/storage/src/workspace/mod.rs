@@ -264,6 +264,19 @@ pub trait Workspace: Send + Sync + fmt::Debug {
     /// The limits in force.
     fn limits(&self) -> WorkspaceLimits;
 
+    /// Gives conversation `to` file `id` of conversation `from`, under the same id and
+    /// metadata (a fork's share of its parent's files): the files backend links the content
+    /// (no copy; files never change once stored, and the link outlives a remove from `from`),
+    /// PostgreSQL copies it. `to`'s next assigned id of the kind follows it. A file `to`
+    /// already has under that id is left as it is. [`StorageError::NoFile`] when `from` has
+    /// no such file.
+    async fn copy_file(
+        &self,
+        from: &ConversationId,
+        to: &ConversationId,
+        id: &str,
+    ) -> Result<FileMeta>;
+
     /// [`Workspace::put`] from a byte slice.
     async fn put_bytes(
         &self,
