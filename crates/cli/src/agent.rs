@@ -133,8 +133,15 @@ pub(crate) struct RunArgs {
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChatArgs {
     /// The conversation to go on with (a new one when left out).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fork")]
     conversation: Option<String>,
+    /// Go on in a fork of conversation ID instead (the original is not changed): its whole
+    /// history, or up to `--at SEQ`.
+    #[arg(long, value_name = "ID")]
+    fork: Option<String>,
+    /// With `--fork`: the last entry the fork keeps.
+    #[arg(long, value_name = "SEQ", requires = "fork")]
+    at: Option<u64>,
     #[command(flatten)]
     opts: AgentOpts,
 }
@@ -558,14 +565,28 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     let config = config_of(&args.opts)?;
     let mode = args.opts.mode.map(Mode::from);
     let rt = runtime()?;
-    let session = rt.block_on(open_conversation(
+    let mut session = rt.block_on(open_conversation(
         "ba-agent chat",
         &config,
         ext,
-        args.conversation.as_deref(),
+        args.conversation.as_deref().or(args.fork.as_deref()),
         mode,
         Some("chat".into()),
     ))?;
+    if args.fork.is_some() {
+        let parent = session.id.clone();
+        let forked = rt.block_on(async {
+            let at = match args.at {
+                Some(at) => at,
+                None => session.agent.store().metadata(&parent).await?.last_seq,
+            };
+            let child = session.agent.fork(&parent, at).await?;
+            Ok::<_, anyhow::Error>((child, at))
+        });
+        let (child, at) = forked.map_err(CliError::input)?;
+        outln!("Forked {parent} at entry {at}.");
+        session.id = child;
+    }
     let (agent, id) = (session.agent.clone(), session.id.clone());
     // Files given with --upload go with the first message.
     let mut attached = rt.block_on(attach(&agent, &id, &args.opts.upload, true))?;
