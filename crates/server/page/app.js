@@ -141,7 +141,7 @@
     S.gen += 1; if (S.abort) S.abort.abort();
     Object.assign(S, { conv: id, meta: null, entries: [], bySeq: new Set(), maxSeq: 0, lastId: null,
       running: null, live: null, lastError: null, cancelled: false });
-    S.turnEls = new Map(); S.ended = new Set(); S.approvals = []; renderApprovals();
+    S.turnEls = new Map(); S.ended = new Set(); S.approvals = []; renderApprovals(); S.siblings = null;
     const url = new URL(location.href);
     if (id) url.searchParams.set('conversation', id); else url.searchParams.delete('conversation');
     history.replaceState(null, '', url);
@@ -164,6 +164,7 @@
       document.body.dataset.entries = String(S.entries.length);
       if (S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
       if (S.meta.status === 'awaiting_approval') loadApprovals();
+      loadBranches(gen);
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
       stream(gen);
@@ -263,6 +264,14 @@
   function addEntry(m, render) {
     if (S.bySeq.has(m.seq) || m.seq <= S.maxSeq) return;
     S.bySeq.add(m.seq); S.maxSeq = m.seq;
+    // A rewind takes the entries after its point out of the history: they leave the page.
+    if (m.entry.kind === 'rewind' && m.entry.rewind) {
+      const to = m.entry.rewind.to_seq;
+      S.entries = S.entries.filter((x) => x.seq <= to);
+      if (render) renderAll();
+      return;
+    }
+    if (m.rewound) return;
     const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null,
       usage: m.usage || m.entry.usage || null, inWindow: m.in_window, dropped: m.dropped_reason || null });
     S.entries.push(e);
@@ -315,9 +324,67 @@
   }
   function fill(q) { const i = $('#input'); i.value = q; i.focus(); saveDraft(); }
 
+  // ---- branches: an edited question is a fork of the conversation at the entry before it;
+  // the conversations that part at a question are its branches (`‹ 1 / 2 ›`).
+  async function loadBranches(gen) {
+    try {
+      const mine = await api(base() + '/branches');
+      let parent = null;
+      if (mine.fork) parent = await api('/api/v1/conversations/' + encodeURIComponent(mine.fork.parent) + '/branches');
+      if (gen !== S.gen) return;
+      S.siblings = { mine, parent };
+      if (S.entries.length) renderAll();
+    } catch (e) { /* no branches shown */ }
+  }
+  // The conversations whose question at `seq` parts from this one's: oldest first.
+  function branchesAt(seq) {
+    const b = S.siblings; if (!b) return [S.conv];
+    const at = seq - 1; let list;
+    if (b.mine.fork && b.mine.fork.at_seq === at && b.parent) {
+      list = [b.parent.id, ...b.parent.forks.filter((f) => f.at_seq === at).map((f) => f.id)];
+    } else {
+      list = [S.conv, ...b.mine.forks.filter((f) => f.at_seq === at).map((f) => f.id)];
+    }
+    return list.includes(S.conv) ? list : [S.conv, ...list];
+  }
+  function userTools(u) {
+    const bar = el('div', { class: 'user-tools' });
+    const list = branchesAt(u.seq);
+    if (list.length > 1) {
+      const i = list.indexOf(S.conv);
+      bar.append(el('span', { class: 'branches', 'data-component': 'branches', role: 'group', 'aria-label': 'Versions of this question' },
+        el('button', { type: 'button', class: 'prev', 'aria-label': 'Previous version', disabled: i <= 0, text: '‹', onclick: () => openConv(list[i - 1]) }),
+        el('span', { class: 'count', text: (i + 1) + ' / ' + list.length }),
+        el('button', { type: 'button', class: 'next', 'aria-label': 'Next version', disabled: i >= list.length - 1, text: '›', onclick: () => openConv(list[i + 1]) })));
+    }
+    if (!S.running) bar.append(el('button', { type: 'button', class: 'edit', text: 'Edit', 'aria-label': 'Edit this question', onclick: (ev) => editQuestion(u, ev.target.closest('article')) }));
+    return bar;
+  }
+  function editQuestion(u, art) {
+    const box = el('form', { class: 'edit-question', 'aria-label': 'Edit the question' });
+    const area = el('textarea', { rows: 3, 'aria-label': 'The new question' }); area.value = textOf(u);
+    const send = el('button', { type: 'submit', class: 'primary', text: 'Send edit' });
+    const cancel = el('button', { type: 'button', text: 'Cancel', onclick: () => renderAll() });
+    box.append(area, el('div', { class: 'actions' }, cancel, send));
+    box.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const text = area.value.trim(); if (!text) { area.focus(); return; }
+      send.disabled = true;
+      try {
+        // The question's branch: a fork at the entry before it, then the new question.
+        const f = await api(base() + '/fork', { method: 'POST', body: { at_seq: u.seq - 1 } });
+        await api('/api/v1/conversations/' + encodeURIComponent(f.id) + '/runs', { method: 'POST', body: { request_id: uuid(), input: { type: 'message', text } } });
+        await openConv(f.id); loadList();
+      } catch (e) { notice(e.message, 'error'); send.disabled = false; }
+    });
+    const user = art.querySelector('.user'); if (user) user.replaceWith(box);
+    const tools = art.querySelector('.user-tools'); if (tools) tools.remove();
+    area.focus();
+  }
+
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
-    if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))));
+    if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))), userTools(t.user));
     if (t.user && t.user.inWindow === false) {
       art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
     }

@@ -335,6 +335,9 @@ struct Message {
     /// How what the model sees differs from the log (`tool_result_preview`, `trace`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     changed: Option<Value>,
+    /// A later rewind took the entry back: it is in the log, not in the history.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    rewound: bool,
 }
 
 /// The log entries from `from_seq` (default 1), with the processed final answers and usage.
@@ -350,6 +353,19 @@ pub(crate) async fn messages(
         .load_from(&id, q.from_seq.unwrap_or(1).max(1))
         .await?;
     let last_seq = loaded.entries.last().map(|s| s.seq);
+    // What each rewind took back: the entries between its point and itself.
+    let mut rewound = std::collections::HashSet::new();
+    for r in &loaded.entries {
+        if let Some(back) = r.entry.records.rewind {
+            rewound.extend(
+                loaded
+                    .entries
+                    .iter()
+                    .filter(|s| s.seq > back.to_seq && s.seq < r.seq)
+                    .map(|s| s.seq),
+            );
+        }
+    }
     // The window the next call would get, so each entry says whether the model sees it.
     let (debug, context_error) = match state.agent().context_debug(&id).await {
         Ok(d) => (Some(d), None),
@@ -387,6 +403,7 @@ pub(crate) async fn messages(
                 in_window,
                 dropped_reason,
                 changed,
+                rewound: rewound.contains(&s.seq),
                 seq: s.seq,
                 appended_ms: s.appended_ms,
                 entry: s.entry,

@@ -10,6 +10,7 @@
 //! `target/browser-artifacts/`.
 
 mod approvals;
+mod branches;
 mod files;
 mod flows;
 mod harness;
