@@ -163,9 +163,34 @@ async fn a_rewind_of_the_round_that_activated_a_skill_leaves_it_inactive() {
     let last = model.requests().pop().unwrap();
     assert!(!last.shows("SORT-EVERY-TABLE"), "the skill is still active");
     assert_eq!(user_texts(&last), ["What tables are there?", "What now?"]);
-    // The old branch is still in the log.
-    let all = agent.store().load(&id).await.unwrap().into_entries();
-    assert!(all.iter().any(|e| e.text().contains("Please tidy them.")));
+    // The old branch is still in the log, and a fork at the entry before the rewind brings it
+    // back as a conversation of its own, skill and all.
+    let all = agent.store().load(&id).await.unwrap().entries;
+    assert!(
+        all.iter()
+            .any(|s| s.entry.text().contains("Please tidy them."))
+    );
+    let rewind_seq = all
+        .iter()
+        .find(|s| s.entry.kind() == Some(ba_protocol::EntryKind::Rewind))
+        .unwrap()
+        .seq;
+    let restored = agent.fork(&id, rewind_seq - 1).await.unwrap();
+    ask(&agent, &restored, "And now?").await;
+    let last = model.requests().pop().unwrap();
+    assert!(
+        last.shows("SORT-EVERY-TABLE"),
+        "the old branch's skill is back"
+    );
+    assert_eq!(
+        user_texts(&last),
+        [
+            "What tables are there?",
+            "Please tidy them.",
+            "Anything else?",
+            "And now?"
+        ]
+    );
 }
 
 #[tokio::test]
