@@ -571,7 +571,8 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
         ext,
         args.conversation.as_deref().or(args.fork.as_deref()),
         mode,
-        Some("chat".into()),
+        // Named after its first question.
+        None,
     ))?;
     if args.fork.is_some() {
         let parent = session.id.clone();

@@ -116,7 +116,7 @@
           if (c.id === S.conv) $('#conv-title').textContent = input.value.trim() || 'Untitled';
           loadList();
         });
-        open.replaceWith(input); input.focus();
+        open.replaceWith(input); input.focus(); input.select();
       } });
     let armed = false;
     const del = el('button', { type: 'button', class: 'small', text: 'Delete', 'aria-label': 'Delete ' + title,

@@ -86,6 +86,54 @@ impl From<ba_storage::StorageError> for Stop {
     }
 }
 
+/// The longest title taken from a question, in characters.
+const TITLE_CHARS: usize = 60;
+
+/// A title from a question: its first line, spaces collapsed, at most [`TITLE_CHARS`]
+/// characters cut at a word (with `…`). `None` for a question with no words.
+pub(crate) fn title_of(question: &str) -> Option<String> {
+    let line = question.lines().find(|l| !l.trim().is_empty())?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut title = String::new();
+    for w in &words {
+        let next = title.chars().count() + usize::from(!title.is_empty()) + w.chars().count();
+        if next > TITLE_CHARS {
+            if title.is_empty() {
+                title = w.chars().take(TITLE_CHARS).collect();
+            }
+            title.push('…');
+            return Some(title);
+        }
+        if !title.is_empty() {
+            title.push(' ');
+        }
+        title.push_str(w);
+    }
+    Some(title)
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::title_of;
+
+    #[test]
+    fn a_title_is_the_first_line_cut_at_a_word() {
+        assert_eq!(
+            title_of("  \n  Sales   by region?\nmore").as_deref(),
+            Some("Sales by region?")
+        );
+        let long = "Why did the West region's sales jump in Q3 2024, and did it beat its target?";
+        let t = title_of(long).unwrap();
+        assert!(t.ends_with('…') && t.chars().count() <= 61, "{t}");
+        assert_eq!(
+            t,
+            "Why did the West region's sales jump in Q3 2024, and did it…"
+        );
+        assert_eq!(title_of(" \n "), None);
+        assert_eq!(title_of(&"x".repeat(100)).unwrap().chars().count(), 61);
+    }
+}
+
 /// Times the stop hooks may send one run back to work before its answer stands.
 pub(crate) const MAX_STOP_CONTINUES: u32 = 3;
 
@@ -149,6 +197,8 @@ pub(crate) struct Runner {
     /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
     /// top parent's), when the agent has one.
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
+    /// The conversation has no title yet: its first question gives one.
+    pub(crate) untitled: bool,
     /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
     pub(crate) stop_continues: u32,
     /// Set when the run's lease was found lost: nothing more is written.
@@ -226,6 +276,21 @@ impl Runner {
         self.summary(RunStatus::Cancelled, None, None)
     }
 
+    /// Names an untitled conversation after its first question (a failure costs only the
+    /// title).
+    async fn title_from(&self, question: &str) {
+        let Some(title) = title_of(question) else {
+            return;
+        };
+        let update = ba_storage::MetaUpdate {
+            title: Some(title),
+            ..ba_storage::MetaUpdate::default()
+        };
+        if let Err(e) = self.inner.store.update_metadata(&self.id, update).await {
+            tracing::warn!(conversation = %self.id, "naming the conversation: {e}");
+        }
+    }
+
     pub(crate) fn user_entry(&self, text: &str, kind: Option<EntryKind>) -> LogEntry {
         let mut e = LogEntry::new(new_id(), LogRole::User, now()).with_text(text);
         e.mode = Some(self.mode);
@@ -238,6 +303,7 @@ impl Runner {
     /// The run after its lease: the input taken, then rounds until the run is over.
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
+        self.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
@@ -263,7 +329,13 @@ impl Runner {
                     message: "the message is empty".into(),
                 });
             }
-            Input::Message(text) => Some((self.prompt_hooks(text).await?, None)),
+            Input::Message(text) => {
+                if self.untitled {
+                    self.untitled = false;
+                    self.title_from(&text).await;
+                }
+                Some((self.prompt_hooks(text).await?, None))
+            }
             Input::Continue => Some(("continue".to_owned(), Some(EntryKind::Continue))),
             Input::Resume => None,
             Input::Decide(answers) => {

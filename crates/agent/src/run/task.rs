@@ -278,6 +278,7 @@ impl Runner {
             lease_lost: Arc::default(),
             lease: std::sync::Weak::new(),
             stop_continues: 0,
+            untitled: false,
         }
     }
 }

@@ -478,3 +478,26 @@ async fn a_run_that_ends_before_its_request_answers_leaves_the_page_ready() {
     .await;
     c.close().await.unwrap();
 }
+
+/// A new conversation is named after its first question (no model call), in the header and
+/// the sidebar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_is_titled_by_its_first_question() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    let id = open_new(&c, &server).await;
+    ask(&c, QUESTION).await;
+    let title = "Why did the West region's sales jump in Q3 2024, and did it…";
+    wait_for(
+        &c,
+        "the title from the first question",
+        &format!(
+            "return document.querySelector('#conv-title').textContent === {title:?} && \
+            [...document.querySelectorAll('#conv-list li')].some(li => li.dataset.id === '{id}' \
+              && li.textContent.includes({title:?}))"
+        ),
+    )
+    .await;
+    c.close().await.unwrap();
+}
