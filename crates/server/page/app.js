@@ -388,7 +388,11 @@
     if (t.user && t.user.inWindow === false) {
       art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
     }
-    const markers = t.rest.filter((e) => /compact/.test(e.kind || '')).map((e) => el('div', { class: 'marker', role: 'note', text: 'Conversation compacted: earlier turns are summarised for the model.' }));
+    // A `/compact` is a notice of its own; an automatic compaction record is told by the
+    // compression notice of the round it was made for.
+    const markers = t.rest.filter((e) => e.kind === 'compaction' && e.compaction && (e.compaction.strategies || []).includes('compact'))
+      .map((e) => el('div', { class: 'marker', role: 'note', 'data-notice': 'compaction', text: 'Conversation compacted (/compact): earlier turns are summarised for the model' +
+        (e.compaction.tokens_before ? ' (' + fmt(e.compaction.tokens_before) + ' → ' + fmt(e.compaction.tokens_after) + ' tokens)' : '') + '.' }));
     const assistant = t.rest.filter((e) => e.role === 'assistant');
     const liveHere = last && S.live && S.running;
     if (!assistant.length && !liveHere) { art.append(...markers); return art; }
@@ -433,12 +437,13 @@
   }
   function answer(t, assistant, live, markers) {
     const box = el('div', { class: 'answer', 'data-role': 'assistant' }, markers);
-    for (const e of assistant) {
-      if (e.context && e.context.compressed) {
-        box.append(el('div', { class: 'marker', role: 'note', text: 'Context compressed before round ' + (e.round || '?') + ': ' +
-          (e.context.strategies || []).join(', ') + '; ' + e.context.dropped + ' entries left out (' + fmt(e.context.tokens_before) + ' → ' + fmt(e.context.tokens_after) + ' tokens)' }));
-      }
-    }
+    // One notice per compression, where it happened: before the calls of the round it was
+    // made for (or before the report, for the last round), the meter's explanation a click away.
+    const notice = (e) => el('li', { class: 'marker', role: 'note', 'data-notice': 'compression', 'data-round': e.round || '' },
+      'Context compressed before round ' + (e.round || '?') + ': ' + (e.context.strategies || []).join(', ') + '; ' +
+      e.context.dropped + ' entries left out (' + fmt(e.context.tokens_before) + ' → ' + fmt(e.context.tokens_after) + ' tokens) ',
+      el('button', { type: 'button', class: 'small why', text: 'Why?', 'aria-label': 'What the model no longer sees', onclick: () => $('#meter').click() }));
+    const compressed = assistant.filter((e) => e.context && e.context.compressed);
     if (live && live.compressed) box.append(el('div', { class: 'marker', role: 'note', text: 'Context compressed for round ' + live.compressed.round + ': ' + live.compressed.dropped + ' entries left out' }));
     // A tool-call round's entry holds the structured answer as its text: read its analysis and
     // plan out of it (never shown raw).
@@ -468,11 +473,15 @@
     // 3. tool_call_status: a spinner per running call, then ✓/✗, duration, observation.
     const results = new Map(t.rest.filter((e) => e.role === 'tool').map((e) => [e.tool_call_id, e]));
     const calls = [];
-    for (const e of assistant) for (const c of e.tool_calls || []) calls.push({ id: c.id, name: c.function ? c.function.name : c.name });
+    for (const e of assistant) {
+      if (e.context && e.context.compressed) calls.push({ notice: e });
+      for (const c of e.tool_calls || []) calls.push({ id: c.id, name: c.function ? c.function.name : c.name });
+    }
     if (live) for (const [id, c] of live.calls) if (!calls.some((x) => x.id === id)) calls.push({ id, name: c.name });
-    if (calls.length) {
+    if (calls.some((c) => !c.notice)) {
       const ul = el('ul');
       for (const c of calls) {
+        if (c.notice) { ul.append(notice(c.notice)); continue; }
         const r = results.get(c.id);
         if (r) {
           const bad = r.is_error === true;
@@ -486,6 +495,8 @@
         }
       }
       box.append(el('div', { class: 'box tools', 'data-component': 'tool_call_status' }, el('div', { class: 'title', text: 'Tool calls' }), ul));
+    } else if (compressed.length) {
+      box.append(el('ul', { class: 'notices' }, compressed.map(notice)));
     }
     // 4. final_report: always present.
     box.append(report(final, assistant, live, structuredLive));

@@ -501,3 +501,86 @@ async fn a_conversation_is_titled_by_its_first_question() {
     .await;
     c.close().await.unwrap();
 }
+
+/// The demo's notices tell what its log records: one per compressed round, named by strategy
+/// and tokens and placed just before that round's calls; no "compacted" notice, since the log
+/// holds no `/compact`; "Why?" opens the context meter's explanation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_shows_exactly_the_notices_its_log_records() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    let id = open_new(&c, &server).await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "the final report",
+        "return document.querySelector('.report') && \
+        document.querySelector('.report').textContent.includes('West beat') && \
+        document.querySelector('#send').textContent === 'Send'",
+    )
+    .await;
+    let messages = server
+        .api(
+            reqwest::Method::GET,
+            &format!("/api/v1/conversations/{id}/messages"),
+            None,
+        )
+        .await;
+    // The log: which rounds were compressed, and the first call of each.
+    let mut expected: Vec<(u64, Option<String>)> = Vec::new();
+    for m in messages["entries"].as_array().unwrap() {
+        let e = &m["entry"];
+        if e["role"] == "assistant" && e["context"]["compressed"] == true {
+            let first_call = e["tool_calls"][0]["id"].as_str().map(str::to_owned);
+            expected.push((e["round"].as_u64().unwrap(), first_call));
+        }
+    }
+    assert!(!expected.is_empty(), "the demo compresses its context");
+    let shown = js(
+        &c,
+        "return [...document.querySelectorAll('[data-notice=compression]')].map(n => \
+          [Number(n.dataset.round), n.nextElementSibling ? n.nextElementSibling.dataset.call || null : null, n.textContent])",
+    )
+    .await;
+    let shown = shown.as_array().unwrap();
+    assert_eq!(shown.len(), expected.len(), "{shown:?} vs {expected:?}");
+    for (s, (round, first_call)) in shown.iter().zip(&expected) {
+        assert_eq!(s[0].as_u64(), Some(*round), "{s}");
+        assert_eq!(
+            s[1].as_str().map(str::to_owned),
+            *first_call,
+            "placed before round {round}'s calls: {s}"
+        );
+        let text = s[2].as_str().unwrap();
+        assert!(
+            text.contains("key-messages") && text.contains("tokens"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        js(
+            &c,
+            "return document.querySelectorAll('[data-notice=compaction]').length"
+        )
+        .await,
+        0
+    );
+    assert!(
+        !js(
+            &c,
+            "return document.body.textContent.includes('Conversation compacted')"
+        )
+        .await
+        .as_bool()
+        .unwrap()
+    );
+    click(&c, "[data-notice=compression] .why").await;
+    wait_for(
+        &c,
+        "the context dialog",
+        "return document.querySelector('#context-dialog').open",
+    )
+    .await;
+    c.close().await.unwrap();
+}
