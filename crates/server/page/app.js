@@ -95,7 +95,10 @@
   // ---- sidebar
   async function loadList() {
     let list;
-    try { list = await api('/api/v1/conversations'); } catch (e) { return authError(e); }
+    const q = ($('#conv-search') || {}).value || '';
+    const url = '/api/v1/conversations' + (q.trim() ? '?q=' + encodeURIComponent(q.trim()) : '');
+    try { list = await api(url); } catch (e) { return authError(e); }
+    if (q !== (($('#conv-search') || {}).value || '')) return; // a newer search is on its way
     const ul = $('#conv-list');
     ul.replaceChildren(...list.items.map((c) => convItem(c)));
   }
@@ -868,6 +871,10 @@
     comp.addEventListener('dragleave', () => comp.classList.remove('drop'));
     comp.addEventListener('drop', (ev) => { ev.preventDefault(); comp.classList.remove('drop'); if (ev.dataTransfer.files.length) upload([...ev.dataTransfer.files]); });
     $('#new-conv').addEventListener('click', () => openConv(null));
+    // Search as you type, on the server (titles, questions and answers), a quarter second after
+    // the last key.
+    let searchTimer = 0;
+    $('#conv-search').addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(loadList, 250); });
     $('#meter').addEventListener('click', showContext);
     document.querySelectorAll('#mode input').forEach((r) => r.addEventListener('change', async () => {
       if (!S.conv) return;

@@ -198,19 +198,25 @@ pub(crate) async fn fork(
 pub(crate) struct ListQuery {
     after: Option<String>,
     limit: Option<usize>,
+    /// Only conversations whose title or questions and answers contain this (any case).
+    q: Option<String>,
 }
 
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    let page = state
-        .store()
-        .list(Page {
-            after: q.after,
-            limit: q.limit.unwrap_or(100).clamp(1, 500),
-        })
-        .await?;
+    let page = Page {
+        after: q.after,
+        limit: q.limit.unwrap_or(100).clamp(1, 500),
+    };
+    let page = match q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(text) if text.len() > 200 => {
+            return Err(ApiError::bad_request("`q` is longer than 200 bytes"));
+        }
+        Some(text) => state.store().search(text, page).await?,
+        None => state.store().list(page).await?,
+    };
     let mut items = Vec::with_capacity(page.items.len());
     for meta in page.items {
         items.push(view(&state, meta).await?);

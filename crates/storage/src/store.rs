@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use async_trait::async_trait;
-use ba_protocol::{LogEntry, Mode};
+use ba_protocol::{LogEntry, LogRole, Mode};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};
@@ -421,6 +421,35 @@ pub fn rfc3339(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
+/// Whether a conversation's title or own messages contain `needle` (already lower case).
+async fn matches_query<S: ConversationStore + ?Sized>(
+    store: &S,
+    meta: &ConversationMeta,
+    needle: &str,
+) -> Result<bool> {
+    if needle.is_empty()
+        || meta
+            .title
+            .as_deref()
+            .is_some_and(|t| t.to_lowercase().contains(needle))
+    {
+        return Ok(true);
+    }
+    let id = ConversationId::new(meta.id.clone())?;
+    let from = meta.fork.as_ref().map_or(1, |f| f.at_seq + 1);
+    let loaded = match store.load_from(&id, from).await {
+        Ok(l) => l,
+        // Gone between the list and the load.
+        Err(StorageError::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    Ok(loaded.entries.iter().any(|s| {
+        matches!(s.entry.role, LogRole::User | LogRole::Assistant)
+            && s.entry.include_in_context
+            && s.entry.text().to_lowercase().contains(needle)
+    }))
+}
+
 /// Refuses a cut past the end of the parent.
 pub(crate) fn check_fork_point(parent: &ConversationId, at_seq: u64, last_seq: u64) -> Result<()> {
     if at_seq > last_seq {
@@ -506,6 +535,40 @@ pub trait ConversationStore: Send + Sync {
     /// Deletes a conversation; `false` when there was none. A conversation with forks is not
     /// deleted ([`StorageError::HasForks`]): its forks read their history from it.
     async fn delete(&self, id: &ConversationId) -> Result<bool>;
+
+    /// One page of the conversations (in id order, after `page.after`) whose title or whose
+    /// messages' text (questions and answers: user and assistant entries) contain `query`,
+    /// ignoring case. A fork is found by its own entries and its title. This default reads
+    /// every conversation; `PostgresStore` asks the database.
+    async fn search(&self, query: &str, page: Page) -> Result<ListPage> {
+        let needle = query.trim().to_lowercase();
+        let limit = page.limit.max(1);
+        let mut items = Vec::new();
+        let mut after = page.after.clone();
+        loop {
+            let got = self
+                .list(Page {
+                    after: after.clone(),
+                    limit: 200,
+                })
+                .await?;
+            for meta in got.items {
+                after = Some(meta.id.clone());
+                if !matches_query(self, &meta, &needle).await? {
+                    continue;
+                }
+                if items.len() == limit {
+                    // One more match: there is a next page.
+                    let next = items.last().map(|m: &ConversationMeta| m.id.clone());
+                    return Ok(ListPage { items, next });
+                }
+                items.push(meta);
+            }
+            if got.next.is_none() {
+                return Ok(ListPage { items, next: None });
+            }
+        }
+    }
 
     /// Creates conversation `child` whose history is `parent`'s up to entry `at_seq` (0 to
     /// its last), then its own. `FileStore` and `PostgresStore` keep only a link (the parent
@@ -688,6 +751,9 @@ macro_rules! forward {
                 new: NewConversation,
             ) -> Result<ConversationMeta> {
                 (**self).fork(parent, at_seq, child, new).await
+            }
+            async fn search(&self, query: &str, page: Page) -> Result<ListPage> {
+                (**self).search(query, page).await
             }
             async fn delete_older_than(&self, cutoff_ms: i64) -> Result<Vec<String>> {
                 (**self).delete_older_than(cutoff_ms).await

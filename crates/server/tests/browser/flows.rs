@@ -584,3 +584,46 @@ async fn the_demo_shows_exactly_the_notices_its_log_records() {
     .await;
     c.close().await.unwrap();
 }
+
+/// The sidebar's search asks the server: a word of a conversation's second answer finds that
+/// conversation and not another that asked only the first question; clearing it lists all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_a_conversation_by_a_word_of_its_second_answer() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    let both = server.conversation().await;
+    server.run_to_end(&both, QUESTION).await;
+    server.run_to_end(&both, CHART_QUESTION).await;
+    let one = server.conversation().await;
+    server.run_to_end(&one, QUESTION).await;
+    c.goto(&server.url(&one)).await.unwrap();
+    loaded(&c).await;
+    wait_for(
+        &c,
+        "both conversations listed",
+        "return document.querySelectorAll('#conv-list li').length === 2",
+    )
+    .await;
+    let search = c.find(Locator::Css("#conv-search")).await.unwrap();
+    // "grouped" is in the chart answer only.
+    search.send_keys("Grouped").await.unwrap();
+    wait_for(
+        &c,
+        "only the conversation with the chart answer",
+        &format!(
+            "const li = [...document.querySelectorAll('#conv-list li')]; \
+            return li.length === 1 && li[0].dataset.id === '{both}'"
+        ),
+    )
+    .await;
+    search.clear().await.unwrap();
+    search.send_keys(" ").await.unwrap();
+    wait_for(
+        &c,
+        "every conversation again",
+        "return document.querySelectorAll('#conv-list li').length === 2",
+    )
+    .await;
+    c.close().await.unwrap();
+}

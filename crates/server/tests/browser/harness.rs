@@ -313,8 +313,11 @@ impl Server {
 
     /// Asks `text` in conversation `id` through the API and waits for the run to end.
     pub async fn run_to_end(&self, id: &str, text: &str) {
-        let body =
-            json!({"request_id": format!("req-{id}"), "input": {"type": "message", "text": text}});
+        // One request per question: a second question is a new request, not a retry.
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(text, &mut h);
+        let request_id = format!("req-{id}-{:x}", std::hash::Hasher::finish(&h));
+        let body = json!({"request_id": request_id, "input": {"type": "message", "text": text}});
         self.api(
             reqwest::Method::POST,
             &format!("/api/v1/conversations/{id}/runs"),

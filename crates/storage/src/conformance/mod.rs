@@ -72,6 +72,7 @@ pub const CHECKS: &[&str] = &[
     "cancel_requests",
     "entry_kinds_round_trip",
     "forks",
+    "search",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -96,6 +97,7 @@ where
             "run_lock" => run_lock(&store).await,
             "cancel_requests" => cancel_requests(&store).await,
             "forks" => forks(&store, &clock).await,
+            "search" => search(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;
@@ -263,6 +265,106 @@ async fn forks<S: ConversationStore>(store: &S, clock: &ManualClock) -> CheckRes
         store.delete(&f).await.map_err(err)? && store.delete(&p).await.map_err(err)?,
         "the fork, then its parent, could not be deleted"
     );
+    Ok(())
+}
+
+/// Search finds a conversation by its title or a word of its questions and answers, in any
+/// case, not by a tool's output; pages go on where the last stopped; an empty query lists all.
+async fn search<S: ConversationStore>(store: &S) -> CheckResult {
+    let ids = |page: &crate::store::ListPage| -> Vec<String> {
+        page.items.iter().map(|m| m.id.clone()).collect()
+    };
+    let a = cid("search-a")?;
+    store
+        .create(
+            &a,
+            NewConversation {
+                title: Some("Quarterly review".into()),
+                ..NewConversation::default()
+            },
+        )
+        .await
+        .map_err(err)?;
+    let b = cid("search-b")?;
+    store
+        .create(&b, NewConversation::default())
+        .await
+        .map_err(err)?;
+    let mut tool = text_entry("t1", LogRole::Tool, "secretword in a tool's output");
+    tool.tool_call_id = Some("c1".into());
+    store
+        .append_batch(
+            &b,
+            &[
+                text_entry("u1", LogRole::User, "Sales by region?"),
+                text_entry(
+                    "a1",
+                    LogRole::Assistant,
+                    "The West grew 12 % over the quarter.",
+                ),
+                tool,
+            ],
+            None,
+        )
+        .await
+        .map_err(err)?;
+    let c = cid("search-c")?;
+    store
+        .create(&c, NewConversation::default())
+        .await
+        .map_err(err)?;
+    store
+        .append(&c, &text_entry("u1", LogRole::User, "Something else"), None)
+        .await
+        .map_err(err)?;
+    let found = store
+        .search("quarterly", Page::first(10))
+        .await
+        .map_err(err)?;
+    ensure!(ids(&found) == ["search-a"], "by title: {:?}", ids(&found));
+    let found = store
+        .search("WEST grew", Page::first(10))
+        .await
+        .map_err(err)?;
+    ensure!(
+        ids(&found) == ["search-b"],
+        "by an answer's words: {:?}",
+        ids(&found)
+    );
+    let found = store
+        .search("secretword", Page::first(10))
+        .await
+        .map_err(err)?;
+    ensure!(
+        found.items.is_empty(),
+        "by a tool's output: {:?}",
+        ids(&found)
+    );
+    let first = store.search("quarter", Page::first(1)).await.map_err(err)?;
+    ensure!(
+        ids(&first) == ["search-a"] && first.next.is_some(),
+        "the first page of two: {:?} {:?}",
+        ids(&first),
+        first.next
+    );
+    let second = store
+        .search(
+            "quarter",
+            Page {
+                after: first.next.clone(),
+                limit: 1,
+            },
+        )
+        .await
+        .map_err(err)?;
+    ensure!(
+        ids(&second) == ["search-b"] && second.next.is_none(),
+        "the second page: {:?} {:?}",
+        ids(&second),
+        second.next
+    );
+    let all = store.search("", Page::first(10)).await.map_err(err)?;
+    ensure!(all.items.len() == 3, "an empty query: {:?}", ids(&all));
     Ok(())
 }
 

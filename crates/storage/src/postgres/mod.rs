@@ -622,6 +622,42 @@ impl ConversationStore for PostgresStore {
         Ok(meta)
     }
 
+    /// In the database: the title, or the text of a question's or an answer's content.
+    async fn search(&self, query: &str, page: Page) -> Result<ListPage> {
+        let needle = query.trim().to_lowercase();
+        let client = self.client().await?;
+        let limit = page.limit.max(1);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {META_COLUMNS} FROM ba_conversations c
+                     WHERE ($1::TEXT IS NULL OR c.id > $1)
+                       AND ($2 = '' OR strpos(lower(COALESCE(c.title, '')), $2) > 0
+                            OR EXISTS (SELECT 1 FROM ba_entries e
+                                       WHERE e.conversation_id = c.id
+                                         AND e.entry::jsonb->>'role' IN ('user', 'assistant')
+                                         AND strpos(lower((e.entry::jsonb->'content')::TEXT),
+                                                    $2) > 0))
+                     ORDER BY c.id LIMIT $3"
+                ),
+                &[
+                    &page.after,
+                    &needle,
+                    &i64::try_from(limit + 1).unwrap_or(i64::MAX),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        let mut items: Vec<ConversationMeta> = rows.iter().map(meta_of).collect();
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(ListPage { items, next })
+    }
+
     async fn list(&self, page: Page) -> Result<ListPage> {
         let client = self.client().await?;
         let limit = page.limit.max(1);
