@@ -627,3 +627,47 @@ async fn search_finds_a_conversation_by_a_word_of_its_second_answer() {
     .await;
     c.close().await.unwrap();
 }
+
+/// A narrow window (a laptop split in two, 900 px): an answer with its tables, code and
+/// notices fits across (nothing runs off the side of the page), and the message box and Send
+/// stay on screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_900_pixel_window_is_usable() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options::default()).await;
+    c.set_window_size(900, 800).await.unwrap();
+    open_new(&c, &server).await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "the answer",
+        "return document.querySelector('.report') && \
+        document.querySelector('.report').textContent.includes('West beat') && \
+        document.querySelector('#send').textContent === 'Send'",
+    )
+    .await;
+    let width = js(&c, "return window.innerWidth").await.as_f64().unwrap();
+    assert!(width <= 900.0, "the window is {width} px wide");
+    let fits = js(
+        &c,
+        "const w = document.documentElement.clientWidth; \
+        const over = [...document.querySelectorAll('#main *')].filter(e => { \
+          const r = e.getBoundingClientRect(); return r.width > 0 && r.right > w + 1 && \
+          !e.closest('pre, .code-block, table, iframe'); }); \
+        return [document.documentElement.scrollWidth <= w, over.map(e => e.tagName + '.' + e.className).slice(0, 5)]",
+    )
+    .await;
+    assert_eq!(fits[0], true, "the page scrolls sideways: {fits}");
+    assert_eq!(fits[1], serde_json::json!([]), "runs off the side: {fits}");
+    let on_screen = js(
+        &c,
+        "const r = document.querySelector('#send').getBoundingClientRect(); \
+        const i = document.querySelector('#input').getBoundingClientRect(); \
+        return [r.bottom <= window.innerHeight && r.right <= window.innerWidth && i.width > 300,           r.bottom, r.right, i.width, window.innerHeight, window.innerWidth]",
+    )
+    .await;
+    screenshot(&c, "narrow-900.png").await;
+    assert_eq!(on_screen[0], true, "{on_screen}");
+    c.close().await.unwrap();
+}
