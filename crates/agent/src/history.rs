@@ -123,21 +123,11 @@ pub(crate) fn effective(stored: Vec<ba_storage::StoredEntry>) -> Vec<LogEntry> {
         .collect()
 }
 
-/// [`effective`], with the sequence numbers.
+/// [`effective`], with the sequence numbers ([`ba_storage::after_rewinds`]).
 pub(crate) fn effective_stored(
     stored: Vec<ba_storage::StoredEntry>,
 ) -> Vec<ba_storage::StoredEntry> {
-    let mut kept: Vec<ba_storage::StoredEntry> = Vec::with_capacity(stored.len());
-    for s in stored {
-        if s.entry.records.kind == Some(ba_protocol::EntryKind::Rewind) {
-            if let Some(r) = s.entry.records.rewind {
-                kept.retain(|k| k.seq <= r.to_seq);
-            }
-            continue;
-        }
-        kept.push(s);
-    }
-    kept
+    ba_storage::after_rewinds(stored)
 }
 
 /// An active skill, found in the log.

@@ -351,8 +351,11 @@ async fn run_async(cmd: Command) -> CliResult {
                     "empty: the conversation holds no entries".to_owned(),
                 );
             }
-            let entries: Vec<_> = loaded.entries.iter().map(|s| s.entry.clone()).collect();
-            let seq_of = |position: usize| loaded.entries.get(position - 1).map_or(0, |s| s.seq);
+            // Pairs and ids are checked on the history as it stands: a rewind may leave a call
+            // without its result in the part it took back.
+            let history = ba_storage::after_rewinds(loaded.entries.clone());
+            let entries: Vec<_> = history.iter().map(|s| s.entry.clone()).collect();
+            let seq_of = |position: usize| history.get(position - 1).map_or(0, |s| s.seq);
             for b in broken_pairs(&entries) {
                 report(
                     &mut text,

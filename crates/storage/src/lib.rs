@@ -79,7 +79,9 @@ pub use store::{
     RunLease, RunLock, StoredEntry, SystemClock,
 };
 pub use store::{fork_with_files, rfc3339};
-pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
+pub use verify::{
+    BrokenPair, DuplicateId, after_rewinds, broken_pairs, duplicate_ids, orphan_workspaces,
+};
 pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
 pub use workspace::{FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits};
