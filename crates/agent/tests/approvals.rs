@@ -150,6 +150,38 @@ async fn conversation(agent: &Agent) -> ConversationId {
         .unwrap()
 }
 
+/// An agent in the `ask` mode whose conversation waits on its `query_database` call.
+struct Paused {
+    ran: Arc<Ran>,
+    agent: Agent,
+    id: ConversationId,
+    call: ba_protocol::PendingApproval,
+    _dir: tempfile::TempDir,
+    _model: ScriptedModel,
+}
+
+async fn paused() -> Paused {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let ran = Arc::new(Ran::default());
+    let agent = agent(&model, dir.path(), &ran, ApprovalMode::Ask);
+    let id = conversation(&agent).await;
+    let done = agent
+        .send(&id, Input::message("How many rows has sales?"))
+        .finish()
+        .await;
+    assert_eq!(done.status, RunStatus::AwaitingApproval, "{done:?}");
+    let call = agent.pending_approvals(&id).await.unwrap().remove(0);
+    Paused {
+        ran,
+        agent,
+        id,
+        call,
+        _dir: dir,
+        _model: model,
+    }
+}
+
 /// The kinds of the hidden approval entries in the log, in order.
 async fn approval_entries(agent: &Agent, id: &ConversationId) -> Vec<EntryKind> {
     agent
@@ -241,16 +273,14 @@ async fn a_paused_run_goes_on_from_the_log_in_another_agent_and_runs_the_call_on
 
 #[tokio::test]
 async fn a_rejection_reaches_the_model_with_its_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = model().await;
-    let ran = Arc::new(Ran::default());
-    let agent = agent(&model, dir.path(), &ran, ApprovalMode::Ask);
-    let id = conversation(&agent).await;
-    agent
-        .send(&id, Input::message("How many rows has sales?"))
-        .finish()
-        .await;
-    let call = agent.pending_approvals(&id).await.unwrap().remove(0);
+    let Paused {
+        ran,
+        agent,
+        id,
+        call,
+        _dir,
+        _model,
+    } = paused().await;
     let done = agent
         .send(
             &id,
@@ -270,16 +300,14 @@ async fn a_rejection_reaches_the_model_with_its_reason() {
 
 #[tokio::test]
 async fn an_edit_runs_the_edited_arguments() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = model().await;
-    let ran = Arc::new(Ran::default());
-    let agent = agent(&model, dir.path(), &ran, ApprovalMode::Ask);
-    let id = conversation(&agent).await;
-    agent
-        .send(&id, Input::message("How many rows has sales?"))
-        .finish()
-        .await;
-    let call = agent.pending_approvals(&id).await.unwrap().remove(0);
+    let Paused {
+        ran,
+        agent,
+        id,
+        call,
+        _dir,
+        _model,
+    } = paused().await;
     let bad = agent
         .send(
             &id,
@@ -311,16 +339,14 @@ async fn an_edit_runs_the_edited_arguments() {
 
 #[tokio::test]
 async fn an_approval_for_the_conversation_is_not_asked_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = model().await;
-    let ran = Arc::new(Ran::default());
-    let agent = agent(&model, dir.path(), &ran, ApprovalMode::Ask);
-    let id = conversation(&agent).await;
-    agent
-        .send(&id, Input::message("How many rows has sales?"))
-        .finish()
-        .await;
-    let call = agent.pending_approvals(&id).await.unwrap().remove(0);
+    let Paused {
+        ran,
+        agent,
+        id,
+        call,
+        _dir,
+        _model,
+    } = paused().await;
     let done = agent
         .send(
             &id,
