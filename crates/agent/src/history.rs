@@ -117,17 +117,10 @@ impl History {
 /// entries themselves are left out. Everything the loop reads — the window, compactions,
 /// active skills, pending calls and approvals — reads this.
 pub(crate) fn effective(stored: Vec<ba_storage::StoredEntry>) -> Vec<LogEntry> {
-    effective_stored(stored)
+    ba_storage::after_rewinds(stored)
         .into_iter()
         .map(|s| s.entry)
         .collect()
-}
-
-/// [`effective`], with the sequence numbers ([`ba_storage::after_rewinds`]).
-pub(crate) fn effective_stored(
-    stored: Vec<ba_storage::StoredEntry>,
-) -> Vec<ba_storage::StoredEntry> {
-    ba_storage::after_rewinds(stored)
 }
 
 /// An active skill, found in the log.

@@ -51,6 +51,7 @@
 mod adapters;
 mod agent;
 mod approvals;
+mod branching;
 mod compact;
 mod events;
 mod history;

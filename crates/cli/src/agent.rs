@@ -1,17 +1,15 @@
 //! The agent commands: `demo`, `run`, `chat` and `inspect`.
 
-use std::collections::BTreeSet;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
-use ba_agent::response::{Files, render_for_terminal};
 use ba_agent::{Agent, AgentEvent, Input, RunStatus, RunSummary};
 use ba_cli::demo;
 use ba_protocol::{LogRole, Mode};
 use ba_storage::{ConversationId, ConversationStore, NewConversation};
-use ba_storage::{FileKind, FileMeta, NewFile};
+use ba_storage::{FileMeta, NewFile};
 use futures::StreamExt;
 
 use crate::cli::{CliError, CliResult};
@@ -19,6 +17,12 @@ use crate::config::Config;
 use crate::mcp::{ExtOpts, Extensions};
 use crate::out::{out, outln};
 use crate::print::Printer;
+
+mod approve;
+mod outputs;
+
+use self::approve::{AWAITING_APPROVAL, ask_decisions, decisions, print_pending, waiting_list};
+use self::outputs::{output_ids, outputs_folder, rendered, save_outputs};
 
 /// `ba-agent demo`.
 #[derive(Debug, clap::Args)]
@@ -185,72 +189,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// The exit code of a run refused because another run holds the conversation.
 const BUSY: u8 = 3;
-/// A run that paused for a person's approval: come back with a decision.
-const AWAITING_APPROVAL: u8 = 3;
-
-/// The decisions `run` was given (`--approve-all` is filled in once the pending calls are
-/// read).
-fn decisions(args: &RunArgs) -> Input {
-    let mut answers: Vec<ba_agent::ApprovalAnswer> = args
-        .approve
-        .iter()
-        .map(ba_agent::ApprovalAnswer::approve)
-        .collect();
-    let reason = args
-        .reason
-        .clone()
-        .unwrap_or_else(|| "rejected from the command line".to_owned());
-    answers.extend(
-        args.reject
-            .iter()
-            .map(|c| ba_agent::ApprovalAnswer::reject(c, reason.clone())),
-    );
-    Input::Decide(answers)
-}
-
-/// ` (waiting: ID, ID)`, or ` (none waits)`.
-fn waiting_list(pending: &[ba_protocol::PendingApproval]) -> String {
-    if pending.is_empty() {
-        " (none waits)".to_owned()
-    } else {
-        let ids: Vec<&str> = pending.iter().map(|p| p.call_id.as_str()).collect();
-        format!(" (waiting: {})", ids.join(", "))
-    }
-}
-
-/// What waits, and how to go on: a JSON line with `--json` (the last line), else text.
-fn print_pending(
-    id: &ConversationId,
-    pending: &[ba_protocol::PendingApproval],
-    json: bool,
-) -> anyhow::Result<()> {
-    if json {
-        let calls: Vec<serde_json::Value> = pending
-            .iter()
-            .map(|p| {
-                serde_json::json!({"call_id": p.call_id, "tool": p.tool, "arguments": p.arguments})
-            })
-            .collect();
-        let line = serde_json::json!({
-            "status": "awaiting_approval",
-            "conversation": id.as_str(),
-            "pending": calls,
-        });
-        outln!("{line}");
-        return Ok(());
-    }
-    outln!();
-    outln!("Waiting for approval:");
-    for p in pending {
-        outln!("  {}  {} {}", p.call_id, p.tool, p.arguments);
-    }
-    outln!(
-        "Go on with `ba-agent run --conversation {id} --approve CALL_ID` (or --approve-all, \
-         or --reject CALL_ID --reason TEXT)."
-    );
-    Ok(())
-}
-
 fn exit_code(summary: &RunSummary) -> ExitCode {
     match summary.status {
         RunStatus::Answered => ExitCode::SUCCESS,
@@ -688,75 +626,6 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Asks on the terminal about each waiting call: `y` approve, `a` approve for the rest of the
-/// conversation, `n` reject (then a reason), `e` edit (then the arguments as JSON). `None` when
-/// the input ends first (the calls keep waiting; a new message leaves them unrun).
-fn ask_decisions(
-    pending: &[ba_protocol::PendingApproval],
-    lines: &mut impl Iterator<Item = std::io::Result<String>>,
-) -> anyhow::Result<Option<Vec<ba_agent::ApprovalAnswer>>> {
-    let mut read = |prompt: &str| -> anyhow::Result<Option<String>> {
-        eprint!("{prompt}");
-        match lines.next() {
-            Some(line) => Ok(Some(
-                line.context("reading standard input")?.trim().to_owned(),
-            )),
-            None => Ok(None),
-        }
-    };
-    let mut answers = Vec::with_capacity(pending.len());
-    for p in pending {
-        outln!("Approval needed: {} {}", p.tool, p.arguments);
-        loop {
-            let Some(choice) =
-                read("Run it? [y]es, [a]lways in this conversation, [n]o, [e]dit: ")?
-            else {
-                return Ok(None);
-            };
-            let answer = match choice.to_ascii_lowercase().as_str() {
-                "y" | "yes" => ba_agent::ApprovalAnswer::approve(&p.call_id),
-                "a" | "always" => ba_agent::ApprovalAnswer::approve_for_conversation(&p.call_id),
-                "n" | "no" => {
-                    let Some(reason) = read("Why (the model reads it): ")? else {
-                        return Ok(None);
-                    };
-                    let reason = if reason.is_empty() {
-                        "rejected in the chat".to_owned()
-                    } else {
-                        reason
-                    };
-                    ba_agent::ApprovalAnswer::reject(&p.call_id, reason)
-                }
-                "e" | "edit" => {
-                    let Some(text) = read("Arguments (one line of JSON): ")? else {
-                        return Ok(None);
-                    };
-                    match serde_json::from_str::<serde_json::Value>(&text) {
-                        Ok(v @ serde_json::Value::Object(_)) => {
-                            ba_agent::ApprovalAnswer::edit(&p.call_id, v)
-                        }
-                        Ok(_) => {
-                            outln!("the arguments must be a JSON object");
-                            continue;
-                        }
-                        Err(e) => {
-                            outln!("not JSON: {e}");
-                            continue;
-                        }
-                    }
-                }
-                _ => {
-                    outln!("answer y, a, n or e");
-                    continue;
-                }
-            };
-            answers.push(answer);
-            break;
-        }
-    }
-    Ok(Some(answers))
-}
-
 /// Stores `paths` in the conversation's workspace as uploads, saying so unless `quiet`.
 async fn attach(
     agent: &Agent,
@@ -795,112 +664,6 @@ async fn attach(
         attached.push(meta);
     }
     Ok(attached)
-}
-
-/// The final answer as a terminal shows it: saved code expanded, files named.
-async fn rendered(agent: &Agent, summary: &RunSummary) -> Option<String> {
-    let response = summary.response.as_ref()?;
-    let id = ConversationId::new(&summary.conversation_id).ok()?;
-    let files = agent.workspace().map(|w| Files {
-        workspace: w.as_ref(),
-        conversation: &id,
-    });
-    Some(render_for_terminal(response, files).await)
-}
-
-/// The ids of the conversation's outputs now (to tell the ones a run adds).
-async fn output_ids(agent: &Agent, id: &ConversationId) -> BTreeSet<String> {
-    let Some(files) = agent.workspace() else {
-        return BTreeSet::new();
-    };
-    files
-        .list(id)
-        .await
-        .map(|list| {
-            list.into_iter()
-                .filter(|f| f.kind == FileKind::Output)
-                .map(|f| f.id)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `--outputs`, else `outputs/<conversation>` in the home folder.
-fn outputs_folder(config: &Config, opts: &AgentOpts, id: &ConversationId) -> PathBuf {
-    opts.outputs
-        .clone()
-        .unwrap_or_else(|| config.home().join("outputs").join(id.as_str()))
-}
-
-/// A file name of `name` that stays in its folder: its last component, with anything but
-/// letters, digits, `._- ` replaced; `id` when nothing is left.
-fn local_name(name: &str, id: &str) -> String {
-    let last = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let safe: String = last
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "._- ".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = safe.trim().trim_start_matches('.').to_owned();
-    if safe.is_empty() { id.to_owned() } else { safe }
-}
-
-/// Saves the outputs the run added (not in `before`) into `dir` under their names (a name
-/// already there gets the output's id in front) and says where, unless `say` is false.
-async fn save_outputs(
-    agent: &Agent,
-    id: &ConversationId,
-    before: &BTreeSet<String>,
-    dir: &Path,
-    say: bool,
-) -> anyhow::Result<()> {
-    let Some(files) = agent.workspace() else {
-        return Ok(());
-    };
-    let new: Vec<FileMeta> = files
-        .list(id)
-        .await?
-        .into_iter()
-        .filter(|f| f.kind == FileKind::Output && !before.contains(&f.id))
-        .collect();
-    if new.is_empty() {
-        return Ok(());
-    }
-    tokio::fs::create_dir_all(dir)
-        .await
-        .with_context(|| format!("creating {}", dir.display()))?;
-    if say {
-        outln!();
-        outln!("Outputs:");
-    }
-    for meta in new {
-        let mut path = dir.join(local_name(&meta.name, &meta.id));
-        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
-            path = dir.join(format!("{}-{}", meta.id, local_name(&meta.name, &meta.id)));
-        }
-        let mut content = files.open(id, &meta.id).await?.reader;
-        let mut out = tokio::fs::File::create(&path)
-            .await
-            .with_context(|| format!("writing {}", path.display()))?;
-        tokio::io::copy(&mut content, &mut out)
-            .await
-            .with_context(|| format!("writing {}", path.display()))?;
-        if say {
-            outln!(
-                "  {} {} ({} bytes) saved to {}",
-                meta.id,
-                meta.name,
-                meta.size,
-                path.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 /// `ba-agent cancel`: asks the run going on a conversation — in any process sharing the store

@@ -292,21 +292,26 @@ impl FileStore {
         handles.entry(id.to_owned()).or_default().clone()
     }
 
+    /// Creates the empty log file of `id`: the claim on the id (`AlreadyExists` when taken).
+    fn claim_log(&self, id: &ConversationId) -> Result<()> {
+        let path = self.log_path(id);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => file
+                .sync_all()
+                .map_err(|e| StorageError::io("creating", &path, e)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(StorageError::AlreadyExists { id: id.to_string() })
+            }
+            Err(e) => Err(StorageError::io("creating", path, e)),
+        }
+    }
+
     fn create_blocking(
         &self,
         id: &ConversationId,
         new: NewConversation,
     ) -> Result<ConversationMeta> {
-        let path = self.log_path(id);
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => file
-                .sync_all()
-                .map_err(|e| StorageError::io("creating", &path, e))?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(StorageError::AlreadyExists { id: id.to_string() });
-            }
-            Err(e) => return Err(StorageError::io("creating", path, e)),
-        }
+        self.claim_log(id)?;
         let now = self.now();
         let meta = MetaFile {
             title: new.title,
@@ -434,18 +439,7 @@ impl FileStore {
             at_seq,
             row.tail.last_seq.max(index::base_tail(&row.meta).last_seq),
         )?;
-        let path = self.log_path(child);
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => file
-                .sync_all()
-                .map_err(|e| StorageError::io("creating", &path, e))?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(StorageError::AlreadyExists {
-                    id: child.to_string(),
-                });
-            }
-            Err(e) => return Err(StorageError::io("creating", path, e)),
-        }
+        self.claim_log(child)?;
         let now = self.now();
         let meta = MetaFile {
             title: new.title.or_else(|| row.meta.title.clone()),

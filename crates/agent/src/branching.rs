@@ -1,0 +1,91 @@
+//! Other paths from a conversation: a fork (a new conversation whose history is another's up
+//! to a cut) and a rewind (the entries after a point leave the history the model sees).
+
+use ba_protocol::LogEntry;
+use ba_storage::{ConversationId, ConversationStore as _, NewConversation};
+
+use crate::agent::{Agent, AgentError};
+
+impl Agent {
+    /// A new conversation whose history is `id`'s up to entry `at_seq` (see
+    /// [`ba_storage::ConversationStore::fork`]): the parent is not copied and not changed, and
+    /// the files it had at the cut are the fork's too ([`ba_storage::fork_with_files`]). Its
+    /// title and mode are the parent's.
+    ///
+    /// # Errors
+    /// The store's (`NotFound`, a cut past the end).
+    pub async fn fork(
+        &self,
+        id: &ConversationId,
+        at_seq: u64,
+    ) -> Result<ConversationId, AgentError> {
+        let child = ConversationId::random();
+        ba_storage::fork_with_files(
+            self.inner.store.as_ref(),
+            id,
+            at_seq,
+            &child,
+            NewConversation::default(),
+        )
+        .await?;
+        Ok(child)
+    }
+
+    /// Takes back the entries after `to_seq` from the history the model sees: a hidden
+    /// rewind entry is appended (the log stays append-only; a fork at the entry before the
+    /// rewind brings the old branch back as a conversation of its own). The window,
+    /// compactions, active skills, pending calls and the cache prefix follow. Takes the
+    /// conversation's lease like a run. Returns how many entries left the history.
+    ///
+    /// # Errors
+    /// [`AgentError::Busy`] while a run holds the conversation; the store's `Invalid` for a
+    /// point past the end, with nothing after it, or inside a round of tool calls (a call
+    /// kept, its result taken back).
+    pub async fn rewind(&self, id: &ConversationId, to_seq: u64) -> Result<usize, AgentError> {
+        let _lease = crate::run::take_lease(
+            &self.inner,
+            id,
+            &format!("rewind_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .await?;
+        let loaded = self.inner.store.load(id).await?;
+        let last_seq = loaded.last_seq;
+        let invalid = |message: String| {
+            AgentError::Store(ba_storage::StorageError::Invalid {
+                what: format!("rewind of `{id}` to entry {to_seq}"),
+                message,
+            })
+        };
+        if to_seq > last_seq {
+            return Err(invalid(format!("the log ends at entry {last_seq}")));
+        }
+        let view = ba_storage::after_rewinds(loaded.entries);
+        let taken = view.iter().filter(|s| s.seq > to_seq).count();
+        if taken == 0 {
+            return Err(invalid("no entry of the history comes after it".into()));
+        }
+        let kept: Vec<LogEntry> = view
+            .into_iter()
+            .filter(|s| s.seq <= to_seq)
+            .map(|s| s.entry)
+            .collect();
+        if !crate::history::unanswered_calls(&kept).is_empty() {
+            return Err(invalid(
+                "it is inside a round of tool calls: go back to the entry before the calls, \
+                 or to the last of their results"
+                    .into(),
+            ));
+        }
+        let mut e = LogEntry::new(
+            crate::run::new_id(),
+            ba_protocol::LogRole::System,
+            crate::run::now(),
+        )
+        .with_text(format!("Rewound to entry {to_seq}"));
+        e.include_in_context = false;
+        e.records.kind = Some(ba_protocol::EntryKind::Rewind);
+        e.records.rewind = Some(ba_protocol::RewindRecord { to_seq });
+        self.inner.store.append(id, &e, Some(last_seq)).await?;
+        Ok(taken)
+    }
+}
