@@ -20,8 +20,6 @@ use serde_json::{Value, json};
 
 use crate::support::{delegating_turns, replay_agent, text_turn};
 
-mod support;
-
 #[derive(Deserialize, JsonSchema)]
 struct Lookup {
     key: String,

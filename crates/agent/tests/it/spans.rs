@@ -15,8 +15,6 @@ use ba_storage::NewConversation;
 
 use crate::support::{delegating_turns, replay_agent};
 
-mod support;
-
 /// Each span's name and `tool` field, and the names (and tools) of its ancestors, as the
 /// span was opened.
 #[derive(Clone, Default)]

@@ -1,0 +1,17 @@
+//! The agent's integration tests, linked as one binary: each module was once a binary of its
+//! own, and every link of the whole dependency tree cost the build folder about 100 MB.
+
+mod support;
+
+mod agent_live;
+mod agent_loop;
+mod approvals;
+mod forks;
+#[cfg(feature = "command-hooks")]
+mod hooks;
+#[cfg(feature = "mcp")]
+mod mcp_tools;
+mod recall;
+mod skill_activation;
+mod spans;
+mod tool_adapters;
