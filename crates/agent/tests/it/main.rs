@@ -1,6 +1,13 @@
 //! The agent's integration tests, linked as one binary: each module was once a binary of its
 //! own, and every link of the whole dependency tree cost the build folder about 100 MB.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail loudly on a broken invariant"
+)]
+
 mod support;
 
 mod agent_live;
