@@ -9,7 +9,7 @@ use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
 use crate::mcp::ExtOpts;
-use crate::{agent, context, convert, log, mcp, serve, skills, telemetry, tokens, tools};
+use crate::{agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -31,6 +31,8 @@ enum Command {
     Chat(agent::ChatArgs),
     /// Print the metrics report of a stored conversation.
     Inspect(agent::InspectArgs),
+    /// Export a final answer of a stored conversation as Markdown or self-contained HTML.
+    Report(report::Args),
     /// Cancel the run going on a conversation, in any process sharing the store.
     Cancel(agent::CancelArgs),
     /// Serve the HTTP API (conversations, runs, event streams, uploads) on loopback.
@@ -135,6 +137,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Demo(args) => agent::demo(args),
         Command::Inspect(args) => agent::inspect(args),
         Command::Cancel(args) => agent::cancel(args),
+        Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args, &ext),
         Command::Convert(args) => convert::run(args),
         Command::Log(cmd) => log::run(cmd),

@@ -13,6 +13,7 @@ mod log;
 mod mcp;
 mod out;
 mod print;
+mod report;
 mod serve;
 mod skills;
 mod telemetry;

@@ -224,4 +224,59 @@ fn demo_and_inspect_commands() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-conversation"));
+
+    // `report`: the last answer as Markdown on stdout, as HTML in a file; refusals named.
+    let report = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+            .arg("report")
+            .args(args)
+            .arg("--home")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = report(&[&id, "--format", "md"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(md.starts_with("# West Q3 2024 sales\n"), "{md}");
+    assert!(
+        md.contains("> Why did the West region's sales jump"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Sales | 132,538 | 444,645 | 139,000 |"),
+        "{md}"
+    );
+    assert!(md.contains("\n\n```python\nimport json\n"), "{md}");
+    let file = dir.path().join("report.html");
+    let out = report(&[&id, "--out", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(html.contains("<td>444,645</td>"), "{html}");
+    assert!(
+        html.contains("<figure class=\"code\"><figcaption>python"),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "{html}");
+    let out = report(&[&id, "--seq", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("entry 1 of conversation") && err.contains("is not a final answer"),
+        "{err}"
+    );
+    let out = report(&[&id, "--format", "pdf"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("unknown report format \"pdf\": use md or html")
+    );
 }

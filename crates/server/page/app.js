@@ -528,12 +528,29 @@
         if (IMAGE.test(f.media_type) && rep && ![...rep.querySelectorAll('figure.output-image')].some((x) => x.dataset.fileId === id)) rep.append(inlineImage(id, f.name));
       }));
     }
+    // Export: the answer as a file to send (self-contained HTML, or Markdown).
+    if (final && final.api.response) {
+      const path = (f) => base() + '/report/' + final.seq + '?format=' + f;
+      box.append(el('div', { class: 'chips export', 'data-component': 'export_report', role: 'group', 'aria-label': 'Export this answer' },
+        el('button', { type: 'button', text: 'Export HTML', 'aria-label': 'Export this answer as an HTML file', onclick: () => download(path('html')) }),
+        el('button', { type: 'button', text: 'Export Markdown', 'aria-label': 'Export this answer as a Markdown file', onclick: () => download(path('md')) }),
+        el('button', { type: 'button', text: 'Print', 'aria-label': 'Print this answer', onclick: () => printAnswer(box) })));
+    }
     const usage = assistant.map((e) => e.usage).filter(Boolean);
     if (usage.length) {
       const sum = (k) => usage.reduce((n, u) => n + (u[k] || 0), 0);
       box.append(el('div', { class: 'usage', text: 'Tokens: ' + fmt(sum('input_tokens')) + ' in · ' + fmt(sum('output_tokens')) + ' out · ' + usage.length + ' model call' + (usage.length > 1 ? 's' : '') }));
     }
     return box;
+  }
+  // Print one answer: the page's print stylesheet shows only the turn marked for printing.
+  function printAnswer(box) {
+    const turn = box.closest('.turn') || box;
+    turn.classList.add('printing');
+    document.body.classList.add('print-one');
+    const done = () => { turn.classList.remove('printing'); document.body.classList.remove('print-one'); window.removeEventListener('afterprint', done); };
+    window.addEventListener('afterprint', done);
+    window.print();
   }
   function codeButtons(c) {
     return el('span', { class: 'chip' }, c.language + ' · ' + (c.description || c.code_id) + ' ',

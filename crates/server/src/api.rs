@@ -56,6 +56,7 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .route(&format!("{conv}/compact"), post(compact))
         .route(&format!("{conv}/context"), get(context))
         .route(&format!("{conv}/report"), get(report))
+        .route(&format!("{conv}/report/{{seq}}"), get(export_report))
         .route(&format!("{conv}/uploads"), get(files::list_uploads))
         .route(
             &format!("{conv}/uploads/{{upload}}"),
@@ -166,6 +167,54 @@ async fn report(State(state): State<AppState>, Path(id): Path<String>) -> ApiRes
     state.store().metadata(&id).await?;
     let report = state.agent().report(&id).await?;
     Ok(Json(serde_json::to_value(report).unwrap_or(Value::Null)))
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ExportQuery {
+    format: Option<String>,
+}
+
+/// `GET …/{id}/report/{seq}?format=md|html` (html by default; `seq` may be `last`): the final
+/// answer at `seq` as a file to keep or send (see [`crate::export`]).
+async fn export_report(
+    State(state): State<AppState>,
+    Path((id, seq)): Path<(String, String)>,
+    axum::extract::Query(q): axum::extract::Query<ExportQuery>,
+) -> ApiResult<Response> {
+    use crate::export::{ExportError, ReportFormat};
+    let id = conversation_id(&id)?;
+    let seq = match seq.as_str() {
+        "last" | "latest" => None,
+        n => Some(n.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "{n:?} is not an entry number (a final answer's `seq`, or `last`)"
+            ))
+        })?),
+    };
+    let format: ReportFormat = q
+        .format
+        .as_deref()
+        .unwrap_or("html")
+        .parse()
+        .map_err(|e: ExportError| ApiError::bad_request(e.to_string()))?;
+    let exported = crate::export::export_report(state.store().as_ref(), &id, seq, format)
+        .await
+        .map_err(|e| match e {
+            ExportError::Storage(e) => ApiError::from(e),
+            ExportError::Format(_) => ApiError::bad_request(e.to_string()),
+            ExportError::NoAnswer(_) | ExportError::NotAnAnswer { .. } => {
+                ApiError::not_found(e.to_string())
+            }
+        })?;
+    let size = exported.body.len() as u64;
+    let mut response = exported.body.into_response();
+    crate::files::download_headers(
+        &mut response,
+        &exported.file_name,
+        format.media_type(),
+        Some(size),
+    );
+    Ok(response)
 }
 
 /// The context the next model call would get: usage against the budget, the entries kept,

@@ -248,7 +248,12 @@ fn encoded_name(name: &str) -> String {
 /// A download's headers: the media type, an attachment disposition that cannot break the
 /// header (an ASCII name and the UTF-8 one encoded), no sniffing, and a sandbox for a browser
 /// that opens it anyway (an HTML or SVG output never runs as the page's origin).
-fn download_headers(response: &mut Response, name: &str, media: &str, size: Option<u64>) {
+pub(crate) fn download_headers(
+    response: &mut Response,
+    name: &str,
+    media: &str,
+    size: Option<u64>,
+) {
     let disposition = HeaderValue::from_str(&format!(
         "attachment; filename=\"{}\"; filename*=UTF-8''{}",
         ascii_name(name),

@@ -36,6 +36,7 @@ mod auth;
 mod conversations;
 mod error;
 mod events;
+pub mod export;
 mod files;
 mod hub;
 mod page;

@@ -11,6 +11,7 @@
 
 mod approvals;
 mod branches;
+mod export;
 mod files;
 mod flows;
 mod harness;

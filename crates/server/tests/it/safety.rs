@@ -63,6 +63,7 @@ async fn health_is_open_and_the_api_needs_the_token() {
         ("POST", format!("{c}/compact")),
         ("GET", format!("{c}/context")),
         ("GET", format!("{c}/report")),
+        ("GET", format!("{c}/report/1?format=md")),
         ("GET", format!("{c}/uploads")),
         ("POST", format!("{c}/uploads")),
         ("GET", format!("{c}/uploads/u1")),
