@@ -124,6 +124,9 @@ pub struct AgentSettings {
     pub holder: String,
     /// Which tool calls wait for a person's approval.
     pub approvals: crate::ApprovalSettings,
+    /// Prices per model, for the cost in the metrics report and under each answer (none by
+    /// default: tokens are reported, money is not guessed).
+    pub prices: crate::Prices,
 }
 
 impl Default for AgentSettings {
@@ -146,6 +149,7 @@ impl Default for AgentSettings {
             cancel_poll: Duration::from_secs(1),
             holder: "ba-agent".to_owned(),
             approvals: crate::ApprovalSettings::default(),
+            prices: crate::Prices::default(),
         }
     }
 }
@@ -708,7 +712,8 @@ impl Agent {
     /// The store's.
     pub async fn report(&self, id: &ConversationId) -> Result<ConversationReport, AgentError> {
         let entries = self.inner.store.load(id).await?.into_entries();
-        Ok(ConversationReport::from_log(id.as_str(), &entries))
+        Ok(ConversationReport::from_log(id.as_str(), &entries)
+            .priced(&entries, &self.inner.settings.prices))
     }
 
     /// What the next model call of a conversation would see, computed without changing the

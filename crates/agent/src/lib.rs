@@ -53,6 +53,7 @@ mod agent;
 mod approvals;
 mod branching;
 mod compact;
+mod cost;
 mod events;
 mod history;
 mod hooks;
@@ -73,11 +74,12 @@ pub use agent::{
     Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
 };
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
+pub use cost::{ModelPrice, PriceError, Prices};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
 #[cfg(feature = "command-hooks")]
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
-pub use report::{ConversationReport, InventoryChange};
+pub use report::{ConversationReport, InventoryChange, money};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use sources::{SourceSnapshot, ToolSource};

@@ -100,6 +100,22 @@ pub struct ConversationReport {
     /// Every run of a hook, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<ba_protocol::HookRecord>,
+    /// What the priced calls cost, in US dollars (see [`ConversationReport::priced`]); absent
+    /// when no call's model has a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Model calls whose model has no price (their tokens are not in `cost_usd`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unpriced_calls: u64,
+}
+
+/// US dollars as the page shows them: cents, or four decimals below ten cents.
+pub fn money(usd: f64) -> String {
+    if usd >= 0.1 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -220,6 +236,26 @@ impl ConversationReport {
         r
     }
 
+    /// The report with the cost of `entries` (the log it was made from) at `prices`: each
+    /// model call priced by the model that answered it.
+    #[must_use]
+    pub fn priced(mut self, entries: &[LogEntry], prices: &crate::Prices) -> Self {
+        let mut total = None::<f64>;
+        self.unpriced_calls = 0;
+        for e in entries.iter().filter(|e| e.role == LogRole::Assistant) {
+            let Some(usage) = e.records.usage else {
+                continue;
+            };
+            let model = e.records.model.as_ref().and_then(|m| m.name.as_deref());
+            match prices.cost(model, &usage) {
+                Some(c) => total = Some(total.unwrap_or(0.0) + c),
+                None => self.unpriced_calls += 1,
+            }
+        }
+        self.cost_usd = total;
+        self
+    }
+
     /// The report as text; `timings: false` leaves durations out (for stable output).
     pub fn render(&self, timings: bool) -> String {
         let mut out = String::new();
@@ -241,6 +277,15 @@ impl ConversationReport {
             self.cache_write_tokens,
             self.cache_read_share * 100.0
         );
+        match (self.cost_usd, self.unpriced_calls) {
+            (Some(cost), 0) => {
+                let _ = writeln!(out, "  cost: {}", money(cost));
+            }
+            (Some(cost), n) => {
+                let _ = writeln!(out, "  cost: {} ({n} calls without a price)", money(cost));
+            }
+            (None, _) => {}
+        }
         let calls: u64 = self.tools.values().map(|t| t.calls).sum();
         let failures: u64 = self.tools.values().map(|t| t.failures).sum();
         let _ = writeln!(out, "  tools: {calls} calls, {failures} failed");
@@ -344,5 +389,57 @@ impl ConversationReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ba_protocol::{ModelRecord, Usage};
+
+    fn call(model: Option<&str>, input: u64, output: u64) -> LogEntry {
+        let mut e = LogEntry::new("a", LogRole::Assistant, "2026-01-01T00:00:00Z");
+        e.records.usage = Some(Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        });
+        e.records.model = Some(ModelRecord {
+            provider: "anthropic".into(),
+            name: model.map(str::to_owned),
+        });
+        e
+    }
+
+    #[test]
+    fn calls_are_priced_by_their_model_and_the_others_counted_apart() {
+        let mut m = std::collections::BTreeMap::new();
+        m.insert(
+            "claude".to_owned(),
+            crate::ModelPrice {
+                input: 2.0,
+                output: 10.0,
+                ..crate::ModelPrice::default()
+            },
+        );
+        let prices = crate::Prices::new(m).unwrap_or_default();
+        let log = [
+            call(Some("claude-x"), 500_000, 100_000),
+            call(Some("gpt-4o"), 1_000, 1_000),
+            call(None, 1_000, 1_000),
+            call(Some("claude-y"), 500_000, 0),
+        ];
+        let r = ConversationReport::from_log("c", &log).priced(&log, &prices);
+        assert_eq!(r.cost_usd, Some(3.0));
+        assert_eq!(r.unpriced_calls, 2);
+        assert!(
+            r.render(false)
+                .contains("  cost: $3.00 (2 calls without a price)\n")
+        );
+        let none = ConversationReport::from_log("c", &log).priced(&log, &crate::Prices::default());
+        assert_eq!((none.cost_usd, none.unpriced_calls), (None, 4));
+        assert!(!none.render(false).contains("cost:"));
+        assert_eq!(money(0.01234), "$0.0123");
+        assert_eq!(money(12.345), "$12.35");
     }
 }

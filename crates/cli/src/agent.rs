@@ -720,7 +720,8 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
             .await
             .map_err(anyhow::Error::from)?
             .into_entries();
-        let report = ba_agent::ConversationReport::from_log(id.as_str(), &entries);
+        let report = ba_agent::ConversationReport::from_log(id.as_str(), &entries)
+            .priced(&entries, &config.prices().map_err(CliError::input)?);
         if args.json {
             outln!(
                 "{}",

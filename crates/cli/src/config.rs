@@ -122,6 +122,11 @@ pub(crate) struct Config {
     /// `user_prompt_submit`, `pre_compact`, `stop`): each `{command, matcher?, timeout_secs?}`.
     #[serde(default)]
     pub hooks: BTreeMap<ba_protocol::HookEvent, Vec<HookConfig>>,
+    /// Prices per model in US dollars per million tokens (`input`, `output`, `cache_read`,
+    /// `cache_write`), for the cost under each answer and in the metrics report; a model is
+    /// priced by its exact name, else by the longest name that starts it.
+    #[serde(default)]
+    pub prices: BTreeMap<String, ba_agent::ModelPrice>,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -478,6 +483,11 @@ impl Config {
         Ok(out)
     }
 
+    /// The `prices` section, checked.
+    pub(crate) fn prices(&self) -> anyhow::Result<ba_agent::Prices> {
+        ba_agent::Prices::new(self.prices.clone()).context("the configuration's `prices`")
+    }
+
     pub(crate) fn agent(
         &self,
         front_end: &str,
@@ -488,6 +498,7 @@ impl Config {
     ) -> anyhow::Result<Agent> {
         let tools = self.tools()?;
         let model = self.default_model();
+        let prices = self.prices()?;
         // The store's workspace keeps every file of a conversation: uploads, saved code,
         // spilled data and outputs.
         let mut builder: AgentBuilder = Agent::builder(Arc::clone(&client))
@@ -516,6 +527,7 @@ impl Config {
                     s.stream = stream;
                 }
                 s.approvals = self.approval_settings();
+                s.prices = prices;
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {
@@ -613,6 +625,38 @@ fn on_off<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prices_are_read_and_checked() {
+        let c: Config = serde_yaml_ng::from_str(
+            "prices:\n  claude-sonnet-4-5: {input: 3, output: 15, cache_read: 0.3}\n",
+        )
+        .map_err(|e| e.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+        let prices = c.prices().map_err(|e| e.to_string());
+        let usage = ba_protocol::Usage {
+            input_tokens: 1_000_000,
+            ..ba_protocol::Usage::default()
+        };
+        assert_eq!(
+            prices.map(|p| p.cost(Some("claude-sonnet-4-5-20250929"), &usage)),
+            Ok(Some(3.0))
+        );
+        let bad: Config = serde_yaml_ng::from_str("prices:\n  m: {input: -1, output: 1}\n")
+            .map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            bad.prices().map_err(|e| format!("{e:#}")).err().as_deref(),
+            Some(
+                "the configuration's `prices`: the price of model \"m\" must be finite and not negative"
+            )
+        );
+        let typo = serde_yaml_ng::from_str::<Config>("prices:\n  m: {inpt: 1, output: 1}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(typo.contains("unknown field `inpt`"), "{typo}");
+    }
 
     /// The `run_python` setting of `yaml` (a `Config` has no `Debug`: it may hold a key).
     fn parse(yaml: &str) -> Result<Option<RunPythonSetting>, String> {

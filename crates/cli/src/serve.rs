@@ -93,15 +93,19 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
                 .home
                 .clone()
                 .unwrap_or_else(|| std::env::temp_dir().join("ba-agent-serve-demo"));
-            // A configuration file given with --demo lends its approvals and hooks (the model,
-            // tools and store stay the demo's).
+            // A configuration file given with --demo lends its approvals, hooks and prices (the
+            // model, tools and store stay the demo's).
             let config = match args.config.as_deref() {
                 Some(path) => Config::load(Some(path))?,
                 None => Config::default(),
             };
             let (approvals, hooks) = (config.approval_settings(), config.hooks()?);
+            let prices = config.prices()?;
             let agent = demo::server_agent_with(&dir, None, move |mut b| {
-                b = b.configure(|s| s.approvals = approvals);
+                b = b.configure(|s| {
+                    s.approvals = approvals;
+                    s.prices = prices;
+                });
                 for h in hooks {
                     b = b.hook(h);
                 }

@@ -153,7 +153,7 @@
     setMeter(null);
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
     restoreDraft();
-    if (!id) { $('#conv-title').textContent = 'New conversation'; renderAll(); updateControls(); return; }
+    if (!id) { $('#conv-title').textContent = 'New conversation'; loadCost(); renderAll(); updateControls(); return; }
     const gen = S.gen;
     try {
       S.meta = await api(base());
@@ -167,7 +167,7 @@
       document.body.dataset.entries = String(S.entries.length);
       if (S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
       if (S.meta.status === 'awaiting_approval') loadApprovals();
-      loadBranches(gen);
+      loadBranches(gen); loadCost();
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
       stream(gen);
@@ -184,7 +184,7 @@
     try { S.meta = await api(base()); } catch (e) { return; }
     if (!S.running && S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
     if (S.meta.status === 'awaiting_approval') loadApprovals(); else { S.approvals = []; renderApprovals(); }
-    showMeta(); updateControls(); loadList();
+    showMeta(); updateControls(); loadList(); loadCost();
   }
 
   // ---- the event stream: fetch + ReadableStream (the token stays in a header), reconnecting
@@ -276,7 +276,7 @@
     }
     if (m.rewound) return;
     const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null,
-      usage: m.usage || m.entry.usage || null, inWindow: m.in_window, dropped: m.dropped_reason || null });
+      usage: m.usage || m.entry.usage || null, cost: typeof m.cost_usd === 'number' ? m.cost_usd : null, inWindow: m.in_window, dropped: m.dropped_reason || null });
     S.entries.push(e);
     if (S.live && e.role === 'assistant') S.live.text = '';
     if (S.live && e.role === 'tool') S.live.calls.delete(e.tool_call_id);
@@ -536,10 +536,13 @@
         el('button', { type: 'button', text: 'Export Markdown', 'aria-label': 'Export this answer as a Markdown file', onclick: () => download(path('md')) }),
         el('button', { type: 'button', text: 'Print', 'aria-label': 'Print this answer', onclick: () => printAnswer(box) })));
     }
-    const usage = assistant.map((e) => e.usage).filter(Boolean);
-    if (usage.length) {
-      const sum = (k) => usage.reduce((n, u) => n + (u[k] || 0), 0);
-      box.append(el('div', { class: 'usage', text: 'Tokens: ' + fmt(sum('input_tokens')) + ' in · ' + fmt(sum('output_tokens')) + ' out · ' + usage.length + ' model call' + (usage.length > 1 ? 's' : '') }));
+    const billed = assistant.filter((e) => e.usage);
+    if (billed.length) {
+      const sum = (k) => billed.reduce((n, e) => n + (e.usage[k] || 0), 0);
+      const priced = billed.filter((e) => e.cost !== null);
+      const cost = priced.length ? priced.reduce((n, e) => n + e.cost, 0) : null;
+      box.append(el('div', { class: 'usage', 'data-component': 'cost', 'data-cost': cost === null ? '' : String(cost),
+        text: costLine(sum('input_tokens'), sum('output_tokens'), sum('cache_read_tokens'), billed.length, cost, billed.length - priced.length) }));
     }
     return box;
   }
@@ -551,6 +554,27 @@
     const done = () => { turn.classList.remove('printing'); document.body.classList.remove('print-one'); window.removeEventListener('afterprint', done); };
     window.addEventListener('afterprint', done);
     window.print();
+  }
+  // "Tokens: 12,345 in · 678 out · 9,000 cached · 3 model calls · $0.0123": the same figures
+  // for an answer (its calls) and for the conversation (its metrics report).
+  const money = (usd) => '$' + (usd >= 0.1 ? usd.toFixed(2) : usd.toFixed(4));
+  function costLine(input, output, cached, calls, cost, unpriced) {
+    let t = 'Tokens: ' + fmt(input) + ' in · ' + fmt(output) + ' out · ' + fmt(cached) + ' cached · ' + calls + ' model call' + (calls === 1 ? '' : 's');
+    if (cost !== null) t += ' · ' + money(cost) + (unpriced ? ' (' + unpriced + ' without a price)' : '');
+    return t;
+  }
+  // The conversation's totals in the sidebar, from its metrics report (what `inspect` prints).
+  function loadCost() {
+    const box = $('#conv-cost');
+    if (!S.conv) { box.hidden = true; return; }
+    const gen = S.gen;
+    api(base() + '/report').then((r) => {
+      if (gen !== S.gen) return;
+      box.hidden = !r.model_calls;
+      box.dataset.cost = typeof r.cost_usd === 'number' ? String(r.cost_usd) : '';
+      box.textContent = 'This conversation — ' + costLine(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.model_calls,
+        typeof r.cost_usd === 'number' ? r.cost_usd : null, r.unpriced_calls || 0);
+    }).catch(() => {});
   }
   function codeButtons(c) {
     return el('span', { class: 'chip' }, c.language + ' · ' + (c.description || c.code_id) + ' ',

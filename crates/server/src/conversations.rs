@@ -331,6 +331,9 @@ struct Message {
     /// Token figures of a model call.
     #[serde(skip_serializing_if = "Option::is_none")]
     usage: Option<Value>,
+    /// What the call cost in US dollars, when its model has a configured price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_usd: Option<f64>,
     /// Whether the next model call sees the entry (`None` when the window could not be
     /// built).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +380,7 @@ pub(crate) async fn messages(
         Ok(d) => (Some(d), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let prices = &state.agent().settings().prices;
     let items: Vec<Message> = loaded
         .entries
         .into_iter()
@@ -398,9 +402,11 @@ pub(crate) async fn messages(
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok())
                 .and_then(|a| crate::render::response_html(&a));
+            let cost_usd = crate::hub::cost_of(&s.entry, prices);
             Message {
                 api_response,
                 response_html,
+                cost_usd,
                 usage: s
                     .entry
                     .records

@@ -182,6 +182,7 @@ async fn catch_up(tail: &mut Tail, after: u64) -> Result<(), ba_storage::Storage
             stored.appended_ms,
             &stored.entry,
             None,
+            tail.hub.prices(),
         )));
     }
     if loaded.entries.len() as u64 > CATCH_UP_BATCH {
@@ -266,7 +267,7 @@ mod tests {
         let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
         let id = ConversationId::new("lagging").unwrap();
         store.create(&id, NewConversation::default()).await.unwrap();
-        let hub = Arc::new(Hub::new(0));
+        let hub = Arc::new(Hub::new(0, Arc::default()));
         let (rx, start, now) = hub.subscribe(None);
         assert!(matches!(start, Start::Live));
         let (_shutdown_tx, shutdown) = watch::channel(false);

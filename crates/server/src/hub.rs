@@ -71,6 +71,7 @@ impl Frame {
         appended_ms: i64,
         entry: &ba_protocol::LogEntry,
         run_id: Option<&str>,
+        prices: &ba_agent::Prices,
     ) -> Self {
         // What the page renders besides the entry: the processed answer, its sanitised HTML,
         // the usage.
@@ -90,6 +91,7 @@ impl Frame {
                 .records
                 .usage
                 .and_then(|u| serde_json::to_value(u).ok()),
+            cost_usd: cost_of(entry, prices),
         };
         Self {
             cursor: Cursor { seq, k: 0 },
@@ -97,6 +99,13 @@ impl Frame {
             data: serde_json::to_string(&data).unwrap_or_default(),
         }
     }
+}
+
+/// What the model call that wrote `entry` cost, when its model has a price.
+pub(crate) fn cost_of(entry: &ba_protocol::LogEntry, prices: &ba_agent::Prices) -> Option<f64> {
+    let usage = entry.records.usage?;
+    let model = entry.records.model.as_ref().and_then(|m| m.name.as_deref());
+    prices.cost(model, &usage)
 }
 
 /// The run of this process in flight (the lease in the store is what keeps others out; this
@@ -144,6 +153,8 @@ pub(crate) enum Start {
 pub(crate) struct Hub {
     state: Mutex<HubState>,
     tx: broadcast::Sender<Arc<Frame>>,
+    /// The server's prices, for the cost of each entry frame.
+    prices: Arc<ba_agent::Prices>,
 }
 
 fn clock_micros() -> u64 {
@@ -155,9 +166,10 @@ fn clock_micros() -> u64 {
 
 impl Hub {
     /// A hub for a conversation whose log ends at `last_seq`.
-    pub(crate) fn new(last_seq: u64) -> Self {
+    pub(crate) fn new(last_seq: u64, prices: Arc<ba_agent::Prices>) -> Self {
         let (tx, _) = broadcast::channel(CHANNEL);
         Self {
+            prices,
             state: Mutex::new(HubState {
                 cursor: Cursor {
                     seq: last_seq,
@@ -266,7 +278,7 @@ impl Hub {
                 if *seq <= state.cursor.seq {
                     return;
                 }
-                Frame::entry(*seq, *appended_ms, entry, Some(run_id))
+                Frame::entry(*seq, *appended_ms, entry, Some(run_id), &self.prices)
             }
             other => {
                 let (name, data) = split_event(other, run_id);
@@ -311,10 +323,15 @@ impl Hub {
                 push(
                     &mut state,
                     &self.tx,
-                    Frame::entry(e.seq, e.appended_ms, &e.entry, None),
+                    Frame::entry(e.seq, e.appended_ms, &e.entry, None, &self.prices),
                 );
             }
         }
+    }
+
+    /// The server's prices.
+    pub(crate) fn prices(&self) -> &ba_agent::Prices {
+        &self.prices
     }
 
     /// The run is over (its task ended, however).
@@ -404,7 +421,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded() {
-        let hub = Hub::new(0);
+        let hub = Hub::new(0, Arc::default());
         for i in 0..(RING_FRAMES + 10) {
             hub.publish_event(
                 "r",

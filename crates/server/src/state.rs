@@ -181,8 +181,12 @@ impl AppState {
             hubs.retain(|_, h| h.lock().run.is_some() || h.listeners() > 0);
         }
         Ok(Arc::clone(
-            hubs.entry(id.as_str().to_owned())
-                .or_insert_with(|| Arc::new(Hub::new(meta.last_seq))),
+            hubs.entry(id.as_str().to_owned()).or_insert_with(|| {
+                Arc::new(Hub::new(
+                    meta.last_seq,
+                    Arc::new(self.agent().settings().prices.clone()),
+                ))
+            }),
         ))
     }
 

@@ -64,6 +64,9 @@ pub struct EntryFrame {
     /// Token figures of a model call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
+    /// What the call cost in US dollars, when its model has a configured price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// A tool call started and not finished yet.

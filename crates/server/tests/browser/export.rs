@@ -1,6 +1,7 @@
 //! An answer leaves the page: "Export HTML" downloads one file that, opened on its own (from
 //! disk, no server), shows its table and its chart (drawn as an image, no script) and asks
-//! nothing of anyone; "Export Markdown" gives the same answer as Markdown.
+//! nothing of anyone; "Export Markdown" gives the same answer as Markdown. The cost lines
+//! (under each answer, and the conversation's in the sidebar) say what the metrics report says.
 
 use crate::harness::*;
 
@@ -85,5 +86,128 @@ async fn an_exported_report_reads_on_its_own_with_its_table_and_chart() {
         assert!(svg.contains(region), "{region} missing from the chart");
     }
     screenshot(&c, "exported-report.png").await;
+    c.close().await.unwrap();
+}
+
+/// `$0.0123` below ten cents, `$1.23` above: the page's rule.
+fn money(usd: f64) -> String {
+    if usd >= 0.1 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cost_lines_match_the_metrics_report() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let mut prices = std::collections::BTreeMap::new();
+    prices.insert(
+        "demo".to_string(),
+        ba_agent::ModelPrice {
+            input: 3.0,
+            output: 15.0,
+            cache_read: Some(0.3),
+            cache_write: None,
+        },
+    );
+    let server = Server::start(Options {
+        prices: ba_agent::Prices::new(prices).unwrap(),
+        ..Options::default()
+    })
+    .await;
+    // An earlier conversation, so the sidebar lists two titles.
+    let earlier = server.conversation().await;
+    server.run_to_end(&earlier, CHART_QUESTION).await;
+    let id = open_new(&c, &server).await;
+    ask(&c, QUESTION).await;
+    wait_for(
+        &c,
+        "the first answer",
+        "return document.querySelectorAll('[data-component=export_report]').length === 1",
+    )
+    .await;
+    ask(&c, CHART_QUESTION).await;
+    wait_for(
+        &c,
+        "the second answer",
+        "return document.querySelectorAll('[data-component=export_report]').length === 2",
+    )
+    .await;
+    let report = server
+        .api(
+            reqwest::Method::GET,
+            &format!("/api/v1/conversations/{id}/report"),
+            None,
+        )
+        .await;
+    let cost = report["cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0, "{report}");
+    assert!(report.get("unpriced_calls").is_none(), "{report}");
+    let fmt = |n: &serde_json::Value| {
+        let n = n.as_u64().unwrap();
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        out
+    };
+    let expected = format!(
+        "This conversation — Tokens: {} in · {} out · {} cached · {} model calls · {}",
+        fmt(&report["input_tokens"]),
+        fmt(&report["output_tokens"]),
+        fmt(&report["cache_read_tokens"]),
+        report["model_calls"],
+        money(cost)
+    );
+    let side = wait_for(
+        &c,
+        "the sidebar's cost line",
+        &format!(
+            "const p = document.querySelector('#conv-cost'); return p && !p.hidden && p.textContent === {} && p.textContent",
+            serde_json::Value::String(expected.clone())
+        ),
+    )
+    .await;
+    assert_eq!(side, expected.as_str());
+    // Each answer's line covers its own calls; together they are the conversation's.
+    let lines = js(
+        &c,
+        "return [...document.querySelectorAll('[data-component=cost]')].map((d) => ({text: d.textContent, cost: Number(d.dataset.cost)}))",
+    )
+    .await;
+    let lines = lines.as_array().unwrap();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let sum: f64 = lines.iter().map(|l| l["cost"].as_f64().unwrap()).sum();
+    assert!(
+        (sum - cost).abs() < 1e-9,
+        "answers {sum} against the report's {cost}"
+    );
+    for l in lines {
+        let text = l["text"].as_str().unwrap();
+        assert!(
+            text.ends_with(&money(l["cost"].as_f64().unwrap())),
+            "{text}"
+        );
+    }
+    // The sidebar's titles, the cost line and the first answer's compression notice.
+    wait_for(
+        &c,
+        "both titles in the sidebar",
+        "return document.querySelectorAll('#conv-list li').length === 2",
+    )
+    .await;
+    c.execute(
+        "document.querySelector('[data-notice=compression]').scrollIntoView({block: 'center'})",
+        vec![],
+    )
+    .await
+    .unwrap();
+    screenshot(&c, "cost.png").await;
     c.close().await.unwrap();
 }

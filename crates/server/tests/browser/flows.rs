@@ -360,7 +360,7 @@ async fn every_component_the_sidebar_and_the_meter() {
     assert_eq!(
         found,
         serde_json::json!(ORDER),
-        "all seven components in §七 order"
+        "the seven components in §七 order, then export and cost"
     );
     assert_eq!(
         js(&c, "return window.__raw").await,

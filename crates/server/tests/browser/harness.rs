@@ -150,6 +150,8 @@ pub struct Options {
     pub anthropic_base_url: Option<String>,
     /// Which calls wait for a person.
     pub approvals: ba_agent::ApprovalSettings,
+    /// Prices per model, for the cost lines.
+    pub prices: ba_agent::Prices,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -243,6 +245,7 @@ impl Server {
                 s.budget = budget;
                 s.max_rounds = 8;
                 s.approvals = options.approvals.clone();
+                s.prices = options.prices.clone();
             })
             .build()
             .unwrap();
@@ -478,7 +481,9 @@ pub async fn loaded(c: &Client) {
 }
 
 /// The seven components of seed 003 §七, in their order.
-pub const ORDER: [&str; 7] = [
+/// Seed 003 §七's seven components in their order, then what the page adds after them: the
+/// export buttons and the answer's cost line.
+pub const ORDER: [&str; 9] = [
     "task_analysis",
     "execution_plan",
     "tool_call_status",
@@ -486,6 +491,8 @@ pub const ORDER: [&str; 7] = [
     "code_blocks",
     "recommended_questions",
     "download_links",
+    "export_report",
+    "cost",
 ];
 
 pub const COMPONENTS: &str = "return [...document.querySelectorAll('.answer')].pop() \
