@@ -67,8 +67,8 @@ mod sources;
 pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
     DataFileSink, ModelSummarizer, RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool, SUMMARY_INSTRUCTION,
-    SkillTool, TASK_TOOL, TaskTool, WorkspaceFiles, activation_text, file_info, transcript,
-    with_attachments,
+    SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TaskTool, WorkspaceFiles, activation_text, file_info,
+    transcript, with_attachments,
 };
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,

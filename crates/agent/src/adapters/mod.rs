@@ -20,6 +20,6 @@ pub use datafile::DataFileSink;
 pub use mcp::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use recall::{RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool};
 pub use skill::{SkillTool, activation_text};
-pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, transcript};
+pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, TITLE_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};
 pub use workspace::{WorkspaceFiles, file_info, with_attachments};

@@ -31,6 +31,11 @@ so the analysis can go on without it. Keep every figure, table name, file path, 
 and open question; drop pleasantries and repeated tool output. Write plain sentences and short \
 lists, no preamble.";
 
+/// The instruction the model that names a conversation gets.
+pub const TITLE_INSTRUCTION: &str = "You name business-analysis conversations. Given the first \
+question, answer with a title of at most eight words that says what is analysed (the measure, the \
+scope, the period), in the question's language, with no quotes and no final period.";
+
 impl ModelSummarizer {
     /// Summaries by `model` through `client`.
     pub fn new(client: Arc<dyn ModelClient>, model: impl Into<String>) -> Self {
@@ -89,5 +94,15 @@ impl Summarizer for ModelSummarizer {
             return Err("the summarizing model answered with no text".into());
         }
         Ok(text.trim().to_owned())
+    }
+
+    async fn title(&self, question: &str) -> Result<Option<String>, SummaryError> {
+        let user = LogEntry::new("title-request", LogRole::User, "1970-01-01T00:00:00Z")
+            .with_text(question.chars().take(4_000).collect::<String>());
+        let request = ModelRequest::new(self.model.clone(), vec![user])
+            .with_system(TITLE_INSTRUCTION)
+            .with_max_tokens(32);
+        let response = self.client.complete(&request).await?;
+        Ok(Some(response.message.text()))
     }
 }

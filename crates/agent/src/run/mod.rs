@@ -199,6 +199,8 @@ pub(crate) struct Runner {
     pub(crate) files: Option<Arc<WorkspaceFiles>>,
     /// The conversation has no title yet: its first question gives one.
     pub(crate) untitled: bool,
+    /// The summary model writing a better title, awaited (bounded) before the run ends.
+    pub(crate) title_task: Option<tokio::task::JoinHandle<()>>,
     /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
     pub(crate) stop_continues: u32,
     /// Set when the run's lease was found lost: nothing more is written.
@@ -277,18 +279,53 @@ impl Runner {
     }
 
     /// Names an untitled conversation after its first question (a failure costs only the
-    /// title).
-    async fn title_from(&self, question: &str) {
+    /// title); where a summary model is configured, it then writes a better title while the
+    /// run goes on, which replaces the first unless someone renamed the conversation since.
+    async fn title_from(&mut self, question: &str) {
         let Some(title) = title_of(question) else {
             return;
         };
         let update = ba_storage::MetaUpdate {
-            title: Some(title),
+            title: Some(title.clone()),
             ..ba_storage::MetaUpdate::default()
         };
         if let Err(e) = self.inner.store.update_metadata(&self.id, update).await {
             tracing::warn!(conversation = %self.id, "naming the conversation: {e}");
+            return;
         }
+        let Some(summarizer) = self.inner.summarizer.clone() else {
+            return;
+        };
+        let (store, id, question) = (
+            Arc::clone(&self.inner.store),
+            self.id.clone(),
+            question.to_owned(),
+        );
+        self.title_task = Some(tokio::spawn(async move {
+            let written = match summarizer.title(&question).await {
+                Ok(Some(text)) => title_of(text.trim().trim_matches(['"', '\'', '“', '”', '.'])),
+                Ok(None) => None,
+                Err(e) => {
+                    tracing::warn!(conversation = %id, "the summary model's title: {e}");
+                    None
+                }
+            };
+            let Some(written) = written.filter(|w| *w != title) else {
+                return;
+            };
+            // A rename since the first title wins.
+            match store.metadata(&id).await {
+                Ok(meta) if meta.title.as_deref() == Some(title.as_str()) => {}
+                _ => return,
+            }
+            let update = ba_storage::MetaUpdate {
+                title: Some(written),
+                ..ba_storage::MetaUpdate::default()
+            };
+            if let Err(e) = store.update_metadata(&id, update).await {
+                tracing::warn!(conversation = %id, "naming the conversation: {e}");
+            }
+        }));
     }
 
     pub(crate) fn user_entry(&self, text: &str, kind: Option<EntryKind>) -> LogEntry {

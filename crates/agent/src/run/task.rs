@@ -17,6 +17,9 @@ use crate::agent::{AgentError, Inner, Input, RunOptions};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
 
+/// How long the end of a run waits for the summary model's title of a new conversation.
+const TITLE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The conversation whose files a run of `id` uses: `id` itself, or for a sub-agent's
 /// conversation the top of its `parent` chain (the user's conversation, whose uploads the
 /// sub-task reads and whose outputs it adds to). A parent that cannot be read ends the walk.
@@ -195,6 +198,13 @@ pub(crate) async fn run(launch: Launch) {
             runner.summary(RunStatus::Failed, None, Some(stop.message))
         }
     };
+    // The summary model's title, if it is still being written: a bounded wait, so the
+    // conversation is named when the run is over (a slow title costs only the title).
+    if let Some(task) = runner.title_task.take()
+        && tokio::time::timeout(TITLE_WAIT, task).await.is_err()
+    {
+        tracing::warn!(conversation = %id, "the summary model's title took too long");
+    }
     span.record("rounds", summary.rounds);
     span.record("status", summary.status.as_str());
     drop(span);
@@ -279,6 +289,7 @@ impl Runner {
             lease: std::sync::Weak::new(),
             stop_continues: 0,
             untitled: false,
+            title_task: None,
         }
     }
 }

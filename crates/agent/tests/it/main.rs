@@ -21,4 +21,5 @@ mod mcp_tools;
 mod recall;
 mod skill_activation;
 mod spans;
+mod titles;
 mod tool_adapters;

@@ -307,3 +307,25 @@ async fn the_model_summarizer_sends_a_transcript_and_returns_the_text() {
     );
     assert!(sent.contains("at most 200 tokens"), "{sent}");
 }
+
+#[tokio::test]
+async fn the_model_summarizer_writes_a_title_from_the_question() {
+    use ba_agent::{ModelSummarizer, TITLE_INSTRUCTION};
+    use ba_context::Summarizer;
+    use ba_model::ReplayClient;
+    let recording = r#"[{"expect": {"role": "user", "text": "How did West do in Q3?"},
+        "response": {"message": {"role": "assistant", "content": "West Q3 sales"},
+        "stop_reason": "end_turn"}}]"#;
+    let client = Arc::new(Recording {
+        inner: ReplayClient::from_json(recording, "inline").unwrap(),
+        requests: Default::default(),
+    });
+    let summarizer = ModelSummarizer::new(client.clone(), "cheap-model");
+    let title = summarizer.title("How did West do in Q3?").await.unwrap();
+    assert_eq!(title.as_deref(), Some("West Q3 sales"));
+    let requests = client.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].model, "cheap-model");
+    assert_eq!(requests[0].system.as_deref(), Some(TITLE_INSTRUCTION));
+    assert_eq!(requests[0].max_tokens, 32);
+}

@@ -28,6 +28,14 @@ pub trait Summarizer: Send + Sync + std::fmt::Debug {
         entries: &[LogEntry],
         max_tokens: usize,
     ) -> std::result::Result<String, SummaryError>;
+
+    /// A short title (a few words) for a conversation that starts with `question`, or `None`
+    /// when this summarizer writes none — the default, and then the question's first line is
+    /// the title.
+    async fn title(&self, question: &str) -> std::result::Result<Option<String>, SummaryError> {
+        let _ = question;
+        Ok(None)
+    }
 }
 
 #[async_trait]
@@ -38,6 +46,10 @@ impl<T: Summarizer + ?Sized> Summarizer for Arc<T> {
         max_tokens: usize,
     ) -> std::result::Result<String, SummaryError> {
         (**self).summarize(entries, max_tokens).await
+    }
+
+    async fn title(&self, question: &str) -> std::result::Result<Option<String>, SummaryError> {
+        (**self).title(question).await
     }
 }
 
