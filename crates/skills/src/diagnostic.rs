@@ -1,4 +1,5 @@
-//! Diagnostics: what a lenient load or a strict validation found wrong with a skill.
+//! Diagnostics: what a lenient load or a strict validation found wrong with a skill or a
+//! workflow.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -79,6 +80,32 @@ pub enum Rule {
     /// A reload could not read a skill (or its root) that loaded before; the last good version
     /// is kept until the problem is fixed.
     KeptLastGood,
+    /// A required field of a workflow, a node, an input or an output is missing.
+    FieldMissing,
+    /// A workflow has no nodes.
+    NoNodes,
+    /// Two nodes, inputs or outputs share an id or a name.
+    DuplicateId,
+    /// A `next`, a case or a default names a node the workflow does not have.
+    UnknownNode,
+    /// A branch's `on` names an output its node does not declare.
+    BranchOnUndeclared,
+    /// A branch on a decision misses one of its options and has no default.
+    BranchMissesOption,
+    /// A branch's case is not one of the decision's options.
+    CaseNotAnOption,
+    /// A node allows a tool that is not known.
+    UnknownTool,
+    /// An input's `type` is not one the workflows know.
+    UnknownInputType,
+    /// An output's `kind` is not one the workflows know.
+    UnknownOutputKind,
+    /// An input's `default` does not read as its type.
+    BadDefault,
+    /// A node cannot be reached from the first node.
+    Unreachable,
+    /// A node from which `end` cannot be reached (a cycle without an exit).
+    NoWayOut,
 }
 
 impl Rule {
@@ -109,6 +136,19 @@ impl Rule {
             Self::BodyTooLarge => "body-too-large",
             Self::NameClash => "name-clash",
             Self::KeptLastGood => "kept-last-good",
+            Self::FieldMissing => "field-missing",
+            Self::NoNodes => "no-nodes",
+            Self::DuplicateId => "duplicate-id",
+            Self::UnknownNode => "unknown-node",
+            Self::BranchOnUndeclared => "branch-on-undeclared",
+            Self::BranchMissesOption => "branch-misses-option",
+            Self::CaseNotAnOption => "case-not-an-option",
+            Self::UnknownTool => "unknown-tool",
+            Self::UnknownInputType => "unknown-input-type",
+            Self::UnknownOutputKind => "unknown-output-kind",
+            Self::BadDefault => "bad-default",
+            Self::Unreachable => "unreachable",
+            Self::NoWayOut => "no-way-out",
         }
     }
 }

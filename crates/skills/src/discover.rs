@@ -15,7 +15,7 @@ pub struct Found {
     pub root_index: usize,
     /// The skill folder.
     pub dir: PathBuf,
-    /// Its `SKILL.md`.
+    /// Its `SKILL.md` (or the marker file it was found by).
     pub skill_md: PathBuf,
 }
 
@@ -27,6 +27,17 @@ const SKIPPED_DIRS: [&str; 3] = [".git", "node_modules", "__pycache__"];
 /// not searched further: its subfolders are its resources. Symlinked folders are followed once
 /// each (a link back to a root or to a folder already followed is not a loop).
 pub fn discover(roots: &[PathBuf], max_depth: usize) -> (Vec<Found>, Vec<Diagnostic>) {
+    discover_files(roots, SKILL_FILE, "skill", max_depth)
+}
+
+/// [`discover`] for any marker file (`WORKFLOW.md` makes a workflow folder); `what` names the
+/// roots in the diagnostic of one that cannot be read.
+pub(crate) fn discover_files(
+    roots: &[PathBuf],
+    marker: &str,
+    what: &str,
+    max_depth: usize,
+) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
     // Canonical forms of the roots and of every symlinked folder followed. Plain folders need no
@@ -39,12 +50,13 @@ pub fn discover(roots: &[PathBuf], max_depth: usize) -> (Vec<Found>, Vec<Diagnos
                 root,
                 Severity::Error,
                 Rule::RootUnreadable,
-                format!("skill root {} is not a readable folder", root.display()),
+                format!("{what} root {} is not a readable folder", root.display()),
             ));
             continue;
         }
         let mut walker = Walker {
             root_index,
+            marker,
             max_depth,
             seen: &mut seen,
             found: &mut found,
@@ -57,6 +69,7 @@ pub fn discover(roots: &[PathBuf], max_depth: usize) -> (Vec<Found>, Vec<Diagnos
 
 struct Walker<'a> {
     root_index: usize,
+    marker: &'a str,
     max_depth: usize,
     seen: &'a mut HashSet<PathBuf>,
     found: &'a mut Vec<Found>,
@@ -65,7 +78,7 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn walk(&mut self, dir: &Path, depth: usize) {
-        let skill_md = dir.join(SKILL_FILE);
+        let skill_md = dir.join(self.marker);
         if skill_md.is_file() {
             self.found.push(Found {
                 root_index: self.root_index,

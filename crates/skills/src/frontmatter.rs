@@ -265,7 +265,7 @@ fn key_text(key: &Value) -> String {
 
 /// The value as JSON: numbers as numbers (a real that JSON cannot hold, such as `.inf`, as its
 /// text), mappings with their keys as text; an alias or a bad value as `null`.
-fn to_json(value: &Value) -> serde_json::Value {
+pub(crate) fn to_json(value: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match value {
         Value::Null | Value::Alias(_) | Value::BadValue => J::Null,

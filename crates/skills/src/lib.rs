@@ -17,6 +17,9 @@
 //! - [`validate()`] applies the specification's rules strictly.
 //! - [`ActivationStack`] refuses cycles (with the full path) and over-deep nesting; its
 //!   [`ActivationGuard`] pops on drop.
+//! - [`WorkflowDef`] is a workflow read from a `WORKFLOW.md` (typed inputs and a graph of
+//!   nodes with briefs, tools, outputs and branches); [`WorkflowSet`] loads them leniently,
+//!   [`validate_workflow`] checks them strictly. Running one is the agent's job.
 //! - [`ConversationLocks`] serializes injections per conversation.
 //! - [`ActivateSkill`] is the meta-tool's logic, returning the protocol's
 //!   `SkillActivationResult`.
@@ -61,6 +64,7 @@ mod meta_tool;
 mod resource;
 mod set;
 mod validate;
+mod workflow;
 
 pub use activation::{ActivationGuard, ActivationStack, Frame, check_activation, check_request};
 pub use diagnostic::{Diagnostic, Rule, Severity};
@@ -76,4 +80,9 @@ pub use set::{
 };
 pub use validate::{
     MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Strictness, is_valid_name,
+};
+pub use workflow::{
+    END, InputType, MAX_WORKFLOW_BYTES, Next, NodeOutput, OutputKind, WORKFLOW_FILE, WorkflowDef,
+    WorkflowError, WorkflowInput, WorkflowNode, WorkflowSet, parse_workflow, validate_workflow,
+    validate_workflow_text,
 };

@@ -586,7 +586,7 @@ fn head_error(path: &Path, err: HeadError) -> SkillsError {
     }
 }
 
-fn frontmatter_rule(problem: &FrontmatterError) -> Rule {
+pub(crate) fn frontmatter_rule(problem: &FrontmatterError) -> Rule {
     match problem {
         FrontmatterError::Missing => Rule::MissingFrontmatter,
         FrontmatterError::Unterminated => Rule::UnterminatedFrontmatter,

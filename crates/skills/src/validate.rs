@@ -104,7 +104,7 @@ fn quoted(items: &[&str]) -> String {
         .join(", ")
 }
 
-fn check_name(name: &str, dir_name: Option<&str>, out: &mut Vec<Finding>) {
+pub(crate) fn check_name(name: &str, dir_name: Option<&str>, out: &mut Vec<Finding>) {
     let n = name.chars().count();
     if n > MAX_NAME_CHARS {
         out.push(Finding::new(
