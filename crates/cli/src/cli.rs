@@ -9,7 +9,9 @@ use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
 use crate::mcp::ExtOpts;
-use crate::{agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools};
+use crate::{
+    agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, workflows,
+};
 
 /// BA-Agent: a business-analysis agent pipeline.
 #[derive(Debug, Parser)]
@@ -41,6 +43,8 @@ enum Command {
     Convert(convert::Args),
     /// List, show and validate Agent Skills.
     Skills(skills::Args),
+    /// List, show and validate workflow definitions (`WORKFLOW.md`).
+    Workflows(workflows::Args),
     /// List MCP servers and their tools, or call one tool (for a server that misbehaves).
     Mcp(mcp::Args),
     /// Import, export, list, show and verify stored conversations.
@@ -130,9 +134,10 @@ pub(crate) fn main() -> ExitCode {
         Command::Run(args) => agent::run(args, &ext),
         Command::Chat(args) => agent::chat(args, &ext),
         Command::Skills(args) => skills::run(args, &ext),
+        Command::Workflows(args) => workflows::run(args, &ext),
         Command::Mcp(args) => mcp::run(args, &ext),
         _ if !ext.is_empty() => Err(CliError::input(anyhow::anyhow!(
-            "--mcp-config and --plugin apply to run, chat, mcp and skills only"
+            "--mcp-config and --plugin apply to run, chat, mcp, skills and workflows only"
         ))),
         Command::Demo(args) => agent::demo(args),
         Command::Inspect(args) => agent::inspect(args),

@@ -55,6 +55,9 @@ pub(crate) struct Config {
     /// Skill roots, in priority order.
     #[serde(default)]
     pub skills: Vec<PathBuf>,
+    /// Workflow roots (folders holding `*/WORKFLOW.md`), in priority order.
+    #[serde(default)]
+    pub workflows: Vec<PathBuf>,
     /// Folders `file_reader` may read besides the uploads.
     #[serde(default)]
     pub data: Vec<PathBuf>,
@@ -449,6 +452,17 @@ impl Config {
             .iter()
             .map(|p| SkillRoot::new(p.clone()))
             .chain(plugin_roots.iter().cloned())
+            .collect()
+    }
+
+    /// The `workflows/` folder of each plugin (those of the configuration, then
+    /// `extra_plugins`) that has one; searched after the workflow roots.
+    pub(crate) fn plugin_workflow_folders(&self, extra_plugins: &[PathBuf]) -> Vec<PathBuf> {
+        self.plugins
+            .iter()
+            .chain(extra_plugins)
+            .map(|p| p.join("workflows"))
+            .filter(|p| p.is_dir())
             .collect()
     }
 

@@ -42,6 +42,13 @@ pub const RECORDING: &str = include_str!("../demo/recording.json");
 /// The demo's skill.
 pub const SKILL_MD: &str = include_str!("../demo/skills/sales-report/SKILL.md");
 
+/// The demo's example workflow (a definition only: listed and validated, not yet run).
+pub const WORKFLOW_MD: &str = include_str!("../demo/workflows/monthly-sales-review/WORKFLOW.md");
+
+/// The path the embedded workflow is known by in listings and diagnostics; its folder's name is
+/// the workflow's name, as on disk.
+pub const WORKFLOW_PATH: &str = "<demo>/workflows/monthly-sales-review/WORKFLOW.md";
+
 /// The context window of the demo, small enough that the session is compressed.
 pub const DEMO_BUDGET: usize = 4_000;
 

@@ -20,6 +20,7 @@ mod telemetry;
 mod tokens;
 mod tools;
 mod watch;
+mod workflows;
 
 use std::process::ExitCode;
 

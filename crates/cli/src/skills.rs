@@ -156,7 +156,7 @@ fn check_roots(roots: &Roots) -> Result<(), CliError> {
     Ok(())
 }
 
-fn emit(text: &str) -> Result<(), CliError> {
+pub(crate) fn emit(text: &str) -> Result<(), CliError> {
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
@@ -164,7 +164,7 @@ fn emit(text: &str) -> Result<(), CliError> {
         .map_err(CliError::input)
 }
 
-fn json_text(value: &serde_json::Value) -> Result<String, CliError> {
+pub(crate) fn json_text(value: &serde_json::Value) -> Result<String, CliError> {
     let mut text = serde_json::to_string_pretty(value)
         .context("rendering JSON")
         .map_err(CliError::input)?;
@@ -172,7 +172,7 @@ fn json_text(value: &serde_json::Value) -> Result<String, CliError> {
     Ok(text)
 }
 
-fn diagnostics_json(diags: &[Diagnostic]) -> serde_json::Value {
+pub(crate) fn diagnostics_json(diags: &[Diagnostic]) -> serde_json::Value {
     serde_json::Value::Array(
         diags
             .iter()
@@ -243,7 +243,7 @@ fn list(roots: &Roots, as_json: bool) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         flat

@@ -302,7 +302,7 @@ fn bad_plugin_and_flag_use_are_input_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("apply to run, chat, mcp and skills only"));
+    assert!(text(&out.stderr).contains("apply to run, chat, mcp, skills and workflows only"));
 }
 
 #[test]

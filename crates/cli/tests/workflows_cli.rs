@@ -1,0 +1,211 @@
+//! `ba-agent workflows …` over the demo's example and generated good and bad workflows.
+
+// Helpers outside `#[test]` functions are not covered by clippy.toml's test allowances.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .current_dir(cwd)
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .arg("workflows")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn write(root: &Path, name: &str, text: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("WORKFLOW.md"), text).unwrap();
+    dir
+}
+
+const SMALL: &str = "---\nname: small\ndescription: A small one.\nnodes:\n  - {id: only, title: Only, brief: Do it.}\n---\n";
+
+const LOOPED: &str = "---\nname: looped\ndescription: Loops.\nnodes:\n  - {id: a, title: A, brief: b, tools: [sql]}\n  - {id: b, title: B, brief: b, next: a}\n---\n";
+
+#[test]
+fn the_demo_example_validates_against_the_demo_tools() {
+    let data = tempfile::tempdir().unwrap();
+    let tools: BTreeSet<String> = ba_builtins::demo_tools(data.path())
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(tools.len(), 3, "{tools:?}");
+    let found = ba_skills::validate_workflow_text(
+        ba_cli::demo::WORKFLOW_MD,
+        Path::new(ba_cli::demo::WORKFLOW_PATH),
+        Some(&tools),
+    );
+    assert!(found.is_empty(), "{found:#?}");
+    let (def, _) = ba_skills::parse_workflow(
+        ba_cli::demo::WORKFLOW_MD,
+        Path::new(ba_cli::demo::WORKFLOW_PATH),
+    );
+    let def = def.unwrap();
+    let ids: Vec<_> = def.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert_eq!(ids, ["load", "figures", "targets", "shortfall"]);
+    let targets = def.node("targets").unwrap();
+    let behind = targets
+        .check_outputs(&serde_json::json!({"verdict": "behind", "gaps": []}))
+        .unwrap();
+    assert_eq!(targets.next_after(&behind), Ok(Some("shortfall")));
+    let on_track = targets
+        .check_outputs(&serde_json::json!({"verdict": "on_track", "gaps": []}))
+        .unwrap();
+    assert_eq!(targets.next_after(&on_track), Ok(None));
+}
+
+#[test]
+fn list_json_has_the_demo_example() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), &["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let value = json(&out);
+    assert_eq!(
+        value.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["diagnostics", "workflows"]
+    );
+    insta::assert_json_snapshot!("list_json", value);
+}
+
+#[test]
+fn list_text_with_roots_and_diagnostics_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("flows");
+    write(&root, "small", SMALL);
+    write(&root, "looped", LOOPED);
+    let out = run(tmp.path(), &["list", "--root", "flows"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    insta::assert_snapshot!("list_text", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("flows/looped/WORKFLOW.md: error[no-way-out]: node `a` has no way out"),
+        "{err}"
+    );
+    // Without the demo, only the folder's good workflow.
+    let out = run(
+        tmp.path(),
+        &["list", "--root", "flows", "--no-demo", "--json"],
+    );
+    let names: Vec<_> = json(&out)["workflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["small"]);
+}
+
+#[test]
+fn show_text_and_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(tmp.path(), &["show", "monthly-sales-review"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    insta::assert_snapshot!("show_text", stdout(&out));
+    let out = run(tmp.path(), &["show", "monthly-sales-review", "--json"]);
+    let value = json(&out);
+    assert_eq!(value["nodes"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        value["nodes"][2]["next"],
+        serde_json::json!({"branch": {"on": "verdict", "cases": {"behind": "shortfall", "on_track": "end"}}})
+    );
+    let out = run(tmp.path(), &["show", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: no workflow named `nope` (see `ba-agent workflows list`)\n"
+    );
+}
+
+#[test]
+fn validate_exits_one_on_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("good"), "small", SMALL);
+    let out = run(tmp.path(), &["validate", "good"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(stdout(&out), "0 errors, 0 warnings\n");
+
+    write(&tmp.path().join("bad"), "looped", LOOPED);
+    let out = run(tmp.path(), &["validate", "bad", "--tool", "run_python"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stdout(&out),
+        "bad/looped/WORKFLOW.md: error[unknown-tool]: node `a`: tool `sql` is not known (the known tools are `run_python`)\n\
+         bad/looped/WORKFLOW.md: error[no-way-out]: node `a` has no way out: every path from it loops among `a`, `b` without reaching `end`\n\
+         bad/looped/WORKFLOW.md: error[no-way-out]: node `b` has no way out: every path from it loops among `a`, `b` without reaching `end`\n\
+         3 errors, 0 warnings\n"
+    );
+    // Without --tool, tool names are not checked.
+    let out = run(
+        tmp.path(),
+        &["validate", "bad/looped/WORKFLOW.md", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let rules: Vec<_> = json(&out)["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(rules, ["no-way-out", "no-way-out"]);
+    let out = run(tmp.path(), &["validate", "missing"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn configuration_roots_and_plugin_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("configured"), "small", SMALL);
+    let plugin = tmp.path().join("plugin");
+    write(
+        &plugin.join("workflows"),
+        "from-plugin",
+        &SMALL.replace("name: small", "name: from-plugin"),
+    );
+    let config = tmp.path().join("config.yaml");
+    std::fs::write(&config, "workflows: [configured]\n").unwrap();
+    let out = run(
+        tmp.path(),
+        &[
+            "list",
+            "--config",
+            "config.yaml",
+            "--plugin",
+            "plugin",
+            "--no-demo",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names: Vec<_> = json(&out)["workflows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["from-plugin", "small"]);
+    let out = run(tmp.path(), &["list", "--root", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: --root nowhere: not a readable folder\n"
+    );
+}
