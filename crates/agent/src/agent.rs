@@ -169,6 +169,16 @@ pub enum Input {
     /// [`Agent::pending_approvals`]): recorded in the log, then the run goes on as a resume —
     /// decided calls run (or are refused), undecided ones keep waiting.
     Decide(Vec<crate::ApprovalAnswer>),
+    /// Start a run of the workflow `name` (one of [`AgentBuilder::workflows`]) with `inputs`
+    /// (text, read by each input's type; defaults for those not given). The conversation
+    /// goes to run mode; the run goes node by node until the model completes the last one or
+    /// the run's rounds run out (the next run goes on at the node it was in).
+    Workflow {
+        /// The workflow's name.
+        name: String,
+        /// The inputs, as text.
+        inputs: std::collections::BTreeMap<String, String>,
+    },
 }
 
 impl Input {
@@ -184,6 +194,7 @@ impl Input {
             Self::Continue => InputKind::Continue,
             Self::Resume => InputKind::Resume,
             Self::Decide(_) => InputKind::Decide,
+            Self::Workflow { .. } => InputKind::Workflow,
         }
     }
 }
@@ -253,6 +264,8 @@ pub(crate) struct Inner {
     pub(crate) live: Arc<LiveRuns>,
     /// The operator's hooks, in order.
     pub(crate) hooks: Vec<Arc<dyn crate::Hook>>,
+    /// The workflows a run can start ([`Input::Workflow`]).
+    pub(crate) workflows: Arc<ba_skills::WorkflowSet>,
     /// How this process is named to a run refused the lease: the settings' `holder`, the
     /// process id and the host.
     pub(crate) holder: String,
@@ -291,6 +304,7 @@ pub struct AgentBuilder {
     recall: bool,
     sources: Vec<Arc<dyn ToolSource>>,
     hooks: Vec<Arc<dyn crate::Hook>>,
+    workflows: Arc<ba_skills::WorkflowSet>,
     #[cfg(feature = "mcp")]
     mcp: Option<ba_mcp::McpManager>,
 }
@@ -322,6 +336,7 @@ impl AgentBuilder {
             recall: true,
             sources: Vec::new(),
             hooks: Vec::new(),
+            workflows: Arc::default(),
             #[cfg(feature = "mcp")]
             mcp: None,
         }
@@ -401,6 +416,12 @@ impl AgentBuilder {
     /// The skills the model may activate; their catalogue goes into the system prompt.
     pub fn skills(mut self, skills: Arc<SkillSet>) -> Self {
         self.skills = Some(skills);
+        self
+    }
+
+    /// The workflows a run can start ([`Input::Workflow`]); none by default.
+    pub fn workflows(mut self, workflows: Arc<ba_skills::WorkflowSet>) -> Self {
+        self.workflows = workflows;
         self
     }
 
@@ -528,6 +549,7 @@ impl AgentBuilder {
             summarizer: self.summarizer,
             live: Arc::default(),
             hooks: self.hooks,
+            workflows: self.workflows,
         };
         Ok(Agent {
             inner: Arc::new(inner),

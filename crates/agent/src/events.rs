@@ -192,8 +192,58 @@ pub enum AgentEvent {
         /// The decision as the log keeps it.
         decision: ApprovalDecision,
     },
+    /// A workflow run started (its user entry is in the log).
+    WorkflowStarted {
+        /// The workflow.
+        workflow: String,
+        /// The workflow run's id (its entries' `run_id`).
+        workflow_run_id: String,
+        /// The inputs, read by type.
+        inputs: serde_json::Map<String, serde_json::Value>,
+        /// The nodes, `{id, title}`, in the definition's order.
+        nodes: Vec<WorkflowNodeInfo>,
+    },
+    /// A node of a workflow run became active.
+    NodeStarted {
+        /// The workflow run.
+        workflow_run_id: String,
+        /// The node.
+        node: String,
+        /// Its title.
+        title: String,
+    },
+    /// A node's outputs were accepted.
+    NodeCompleted {
+        /// The workflow run.
+        workflow_run_id: String,
+        /// The node.
+        node: String,
+        /// Its outputs.
+        outputs: serde_json::Map<String, serde_json::Value>,
+        /// The node that comes next (absent after the last).
+        next: Option<String>,
+    },
+    /// The last node of a workflow run was completed; only the run directive and the post-run
+    /// protocol remain, and the conversation goes on about the results.
+    WorkflowCompleted {
+        /// The workflow.
+        workflow: String,
+        /// The workflow run.
+        workflow_run_id: String,
+        /// Every node's outputs, by node.
+        outputs: serde_json::Map<String, serde_json::Value>,
+    },
     /// The run is over; always the last event.
     Finished(RunSummary),
+}
+
+/// A node of a workflow as events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct WorkflowNodeInfo {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
 }
 
 /// Where a context's usage stands (seed 002's meter).
@@ -230,6 +280,8 @@ pub enum InputKind {
     Resume,
     /// Decisions about calls that waited for a person.
     Decide,
+    /// The start of a workflow run.
+    Workflow,
 }
 
 impl InputKind {
@@ -240,6 +292,7 @@ impl InputKind {
             Self::Continue => "continue",
             Self::Resume => "resume",
             Self::Decide => "decide",
+            Self::Workflow => "workflow",
         }
     }
 }

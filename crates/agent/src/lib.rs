@@ -62,6 +62,7 @@ mod report;
 pub mod response;
 mod run;
 mod sources;
+mod workflow;
 
 #[cfg(feature = "mcp")]
 pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
@@ -75,7 +76,7 @@ pub use agent::{
 };
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
 pub use cost::{ModelPrice, PriceError, Prices};
-pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary};
+pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, WorkflowNodeInfo};
 #[cfg(feature = "command-hooks")]
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
@@ -83,3 +84,4 @@ pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange, money};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use sources::{SourceSnapshot, ToolSource};
+pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};

@@ -123,6 +123,11 @@ pub struct BuildRequest<'a> {
     /// Tokens the request carries besides the system prompt and the messages (the tool
     /// definitions), counted against the budget.
     pub fixed_tokens: usize,
+    /// The active node's brief (run mode), instead of the builder's own.
+    pub node_brief: Option<String>,
+    /// The active node's context — the run's inputs, the outputs of the nodes before it —
+    /// instead of the builder's own.
+    pub step_context: Option<String>,
 }
 
 /// Debug data of a build.
@@ -243,10 +248,11 @@ impl ContextBuilder {
                 }
                 match request.run_state {
                     RunState::Active => {
-                        if let Some(b) = &p.node_brief {
+                        if let Some(b) = request.node_brief.as_ref().or(p.node_brief.as_ref()) {
                             push_part(&mut out, &format!("NODE_BRIEF\n{b}"));
                         }
-                        if let Some(s) = &p.step_context {
+                        let step = request.step_context.as_ref().or(p.step_context.as_ref());
+                        if let Some(s) = step {
                             push_part(&mut out, &format!("STEP_CONTEXT\n{s}"));
                         }
                     }

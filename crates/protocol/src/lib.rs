@@ -73,6 +73,7 @@ mod structured;
 mod tokens;
 mod tool;
 mod validate;
+mod workflow;
 
 pub use approval::{ApprovalDecision, ApprovalMode, Decision, PendingApproval, ToolApproval};
 pub use content::{
@@ -107,3 +108,4 @@ pub use tool::{
     ToolErrorKind, ToolResult, ToolResultError, ToolSpec, error_observation,
 };
 pub use validate::{MAX_INPUT_BYTES, Problem, check_log, check_size, validate_log};
+pub use workflow::{WorkflowEventKind, WorkflowRecord};

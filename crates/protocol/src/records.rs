@@ -414,6 +414,9 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::Rewind`]: where the history goes back to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewind: Option<RewindRecord>,
+    /// On an entry of a workflow run: the run started, or a node completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<Box<crate::WorkflowRecord>>,
 }
 
 /// A rewind: the entries appended before it with a sequence number past `to_seq` leave the
@@ -425,7 +428,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 22] = [
+pub(crate) const RECORD_KEYS: [&str; 23] = [
     "kind",
     "round",
     "usage",
@@ -448,6 +451,7 @@ pub(crate) const RECORD_KEYS: [&str; 22] = [
     "approval_decision",
     "hook",
     "rewind",
+    "workflow",
 ];
 
 impl EntryRecords {
@@ -506,6 +510,7 @@ impl EntryRecords {
             "approval_decision" => object(&mut self.approval_decision, value),
             "hook" => object(&mut self.hook, value),
             "rewind" => object(&mut self.rewind, value),
+            "workflow" => object(&mut self.workflow, value),
             _ => Err(value),
         }
     }
@@ -535,6 +540,7 @@ impl EntryRecords {
             "approval_decision" => self.approval_decision.is_some(),
             "hook" => self.hook.is_some(),
             "rewind" => self.rewind.is_some(),
+            "workflow" => self.workflow.is_some(),
             _ => false,
         }
     }
@@ -572,7 +578,8 @@ impl EntryRecords {
         opt(m, "approval_request", &self.approval_request)?;
         opt(m, "approval_decision", &self.approval_decision)?;
         opt(m, "hook", &self.hook)?;
-        opt(m, "rewind", &self.rewind)
+        opt(m, "rewind", &self.rewind)?;
+        opt(m, "workflow", &self.workflow)
     }
 }
 

@@ -39,6 +39,17 @@ impl Runner {
             &self.tool_specs(),
             self.catalogue.as_deref(),
         );
+        if self.mode == ba_protocol::Mode::Run
+            && let Some((complete, brief, step)) = self.workflow_parts()
+        {
+            request.run_state = if complete {
+                ba_context::RunState::Completed
+            } else {
+                ba_context::RunState::Active
+            };
+            request.node_brief = brief;
+            request.step_context = step;
+        }
         let mut built = self.build(&request).await?;
         // Active skills whose activation the model no longer reads whole get their
         // instructions back in the system prompt (the same ones every round until the next

@@ -20,6 +20,7 @@ pub(crate) use task::{Launch, run, take_lease};
 
 pub(crate) use context::preview;
 mod tools;
+mod workflow;
 
 use std::sync::Arc;
 
@@ -201,6 +202,8 @@ pub(crate) struct Runner {
     pub(crate) untitled: bool,
     /// The summary model writing a better title, awaited (bounded) before the run ends.
     pub(crate) title_task: Option<tokio::task::JoinHandle<()>>,
+    /// The conversation's latest workflow run, as the log tells it.
+    pub(crate) workflow: Option<crate::workflow::WorkflowRun>,
     /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
     pub(crate) stop_continues: u32,
     /// Set when the run's lease was found lost: nothing more is written.
@@ -237,7 +240,10 @@ impl Runner {
         }
     }
 
-    pub(crate) async fn append(&mut self, entry: LogEntry) -> Result<(), Stop> {
+    pub(crate) async fn append(&mut self, mut entry: LogEntry) -> Result<(), Stop> {
+        if entry.run_id.is_none() {
+            self.put_workflow_ids(&mut entry);
+        }
         if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
             self.lease_lost
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -344,6 +350,7 @@ impl Runner {
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
+        self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
             mode: self.mode,
@@ -378,6 +385,10 @@ impl Runner {
             Input::Decide(answers) => {
                 self.record_decisions(answers).await?;
                 None
+            }
+            Input::Workflow { name, inputs } => {
+                self.start_workflow(&name, &inputs).await?;
+                return Ok(Begun::Pending(Vec::new()));
             }
         };
         if let Some((text, kind)) = text {

@@ -290,6 +290,7 @@ impl Runner {
             stop_continues: 0,
             untitled: false,
             title_task: None,
+            workflow: None,
         }
     }
 }

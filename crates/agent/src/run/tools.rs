@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ba_protocol::SkillActivationResult;
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, SkillActivationRecord, ToolSpec};
-use ba_protocol::{InvocationContext, ToolCall, ToolResult};
+use ba_protocol::{InvocationContext, ToolCall, ToolErrorKind, ToolResult};
 use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::{Runner, Stop, new_id, now};
 use crate::adapters::SkillTool;
 use crate::events::AgentEvent;
+use crate::workflow::COMPLETE_NODE;
 
 impl Runner {
     /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
@@ -83,7 +84,15 @@ impl Runner {
                 let call = ToolCall::new(c.id.clone(), c.function.name.clone(), args(c));
                 let runtime = &runtime;
                 let ctx = &ctx;
-                async move { runtime.run_with(&call, ctx, opts).await }
+                // `complete_node` is the run's own: it is answered in order, below.
+                let local = c.function.name == COMPLETE_NODE;
+                async move {
+                    if local {
+                        ToolResult::failure(call.id, ToolErrorKind::ExecutionError, "", "")
+                    } else {
+                        runtime.run_with(&call, ctx, opts).await
+                    }
+                }
             })
             .collect();
         let concurrency = runtime.config().max_concurrency.max(1);
@@ -92,6 +101,10 @@ impl Runner {
         while let Some(mut result) = results.next().await {
             let Some(call) = calls.get(index) else { break };
             index += 1;
+            let mut completion = None;
+            if call.function.name == COMPLETE_NODE {
+                (result, completion) = self.complete_node(call, &args(call));
+            }
             // What a skill activation did beyond its text (its modifier), whichever tool it was.
             let activation = SkillTool::outcome(&scope, &call.id);
             self.keep_full_output(call, &mut result).await;
@@ -115,8 +128,9 @@ impl Runner {
             for c in said.context.iter().chain(said.blocked.iter()) {
                 result.observation = format!("{}\n\n[hook: {c}]", result.observation);
             }
-            self.append(tool_entry(call, &result, activation.as_ref()))
-                .await?;
+            let mut entry = tool_entry(call, &result, activation.as_ref());
+            entry.records.workflow = completion.clone().map(Box::new);
+            self.append(entry).await?;
             self.emit(AgentEvent::ToolResult {
                 round: self.round,
                 call_id: call.id.clone(),
@@ -126,6 +140,9 @@ impl Runner {
                 data_ref: result.data_ref.clone(),
                 duration_ms: result.duration_ms,
             });
+            if let Some(record) = &completion {
+                self.node_completed(record);
+            }
             if let Some(a) = activation.filter(|a| a.success) {
                 self.emit(AgentEvent::SkillActivated {
                     round: self.round,

@@ -23,3 +23,4 @@ mod skill_activation;
 mod spans;
 mod titles;
 mod tool_adapters;
+mod workflows;

@@ -1,0 +1,214 @@
+//! A run's part in a workflow run: starting one ([`Input::Workflow`](crate::Input::Workflow)),
+//! the `complete_node` calls that move it on, the `run_id` / `workflow_id` of its entries, and
+//! the node brief and step context of its requests. The state is [`WorkflowRun`], read from
+//! the history when the run starts and kept in step with what the run appends.
+
+use std::collections::BTreeMap;
+
+use ba_protocol::{LogToolCall, Mode, ToolErrorKind, ToolResult, WorkflowRecord};
+use serde_json::Value;
+
+use super::{Runner, Stop, new_id};
+use crate::events::{AgentEvent, WorkflowNodeInfo};
+use crate::workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};
+
+impl Runner {
+    /// Reads the conversation's latest workflow run from its history; offers `complete_node`
+    /// while a node is active.
+    pub(super) fn load_workflow(&mut self) {
+        self.workflow = WorkflowRun::from_log(self.history.all());
+        if self.workflow.as_ref().is_some_and(|w| !w.is_complete()) {
+            self.offer_complete_node();
+        }
+    }
+
+    fn offer_complete_node(&mut self) {
+        if !self.specs.iter().any(|s| s.name == COMPLETE_NODE) {
+            self.specs.push(complete_node_spec());
+        }
+    }
+
+    /// Starts a run of the workflow `name`: the definition and inputs checked (an unknown
+    /// workflow or a bad input ends the run as bad input, naming it), the conversation put in
+    /// run mode, and the user entry that asks for it appended with the start's record.
+    pub(super) async fn start_workflow(
+        &mut self,
+        name: &str,
+        given: &BTreeMap<String, String>,
+    ) -> Result<(), Stop> {
+        let workflows = std::sync::Arc::clone(&self.inner.workflows);
+        let Some(definition) = workflows.get(name).cloned() else {
+            let known: Vec<&str> = workflows.workflows().map(|w| w.name.as_str()).collect();
+            return Err(Stop {
+                kind: "input",
+                message: format!(
+                    "no workflow named {name:?} (known: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            });
+        };
+        let inputs = definition.resolve_inputs(given).map_err(|problems| Stop {
+            kind: "input",
+            message: format!("workflow {name:?}: {}", problems.join("; ")),
+        })?;
+        if definition.first_node().is_none() {
+            return Err(Stop {
+                kind: "input",
+                message: format!("workflow {name:?} has no nodes"),
+            });
+        }
+        if self.mode != Mode::Run {
+            self.mode = Mode::Run;
+            let update = ba_storage::MetaUpdate {
+                mode: Some(Mode::Run),
+                ..ba_storage::MetaUpdate::default()
+            };
+            self.inner.store.update_metadata(&self.id, update).await?;
+        }
+        let run = WorkflowRun::start(definition, format!("wfr_{}", new_id()), inputs);
+        let shown: Vec<String> = run.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let text = format!(
+            "Run the workflow `{}` ({}) with {}.",
+            run.workflow,
+            run.definition.description.trim(),
+            if shown.is_empty() {
+                "no inputs".to_owned()
+            } else {
+                shown.join(", ")
+            }
+        );
+        if self.untitled {
+            self.untitled = false;
+            let title = format!("{}: {}", run.workflow, shown.join(", "));
+            self.title_from(title.trim_end_matches([':', ' '])).await;
+        }
+        self.record_inventory().await?;
+        self.drop_waiting().await?;
+        let mut e = self.user_entry(&text, None);
+        e.records.workflow = Some(Box::new(run.started_record()));
+        let nodes = run
+            .definition
+            .nodes
+            .iter()
+            .map(|n| WorkflowNodeInfo {
+                id: n.id.clone(),
+                title: n.title.clone(),
+            })
+            .collect();
+        let (workflow, run_id, inputs) =
+            (run.workflow.clone(), run.run_id.clone(), run.inputs.clone());
+        self.workflow = Some(run);
+        self.put_run_ids(&mut e);
+        self.append(e).await?;
+        self.offer_complete_node();
+        self.emit(AgentEvent::WorkflowStarted {
+            workflow,
+            workflow_run_id: run_id,
+            inputs,
+            nodes,
+        });
+        self.emit_node_started();
+        self.round = self.history.rounds_in_task();
+        Ok(())
+    }
+
+    fn emit_node_started(&self) {
+        let Some(w) = &self.workflow else { return };
+        if let Some(node) = w.active_node() {
+            self.emit(AgentEvent::NodeStarted {
+                workflow_run_id: w.run_id.clone(),
+                node: node.id.clone(),
+                title: node.title.clone(),
+            });
+        }
+    }
+
+    /// Tags an entry appended while a workflow run is at a node with the run's ids.
+    pub(super) fn put_workflow_ids(&self, entry: &mut ba_protocol::LogEntry) {
+        if let Some(w) = self.workflow.as_ref().filter(|w| !w.is_complete()) {
+            entry.run_id = Some(w.run_id.clone());
+            entry.workflow_id = Some(w.workflow.clone());
+        }
+    }
+
+    /// A `complete_node` call: the result the model reads and, when the outputs hold, the
+    /// record its tool entry carries.
+    pub(super) fn complete_node(
+        &self,
+        call: &LogToolCall,
+        arguments: &Value,
+    ) -> (ToolResult, Option<WorkflowRecord>) {
+        let outcome = match &self.workflow {
+            Some(w) => w.complete(arguments),
+            None => Err("no workflow run is going on in this conversation".to_owned()),
+        };
+        match outcome {
+            Ok(record) => {
+                let next = match (&record.next, &self.workflow) {
+                    (Some(n), Some(w)) => {
+                        let title = w.definition.node(n).map_or("", |d| d.title.as_str());
+                        format!(
+                            "Node `{}` is complete. Next: node `{n}` ({title}); its brief comes with the next request.",
+                            record.node.as_deref().unwrap_or("")
+                        )
+                    }
+                    _ => format!(
+                        "Node `{}` is complete, and with it the workflow run. Report its results to the user.",
+                        record.node.as_deref().unwrap_or("")
+                    ),
+                };
+                let mut result =
+                    ToolResult::failure(call.id.clone(), ToolErrorKind::InvalidParameters, "", "");
+                result.observation = next;
+                result.success = true;
+                result.error = None;
+                (result, Some(record))
+            }
+            Err(message) => (
+                ToolResult::failure(
+                    call.id.clone(),
+                    ToolErrorKind::InvalidParameters,
+                    "node_outputs",
+                    message,
+                ),
+                None,
+            ),
+        }
+    }
+
+    /// After a completion's entry is in the log: the state moves on, and the events say so.
+    pub(super) fn node_completed(&mut self, record: &WorkflowRecord) {
+        let Some(w) = self.workflow.as_mut() else {
+            return;
+        };
+        w.apply(record);
+        let (run_id, workflow) = (w.run_id.clone(), w.workflow.clone());
+        let complete = w.is_complete();
+        let outputs = w.outputs();
+        self.emit(AgentEvent::NodeCompleted {
+            workflow_run_id: run_id.clone(),
+            node: record.node.clone().unwrap_or_default(),
+            outputs: record.outputs.clone().unwrap_or_default(),
+            next: record.next.clone(),
+        });
+        if complete {
+            self.emit(AgentEvent::WorkflowCompleted {
+                workflow,
+                workflow_run_id: run_id,
+                outputs,
+            });
+        } else {
+            self.emit_node_started();
+        }
+    }
+
+    /// The workflow parts of a request in run mode: `(completed, node brief, step context)`.
+    pub(super) fn workflow_parts(&self) -> Option<(bool, Option<String>, Option<String>)> {
+        let w = self.workflow.as_ref()?;
+        Some((w.is_complete(), w.node_brief(), w.step_context()))
+    }
+}

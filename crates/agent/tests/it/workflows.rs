@@ -1,0 +1,355 @@
+//! Workflow runs with a model that decides (the scripted model of `ba-testkit`, which reads
+//! the node it is at from the `NODE_BRIEF` of each request): a run goes node by node with the
+//! right parts in each request, a `complete_node` with a missing output is refused and
+//! retried, a branch follows a produced value, a run cut inside node 2 goes on at node 2 with
+//! node 1's outputs, and two runs in one conversation are kept apart by their `run_id`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ba_agent::{Agent, AgentEvent, Input, RunStatus, WorkflowRun};
+use ba_model::{AnthropicClient, ApiKey};
+use ba_protocol::{LogEntry, Mode};
+use ba_skills::WorkflowSet;
+use ba_storage::{ConversationId, ConversationStore as _, FileStore, NewConversation};
+use ba_testkit::model::{Request, ScriptedModel, Turn};
+use serde_json::json;
+
+const REVIEW: &str = "---
+name: review
+description: The monthly sales review.
+inputs:
+  month: {type: month, default: \"2024-09\"}
+nodes:
+  - id: load
+    title: Load the month
+    brief: Load the month's sales and check them.
+    tools: [query_database]
+    outputs:
+      rows: {kind: value, description: rows loaded}
+  - id: figures
+    title: Compute the figures
+    brief: Compute the month's totals by region.
+    outputs:
+      summary: {kind: table}
+      total: value
+  - id: judge
+    title: Compare with the targets
+    brief: Say whether the month is on track.
+    outputs:
+      verdict: {kind: decision, options: [on_track, behind]}
+    next: {on: verdict, cases: {on_track: end, behind: shortfall}}
+  - id: shortfall
+    title: Explain the shortfall
+    brief: Explain why the month is behind.
+    outputs:
+      causes: text
+---
+Keep every figure.
+";
+
+/// Whether the request is at node `id` (its `NODE_BRIEF` names it).
+fn at(r: &Request, id: &str) -> bool {
+    r.system().contains(&format!(": `{id}` — "))
+}
+
+fn retrying(r: &Request) -> bool {
+    r.last_result()
+        .is_some_and(|t| t.name == "complete_node" && t.is_error)
+}
+
+/// A model that works a node at a time; `broken` makes it fail at node 2.
+async fn model(broken: Arc<AtomicBool>) -> ScriptedModel {
+    ScriptedModel::builder()
+        .rule(
+            "report once the run is complete",
+            |r| r.system().contains("POST_RUN_PROTOCOL") && !r.system().contains("NODE_BRIEF"),
+            |r| Turn::text(format!("Report: {}", r.last_result().map_or("", |t| t.text.as_str()))),
+        )
+        .rule("load", |r| at(r, "load"), |_| {
+            Turn::call("complete_node", json!({"node": "load", "outputs": {"rows": 1200}}))
+        })
+        .rule(
+            "fail inside node 2",
+            move |r| broken.load(Ordering::SeqCst) && at(r, "figures"),
+            |_| Turn::fail(400, "the model went away"),
+        )
+        .rule("figures, all outputs after a refusal", |r| at(r, "figures") && retrying(r), |_| {
+            Turn::call(
+                "complete_node",
+                json!({"node": "figures", "outputs": {
+                    "summary": [{"region": "West", "sales": 444645}], "total": 1043202}}),
+            )
+        })
+        .rule("figures, one output missing", |r| at(r, "figures"), |_| {
+            Turn::call(
+                "complete_node",
+                json!({"node": "figures", "outputs": {"summary": [{"region": "West", "sales": 444645}]}}),
+            )
+        })
+        .rule("judge", |r| at(r, "judge"), |r| {
+            let verdict = if r.system().contains("\"month\":\"2024-10\"") { "behind" } else { "on_track" };
+            Turn::call("complete_node", json!({"node": "judge", "outputs": {"verdict": verdict}}))
+        })
+        .rule("shortfall", |r| at(r, "shortfall"), |_| {
+            Turn::call("complete_node", json!({"node": "shortfall", "outputs": {"causes": "a lost distributor"}}))
+        })
+        .start()
+        .await
+}
+
+fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
+    let client = AnthropicClient::new(ApiKey::new("test-key"))
+        .unwrap()
+        .with_base_url(model.anthropic_base_url())
+        .unwrap();
+    let mut set = WorkflowSet::default();
+    set.add_text(REVIEW, std::path::Path::new("review/WORKFLOW.md"));
+    assert!(set.get("review").is_some(), "{:?}", set.diagnostics());
+    Agent::builder(Arc::new(client))
+        .store(Arc::new(FileStore::open(dir).unwrap()))
+        .workflows(Arc::new(set))
+        .sub_agents(false)
+        .build()
+        .unwrap()
+}
+
+fn review(month: Option<&str>) -> Input {
+    Input::Workflow {
+        name: "review".into(),
+        inputs: month
+            .map(|m| ("month".to_owned(), m.to_owned()))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// The system prompt of a request, with the run's random id made stable.
+fn system_of(r: &Request, run_id: &str) -> String {
+    r.system().replace(run_id, "wfr_ID")
+}
+
+async fn entries(agent: &Agent, id: &ConversationId) -> Vec<LogEntry> {
+    agent.store().load(id).await.unwrap().into_entries()
+}
+
+#[tokio::test]
+async fn a_run_goes_node_by_node_with_its_brief_and_context_in_each_request() {
+    let model = model(Arc::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let events = agent.send(&id, review(None)).collect_events().await;
+    let done = match events.last() {
+        Some(AgentEvent::Finished(summary)) => summary.clone(),
+        other => panic!("the last event is not finished: {other:?}"),
+    };
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    // The events: started, each node started and completed, the run completed.
+    let names: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::WorkflowStarted { workflow, .. } => Some(format!("started {workflow}")),
+            AgentEvent::NodeStarted { node, .. } => Some(format!("node {node}")),
+            AgentEvent::NodeCompleted { node, next, .. } => Some(format!(
+                "done {node} → {}",
+                next.as_deref().unwrap_or("end")
+            )),
+            AgentEvent::WorkflowCompleted { .. } => Some("completed".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "started review",
+            "node load",
+            "done load → figures",
+            "node figures",
+            "done figures → judge",
+            "node judge",
+            "done judge → end",
+            "completed"
+        ]
+    );
+    let log = entries(&agent, &id).await;
+    let state = WorkflowRun::from_log(&log).unwrap();
+    assert!(state.is_complete());
+    let run_id = state.run_id.clone();
+    // Every entry of the run carries its ids; the final report comes after the run.
+    let (tagged, untagged): (Vec<&LogEntry>, Vec<&LogEntry>) = log
+        .iter()
+        .partition(|e| e.run_id.as_deref() == Some(run_id.as_str()));
+    assert!(
+        tagged
+            .iter()
+            .all(|e| e.workflow_id.as_deref() == Some("review"))
+    );
+    assert_eq!(
+        tagged.len(),
+        9,
+        "the start, the 4 calls and their 4 results"
+    );
+    assert!(untagged.iter().all(|e| e.run_id.is_none()), "{untagged:?}");
+    // The requests: node 1, node 2 (twice: the refusal), node 3, then the report.
+    let requests = model.requests();
+    let fired = model.fired();
+    assert_eq!(
+        fired,
+        [
+            Some("load".to_owned()),
+            Some("figures, one output missing".to_owned()),
+            Some("figures, all outputs after a refusal".to_owned()),
+            Some("judge".to_owned()),
+            Some("report once the run is complete".to_owned()),
+        ]
+    );
+    let refusal = requests[2].last_result().unwrap();
+    assert!(refusal.is_error);
+    assert!(
+        refusal.text.contains("node `figures` is not complete"),
+        "{}",
+        refusal.text
+    );
+    assert!(refusal.text.contains("total"), "{}", refusal.text);
+    assert!(requests.iter().all(|r| r.offers("complete_node")));
+    insta::assert_snapshot!("workflow_system_node_1", system_of(&requests[0], &run_id));
+    insta::assert_snapshot!("workflow_system_node_3", system_of(&requests[3], &run_id));
+    insta::assert_snapshot!(
+        "workflow_system_completed",
+        system_of(&requests[4], &run_id)
+    );
+    assert_eq!(
+        done.final_answer.as_deref(),
+        Some(
+            "Report: Node `judge` is complete, and with it the workflow run. Report its results to the user."
+        )
+    );
+    let meta = agent.store().metadata(&id).await.unwrap();
+    assert_eq!(meta.mode, Some(Mode::Run));
+    assert_eq!(meta.title.as_deref(), Some("review: month=\"2024-09\""));
+}
+
+#[tokio::test]
+async fn a_branch_follows_the_decision_and_two_runs_keep_apart() {
+    let model = model(Arc::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let first = agent.send(&id, review(None)).finish().await;
+    assert_eq!(first.status, RunStatus::Answered, "{first:?}");
+    let first_id = WorkflowRun::from_log(&entries(&agent, &id).await)
+        .unwrap()
+        .run_id;
+    let second = agent.send(&id, review(Some("2024-10"))).finish().await;
+    assert_eq!(second.status, RunStatus::Answered, "{second:?}");
+    let log = entries(&agent, &id).await;
+    let state = WorkflowRun::from_log(&log).unwrap();
+    assert_ne!(state.run_id, first_id);
+    let path: Vec<&str> = state.completed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        path,
+        ["load", "figures", "judge", "shortfall"],
+        "behind → shortfall"
+    );
+    assert_eq!(state.inputs.get("month"), Some(&json!("2024-10")));
+    // Each run's entries name only that run, and no entry of one sits among the other's.
+    let runs: Vec<&str> = log.iter().filter_map(|e| e.run_id.as_deref()).collect();
+    let first_last = runs.iter().rposition(|r| *r == first_id).unwrap();
+    let second_first = runs.iter().position(|r| *r == state.run_id).unwrap();
+    assert!(first_last < second_first, "{runs:?}");
+    assert_eq!(
+        runs.iter()
+            .filter(|r| **r != first_id && **r != state.run_id)
+            .count(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_run_cut_inside_node_two_goes_on_there_after_a_restart() {
+    let broken = Arc::new(AtomicBool::new(true));
+    let model = model(Arc::clone(&broken)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let agent = agent(&model, dir.path());
+        let id = agent
+            .new_conversation(NewConversation::default())
+            .await
+            .unwrap();
+        let cut = agent.send(&id, review(None)).finish().await;
+        assert_eq!(cut.status, RunStatus::ModelFailed, "{cut:?}");
+        id
+    };
+    // Another process on the same store: the state is read from the log alone.
+    broken.store(false, Ordering::SeqCst);
+    let agent = agent(&model, dir.path());
+    let state = WorkflowRun::from_log(&entries(&agent, &id).await).unwrap();
+    assert_eq!(state.active.as_deref(), Some("figures"));
+    assert_eq!(
+        state.completed,
+        [(
+            "load".to_owned(),
+            json!({"rows": 1200}).as_object().unwrap().clone()
+        )]
+    );
+    let before = model.requests().len();
+    let done = agent.send(&id, Input::Continue).finish().await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    let after = &model.requests()[before];
+    assert!(
+        at(after, "figures"),
+        "the first request after the restart is at node 2"
+    );
+    assert!(
+        after.system().contains("- load: {\"rows\":1200}"),
+        "{}",
+        after.system()
+    );
+    assert!(
+        WorkflowRun::from_log(&entries(&agent, &id).await)
+            .unwrap()
+            .is_complete()
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_workflow_or_a_bad_input_is_refused_by_name() {
+    let model = model(Arc::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let unknown = agent
+        .send(
+            &id,
+            Input::Workflow {
+                name: "nope".into(),
+                inputs: BTreeMap::new(),
+            },
+        )
+        .finish()
+        .await;
+    assert_eq!(unknown.status, RunStatus::Failed);
+    assert_eq!(
+        unknown.error.as_deref(),
+        Some("no workflow named \"nope\" (known: review)")
+    );
+    let bad = agent.send(&id, review(Some("September"))).finish().await;
+    assert_eq!(bad.status, RunStatus::Failed);
+    let error = bad.error.unwrap_or_default();
+    assert!(
+        error.starts_with("workflow \"review\": ") && error.contains("month"),
+        "{error}"
+    );
+    assert!(model.requests().is_empty(), "nothing reached the model");
+}
