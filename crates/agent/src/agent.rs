@@ -563,6 +563,11 @@ impl Agent {
         AgentBuilder::new(client)
     }
 
+    /// The workflows a run can start.
+    pub fn workflows(&self) -> &ba_skills::WorkflowSet {
+        &self.inner.workflows
+    }
+
     /// The settings.
     pub fn settings(&self) -> &AgentSettings {
         &self.inner.settings

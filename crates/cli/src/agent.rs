@@ -129,8 +129,55 @@ pub(crate) struct RunArgs {
     /// Why the calls given with `--reject` were rejected.
     #[arg(long, value_name = "TEXT", requires = "reject")]
     reason: Option<String>,
+    /// Start a run of this workflow (`ba-agent workflows list`), in `--conversation` or a new
+    /// conversation.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["task", "resume", "continue_"])]
+    workflow: Option<String>,
+    /// An input of the workflow (repeatable); the others take their defaults.
+    #[arg(long = "input", value_name = "KEY=VALUE", requires = "workflow")]
+    inputs: Vec<String>,
+    /// A folder of workflows, searched before the configuration's `workflows` (repeatable).
+    #[arg(long = "root", value_name = "DIR", requires = "workflow")]
+    roots: Vec<PathBuf>,
     #[command(flatten)]
     opts: AgentOpts,
+}
+
+/// `--workflow NAME --input K=V …` as the input that starts the run, checked against the
+/// configuration's workflows before anything starts (an unknown name or a bad input: exit 2).
+fn workflow_input(config: &Config, name: &str, inputs: &[String]) -> Result<Input, CliError> {
+    let mut given = std::collections::BTreeMap::new();
+    for pair in inputs {
+        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+            return Err(CliError::input(anyhow!(
+                "--input {pair:?}: expected KEY=VALUE"
+            )));
+        };
+        if given
+            .insert(key.trim().to_owned(), value.to_owned())
+            .is_some()
+        {
+            return Err(CliError::input(anyhow!("--input {key}: given twice")));
+        }
+    }
+    let set = config.workflow_set();
+    let Some(definition) = set.get(name) else {
+        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
+        return Err(CliError::input(anyhow!(
+            "no workflow named {name:?} (known: {}; see `ba-agent workflows list`)",
+            known.join(", ")
+        )));
+    };
+    if let Err(problems) = definition.resolve_inputs(&given) {
+        return Err(CliError::input(anyhow!(
+            "workflow {name:?}: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(Input::Workflow {
+        name: name.to_owned(),
+        inputs: given,
+    })
 }
 
 /// `ba-agent chat`.
@@ -391,7 +438,16 @@ async fn open_conversation(
 }
 
 pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
-    let config = config_of(&args.opts)?;
+    let mut config = config_of(&args.opts)?;
+    for root in args.roots.iter().rev() {
+        if !root.is_dir() {
+            return Err(CliError::input(anyhow!(
+                "--root {}: not a readable folder",
+                root.display()
+            )));
+        }
+        config.workflows.insert(0, root.clone());
+    }
     let mode = args.opts.mode.map(Mode::from);
     if !args.opts.upload.is_empty() && args.task.is_none() {
         return Err(CliError::input(anyhow!(
@@ -401,13 +457,21 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     let deciding = !args.approve.is_empty() || args.approve_all || !args.reject.is_empty();
     let (given, input) = match (&args.task, &args.resume, &args.continue_) {
         (None, None, None) if deciding => (args.conversation.clone(), decisions(&args)),
+        (None, None, None) if args.workflow.is_some() => (
+            args.conversation.clone(),
+            workflow_input(
+                &config,
+                args.workflow.as_deref().unwrap_or_default(),
+                &args.inputs,
+            )?,
+        ),
         (Some(task), None, None) => (args.conversation.clone(), Input::message(task.clone())),
         (None, Some(id), None) => (Some(id.clone()), Input::Resume),
         (None, None, Some(id)) => (Some(id.clone()), Input::Continue),
         _ => {
             return Err(CliError::input(anyhow!(
-                "give one of --task TEXT, --resume ID, --continue ID or a decision \
-             (--approve, --approve-all, --reject) with --conversation ID"
+                "give one of --task TEXT, --workflow NAME, --resume ID, --continue ID or a \
+             decision (--approve, --approve-all, --reject) with --conversation ID"
             )));
         }
     };

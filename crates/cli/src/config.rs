@@ -497,6 +497,25 @@ impl Config {
         Ok(out)
     }
 
+    /// The workflows a run can start: the `workflows` roots, then each plugin's `workflows/`
+    /// folder, then the demo's example (a name found earlier wins). What cannot be read is
+    /// said on stderr once, and left out.
+    pub(crate) fn workflow_set(&self) -> ba_skills::WorkflowSet {
+        let mut roots = self.workflows.clone();
+        roots.extend(self.plugin_workflow_folders(&[]));
+        let mut set = ba_skills::WorkflowSet::load(&roots);
+        set.add_text(
+            ba_cli::demo::WORKFLOW_MD,
+            std::path::Path::new(ba_cli::demo::WORKFLOW_PATH),
+        );
+        for d in set.diagnostics() {
+            if d.severity == ba_skills::Severity::Error {
+                eprintln!("warning: {d}");
+            }
+        }
+        set
+    }
+
     /// The `prices` section, checked.
     pub(crate) fn prices(&self) -> anyhow::Result<ba_agent::Prices> {
         ba_agent::Prices::new(self.prices.clone()).context("the configuration's `prices`")
@@ -513,12 +532,14 @@ impl Config {
         let tools = self.tools()?;
         let model = self.default_model();
         let prices = self.prices()?;
+        let workflows = Arc::new(self.workflow_set());
         // The store's workspace keeps every file of a conversation: uploads, saved code,
         // spilled data and outputs.
         let mut builder: AgentBuilder = Agent::builder(Arc::clone(&client))
             .store(store)
             .tools(tools)
             .sub_agents(self.sub_agents.unwrap_or(true))
+            .workflows(workflows)
             .configure(|s| {
                 s.model = model;
                 s.holder = front_end.to_owned();

@@ -240,6 +240,13 @@ fn build(
     build_with(dir, budget, client, |b| b)
 }
 
+/// The demo's workflows: the monthly sales review.
+pub fn workflows() -> ba_skills::WorkflowSet {
+    let mut set = ba_skills::WorkflowSet::default();
+    set.add_text(WORKFLOW_MD, Path::new(WORKFLOW_PATH));
+    set
+}
+
 fn build_with(
     dir: &Path,
     budget: Option<usize>,
@@ -261,6 +268,7 @@ fn build_with(
     let builder = Agent::builder(client)
         .store(store)
         .skills(skills)
+        .workflows(Arc::new(workflows()))
         .tools(demo_tools(&data))
         .configure(|s| {
             s.model = "demo-recording".into();

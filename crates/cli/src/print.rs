@@ -157,6 +157,39 @@ impl Printer {
                 };
                 self.line(&format!("   ! {kind}: {message}{hint}"));
             }
+            AgentEvent::WorkflowStarted {
+                workflow,
+                inputs,
+                nodes,
+                ..
+            } => {
+                let inputs: Vec<String> = inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let path: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
+                self.line(&format!(
+                    "▶ workflow {workflow} ({}): {}",
+                    inputs.join(", "),
+                    path.join(" → ")
+                ));
+            }
+            AgentEvent::NodeStarted { node, title, .. } => {
+                self.line(&format!("● node {node}: {title}"));
+            }
+            AgentEvent::NodeCompleted {
+                node,
+                outputs,
+                next,
+                ..
+            } => {
+                let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+                self.line(&format!(
+                    "✓ node {node} done ({}) → {}",
+                    names.join(", "),
+                    next.as_deref().unwrap_or("end")
+                ));
+            }
+            AgentEvent::WorkflowCompleted { workflow, .. } => {
+                self.line(&format!("■ workflow {workflow} complete"));
+            }
             AgentEvent::Cancelled { partial_saved, .. } => {
                 let kept = if *partial_saved {
                     "; the cut model call is in the log"

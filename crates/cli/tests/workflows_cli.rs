@@ -209,3 +209,148 @@ fn configuration_roots_and_plugin_folders() {
         "error: --root nowhere: not a readable folder\n"
     );
 }
+
+/// The demo's example run end to end by `ba-agent run --workflow` against a model that
+/// decides (it completes each node it is briefed on), with a bad input and an unknown name
+/// refused before anything starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_workflow_goes_through_the_demo_example() {
+    use ba_testkit::model::{Request, ScriptedModel, Turn};
+    use serde_json::json;
+    fn at(r: &Request, id: &str) -> bool {
+        r.system().contains(&format!(": `{id}` — "))
+    }
+    let model = ScriptedModel::builder()
+        .rule(
+            "report",
+            |r| r.system().contains("POST_RUN_PROTOCOL") && !r.system().contains("NODE_BRIEF"),
+            |_| Turn::text("September 2024 is behind in the West: a lost distributor."),
+        )
+        .rule(
+            "load",
+            |r| at(r, "load"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "load", "outputs": {"rows": 310, "issues": "none"}}),
+                )
+            },
+        )
+        .rule(
+            "figures",
+            |r| at(r, "figures"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "figures", "outputs": {
+                "summary": [{"region": "West", "amount": 130688}], "chart": "output_001"}}),
+                )
+            },
+        )
+        .rule(
+            "targets",
+            |r| at(r, "targets"),
+            |r| {
+                let verdict = if r.system().contains("\"month\":\"2024-10\"") {
+                    "behind"
+                } else {
+                    "on_track"
+                };
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "targets", "outputs": {
+                "verdict": verdict, "gaps": [{"region": "West", "gap": -0.12}]}}),
+                )
+            },
+        )
+        .rule(
+            "shortfall",
+            |r| at(r, "shortfall"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "shortfall", "outputs": {"causes": "a lost distributor"}}),
+                )
+            },
+        )
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ba-agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "provider: anthropic\nmodel: claude-workflows\nbase_url: {}\nsub_agents: false\nrun_python: false\n",
+            model.anthropic_base_url()
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let ba_agent = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("BA_AGENT_CONFIG")
+            .env_remove("BA_AGENT_HOME")
+            .arg("run")
+            .arg("--config")
+            .arg(&config)
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = tokio::task::block_in_place(|| {
+        ba_agent(&[
+            "--workflow",
+            "monthly-sales-review",
+            "--input",
+            "month=2024-10",
+            "--json",
+        ])
+    });
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    for event in [
+        "\"workflow_started\"",
+        "\"node_started\"",
+        "\"node_completed\"",
+        "\"workflow_completed\"",
+    ] {
+        assert!(text.contains(event), "{event} missing: {text}");
+    }
+    assert!(text.contains("a lost distributor"), "{text}");
+    let fired: Vec<String> = model.fired().into_iter().flatten().collect();
+    assert_eq!(fired, ["load", "figures", "targets", "shortfall", "report"]);
+    let bad = tokio::task::block_in_place(|| {
+        ba_agent(&[
+            "--workflow",
+            "monthly-sales-review",
+            "--input",
+            "month=September",
+        ])
+    });
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("workflow \"monthly-sales-review\": "),
+        "{}",
+        stderr(&bad)
+    );
+    let unknown = tokio::task::block_in_place(|| ba_agent(&["--workflow", "nope"]));
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no workflow named \"nope\" (known: monthly-sales-review"),
+        "{}",
+        stderr(&unknown)
+    );
+    let odd = tokio::task::block_in_place(|| {
+        ba_agent(&["--workflow", "monthly-sales-review", "--input", "month"])
+    });
+    assert_eq!(odd.status.code(), Some(2));
+    assert!(
+        stderr(&odd).contains("--input \"month\": expected KEY=VALUE"),
+        "{}",
+        stderr(&odd)
+    );
+    assert_eq!(model.requests().len(), 5, "the refusals reached no model");
+}

@@ -71,6 +71,7 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .route(&format!("{conv}/files"), get(files::list_files))
         .route(&format!("{conv}/files/{{file}}"), get(files::file))
         .route("/api/v1/skills", get(skills))
+        .route("/api/v1/workflows", get(workflows))
         .route("/api/v1/demo/questions", get(demo_questions))
         .layer(DefaultBodyLimit::max(json_limit))
         .layer(RequestBodyLimitLayer::new(json_limit));
@@ -167,6 +168,25 @@ async fn report(State(state): State<AppState>, Path(id): Path<String>) -> ApiRes
     state.store().metadata(&id).await?;
     let report = state.agent().report(&id).await?;
     Ok(Json(serde_json::to_value(report).unwrap_or(Value::Null)))
+}
+
+/// `GET /api/v1/workflows`: the workflows a run can start, as `ba-agent workflows list
+/// --json` prints them (`name`, `description`, `inputs`, `nodes: [{id, title}]`).
+async fn workflows(State(state): State<AppState>) -> Json<Value> {
+    let list: Vec<Value> = state
+        .agent()
+        .workflows()
+        .workflows()
+        .map(|w| {
+            json!({
+                "name": w.name,
+                "description": w.description,
+                "inputs": w.inputs,
+                "nodes": w.nodes.iter().map(|n| json!({"id": n.id, "title": n.title})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Json(json!({ "workflows": list }))
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -39,6 +39,57 @@ pub(crate) enum RunInput {
     Continue,
     /// Go on from the log alone.
     Resume,
+    /// Start a run of a workflow with its inputs (text, numbers or booleans; the others take
+    /// their defaults).
+    Workflow {
+        name: String,
+        #[serde(default)]
+        inputs: std::collections::BTreeMap<String, serde_json::Value>,
+    },
+}
+
+/// A workflow run's input, checked against the server's workflows: 404 for an unknown name,
+/// 400 naming each bad input.
+fn workflow_input(
+    state: &AppState,
+    name: String,
+    inputs: std::collections::BTreeMap<String, serde_json::Value>,
+) -> ApiResult<Input> {
+    let mut given = std::collections::BTreeMap::new();
+    for (key, value) in inputs {
+        let text = match value {
+            serde_json::Value::String(s) => s,
+            v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)) => v.to_string(),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "input `{key}`: a text, a number or a boolean, not {other}"
+                )));
+            }
+        };
+        given.insert(key, text);
+    }
+    let set = state.agent().workflows();
+    let Some(definition) = set.get(&name) else {
+        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
+        return Err(ApiError::not_found(format!(
+            "no workflow named {name:?} (known: {})",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    if let Err(problems) = definition.resolve_inputs(&given) {
+        return Err(ApiError::bad_request(format!(
+            "workflow {name:?}: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(Input::Workflow {
+        name,
+        inputs: given,
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,6 +158,7 @@ pub(crate) async fn start(
         }
         Some(RunInput::Continue) => Input::Continue,
         Some(RunInput::Resume) => Input::Resume,
+        Some(RunInput::Workflow { name, inputs }) => workflow_input(&state, name, inputs)?,
         None => return Err(ApiError::bad_request("`input` is required")),
     };
     launch(&state, &id, request_id, input).await

@@ -151,6 +151,8 @@ pub struct Options {
     pub demo_questions: Option<Vec<String>>,
     /// Which calls wait for a person.
     pub approvals: ba_agent::ApprovalSettings,
+    /// The workflows a run can start.
+    pub workflows: ba_skills::WorkflowSet,
 }
 
 impl Default for Options {
@@ -165,6 +167,7 @@ impl Default for Options {
             keep_alive: Duration::from_secs(15),
             demo_questions: None,
             approvals: ba_agent::ApprovalSettings::default(),
+            workflows: ba_skills::WorkflowSet::default(),
         }
     }
 }
@@ -195,6 +198,7 @@ impl Server {
         };
         let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
             .store(store)
+            .workflows(Arc::new(options.workflows))
             .tool(typed_tool(
                 "count_rows",
                 "Counts the rows of a table.",

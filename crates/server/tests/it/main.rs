@@ -15,3 +15,4 @@ mod page;
 mod runs;
 mod safety;
 mod scale_out;
+mod workflows;

@@ -73,6 +73,7 @@ async fn health_is_open_and_the_api_needs_the_token() {
         ("GET", format!("{c}/files")),
         ("GET", format!("{c}/files/f1")),
         ("GET", "/api/v1/skills".to_owned()),
+        ("GET", "/api/v1/workflows".to_owned()),
         ("GET", "/api/v1/demo/questions".to_owned()),
     ] {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
