@@ -178,6 +178,7 @@
     $('#conv-title').textContent = m.title || 'Untitled ' + m.id.slice(0, 8);
     const radio = document.querySelector('#mode input[value="' + m.mode + '"]');
     if (radio) radio.checked = true;
+    renderWorkflowForm();
   }
   async function refreshMeta() {
     if (!S.conv) return;
@@ -388,6 +389,7 @@
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
     if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))), userTools(t.user));
+    if (t.user && t.user.workflow && t.user.workflow.event === 'started') art.append(workflowSteps(t.user.workflow));
     if (t.user && t.user.inWindow === false) {
       art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
     }
@@ -401,6 +403,61 @@
     if (!assistant.length && !liveHere) { art.append(...markers); return art; }
     art.append(answer(t, assistant, liveHere ? S.live : null, markers));
     return art;
+  }
+  // ---- workflows (run mode): each run's steps, read from the log's records (the start names
+  // the nodes; each completion its outputs and the next node), and the form that starts one.
+  function workflowSteps(w) {
+    const nodes = (w.definition && w.definition.nodes) || [];
+    const done = new Map();
+    let active = nodes.length ? nodes[0].id : null;
+    for (const e of S.entries) {
+      const r = e.workflow;
+      if (r && r.event === 'node_completed' && r.run_id === w.run_id) { done.set(r.node, r.outputs || {}); active = r.next || null; }
+    }
+    const show = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+    const ol = el('ol', { class: 'wf-steps', 'data-component': 'workflow_steps', 'data-run-id': w.run_id, 'data-state': active ? 'running' : 'complete',
+      'aria-label': 'Steps of workflow ' + w.workflow });
+    for (const n of nodes) {
+      const state = done.has(n.id) ? 'done' : n.id === active ? 'active' : active ? 'pending' : 'skipped';
+      const li = el('li', { 'data-node': n.id, 'data-state': state },
+        el('span', { class: 'wf-mark', 'aria-hidden': 'true', text: { done: '✓', active: '●', pending: '○', skipped: '–' }[state] }),
+        el('span', { class: 'wf-title', text: n.title }), el('span', { class: 'sr-only', text: ' (' + state + ')' }));
+      if (done.has(n.id)) li.append(el('div', { class: 'wf-out', text: Object.entries(done.get(n.id)).map(([k, v]) => k + ': ' + show(v)).join(' · ').slice(0, 600) }));
+      ol.append(li);
+    }
+    return ol;
+  }
+  async function loadWorkflows() {
+    try { S.workflows = (await api('/api/v1/workflows')).workflows || []; } catch (e) { S.workflows = []; }
+    renderWorkflowForm();
+  }
+  function renderWorkflowForm() {
+    const box = $('#workflow-start');
+    const mode = (document.querySelector('#mode input:checked') || {}).value;
+    box.hidden = mode !== 'run' || !(S.workflows || []).length;
+    if (box.hidden || box.dataset.ready) return;
+    box.dataset.ready = '1';
+    const select = el('select', { id: 'wf-name' }, S.workflows.map((w) => el('option', { value: w.name, text: w.name })));
+    const desc = el('p', { class: 'wf-desc' });
+    const fields = el('div', { class: 'wf-inputs' });
+    const fill = () => {
+      const w = S.workflows.find((x) => x.name === select.value);
+      desc.textContent = w ? w.description : '';
+      fields.replaceChildren(...(w ? w.inputs : []).map((i) => {
+        const id = 'wf-in-' + i.name;
+        return el('label', { for: id }, i.name + (i.description ? ' — ' + i.description : ''),
+          el('input', { id, name: i.name, value: i.default == null ? '' : String(i.default), required: Boolean(i.required), placeholder: i.type }));
+      }));
+    };
+    select.addEventListener('change', fill); fill();
+    const go = el('button', { type: 'button', class: 'primary', id: 'wf-start', text: 'Start workflow', onclick: async () => {
+      if (S.running) return;
+      const inputs = {};
+      fields.querySelectorAll('input').forEach((x) => { if (x.value !== '') inputs[x.name] = x.value; });
+      go.disabled = true;
+      try { await start({ type: 'workflow', name: select.value, inputs }); } finally { go.disabled = false; }
+    } });
+    box.replaceChildren(el('h3', { text: 'Run a workflow' }), el('label', { for: 'wf-name', text: 'Workflow' }), select, desc, fields, go);
   }
   function userText(text) {
     const frag = document.createDocumentFragment();
@@ -918,12 +975,13 @@
     $('#conv-search').addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(loadList, 250); });
     $('#meter').addEventListener('click', showContext);
     document.querySelectorAll('#mode input').forEach((r) => r.addEventListener('change', async () => {
+      renderWorkflowForm();
       if (!S.conv) return;
       try { S.meta = await api(base(), { method: 'PATCH', body: { mode: r.value } }); loadList(); } catch (e) { notice(e.message, 'error'); }
     }));
     if (!token) notice('No token: open the URL the server printed (it ends with #token=…).', 'error');
     api('/api/v1/demo/questions').then((q) => { S.demo = q || []; if (!S.entries.length) renderAll(); }).catch(() => {});
-    loadList();
+    loadList(); loadWorkflows();
     // ECharts first: a report drawn before we know whether it is served would lack it.
     fetch('/page/status').then((r) => r.json()).then((s) => { S.echarts = Boolean(s.echarts); })
       .catch(() => {}).finally(() => { document.body.dataset.echarts = S.echarts ? 'yes' : 'missing'; openConv(S.conv); });

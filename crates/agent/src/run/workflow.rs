@@ -70,7 +70,14 @@ impl Runner {
             self.inner.store.update_metadata(&self.id, update).await?;
         }
         let run = WorkflowRun::start(definition, format!("wfr_{}", new_id()), inputs);
-        let shown: Vec<String> = run.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let shown: Vec<String> = run
+            .inputs
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(text) => format!("{k}={text}"),
+                other => format!("{k}={other}"),
+            })
+            .collect();
         let text = format!(
             "Run the workflow `{}` ({}) with {}.",
             run.workflow,

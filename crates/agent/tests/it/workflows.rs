@@ -231,7 +231,7 @@ async fn a_run_goes_node_by_node_with_its_brief_and_context_in_each_request() {
     );
     let meta = agent.store().metadata(&id).await.unwrap();
     assert_eq!(meta.mode, Some(Mode::Run));
-    assert_eq!(meta.title.as_deref(), Some("review: month=\"2024-09\""));
+    assert_eq!(meta.title.as_deref(), Some("review: month=2024-09"));
 }
 
 #[tokio::test]

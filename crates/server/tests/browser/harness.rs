@@ -152,6 +152,8 @@ pub struct Options {
     pub approvals: ba_agent::ApprovalSettings,
     /// Prices per model, for the cost lines.
     pub prices: ba_agent::Prices,
+    /// The workflows a run can start.
+    pub workflows: ba_skills::WorkflowSet,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -237,6 +239,7 @@ impl Server {
             };
         let agent = Agent::builder(model)
             .store(Arc::new(FileStore::open(root).unwrap()))
+            .workflows(Arc::new(options.workflows.clone()))
             .skills(Arc::new(SkillSet::load([root.join("skills")])))
             .tools(tools)
             .configure(|s| {

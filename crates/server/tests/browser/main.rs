@@ -19,3 +19,4 @@ mod proxy;
 mod safety;
 mod stream;
 mod turns;
+mod workflows;
