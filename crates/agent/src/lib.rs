@@ -81,7 +81,7 @@ pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, Wor
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
-pub use report::{ConversationReport, InventoryChange, money};
+pub use report::{ConversationReport, InventoryChange, WorkflowRunReport, money};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use sources::{SourceSnapshot, ToolSource};
 pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};

@@ -107,6 +107,51 @@ pub struct ConversationReport {
     /// Model calls whose model has no price (their tokens are not in `cost_usd`).
     #[serde(skip_serializing_if = "is_zero")]
     pub unpriced_calls: u64,
+    /// Every workflow run of the conversation, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workflow_runs: Vec<WorkflowRunReport>,
+}
+
+/// A workflow run as the metrics report tells it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkflowRunReport {
+    /// The workflow.
+    pub workflow: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its inputs.
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+    /// The nodes completed, in order, with their outputs.
+    pub completed: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    /// The node it is at; `None` once complete.
+    pub active: Option<String>,
+}
+
+/// Takes a workflow record into the runs seen so far.
+fn workflow_record(runs: &mut Vec<WorkflowRunReport>, w: &ba_protocol::WorkflowRecord) {
+    match w.event {
+        ba_protocol::WorkflowEventKind::Started => runs.push(WorkflowRunReport {
+            workflow: w.workflow.clone(),
+            run_id: w.run_id.clone(),
+            inputs: w.inputs.clone().unwrap_or_default(),
+            completed: Vec::new(),
+            active: w
+                .definition
+                .as_ref()
+                .and_then(|d| d.pointer("/nodes/0/id"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        }),
+        ba_protocol::WorkflowEventKind::NodeCompleted => {
+            if let Some(run) = runs.iter_mut().rev().find(|r| r.run_id == w.run_id) {
+                run.completed.push((
+                    w.node.clone().unwrap_or_default(),
+                    w.outputs.clone().unwrap_or_default(),
+                ));
+                run.active = w.next.clone();
+            }
+        }
+    }
 }
 
 /// US dollars as the page shows them: cents, or four decimals below ten cents.
@@ -136,6 +181,9 @@ impl ConversationReport {
         let mut last_tools: Vec<String> = Vec::new();
         let mut requested = std::collections::HashSet::new();
         for (index, e) in entries.iter().enumerate() {
+            if let Some(w) = e.records.workflow.as_deref() {
+                workflow_record(&mut r.workflow_runs, w);
+            }
             for p in e.records.approval_request.iter().flatten() {
                 requested.insert(p.call_id.as_str());
             }
@@ -285,6 +333,32 @@ impl ConversationReport {
                 let _ = writeln!(out, "  cost: {} ({n} calls without a price)", money(cost));
             }
             (None, _) => {}
+        }
+        for w in &self.workflow_runs {
+            let done: Vec<&str> = w.completed.iter().map(|(n, _)| n.as_str()).collect();
+            let state = match &w.active {
+                Some(node) => format!("at node {node}"),
+                None => "complete".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "  workflow {} ({}): {} — nodes done: {}",
+                w.workflow,
+                w.run_id,
+                state,
+                if done.is_empty() {
+                    "none".to_owned()
+                } else {
+                    done.join(", ")
+                }
+            );
+            for (node, outputs) in &w.completed {
+                let mut text = serde_json::Value::Object(outputs.clone()).to_string();
+                if text.chars().count() > 160 {
+                    text = text.chars().take(160).collect::<String>() + "…";
+                }
+                let _ = writeln!(out, "    {node}: {text}");
+            }
         }
         let calls: u64 = self.tools.values().map(|t| t.calls).sum();
         let failures: u64 = self.tools.values().map(|t| t.failures).sum();

@@ -195,6 +195,18 @@ impl WorkflowRun {
         Some(out.trim_end().to_owned())
     }
 
+    /// Puts the run's parts into a run-mode request: the node brief and step context while a
+    /// node is active, the post-run protocol once complete.
+    pub(crate) fn shape(&self, request: &mut ba_context::BuildRequest<'_>) {
+        request.run_state = if self.is_complete() {
+            ba_context::RunState::Completed
+        } else {
+            ba_context::RunState::Active
+        };
+        request.node_brief = self.node_brief();
+        request.step_context = self.step_context();
+    }
+
     /// Checks a `complete_node` call's arguments against the active node: the record of the
     /// completion when they hold, else what was wrong, in sentences the model reads.
     ///

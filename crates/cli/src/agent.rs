@@ -37,6 +37,9 @@ pub(crate) struct DemoArgs {
     /// One JSON object per event instead of text.
     #[arg(long)]
     json: bool,
+    /// Run the example workflow (`monthly-sales-review` for 2024-09) instead of the question.
+    #[arg(long)]
+    workflow: bool,
 }
 
 /// Options shared by `run` and `chat`.
@@ -296,25 +299,34 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
         .unwrap_or_else(|| std::env::temp_dir().join("ba-agent-demo"));
     let rt = runtime()?;
     rt.block_on(async {
-        let d = demo::setup(&dir, args.budget)
-            .await
-            .with_context(|| format!("setting the demo up in {}", dir.display()))?;
+        let d = if args.workflow {
+            demo::setup_workflow(&dir, args.budget).await
+        } else {
+            demo::setup(&dir, args.budget).await
+        }
+        .with_context(|| format!("setting the demo up in {}", dir.display()))?;
         let mut printer = Printer::new(args.json, false);
         if !args.json {
             outln!("BA-Agent demo: a recorded analysis session (no network, no API key) run");
             outln!("against the real tools, a file store and the sales-report skill.");
             outln!("Folder: {}", dir.display());
             outln!();
-            outln!("Question: {}", demo::QUESTION);
+            if args.workflow {
+                outln!("Workflow: {} (month=2024-09)", demo::WORKFLOW);
+            } else {
+                outln!("Question: {}", demo::QUESTION);
+            }
             outln!();
         }
-        let summary = drive(
-            &d.agent,
-            &d.conversation,
-            Input::message(demo::QUESTION),
-            &mut printer,
-        )
-        .await;
+        let input = if args.workflow {
+            Input::Workflow {
+                name: demo::WORKFLOW.to_owned(),
+                inputs: [("month".to_owned(), "2024-09".to_owned())].into(),
+            }
+        } else {
+            Input::message(demo::QUESTION)
+        };
+        let summary = drive(&d.agent, &d.conversation, input, &mut printer).await;
         printer.final_report(&summary, rendered(&d.agent, &summary).await.as_deref());
         let report = d.agent.report(&d.conversation).await?;
         if args.json {

@@ -39,6 +39,13 @@ pub const QUESTIONS: &[&str] = &[QUESTION, CHART_QUESTION];
 /// The recorded model turns.
 pub const RECORDING: &str = include_str!("../demo/recording.json");
 
+/// The recording of the example workflow's run (`monthly-sales-review` for 2024-09), played by
+/// `ba-agent demo --workflow` and by `serve --demo` when the page starts that run.
+pub const WORKFLOW_RECORDING: &str = include_str!("../demo/workflow-recording.json");
+
+/// The example workflow the demo runs, and its inputs.
+pub const WORKFLOW: &str = "monthly-sales-review";
+
 /// The demo's skill.
 pub const SKILL_MD: &str = include_str!("../demo/skills/sales-report/SKILL.md");
 
@@ -104,6 +111,19 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoErr
 /// # Errors
 /// [`DemoError`] naming the file that could not be written or the part that failed.
 pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError> {
+    setup_as(dir, budget, false).await
+}
+
+/// [`setup`] for the example workflow's run (`ba-agent demo --workflow`): a new untitled
+/// conversation (the run names it), played from both recordings.
+///
+/// # Errors
+/// As [`setup`].
+pub async fn setup_workflow(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError> {
+    setup_as(dir, budget, true).await
+}
+
+async fn setup_as(dir: &Path, budget: Option<usize>, workflow: bool) -> Result<Demo, DemoError> {
     // The folder is the store's root, as `home` is for the other commands; an earlier demo's
     // conversations go.
     let conversations = dir.join("conversations");
@@ -114,15 +134,19 @@ pub async fn setup(dir: &Path, budget: Option<usize>) -> Result<Demo, DemoError>
     if index.exists() {
         std::fs::remove_file(&index).map_err(io("clearing", &index))?;
     }
-    let client = Arc::new(
-        ReplayClient::from_json(RECORDING, "the demo recording")?
-            .with_token_counter(Arc::new(Encoding::Cl100kBase)),
-    );
+    let client: Arc<dyn ModelClient> = if workflow {
+        Arc::new(DemoModel::new()?)
+    } else {
+        Arc::new(
+            ReplayClient::from_json(RECORDING, "the demo recording")?
+                .with_token_counter(Arc::new(Encoding::Cl100kBase)),
+        )
+    };
     let agent = build(dir, budget, client)?;
     let conversation = agent
         .new_conversation(NewConversation {
-            title: Some("West Q3 2024 sales".into()),
-            mode: Some(Mode::Agent),
+            title: (!workflow).then(|| "West Q3 2024 sales".into()),
+            mode: Some(if workflow { Mode::Run } else { Mode::Agent }),
             parent: None,
         })
         .await?;
@@ -163,16 +187,18 @@ pub struct DemoModel {
 }
 
 impl DemoModel {
-    /// The demo's recording.
+    /// The demo's recordings: the question's and the example workflow's.
     ///
     /// # Errors
     /// The recording could not be read.
     pub fn new() -> Result<Self, ModelError> {
-        Ok(Self {
-            turns: ReplayClient::from_json(RECORDING, "the demo recording")?
-                .turns()
-                .to_vec(),
-        })
+        let mut turns = ReplayClient::from_json(RECORDING, "the demo recording")?
+            .turns()
+            .to_vec();
+        turns.extend_from_slice(
+            ReplayClient::from_json(WORKFLOW_RECORDING, "the demo workflow's recording")?.turns(),
+        );
+        Ok(Self { turns })
     }
 }
 

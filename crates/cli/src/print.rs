@@ -163,7 +163,13 @@ impl Printer {
                 nodes,
                 ..
             } => {
-                let inputs: Vec<String> = inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let inputs: Vec<String> = inputs
+                    .iter()
+                    .map(|(k, v)| match v {
+                        serde_json::Value::String(text) => format!("{k}={text}"),
+                        other => format!("{k}={other}"),
+                    })
+                    .collect();
                 let path: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
                 self.line(&format!(
                     "▶ workflow {workflow} ({}): {}",

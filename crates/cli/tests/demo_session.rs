@@ -280,3 +280,56 @@ fn demo_and_inspect_commands() {
             .contains("unknown report format \"pdf\": use md or html")
     );
 }
+
+#[test]
+fn demo_workflow_runs_the_example_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["demo", "--workflow", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps = [
+        "▶ workflow monthly-sales-review (month=2024-09): load → figures → targets → shortfall",
+        "✓ node load done (issues, rows) → figures",
+        "✓ node figures done (chart, summary) → targets",
+        "✓ node targets done (gaps, verdict) → end",
+        "■ workflow monthly-sales-review complete",
+        "<h2>September 2024: every region on track</h2>",
+    ];
+    let mut at = 0;
+    for step in steps {
+        let found = stdout[at..]
+            .find(step)
+            .unwrap_or_else(|| panic!("{step:?} in order: {stdout}"));
+        at += found + step.len();
+    }
+    // The real tools answered what the recording says: 184 rows in September.
+    assert!(
+        stdout.contains("\"rows\": [ [ 184, 5, 0, \"2024-09-01\", \"2"),
+        "{stdout}"
+    );
+    let id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Inspect it again with: ba-agent inspect "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let out = Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args(["inspect", &id, "--json", "--home"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &report["workflow_runs"][0];
+    assert_eq!(run["workflow"], "monthly-sales-review");
+    assert_eq!(run["active"], Value::Null);
+    assert_eq!(run["completed"][0][1]["rows"], 184);
+    assert_eq!(run["completed"][2][1]["verdict"], "on_track");
+}

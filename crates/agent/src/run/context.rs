@@ -40,15 +40,9 @@ impl Runner {
             self.catalogue.as_deref(),
         );
         if self.mode == ba_protocol::Mode::Run
-            && let Some((complete, brief, step)) = self.workflow_parts()
+            && let Some(w) = &self.workflow
         {
-            request.run_state = if complete {
-                ba_context::RunState::Completed
-            } else {
-                ba_context::RunState::Active
-            };
-            request.node_brief = brief;
-            request.step_context = step;
+            w.shape(&mut request);
         }
         let mut built = self.build(&request).await?;
         // Active skills whose activation the model no longer reads whole get their
@@ -223,9 +217,18 @@ pub(crate) async fn preview(
     mode: ba_protocol::Mode,
 ) -> Result<ba_context::DebugData, AgentError> {
     let view = context_view(log);
-    let tools = super::tools::tool_specs_of(inner);
+    let mut tools = super::tools::tool_specs_of(inner);
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
-    let request = build_request(inner, view, mode, &tools, catalogue.as_deref());
+    let workflow = crate::workflow::WorkflowRun::from_log(log);
+    if workflow.as_ref().is_some_and(|w| !w.is_complete()) {
+        tools.push(crate::workflow::complete_node_spec());
+    }
+    let mut request = build_request(inner, view, mode, &tools, catalogue.as_deref());
+    if mode == ba_protocol::Mode::Run
+        && let Some(w) = &workflow
+    {
+        w.shape(&mut request);
+    }
     Ok(inner.builder.build(&request).await?.debug)
 }
 

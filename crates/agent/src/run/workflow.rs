@@ -69,7 +69,12 @@ impl Runner {
             };
             self.inner.store.update_metadata(&self.id, update).await?;
         }
-        let run = WorkflowRun::start(definition, format!("wfr_{}", new_id()), inputs);
+        let id = new_id();
+        let run = WorkflowRun::start(
+            definition,
+            format!("wfr_{}", id.trim_start_matches("e_")),
+            inputs,
+        );
         let shown: Vec<String> = run
             .inputs
             .iter()
@@ -211,11 +216,5 @@ impl Runner {
         } else {
             self.emit_node_started();
         }
-    }
-
-    /// The workflow parts of a request in run mode: `(completed, node brief, step context)`.
-    pub(super) fn workflow_parts(&self) -> Option<(bool, Option<String>, Option<String>)> {
-        let w = self.workflow.as_ref()?;
-        Some((w.is_complete(), w.node_brief(), w.step_context()))
     }
 }
