@@ -497,6 +497,10 @@ impl AgentBuilder {
                 &store,
             ))))?;
         }
+        // `complete_node`, offered in run mode, when there is a workflow to run.
+        if self.workflows.workflows().next().is_some() {
+            registry.register_arc(Arc::new(crate::adapters::CompleteNodeTool))?;
+        }
         let config = self.tools_config.clone();
         let tokenizer = tokenizer_for(&self.settings.model);
         let counter_for_tools = Arc::new(tokenizer);

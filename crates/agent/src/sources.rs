@@ -132,14 +132,21 @@ impl RunTools {
     /// The tools offered, by name, with the meta-tools (those allowed under any skill, such
     /// as `activate_skill`) after the tools they govern — the order every request of the
     /// agent has always had, so a provider's cached prefix stays valid across versions.
-    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+    /// Tools offered only in run mode (a workflow's `complete_node`) are left out of the other
+    /// modes' lists.
+    pub(crate) fn specs(&self, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
         let registry = self.runtime.registry();
-        let (meta, tools): (Vec<ToolSpec>, Vec<ToolSpec>) =
-            registry.specs().into_iter().partition(|spec| {
-                registry
-                    .get(&spec.name)
-                    .is_some_and(|r| r.tool().capabilities().always_allowed)
-            });
+        let capabilities = |spec: &ToolSpec| {
+            registry
+                .get(&spec.name)
+                .map(|r| r.tool().capabilities())
+                .unwrap_or_default()
+        };
+        let (meta, tools): (Vec<ToolSpec>, Vec<ToolSpec>) = registry
+            .specs()
+            .into_iter()
+            .filter(|spec| mode == ba_protocol::Mode::Run || !capabilities(spec).run_mode_only)
+            .partition(|spec| capabilities(spec).always_allowed);
         tools.into_iter().chain(meta).collect()
     }
 }

@@ -371,18 +371,18 @@ fn show(name: &str, roots: &Roots, level: u8, resource: Option<&str>, as_json: b
     Ok(ExitCode::SUCCESS)
 }
 
-fn validate(roots: &Roots, as_json: bool) -> CliResult {
-    check_roots(roots)?;
-    let diags = ba_skills::validate_roots(roots.all(), &LoadOptions::default());
+/// Prints a strict check's diagnostics (JSON, or one per line and the counts) and exits 1 when
+/// any is an error: `skills validate` and `workflows validate` alike.
+pub(crate) fn report_diagnostics(diags: &[ba_skills::Diagnostic], as_json: bool) -> CliResult {
     let errors = diags.iter().filter(|d| d.is_error()).count();
     let warnings = diags.len() - errors;
     if as_json {
         emit(&json_text(
-            &json!({ "diagnostics": diagnostics_json(&diags) }),
+            &json!({ "diagnostics": diagnostics_json(diags) }),
         )?)?;
     } else {
         let mut out = String::new();
-        for d in &diags {
+        for d in diags {
             let _ = writeln!(out, "{d}");
         }
         let noun =
@@ -400,4 +400,10 @@ fn validate(roots: &Roots, as_json: bool) -> CliResult {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn validate(roots: &Roots, as_json: bool) -> CliResult {
+    check_roots(roots)?;
+    let diags = ba_skills::validate_roots(roots.all(), &LoadOptions::default());
+    report_diagnostics(&diags, as_json)
 }

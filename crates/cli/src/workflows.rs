@@ -287,30 +287,5 @@ fn validate(path: &Path, tools: &[String], as_json: bool) -> CliResult {
     }
     let known: BTreeSet<String> = tools.iter().cloned().collect();
     let diags = ba_skills::validate_workflow(path, (!known.is_empty()).then_some(&known));
-    let errors = diags.iter().filter(|d| d.is_error()).count();
-    let warnings = diags.len() - errors;
-    if as_json {
-        emit(&json_text(
-            &json!({ "diagnostics": diagnostics_json(&diags) }),
-        )?)?;
-    } else {
-        let mut out = String::new();
-        for d in &diags {
-            let _ = writeln!(out, "{d}");
-        }
-        let noun =
-            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let _ = writeln!(
-            out,
-            "{}, {}",
-            noun(errors, "error", "errors"),
-            noun(warnings, "warning", "warnings")
-        );
-        emit(&out)?;
-    }
-    Ok(if errors > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    crate::skills::report_diagnostics(&diags, as_json)
 }

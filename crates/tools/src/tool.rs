@@ -45,9 +45,19 @@ pub struct ToolCapabilities {
     /// The tool changes something outside the conversation (writes a database, sends a
     /// request that acts, runs code with effects): refused in the `read_only` approval mode.
     pub writes: bool,
+    /// The tool is offered only to runs in run mode (a workflow's `complete_node`): a chat or
+    /// agent conversation's requests do not list it.
+    pub run_mode_only: bool,
 }
 
 impl ToolCapabilities {
+    /// Offers the tool only to runs in run mode.
+    #[must_use]
+    pub fn with_run_mode_only(mut self, run_mode_only: bool) -> Self {
+        self.run_mode_only = run_mode_only;
+        self
+    }
+
     /// Sets the tool's own approval policy.
     #[must_use]
     pub fn with_approval(mut self, approval: ToolApproval) -> Self {

@@ -13,6 +13,7 @@ mod recall;
 mod skill;
 mod summarizer;
 mod task;
+mod workflow;
 mod workspace;
 
 pub use datafile::DataFileSink;
@@ -22,4 +23,5 @@ pub use recall::{RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool};
 pub use skill::{SkillTool, activation_text};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, TITLE_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};
+pub use workflow::CompleteNodeTool;
 pub use workspace::{WorkspaceFiles, file_info, with_attachments};

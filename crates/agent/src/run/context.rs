@@ -217,12 +217,9 @@ pub(crate) async fn preview(
     mode: ba_protocol::Mode,
 ) -> Result<ba_context::DebugData, AgentError> {
     let view = context_view(log);
-    let mut tools = super::tools::tool_specs_of(inner);
+    let tools = super::tools::tool_specs_of(inner, mode);
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
     let workflow = crate::workflow::WorkflowRun::from_log(log);
-    if workflow.as_ref().is_some_and(|w| !w.is_complete()) {
-        tools.push(crate::workflow::complete_node_spec());
-    }
     let mut request = build_request(inner, view, mode, &tools, catalogue.as_deref());
     if mode == ba_protocol::Mode::Run
         && let Some(w) = &workflow

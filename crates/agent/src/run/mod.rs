@@ -350,13 +350,17 @@ impl Runner {
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
+        self.specs = self.tools.specs(self.mode);
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
             mode: self.mode,
             input: input.kind(),
         });
-        match self.take_input(input).await? {
+        let begun = self.take_input(input).await?;
+        // A workflow's start puts the conversation in run mode, whose list may differ.
+        self.specs = self.tools.specs(self.mode);
+        match begun {
             Begun::Pending(calls) => self.rounds(calls).await,
             Begun::Answered(summary) => Ok(*summary),
         }

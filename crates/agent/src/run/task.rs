@@ -259,7 +259,8 @@ impl Runner {
         options: RunOptions,
     ) -> Self {
         let tools = inner.sources.for_run(&inner.runtime);
-        let specs = tools.specs();
+        // The list for the conversation's mode is taken when the run has read it.
+        let specs = tools.specs(ba_protocol::Mode::default());
         let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
         let files = match &inner.workspace {
             Some(workspace) => Some(Arc::new(WorkspaceFiles::new(

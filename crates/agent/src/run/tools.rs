@@ -7,15 +7,14 @@ use std::sync::Arc;
 
 use ba_protocol::SkillActivationResult;
 use ba_protocol::{Content, LogEntry, LogRole, LogToolCall, SkillActivationRecord, ToolSpec};
-use ba_protocol::{InvocationContext, ToolCall, ToolErrorKind, ToolResult};
+use ba_protocol::{InvocationContext, ToolCall, ToolResult};
 use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
 
 use super::{Runner, Stop, new_id, now};
-use crate::adapters::SkillTool;
+use crate::adapters::{CompleteNodeTool, SkillTool};
 use crate::events::AgentEvent;
-use crate::workflow::COMPLETE_NODE;
 
 impl Runner {
     /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
@@ -84,15 +83,7 @@ impl Runner {
                 let call = ToolCall::new(c.id.clone(), c.function.name.clone(), args(c));
                 let runtime = &runtime;
                 let ctx = &ctx;
-                // `complete_node` is the run's own: it is answered in order, below.
-                let local = c.function.name == COMPLETE_NODE;
-                async move {
-                    if local {
-                        ToolResult::failure(call.id, ToolErrorKind::ExecutionError, "", "")
-                    } else {
-                        runtime.run_with(&call, ctx, opts).await
-                    }
-                }
+                async move { runtime.run_with(&call, ctx, opts).await }
             })
             .collect();
         let concurrency = runtime.config().max_concurrency.max(1);
@@ -101,10 +92,8 @@ impl Runner {
         while let Some(mut result) = results.next().await {
             let Some(call) = calls.get(index) else { break };
             index += 1;
-            let mut completion = None;
-            if call.function.name == COMPLETE_NODE {
-                (result, completion) = self.complete_node(call, &args(call));
-            }
+            // A workflow node the call completed, whichever tool it was.
+            let completion = CompleteNodeTool::outcome(&scope, &call.id);
             // What a skill activation did beyond its text (its modifier), whichever tool it was.
             let activation = SkillTool::outcome(&scope, &call.id);
             self.keep_full_output(call, &mut result).await;
@@ -194,8 +183,8 @@ impl Runner {
 }
 
 /// The tools offered to the model (see [`Runner::tool_specs`]) by a run starting now.
-pub(super) fn tool_specs_of(inner: &crate::agent::Inner) -> Vec<ToolSpec> {
-    inner.sources.for_run(&inner.runtime).specs()
+pub(super) fn tool_specs_of(inner: &crate::agent::Inner, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
+    inner.sources.for_run(&inner.runtime).specs(mode)
 }
 
 pub(super) fn arguments_of(call: &LogToolCall) -> Value {

@@ -5,27 +5,20 @@
 
 use std::collections::BTreeMap;
 
-use ba_protocol::{LogToolCall, Mode, ToolErrorKind, ToolResult, WorkflowRecord};
+use ba_protocol::{Mode, WorkflowRecord};
 use serde_json::Value;
 
 use super::{Runner, Stop, new_id};
+use crate::adapters::CompleteNodeTool;
 use crate::events::{AgentEvent, WorkflowNodeInfo};
-use crate::workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};
+use crate::workflow::WorkflowRun;
 
 impl Runner {
     /// Reads the conversation's latest workflow run from its history; offers `complete_node`
     /// while a node is active.
     pub(super) fn load_workflow(&mut self) {
         self.workflow = WorkflowRun::from_log(self.history.all());
-        if self.workflow.as_ref().is_some_and(|w| !w.is_complete()) {
-            self.offer_complete_node();
-        }
-    }
-
-    fn offer_complete_node(&mut self) {
-        if !self.specs.iter().any(|s| s.name == COMPLETE_NODE) {
-            self.specs.push(complete_node_spec());
-        }
+        CompleteNodeTool::set_state(&self.scope, self.workflow.clone());
     }
 
     /// Starts a run of the workflow `name`: the definition and inputs checked (an unknown
@@ -114,9 +107,9 @@ impl Runner {
         let (workflow, run_id, inputs) =
             (run.workflow.clone(), run.run_id.clone(), run.inputs.clone());
         self.workflow = Some(run);
+        CompleteNodeTool::set_state(&self.scope, self.workflow.clone());
         self.put_run_ids(&mut e);
         self.append(e).await?;
-        self.offer_complete_node();
         self.emit(AgentEvent::WorkflowStarted {
             workflow,
             workflow_run_id: run_id,
@@ -144,51 +137,6 @@ impl Runner {
         if let Some(w) = self.workflow.as_ref().filter(|w| !w.is_complete()) {
             entry.run_id = Some(w.run_id.clone());
             entry.workflow_id = Some(w.workflow.clone());
-        }
-    }
-
-    /// A `complete_node` call: the result the model reads and, when the outputs hold, the
-    /// record its tool entry carries.
-    pub(super) fn complete_node(
-        &self,
-        call: &LogToolCall,
-        arguments: &Value,
-    ) -> (ToolResult, Option<WorkflowRecord>) {
-        let outcome = match &self.workflow {
-            Some(w) => w.complete(arguments),
-            None => Err("no workflow run is going on in this conversation".to_owned()),
-        };
-        match outcome {
-            Ok(record) => {
-                let next = match (&record.next, &self.workflow) {
-                    (Some(n), Some(w)) => {
-                        let title = w.definition.node(n).map_or("", |d| d.title.as_str());
-                        format!(
-                            "Node `{}` is complete. Next: node `{n}` ({title}); its brief comes with the next request.",
-                            record.node.as_deref().unwrap_or("")
-                        )
-                    }
-                    _ => format!(
-                        "Node `{}` is complete, and with it the workflow run. Report its results to the user.",
-                        record.node.as_deref().unwrap_or("")
-                    ),
-                };
-                let mut result =
-                    ToolResult::failure(call.id.clone(), ToolErrorKind::InvalidParameters, "", "");
-                result.observation = next;
-                result.success = true;
-                result.error = None;
-                (result, Some(record))
-            }
-            Err(message) => (
-                ToolResult::failure(
-                    call.id.clone(),
-                    ToolErrorKind::InvalidParameters,
-                    "node_outputs",
-                    message,
-                ),
-                None,
-            ),
         }
     }
 

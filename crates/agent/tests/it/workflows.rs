@@ -95,6 +95,7 @@ async fn model(broken: Arc<AtomicBool>) -> ScriptedModel {
         .rule("shortfall", |r| at(r, "shortfall"), |_| {
             Turn::call("complete_node", json!({"node": "shortfall", "outputs": {"causes": "a lost distributor"}}))
         })
+        .rule("answer anything else", |_| true, |_| Turn::text("Noted."))
         .start()
         .await
 }
@@ -352,4 +353,41 @@ async fn an_unknown_workflow_or_a_bad_input_is_refused_by_name() {
         "{error}"
     );
     assert!(model.requests().is_empty(), "nothing reached the model");
+}
+
+#[tokio::test]
+async fn complete_node_is_offered_in_run_mode_only() {
+    let model = model(Arc::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path());
+    let chat = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let done = agent.send(&chat, Input::message("Hello.")).finish().await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    let asked = model.requests();
+    assert!(!asked[0].offers("complete_node"), "{:?}", asked[0].tools());
+    // A conversation in run mode is offered it.
+    let run = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    agent
+        .store()
+        .update_metadata(
+            &run,
+            ba_storage::MetaUpdate {
+                mode: Some(Mode::Run),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let done = agent
+        .send(&run, Input::message("Hello again."))
+        .finish()
+        .await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    assert!(model.requests()[1].offers("complete_node"));
 }

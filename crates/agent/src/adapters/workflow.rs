@@ -1,0 +1,106 @@
+//! `complete_node`: how a model completes the active node of a workflow run. The run puts its
+//! [`WorkflowRun`] into its run scope; a call checks the outputs against the active node (a
+//! refusal is an error the model reads) and leaves the completion's record in the scope, where
+//! the run takes it for the tool entry it appends.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use async_trait::async_trait;
+use ba_protocol::{ToolErrorKind, WorkflowRecord};
+use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
+use serde_json::Value;
+
+use crate::workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};
+
+/// What a run shares with its `complete_node` calls.
+#[derive(Debug, Default)]
+struct RunWorkflow {
+    state: Mutex<Option<WorkflowRun>>,
+    outcomes: Mutex<HashMap<String, WorkflowRecord>>,
+}
+
+/// The `complete_node` tool, offered in run mode by an agent that has workflows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompleteNodeTool;
+
+impl CompleteNodeTool {
+    /// Puts the run's workflow state (or none) where its calls read it.
+    pub(crate) fn set_state(scope: &RunScope, run: Option<WorkflowRun>) {
+        let shared = scope.get_or_default::<RunWorkflow>();
+        *shared.state.lock().unwrap_or_else(PoisonError::into_inner) = run;
+    }
+
+    /// The completion call `call_id` recorded, taken out of the scope (`None` when it made
+    /// none: another tool, or a refusal).
+    pub(crate) fn outcome(scope: &RunScope, call_id: &str) -> Option<WorkflowRecord> {
+        let shared = scope.get::<RunWorkflow>()?;
+        let mut outcomes = shared
+            .outcomes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        outcomes.remove(call_id)
+    }
+}
+
+#[async_trait]
+impl Tool for CompleteNodeTool {
+    fn name(&self) -> &str {
+        COMPLETE_NODE
+    }
+
+    fn description(&self) -> &str {
+        "Completes the active node of the workflow run with its outputs; the run then moves to \
+         the next node (its brief arrives with the next request). Refused, with the reason, \
+         when an output the node declares is missing or has the wrong shape."
+    }
+
+    fn input_schema(&self) -> Value {
+        complete_node_spec().input_schema
+    }
+
+    fn capabilities(&self) -> ToolCapabilities {
+        // Callable under any skill, never retried (a completion is recorded once), and
+        // offered only to runs in run mode.
+        ToolCapabilities::default()
+            .with_always_allowed(true)
+            .with_max_retries(0)
+            .with_run_mode_only(true)
+    }
+
+    async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let refused = |message: String| {
+            ToolError::new(ToolErrorKind::InvalidParameters, message).with_code("NODE_OUTPUTS")
+        };
+        let Some(scope) = &ctx.scope else {
+            return Err(refused("no workflow run is going on".into()));
+        };
+        let shared = scope.get_or_default::<RunWorkflow>();
+        let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(run) = state.as_mut() else {
+            return Err(refused(
+                "no workflow run is going on in this conversation".into(),
+            ));
+        };
+        let record = run.complete(&input).map_err(refused)?;
+        run.apply(&record);
+        let node = record.node.clone().unwrap_or_default();
+        let text = match (&record.next, run.active_node()) {
+            (Some(next), Some(n)) => format!(
+                "Node `{node}` is complete. Next: node `{next}` ({}); its brief comes with the \
+                 next request.",
+                n.title
+            ),
+            _ => format!(
+                "Node `{node}` is complete, and with it the workflow run. Report its results to \
+                 the user."
+            ),
+        };
+        shared
+            .outcomes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(ctx.call_id.to_string(), record);
+        Ok(Value::String(text))
+    }
+}
