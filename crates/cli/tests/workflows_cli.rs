@@ -354,3 +354,157 @@ async fn run_workflow_goes_through_the_demo_example() {
     );
     assert_eq!(model.requests().len(), 5, "the refusals reached no model");
 }
+
+/// A `ba-agent run --workflow` process killed while its model call of node 2 is under way;
+/// `run --resume` in a new process goes on at node 2 with node 1's outputs, from the log alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_inside_node_two_resumes_there() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use ba_testkit::model::{Request, ScriptedModel, Turn};
+    use serde_json::json;
+    use tokio::io::AsyncBufReadExt as _;
+
+    fn at(r: &Request, id: &str) -> bool {
+        r.system().contains(&format!(": `{id}` — "))
+    }
+    let hold = Arc::new(AtomicBool::new(true));
+    let held = Arc::clone(&hold);
+    let model = ScriptedModel::builder()
+        .rule(
+            "report",
+            |r| r.system().contains("POST_RUN_PROTOCOL") && !r.system().contains("NODE_BRIEF"),
+            |_| Turn::text("September 2024 is on track."),
+        )
+        .rule(
+            "load",
+            |r| at(r, "load"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "load", "outputs": {"rows": 184, "issues": "none"}}),
+                )
+            },
+        )
+        .rule(
+            "held at figures",
+            move |r| at(r, "figures") && held.load(Ordering::SeqCst),
+            |_| Turn::hold(),
+        )
+        .rule(
+            "figures",
+            |r| at(r, "figures"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "figures", "outputs": {
+                "summary": [{"region": "West", "amount": 130688}], "chart": "the report's chart"}}),
+                )
+            },
+        )
+        .rule(
+            "targets",
+            |r| at(r, "targets"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "targets", "outputs": {
+                "verdict": "on_track", "gaps": [{"region": "Central", "gap": -0.075}]}}),
+                )
+            },
+        )
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ba-agent.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "provider: anthropic\nmodel: claude-workflows\nbase_url: {}\nsub_agents: false\nrun_python: false\n",
+            model.anthropic_base_url()
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let command = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"));
+        cmd.env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("BA_AGENT_CONFIG")
+            .env_remove("BA_AGENT_HOME")
+            .arg("run")
+            .arg("--config")
+            .arg(&config)
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut child = command(&["--workflow", "monthly-sales-review"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let id = first
+        .strip_prefix("Conversation ")
+        .unwrap()
+        .trim()
+        .to_owned();
+    tokio::time::timeout(Duration::from_secs(120), model.wait_for_requests(2))
+        .await
+        .unwrap();
+    assert_eq!(model.fired()[1].as_deref(), Some("held at figures"));
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    hold.store(false, Ordering::SeqCst);
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        command(&["--resume", &id]).output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let requests = model.requests();
+    assert!(
+        at(&requests[2], "figures"),
+        "the resumed run asks at node 2 first"
+    );
+    assert!(
+        requests[2]
+            .system()
+            .contains("- load: {\"issues\":\"none\",\"rows\":184}"),
+        "{}",
+        requests[2].system()
+    );
+    let fired: Vec<String> = model.fired().into_iter().flatten().collect();
+    assert_eq!(
+        fired,
+        ["load", "held at figures", "figures", "targets", "report"]
+    );
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env_remove("BA_AGENT_CONFIG")
+        .args(["inspect", &id, "--json", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let nodes: Vec<&str> = report["workflow_runs"][0]["completed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n[0].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["load", "figures", "targets"]);
+    assert_eq!(
+        report["workflow_runs"][0]["active"],
+        serde_json::Value::Null
+    );
+}
