@@ -195,6 +195,29 @@ impl WorkflowRun {
         Some(out.trim_end().to_owned())
     }
 
+    /// The tools the active node may call, as a modifier the runtime applies (with a skill's,
+    /// both hold: a tool must be in each list); `None` when the node names none or the run is
+    /// complete. Tools allowed under any restriction (`complete_node`, `activate_skill`) stay
+    /// callable.
+    pub fn restrict(
+        &self,
+        skill: Option<ba_protocol::ContextModifier>,
+    ) -> Option<ba_protocol::ContextModifier> {
+        let node_tools = self.active_node().and_then(|n| n.tools.clone());
+        let Some(tools) = node_tools else {
+            return skill;
+        };
+        let mut modifier = skill.unwrap_or_default();
+        modifier.allowed_tools = Some(match modifier.allowed_tools.take() {
+            Some(skill_tools) => tools
+                .into_iter()
+                .filter(|t| skill_tools.contains(t))
+                .collect(),
+            None => tools,
+        });
+        Some(modifier)
+    }
+
     /// Puts the run's parts into a run-mode request: the node brief and step context while a
     /// node is active, the post-run protocol once complete.
     pub(crate) fn shape(&self, request: &mut ba_context::BuildRequest<'_>) {

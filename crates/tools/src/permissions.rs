@@ -1,4 +1,5 @@
-//! Layer 4: permissions (T8). A tool outside the active skill's `allowed_tools`, or above the
+//! Layer 4: permissions (T8). A tool outside the active skill's `allowed_tools` (or the active
+//! workflow node's `tools`), or above the
 //! caller's permission level, is refused before it runs.
 
 use ba_protocol::ContextModifier;
@@ -29,8 +30,8 @@ pub fn check_permission(
             allowed
         };
         return Err(ToolError::permission_denied(format!(
-            "tool `{tool}` is not allowed while the active skill restricts tools (allowed: \
-             {allowed})"
+            "tool `{tool}` is not allowed while the active skill or workflow node restricts tools \
+             (allowed: {allowed})"
         ))
         .with_code("TOOL_NOT_ALLOWED"));
     }

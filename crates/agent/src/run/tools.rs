@@ -45,7 +45,10 @@ impl Runner {
         };
         let inner = Arc::clone(&self.inner);
         let runtime = Arc::clone(&self.tools.runtime);
-        let modifier = self.history.modifier();
+        let mut modifier = self.history.modifier();
+        if let Some(w) = &self.workflow {
+            modifier = w.restrict(modifier);
+        }
         let ctx = InvocationContext {
             caller_id: "agent".into(),
             permission_level: inner.settings.permission_level,

@@ -67,6 +67,14 @@ async fn model(broken: Arc<AtomicBool>) -> ScriptedModel {
             |r| r.system().contains("POST_RUN_PROTOCOL") && !r.system().contains("NODE_BRIEF"),
             |r| Turn::text(format!("Report: {}", r.last_result().map_or("", |t| t.text.as_str()))),
         )
+        .rule(
+            "a tool the node does not name",
+            |r| at(r, "load") && r.last_user_text().contains("2024-11"),
+            |r| match r.last_result() {
+                Some(t) if t.name == "lookup" => Turn::text(format!("Refused: {}", t.text)),
+                _ => Turn::call("lookup", json!({})),
+            },
+        )
         .rule("load", |r| at(r, "load"), |_| {
             Turn::call("complete_node", json!({"node": "load", "outputs": {"rows": 1200}}))
         })
@@ -108,8 +116,14 @@ fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
     let mut set = WorkflowSet::default();
     set.add_text(REVIEW, std::path::Path::new("review/WORKFLOW.md"));
     assert!(set.get("review").is_some(), "{:?}", set.diagnostics());
+    let lookup = ba_tools::typed_tool(
+        "lookup",
+        "Looks something up.",
+        |_: serde_json::Map<String, serde_json::Value>, _| async { Ok(json!("looked up")) },
+    );
     Agent::builder(Arc::new(client))
         .store(Arc::new(FileStore::open(dir).unwrap()))
+        .tool(lookup)
         .workflows(Arc::new(set))
         .sub_agents(false)
         .build()
@@ -390,4 +404,22 @@ async fn complete_node_is_offered_in_run_mode_only() {
         .await;
     assert_eq!(done.status, RunStatus::Answered, "{done:?}");
     assert!(model.requests()[1].offers("complete_node"));
+}
+
+#[tokio::test]
+async fn a_node_calls_only_the_tools_it_names() {
+    let model = model(Arc::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    let done = agent.send(&id, review(Some("2024-11"))).finish().await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    let answer = done.final_answer.unwrap_or_default();
+    assert!(
+        answer.contains("tool `lookup` is not allowed while the active skill or workflow node restricts tools (allowed: query_database)"),
+        "{answer}"
+    );
 }
