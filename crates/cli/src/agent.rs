@@ -146,43 +146,6 @@ pub(crate) struct RunArgs {
     opts: AgentOpts,
 }
 
-/// `--workflow NAME --input K=V …` as the input that starts the run, checked against the
-/// configuration's workflows before anything starts (an unknown name or a bad input: exit 2).
-fn workflow_input(config: &Config, name: &str, inputs: &[String]) -> Result<Input, CliError> {
-    let mut given = std::collections::BTreeMap::new();
-    for pair in inputs {
-        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-            return Err(CliError::input(anyhow!(
-                "--input {pair:?}: expected KEY=VALUE"
-            )));
-        };
-        if given
-            .insert(key.trim().to_owned(), value.to_owned())
-            .is_some()
-        {
-            return Err(CliError::input(anyhow!("--input {key}: given twice")));
-        }
-    }
-    let set = config.workflow_set();
-    let Some(definition) = set.get(name) else {
-        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
-        return Err(CliError::input(anyhow!(
-            "no workflow named {name:?} (known: {}; see `ba-agent workflows list`)",
-            known.join(", ")
-        )));
-    };
-    if let Err(problems) = definition.resolve_inputs(&given) {
-        return Err(CliError::input(anyhow!(
-            "workflow {name:?}: {}",
-            problems.join("; ")
-        )));
-    }
-    Ok(Input::Workflow {
-        name: name.to_owned(),
-        inputs: given,
-    })
-}
-
 /// `ba-agent chat`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChatArgs {
@@ -471,7 +434,7 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
         (None, None, None) if deciding => (args.conversation.clone(), decisions(&args)),
         (None, None, None) if args.workflow.is_some() => (
             args.conversation.clone(),
-            workflow_input(
+            crate::workflows::run_input(
                 &config,
                 args.workflow.as_deref().unwrap_or_default(),
                 &args.inputs,

@@ -289,3 +289,44 @@ fn validate(path: &Path, tools: &[String], as_json: bool) -> CliResult {
     let diags = ba_skills::validate_workflow(path, (!known.is_empty()).then_some(&known));
     crate::skills::report_diagnostics(&diags, as_json)
 }
+
+/// `--workflow NAME --input K=V …` as the input that starts the run, checked against the
+/// configuration's workflows before anything starts (an unknown name or a bad input: exit 2).
+pub(crate) fn run_input(
+    config: &crate::config::Config,
+    name: &str,
+    inputs: &[String],
+) -> Result<ba_agent::Input, CliError> {
+    let mut given = std::collections::BTreeMap::new();
+    for pair in inputs {
+        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+            return Err(CliError::input(anyhow!(
+                "--input {pair:?}: expected KEY=VALUE"
+            )));
+        };
+        if given
+            .insert(key.trim().to_owned(), value.to_owned())
+            .is_some()
+        {
+            return Err(CliError::input(anyhow!("--input {key}: given twice")));
+        }
+    }
+    let set = config.workflow_set();
+    let Some(definition) = set.get(name) else {
+        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
+        return Err(CliError::input(anyhow!(
+            "no workflow named {name:?} (known: {}; see `ba-agent workflows list`)",
+            known.join(", ")
+        )));
+    };
+    if let Err(problems) = definition.resolve_inputs(&given) {
+        return Err(CliError::input(anyhow!(
+            "workflow {name:?}: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(ba_agent::Input::Workflow {
+        name: name.to_owned(),
+        inputs: given,
+    })
+}
