@@ -17,27 +17,29 @@ fi
 log "$(chromium --version 2>/dev/null || echo 'chromium: version unknown')"
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-PORT=${BA_AGENT_WEBDRIVER_PORT:-}
-if [ -z "$PORT" ]; then
-    for candidate in $(seq 59515 59615); do
-        if port_free "$candidate"; then PORT=$candidate; break; fi
-    done
-fi
-if [ -z "$PORT" ]; then
-    log "error: no free port between 59515 and 59615"
-    exit 1
-fi
-
 LOG=$(mktemp /tmp/ba-agent-chromedriver.XXXXXX.log)
-# Only local clients; the tests start headless sessions with --no-sandbox (CI runs as root).
-chromedriver --port="$PORT" --allowed-ips=127.0.0.1 --log-path="$LOG" >&2 &
-PID=$!
-for _ in $(seq 1 100); do
-    if ! port_free "$PORT"; then break; fi
-    sleep 0.1
+# A port free when looked at can be taken before chromedriver binds it (another driver starting
+# beside this one): a driver that exits is started again on the next free port.
+start_on() {
+    # Only local clients; the tests start headless sessions with --no-sandbox (CI runs as root).
+    chromedriver --port="$1" --allowed-ips=127.0.0.1 --log-path="$LOG" >&2 &
+    PID=$!
+    for _ in $(seq 1 100); do
+        if ! kill -0 "$PID" 2>/dev/null; then return 1; fi
+        if ! port_free "$1"; then return 0; fi
+        sleep 0.1
+    done
+    kill "$PID" 2>/dev/null || true
+    return 1
+}
+PORT=""
+for candidate in ${BA_AGENT_WEBDRIVER_PORT:-$(seq 59515 59615)}; do
+    port_free "$candidate" || continue
+    if start_on "$candidate"; then PORT=$candidate; break; fi
+    log "chromedriver did not start on port $candidate (log: $LOG); trying the next port"
 done
-if port_free "$PORT"; then
-    log "error: chromedriver did not start (log: $LOG)"
+if [ -z "$PORT" ]; then
+    log "error: chromedriver did not start on any port (log: $LOG)"
     exit 1
 fi
 log "chromedriver on 127.0.0.1:$PORT (pid $PID, log $LOG)"
