@@ -510,3 +510,185 @@ async fn run_upload_attaches_files_and_saves_the_outputs_under_their_names() {
         assert_no_server_path(dir.path(), "a model request", &r.body().to_string());
     }
 }
+
+/// The whole day of an analyst through `ba-agent serve` and a model that decides: a file is
+/// uploaded, a question asked; the code the model wants to run waits for a person (the
+/// configuration asks for `run_python`); approved over the API, it runs and writes a chart the
+/// answer links; the chart is downloaded. Then the server stops and a new one starts on the same
+/// home ("tomorrow"): the conversation is there, idle, with its title; the chart downloads the
+/// same; a follow-up question reaches the model with the first question in its history; the
+/// report exports with its link to the chart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_ask_approve_download_and_come_back_tomorrow() {
+    if !python_with_pandas() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    ba_builtins::demo_data::generate(&data).unwrap();
+    let home = dir.path().join("home");
+    let model = ScriptedModel::builder()
+        .rule(
+            "answer the follow-up from the history",
+            |r| r.last_user_text().contains("Which region"),
+            |r| {
+                let first = r
+                    .messages()
+                    .iter()
+                    .any(|m| m.text.contains("Chart the targets by region."));
+                complete(
+                    if first {
+                        "West, as the chart showed."
+                    } else {
+                        "I do not know what you asked before."
+                    },
+                    &[],
+                )
+            },
+        )
+        .rule(
+            "read the upload",
+            |r| r.offers("file_reader") && r.round() == 0 && !r.uploads().is_empty(),
+            |r| {
+                Turn::calls(
+                    r.uploads()
+                        .iter()
+                        .map(|u| ("file_reader", json!({"path": u}))),
+                )
+            },
+        )
+        .rule(
+            "chart it",
+            |r| {
+                r.last_result()
+                    .is_some_and(|t| t.name == "file_reader" && !t.is_error)
+            },
+            |_| Turn::call("run_python", json!({"code": CHART_CODE})),
+        )
+        .rule(
+            "report the chart",
+            |r| {
+                r.last_result()
+                    .is_some_and(|t| t.name == "run_python" && !t.is_error)
+            },
+            |r| {
+                let ids = output_ids(&r.last_result().unwrap().text);
+                complete(
+                    &format!("Targets by region: <file_ref>{}</file_ref>", ids[0]),
+                    &ids,
+                )
+            },
+        )
+        .start()
+        .await;
+    let config = config(
+        dir.path(),
+        &model,
+        "max_rounds: 8\napprovals:\n  tools:\n    run_python: ask\n",
+    );
+    let server = serve(&home, &config).await;
+    let id = server.create().await;
+    let csv = std::fs::read(data.join("sales.csv")).unwrap();
+    let upload = server.upload(&id, "sales.csv", "text/csv", &csv).await;
+    let upload = upload["id"].as_str().unwrap().to_owned();
+
+    // Asked: the code waits for a person.
+    let frames = server
+        .run(&id, "q1", "Chart the targets by region.", &[&upload])
+        .await;
+    let (_, finished) = frames.last().unwrap();
+    assert_eq!(finished["status"], "awaiting_approval", "{finished}");
+    let waiting = server
+        .json(&format!("/api/v1/conversations/{id}/approvals"))
+        .await;
+    let call = waiting["pending"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(waiting["pending"][0]["tool"], "run_python");
+    assert!(
+        !model
+            .fired()
+            .iter()
+            .flatten()
+            .any(|r| r == "report the chart"),
+        "nothing ran yet"
+    );
+
+    // Approved: it runs, and the answer links the chart.
+    let decided = server
+        .post(
+            &format!("/api/v1/conversations/{id}/approvals/{call}"),
+            &json!({"decision": "approve"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 202, "{:?}", decided.text().await);
+    let idle = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        loop {
+            let c = server.json(&format!("/api/v1/conversations/{id}")).await;
+            if c["status"] != "running" {
+                return c;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(idle["status"], "idle", "{idle}");
+    let files = server
+        .json(&format!("/api/v1/conversations/{id}/files"))
+        .await;
+    let chart = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "chart.png")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, media, png) = server
+        .bytes(&format!("/api/v1/conversations/{id}/files/{chart}"))
+        .await;
+    assert_eq!((status, media.as_str()), (200, "image/png"));
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+
+    // Tomorrow: another server on the same home.
+    server.terminate().await;
+    let server = serve(&home, &config).await;
+    let view = server.json(&format!("/api/v1/conversations/{id}")).await;
+    assert_eq!(view["status"], "idle");
+    assert_eq!(view["title"], "Chart the targets by region.");
+    let (status, _, again) = server
+        .bytes(&format!("/api/v1/conversations/{id}/files/{chart}"))
+        .await;
+    assert_eq!((status, again == png), (200, true), "the same chart");
+    let frames = server
+        .run(&id, "q2", "Which region has the highest target?", &[])
+        .await;
+    let answer = frames
+        .iter()
+        .find(|(e, _)| e == "final_answer")
+        .map(|(_, d)| d["text"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    assert!(answer.contains("West, as the chart showed."), "{frames:?}");
+    let (status, _, md) = server
+        .bytes(&format!("/api/v1/conversations/{id}/report/last?format=md"))
+        .await;
+    assert_eq!(status, 200);
+    let (_, _, first) = server
+        .bytes(&format!(
+            "/api/v1/conversations/{id}/report/{}?format=md",
+            view["last_seq"]
+        ))
+        .await;
+    let first = String::from_utf8(first).unwrap();
+    assert!(
+        first.contains(&format!("/api/v1/conversations/{id}/files/{chart}")),
+        "{first}"
+    );
+    assert!(String::from_utf8(md).unwrap().contains("West"));
+    server.terminate().await;
+}
