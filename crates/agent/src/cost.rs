@@ -98,6 +98,14 @@ impl Prices {
         })
     }
 
+    /// What the model call that wrote `entry` cost, by the model that answered it; `None`
+    /// for an entry without usage or a model without a price.
+    pub fn of_entry(&self, entry: &ba_protocol::LogEntry) -> Option<f64> {
+        let usage = entry.records.usage?;
+        let model = entry.records.model.as_ref().and_then(|m| m.name.as_deref());
+        self.cost(model, &usage)
+    }
+
     /// What one call of `model` with `usage` cost, or `None` when `model` has no price.
     pub fn cost(&self, model: Option<&str>, usage: &Usage) -> Option<f64> {
         model.and_then(|m| self.get(m)).map(|p| p.cost(usage))

@@ -84,4 +84,4 @@ pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, InventoryChange, WorkflowRunReport, money};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use sources::{SourceSnapshot, ToolSource};
-pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};
+pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec, shown_inputs};

@@ -290,12 +290,11 @@ impl ConversationReport {
     pub fn priced(mut self, entries: &[LogEntry], prices: &crate::Prices) -> Self {
         let mut total = None::<f64>;
         self.unpriced_calls = 0;
-        for e in entries.iter().filter(|e| e.role == LogRole::Assistant) {
-            let Some(usage) = e.records.usage else {
-                continue;
-            };
-            let model = e.records.model.as_ref().and_then(|m| m.name.as_deref());
-            match prices.cost(model, &usage) {
+        for e in entries
+            .iter()
+            .filter(|e| e.role == LogRole::Assistant && e.records.usage.is_some())
+        {
+            match prices.of_entry(e) {
                 Some(c) => total = Some(total.unwrap_or(0.0) + c),
                 None => self.unpriced_calls += 1,
             }

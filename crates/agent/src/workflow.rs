@@ -277,13 +277,28 @@ impl WorkflowRun {
     }
 }
 
+/// Inputs as people read them: `month=2024-09` (text as it is, numbers and booleans as JSON).
+pub fn shown_inputs(inputs: &Map<String, Value>) -> Vec<String> {
+    inputs
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(text) => format!("{k}={text}"),
+            other => format!("{k}={other}"),
+        })
+        .collect()
+}
+
+/// The words the model reads about `complete_node`.
+pub(crate) const COMPLETE_NODE_DESCRIPTION: &str = "Completes the active node of the workflow \
+run with its outputs; the run then moves to the next node (its brief arrives with the next \
+request). Refused, with the reason, when an output the node declares is missing or has the \
+wrong shape.";
+
 /// The `complete_node` tool as the model sees it.
 pub fn complete_node_spec() -> ToolSpec {
     ToolSpec::new(
         COMPLETE_NODE,
-        "Completes the active node of the workflow run with its outputs; the run then moves to \
-         the next node (its brief arrives with the next request). Refused, with the reason, \
-         when an output the node declares is missing or has the wrong shape.",
+        COMPLETE_NODE_DESCRIPTION,
         json!({
             "type": "object",
             "properties": {

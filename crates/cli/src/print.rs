@@ -163,13 +163,7 @@ impl Printer {
                 nodes,
                 ..
             } => {
-                let inputs: Vec<String> = inputs
-                    .iter()
-                    .map(|(k, v)| match v {
-                        serde_json::Value::String(text) => format!("{k}={text}"),
-                        other => format!("{k}={other}"),
-                    })
-                    .collect();
+                let inputs = ba_agent::shown_inputs(inputs);
                 let path: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
                 self.line(&format!(
                     "▶ workflow {workflow} ({}): {}",

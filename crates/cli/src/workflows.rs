@@ -311,18 +311,9 @@ pub(crate) fn run_input(
             return Err(CliError::input(anyhow!("--input {key}: given twice")));
         }
     }
-    let set = config.workflow_set();
-    let Some(definition) = set.get(name) else {
-        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
+    if let Err(e) = config.workflow_set().start(name, &given) {
         return Err(CliError::input(anyhow!(
-            "no workflow named {name:?} (known: {}; see `ba-agent workflows list`)",
-            known.join(", ")
-        )));
-    };
-    if let Err(problems) = definition.resolve_inputs(&given) {
-        return Err(CliError::input(anyhow!(
-            "workflow {name:?}: {}",
-            problems.join("; ")
+            "{e}; see `ba-agent workflows list`"
         )));
     }
     Ok(ba_agent::Input::Workflow {

@@ -402,7 +402,7 @@ pub(crate) async fn messages(
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok())
                 .and_then(|a| crate::render::response_html(&a));
-            let cost_usd = crate::hub::cost_of(&s.entry, prices);
+            let cost_usd = prices.of_entry(&s.entry);
             Message {
                 api_response,
                 response_html,

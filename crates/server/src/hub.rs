@@ -91,7 +91,7 @@ impl Frame {
                 .records
                 .usage
                 .and_then(|u| serde_json::to_value(u).ok()),
-            cost_usd: cost_of(entry, prices),
+            cost_usd: prices.of_entry(entry),
         };
         Self {
             cursor: Cursor { seq, k: 0 },
@@ -99,13 +99,6 @@ impl Frame {
             data: serde_json::to_string(&data).unwrap_or_default(),
         }
     }
-}
-
-/// What the model call that wrote `entry` cost, when its model has a price.
-pub(crate) fn cost_of(entry: &ba_protocol::LogEntry, prices: &ba_agent::Prices) -> Option<f64> {
-    let usage = entry.records.usage?;
-    let model = entry.records.model.as_ref().and_then(|m| m.name.as_deref());
-    prices.cost(model, &usage)
 }
 
 /// The run of this process in flight (the lease in the store is what keeps others out; this

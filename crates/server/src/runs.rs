@@ -68,28 +68,14 @@ fn workflow_input(
         };
         given.insert(key, text);
     }
-    let set = state.agent().workflows();
-    let Some(definition) = set.get(&name) else {
-        let known: Vec<&str> = set.workflows().map(|w| w.name.as_str()).collect();
-        return Err(ApiError::not_found(format!(
-            "no workflow named {name:?} (known: {})",
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )));
-    };
-    if let Err(problems) = definition.resolve_inputs(&given) {
-        return Err(ApiError::bad_request(format!(
-            "workflow {name:?}: {}",
-            problems.join("; ")
-        )));
+    match state.agent().workflows().start(&name, &given) {
+        Err(e @ ba_skills::StartError::Unknown { .. }) => Err(ApiError::not_found(e.to_string())),
+        Err(e) => Err(ApiError::bad_request(e.to_string())),
+        Ok(_) => Ok(Input::Workflow {
+            name,
+            inputs: given,
+        }),
     }
-    Ok(Input::Workflow {
-        name,
-        inputs: given,
-    })
 }
 
 #[derive(Debug, Default, Deserialize)]

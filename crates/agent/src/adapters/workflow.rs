@@ -11,7 +11,7 @@ use ba_protocol::{ToolErrorKind, WorkflowRecord};
 use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;
 
-use crate::workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec};
+use crate::workflow::{COMPLETE_NODE, COMPLETE_NODE_DESCRIPTION, WorkflowRun, complete_node_spec};
 
 /// What a run shares with its `complete_node` calls.
 #[derive(Debug, Default)]
@@ -29,6 +29,13 @@ impl CompleteNodeTool {
     pub(crate) fn set_state(scope: &RunScope, run: Option<WorkflowRun>) {
         let shared = scope.get_or_default::<RunWorkflow>();
         *shared.state.lock().unwrap_or_else(PoisonError::into_inner) = run;
+    }
+
+    /// The run's workflow state as its calls left it.
+    pub(crate) fn state(scope: &RunScope) -> Option<WorkflowRun> {
+        let shared = scope.get::<RunWorkflow>()?;
+        let state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.clone()
     }
 
     /// The completion call `call_id` recorded, taken out of the scope (`None` when it made
@@ -50,9 +57,7 @@ impl Tool for CompleteNodeTool {
     }
 
     fn description(&self) -> &str {
-        "Completes the active node of the workflow run with its outputs; the run then moves to \
-         the next node (its brief arrives with the next request). Refused, with the reason, \
-         when an output the node declares is missing or has the wrong shape."
+        COMPLETE_NODE_DESCRIPTION
     }
 
     fn input_schema(&self) -> Value {

@@ -1,17 +1,17 @@
 //! A run's part in a workflow run: starting one ([`Input::Workflow`](crate::Input::Workflow)),
 //! the `complete_node` calls that move it on, the `run_id` / `workflow_id` of its entries, and
 //! the node brief and step context of its requests. The state is [`WorkflowRun`], read from
-//! the history when the run starts and kept in step with what the run appends.
+//! the history when the run starts and put in the run scope, where `complete_node` moves it on;
+//! the run takes its copy back from there after each completion.
 
 use std::collections::BTreeMap;
 
 use ba_protocol::{Mode, WorkflowRecord};
-use serde_json::Value;
 
 use super::{Runner, Stop, new_id};
 use crate::adapters::CompleteNodeTool;
 use crate::events::{AgentEvent, WorkflowNodeInfo};
-use crate::workflow::WorkflowRun;
+use crate::workflow::{WorkflowRun, shown_inputs};
 
 impl Runner {
     /// Reads the conversation's latest workflow run from its history; offers `complete_node`
@@ -30,30 +30,11 @@ impl Runner {
         given: &BTreeMap<String, String>,
     ) -> Result<(), Stop> {
         let workflows = std::sync::Arc::clone(&self.inner.workflows);
-        let Some(definition) = workflows.get(name).cloned() else {
-            let known: Vec<&str> = workflows.workflows().map(|w| w.name.as_str()).collect();
-            return Err(Stop {
-                kind: "input",
-                message: format!(
-                    "no workflow named {name:?} (known: {})",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            });
-        };
-        let inputs = definition.resolve_inputs(given).map_err(|problems| Stop {
+        let (definition, inputs) = workflows.start(name, given).map_err(|e| Stop {
             kind: "input",
-            message: format!("workflow {name:?}: {}", problems.join("; ")),
+            message: e.to_string(),
         })?;
-        if definition.first_node().is_none() {
-            return Err(Stop {
-                kind: "input",
-                message: format!("workflow {name:?} has no nodes"),
-            });
-        }
+        let definition = definition.clone();
         if self.mode != Mode::Run {
             self.mode = Mode::Run;
             let update = ba_storage::MetaUpdate {
@@ -68,14 +49,7 @@ impl Runner {
             format!("wfr_{}", id.trim_start_matches("e_")),
             inputs,
         );
-        let shown: Vec<String> = run
-            .inputs
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(text) => format!("{k}={text}"),
-                other => format!("{k}={other}"),
-            })
-            .collect();
+        let shown = shown_inputs(&run.inputs);
         let text = format!(
             "Run the workflow `{}` ({}) with {}.",
             run.workflow,
@@ -142,10 +116,11 @@ impl Runner {
 
     /// After a completion's entry is in the log: the state moves on, and the events say so.
     pub(super) fn node_completed(&mut self, record: &WorkflowRecord) {
-        let Some(w) = self.workflow.as_mut() else {
+        // The call moved the state in the run scope; the run's copy is taken from there.
+        self.workflow = CompleteNodeTool::state(&self.scope);
+        let Some(w) = self.workflow.as_ref() else {
             return;
         };
-        w.apply(record);
         let (run_id, workflow) = (w.run_id.clone(), w.workflow.clone());
         let complete = w.is_complete();
         let outputs = w.outputs();

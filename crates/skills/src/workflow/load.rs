@@ -222,6 +222,42 @@ impl WorkflowSet {
         self.workflows.get(name)
     }
 
+    /// The workflow `name` and `given` read as its inputs (defaults for those not given):
+    /// what a run starts from, checked the same way by every front end.
+    ///
+    /// # Errors
+    /// [`StartError`]: an unknown name (naming the known ones), inputs that do not read (each
+    /// problem a sentence naming the input), a workflow without nodes.
+    pub fn start(
+        &self,
+        name: &str,
+        given: &BTreeMap<String, String>,
+    ) -> Result<(&WorkflowDef, serde_json::Map<String, serde_json::Value>), StartError> {
+        let Some(definition) = self.get(name) else {
+            let known: Vec<&str> = self.workflows().map(|w| w.name.as_str()).collect();
+            return Err(StartError::Unknown {
+                name: name.to_owned(),
+                known: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            });
+        };
+        let inputs = definition
+            .resolve_inputs(given)
+            .map_err(|problems| StartError::Inputs {
+                name: name.to_owned(),
+                problems: problems.join("; "),
+            })?;
+        if definition.first_node().is_none() {
+            return Err(StartError::NoNodes {
+                name: name.to_owned(),
+            });
+        }
+        Ok((definition, inputs))
+    }
+
     /// Every workflow, by name.
     pub fn workflows(&self) -> impl Iterator<Item = &WorkflowDef> {
         self.workflows.values()
@@ -231,4 +267,32 @@ impl WorkflowSet {
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }
+}
+
+/// Why a run of a workflow cannot start ([`WorkflowSet::start`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// No workflow has this name.
+    #[error("no workflow named {name:?} (known: {known})")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The workflows there are, comma-separated, or `none`.
+        known: String,
+    },
+    /// Inputs that do not read as their types, unknown ones, missing required ones.
+    #[error("workflow {name:?}: {problems}")]
+    Inputs {
+        /// The workflow.
+        name: String,
+        /// Each problem, a sentence naming the input, joined by `; `.
+        problems: String,
+    },
+    /// The workflow has no node to start at.
+    #[error("workflow {name:?} has no nodes")]
+    NoNodes {
+        /// The workflow.
+        name: String,
+    },
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use load::{
-    MAX_WORKFLOW_BYTES, WORKFLOW_FILE, WorkflowSet, parse_workflow, validate_workflow,
+    MAX_WORKFLOW_BYTES, StartError, WORKFLOW_FILE, WorkflowSet, parse_workflow, validate_workflow,
     validate_workflow_text,
 };
 
