@@ -1,4 +1,5 @@
-//! Conversions between Anthropic Messages, OpenAI Chat Completions and the log (P3).
+//! Conversions between Anthropic Messages, OpenAI Chat Completions, the OpenAI Responses API
+//! and the log (P3).
 //!
 //! The log is the hub: both providers convert to it without loss, and from it to each other.
 //! Where the target cannot express something (thinking in OpenAI, `refusal` in Anthropic), the
@@ -18,8 +19,13 @@ use crate::message::Role;
 use crate::openai::{ChatMessage, ChatRequest, ChatToolCall, OPENAI_PART_TYPES};
 
 mod openai;
+mod responses;
 
 pub use self::openai::{log_to_openai, openai_to_log};
+pub use self::responses::{
+    RESPONSES_ITEM_KEY, RESPONSES_KEY, items_to_log, log_to_responses, reasoning_block,
+    reasoning_of, response_to_log, responses_to_anthropic, responses_to_log, responses_to_openai,
+};
 
 /// Something a conversion could not carry over.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -280,6 +286,14 @@ pub fn log_to_anthropic(entries: &[LogEntry]) -> Converted<AnthropicRequest> {
     let mut prev_role: Option<LogRole> = None;
     for (i, e) in entries.iter().enumerate() {
         let path = format!("log[{i}]");
+        if let Some(kind) = responses::foreign_item(e) {
+            loss(
+                &mut losses,
+                &path,
+                format!("Responses `{kind}` item has no Anthropic equivalent"),
+            );
+            continue;
+        }
         report_openai_only(e, &path, &mut losses);
         match e.role {
             LogRole::System | LogRole::Developer => {
@@ -386,11 +400,12 @@ pub fn log_to_anthropic(entries: &[LogEntry]) -> Converted<AnthropicRequest> {
 
 fn report_openai_only(e: &LogEntry, path: &str, losses: &mut Vec<Loss>) {
     for key in e.openai.keys() {
-        loss(
-            losses,
-            path,
-            format!("OpenAI field `{key}` has no Anthropic equivalent"),
-        );
+        let what = if key == RESPONSES_KEY {
+            "Responses item fields (`id`, `status`, …) have no Anthropic equivalent".to_owned()
+        } else {
+            format!("OpenAI field `{key}` has no Anthropic equivalent")
+        };
+        loss(losses, path, what);
     }
     if e.name.is_some() {
         loss(
@@ -451,7 +466,37 @@ fn to_anthropic_content(content: Option<Content>, path: &str, losses: &mut Vec<L
             let mut out = Vec::with_capacity(blocks.len());
             for (j, block) in blocks.into_iter().enumerate() {
                 match block {
+                    ContentBlock::Thinking(t) if t.extra.contains_key(RESPONSES_KEY) => loss(
+                        losses,
+                        format!("{path}.content[{j}]"),
+                        "an OpenAI reasoning item (its encrypted content only OpenAI reads) has no Anthropic equivalent",
+                    ),
                     ContentBlock::Unknown(map) => match map.get("type").and_then(Value::as_str) {
+                        Some("input_text" | "output_text") => {
+                            let here = format!("{path}.content[{j}]");
+                            if let Some(text) = responses::responses_part_text(&map, &here, losses)
+                            {
+                                out.push(ContentBlock::text(text));
+                            }
+                        }
+                        Some("input_image") => match map.get("image_url").and_then(Value::as_str) {
+                            Some(url) => out.push(image_from_url(url)),
+                            None => loss(
+                                losses,
+                                format!("{path}.content[{j}]"),
+                                "an `input_image` part without an `image_url` has no Anthropic equivalent",
+                            ),
+                        },
+                        Some(t)
+                            if crate::responses::RESPONSES_PART_TYPES.contains(&t)
+                                && !OPENAI_PART_TYPES.contains(&t) =>
+                        {
+                            loss(
+                                losses,
+                                format!("{path}.content[{j}]"),
+                                format!("Responses `{t}` part has no Anthropic equivalent"),
+                            );
+                        }
                         Some("image_url") => match image_from_openai(&map) {
                             Some(image) => out.push(image),
                             None => loss(
@@ -479,6 +524,11 @@ fn to_anthropic_content(content: Option<Content>, path: &str, losses: &mut Vec<L
 
 fn image_from_openai(map: &JsonMap) -> Option<ContentBlock> {
     let url = map.get("image_url")?.get("url")?.as_str()?;
+    Some(image_from_url(url))
+}
+
+/// An image block from a URL, a `data:` URL becoming inline base64.
+fn image_from_url(url: &str) -> ContentBlock {
     let source = match url
         .strip_prefix("data:")
         .and_then(|rest| rest.split_once(";base64,"))
@@ -491,11 +541,11 @@ fn image_from_openai(map: &JsonMap) -> Option<ContentBlock> {
             url: url.to_owned(),
         },
     };
-    Some(ContentBlock::Image(ImageBlock {
+    ContentBlock::Image(ImageBlock {
         source,
         cache_control: None,
         extra: JsonMap::new(),
-    }))
+    })
 }
 
 fn assistant_from_entry(e: &LogEntry, path: &str, losses: &mut Vec<Loss>) -> Content {

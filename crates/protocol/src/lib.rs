@@ -18,8 +18,10 @@
 //!   [`validate_log`]); the media-type table ([`media_type_for`]).
 //!
 //! Wire formats keep their namespace, since their names repeat across them:
-//! - [`anthropic`], [`openai`] — provider wire types, each keeping unknown fields;
-//! - [`convert`] — Anthropic ⇄ log ⇄ OpenAI (P3), reporting what a target cannot express;
+//! - [`anthropic`], [`openai`] (Chat Completions), [`responses`] (the OpenAI Responses API) —
+//!   provider wire types, each keeping unknown fields;
+//! - [`convert`] — Anthropic ⇄ log ⇄ Chat Completions ⇄ Responses (P3), reporting what a
+//!   target cannot express;
 //! - [`claude_code`] — Claude Code session transcripts → log entries; [`codex`] — Codex
 //!   rollouts → log entries;
 //! - [`stream`] — SSE parsing and accumulators that rebuild a final message from a stream.
@@ -66,6 +68,7 @@ mod media;
 mod message;
 pub mod openai;
 mod records;
+pub mod responses;
 mod round;
 mod skill;
 pub mod stream;

@@ -53,6 +53,22 @@ pub fn log_to_openai(entries: &[LogEntry]) -> Converted<ChatRequest> {
     let mut messages = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let path = format!("log[{i}]");
+        if let Some(kind) = super::responses::foreign_item(e) {
+            loss(
+                &mut losses,
+                &path,
+                format!("Responses `{kind}` item has no Chat Completions equivalent"),
+            );
+            continue;
+        }
+        let mut openai_fields = e.openai.clone();
+        if openai_fields.remove(RESPONSES_KEY).is_some() {
+            loss(
+                &mut losses,
+                &path,
+                "Responses item fields (`id`, `status`, …) have no Chat Completions equivalent",
+            );
+        }
         for key in e.anthropic.keys() {
             loss(
                 &mut losses,
@@ -107,10 +123,18 @@ pub fn log_to_openai(entries: &[LogEntry]) -> Converted<ChatRequest> {
                             "a block that followed this call now comes before it",
                         );
                     }
+                    let mut extra = c.extra.clone();
+                    if extra.remove(RESPONSES_KEY).is_some() {
+                        loss(
+                            &mut losses,
+                            format!("{path}.tool_calls[{k}]"),
+                            "Responses function_call fields (`id`, `status`, …) have no Chat Completions equivalent",
+                        );
+                    }
                     ChatToolCall {
                         id: c.id.clone(),
                         function: c.function.clone(),
-                        extra: c.extra.clone(),
+                        extra,
                     }
                 })
                 .collect()
@@ -121,7 +145,7 @@ pub fn log_to_openai(entries: &[LogEntry]) -> Converted<ChatRequest> {
             name: e.name.clone(),
             tool_calls,
             tool_call_id: e.tool_call_id.clone(),
-            extra: e.openai.clone(),
+            extra: openai_fields,
         });
     }
     Converted {
@@ -160,6 +184,13 @@ fn to_openai_content(
                     cache_control: None,
                     extra,
                 }));
+            }
+            ContentBlock::Thinking(t) if t.extra.contains_key(RESPONSES_KEY) => {
+                loss(
+                    losses,
+                    here,
+                    "an OpenAI reasoning item (and its encrypted content) has no Chat Completions equivalent",
+                );
             }
             ContentBlock::Thinking(_) => {
                 loss(
@@ -223,6 +254,32 @@ fn to_openai_content(
                         role.as_str()
                     ),
                 );
+            }
+            ContentBlock::Unknown(map)
+                if matches!(
+                    map.get("type").and_then(Value::as_str),
+                    Some("input_text" | "output_text" | "input_image")
+                ) =>
+            {
+                if let Some(text) = super::responses::responses_part_text(&map, &here, losses) {
+                    out.push(ContentBlock::text(text));
+                } else if let Some(url) = map.get("image_url").and_then(Value::as_str) {
+                    let mut image_url = JsonMap::new();
+                    image_url.insert("url".to_owned(), Value::from(url));
+                    if let Some(detail) = map.get("detail") {
+                        image_url.insert("detail".to_owned(), detail.clone());
+                    }
+                    let mut part = JsonMap::new();
+                    part.insert("type".to_owned(), Value::from("image_url"));
+                    part.insert("image_url".to_owned(), Value::Object(image_url));
+                    out.push(ContentBlock::Unknown(part));
+                } else {
+                    loss(
+                        losses,
+                        here,
+                        "an `input_image` part without an `image_url` was left out",
+                    );
+                }
             }
             ContentBlock::Unknown(map) => {
                 let kind = map.get("type").and_then(Value::as_str).unwrap_or("unknown");

@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod partial_json;
+pub mod responses;
 pub mod sse;
 
 /// The outcome of accumulating a stream.
@@ -15,7 +16,8 @@ pub mod sse;
 pub struct Accumulated<T> {
     /// The message rebuilt from the events received.
     pub message: T,
-    /// Whether the stream ended properly (`message_stop` / `[DONE]` or a finish reason).
+    /// Whether the stream ended properly (`message_stop` / `[DONE]` or a finish reason /
+    /// `response.completed`).
     pub complete: bool,
     /// What was wrong or missing, in words (a tool input cut mid-JSON, a missing stop event).
     pub problems: Vec<String>,
