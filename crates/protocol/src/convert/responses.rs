@@ -484,7 +484,7 @@ fn assistant_items(
 ) {
     // Blocks in the order they came, with the calls at their places (as for Anthropic).
     let mut slots: Vec<Slot> = match &e.content {
-        Some(Content::Text(text)) if !text.is_empty() => {
+        Some(Content::Text(text)) if !text.is_empty() || e.calls().is_empty() => {
             vec![Slot::Block(ContentBlock::text(text.clone()))]
         }
         Some(Content::Blocks(blocks)) => blocks.iter().cloned().map(Slot::Block).collect(),
