@@ -6,8 +6,9 @@
 //!
 //! - [`AnthropicClient`] (feature `anthropic`) speaks the Anthropic Messages API,
 //!   [`OpenAiClient`] (feature `openai`) the Chat Completions API of OpenAI and of any
-//!   compatible server; both stream (SSE) or not, send tools and thinking budgets, and record
-//!   usage.
+//!   compatible server, and [`ResponsesClient`] (feature `openai` too) OpenAI's Responses API
+//!   (reasoning items sent back encrypted, `store: false`, `prompt_cache_key`); all stream
+//!   (SSE) or not, send tools and thinking budgets, and record usage with cached tokens.
 //! - [`ReplayClient`] (feature `replay`) plays a recorded session file and fails loudly when
 //!   the conversation leaves the recording.
 //! - [`HttpConfig`] holds the per-request and stream-idle timeouts and the [`RetryPolicy`]
@@ -62,6 +63,8 @@ mod http;
 mod openai;
 #[cfg(feature = "replay")]
 mod replay;
+#[cfg(feature = "openai")]
+mod responses;
 #[cfg(feature = "http")]
 mod retry;
 #[cfg(feature = "http")]
@@ -84,6 +87,8 @@ pub use http::{ApiKey, HttpConfig};
 pub use openai::OpenAiClient;
 #[cfg(feature = "replay")]
 pub use replay::{ExpectedRequest, RecordedResponse, ReplayClient, ReplayOutcome, ReplayTurn};
+#[cfg(feature = "openai")]
+pub use responses::ResponsesClient;
 #[cfg(feature = "http")]
 pub use retry::{RetryPolicy, parse_retry_after};
 
