@@ -1,0 +1,186 @@
+//! The Responses client against a local mock server playing recorded objects and streams
+//! (written in the documented shapes, in `ba-protocol`'s `tests/data/responses/`).
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::time::Duration;
+
+use ba_model::{
+    ApiKey, HttpConfig, ModelClient, ModelError, ModelRequest, ResponsesClient, RetryPolicy,
+    StopReason, StreamDelta,
+};
+use ba_protocol::convert::{SequentialStamp, reasoning_of};
+use ba_protocol::{ContentBlock, LogEntry, LogRole, ToolSpec};
+use ba_testkit::{End, MockServer, Reply};
+use serde_json::{Value, json};
+
+fn data(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../protocol/tests/data/responses")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn client(server: &MockServer) -> ResponsesClient {
+    ResponsesClient::new(Some(ApiKey::new("sk-test")))
+        .unwrap()
+        .with_base_url(&server.base_url)
+        .unwrap()
+        .with_http(
+            HttpConfig::default().with_retry(
+                RetryPolicy::default()
+                    .with_base_delay(Duration::from_millis(50))
+                    .with_jitter(0.0),
+            ),
+        )
+}
+
+fn request(stream: bool) -> ModelRequest {
+    ModelRequest::new(
+        "gpt-5",
+        vec![
+            LogEntry::new("u1", LogRole::User, "t")
+                .with_text("Compare Q3 revenue of EMEA and APAC."),
+        ],
+    )
+    .with_tools(vec![ToolSpec::new(
+        "query_database",
+        "Run a read-only SQL query.",
+        json!({"type": "object"}),
+    )])
+    .with_stream(stream)
+}
+
+#[tokio::test]
+async fn a_streamed_and_a_whole_answer_give_the_same_response() {
+    let whole = MockServer::start(vec![Reply::json(
+        200,
+        &data("response-parallel-calls.json"),
+    )])
+    .await;
+    let streamed = MockServer::start(vec![Reply::sse(
+        &data("stream-parallel-calls.sse"),
+        97,
+        End::Close,
+    )])
+    .await;
+    let a = client(&whole).complete(&request(false)).await.unwrap();
+    let mut deltas = Vec::new();
+    let b = client(&streamed)
+        .complete_streaming(&request(true), &mut |d| deltas.push(d))
+        .await
+        .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (
+            a.usage.input_tokens,
+            a.usage.cache_read_tokens,
+            a.usage.output_tokens
+        ),
+        (294, 1536, 412)
+    );
+    let calls: Vec<(String, Value)> = a
+        .message
+        .tool_uses()
+        .map(|u| (u.id.clone(), u.input.clone()))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].0, "call_Zt5c1Hd8kW2nP7qX4mB9vJ3r");
+    // The deltas: thinking, text, two calls announced with their call ids, their arguments in
+    // pieces that add up.
+    let started: Vec<&str> = deltas
+        .iter()
+        .filter_map(|d| match d {
+            StreamDelta::ToolCallStarted { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            "call_Qm2x7Jf1sT9bV4nL8pR3wK6y",
+            "call_Zt5c1Hd8kW2nP7qX4mB9vJ3r"
+        ]
+    );
+    let args: String = deltas
+        .iter()
+        .filter_map(|d| match d {
+            StreamDelta::ToolInput {
+                index: 3,
+                partial_json,
+            } => Some(partial_json.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(serde_json::from_str::<Value>(&args).unwrap(), calls[1].1);
+    assert!(
+        deltas
+            .iter()
+            .any(|d| matches!(d, StreamDelta::Thinking { index: 0, .. }))
+    );
+    // Into the log: the reasoning item, encrypted content and all, rides in the thinking block.
+    let entries = a.to_log_entries(&mut SequentialStamp::default()).unwrap();
+    let ba_protocol::Content::Blocks(blocks) = entries[0].content.as_ref().unwrap() else {
+        panic!()
+    };
+    let ContentBlock::Thinking(t) = &blocks[0] else {
+        panic!("{blocks:?}")
+    };
+    assert!(reasoning_of(t).unwrap().encrypted_content.is_some());
+    // The request: store off, the call went to /responses with the key.
+    let sent = &whole.received()[0];
+    assert_eq!(sent.path, "/responses");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(sent.body["store"], false);
+}
+
+#[tokio::test]
+async fn a_refusal_stops_with_refusal() {
+    let server = MockServer::start(vec![Reply::sse(
+        &data("stream-refusal.sse"),
+        64,
+        End::Close,
+    )])
+    .await;
+    let r = client(&server).complete(&request(true)).await.unwrap();
+    assert_eq!(r.stop_reason, StopReason::Refusal);
+    assert!(
+        r.message.text().starts_with("I can't help"),
+        "{:?}",
+        r.message
+    );
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_reported_with_the_call_it_cut() {
+    let text = data("stream-parallel-calls.sse");
+    let at = text.find("\"output_index\": 3, \"delta\"").unwrap();
+    let cut = at + text[at..].find("\n\n").unwrap() + 2;
+    let server = MockServer::start(vec![Reply::sse(&text[..cut], 64, End::Close)]).await;
+    let err = client(&server).complete(&request(true)).await.unwrap_err();
+    assert!(matches!(err, ModelError::StreamCut { .. }), "{err}");
+    let partial = err.partial_output().unwrap();
+    assert_eq!(partial.text, "I'll pull both regions' Q3 revenue.");
+    assert_eq!(partial.cut_tool_calls.len(), 1);
+    assert_eq!(
+        partial.cut_tool_calls[0].id,
+        "call_Zt5c1Hd8kW2nP7qX4mB9vJ3r"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_response_and_an_error_event_are_errors() {
+    let failed = json!({"id": "resp_1", "object": "response", "status": "failed", "output": [],
+        "error": {"code": "server_error", "message": "The model failed."}});
+    let server = MockServer::start(vec![Reply::json(200, &failed.to_string())]).await;
+    let err = client(&server).complete(&request(false)).await.unwrap_err();
+    assert!(err.to_string().contains("The model failed."), "{err}");
+    let events = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_2\",\"status\":\"in_progress\",\"output\":[]}}\n\nevent: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down.\",\"param\":null}\n\n";
+    let server = MockServer::start(vec![Reply::sse(events, 40, End::Close)]).await;
+    let err = client(&server).complete(&request(true)).await.unwrap_err();
+    assert!(
+        err.to_string().contains("rate_limit_exceeded: Slow down."),
+        "{err}"
+    );
+}
