@@ -23,7 +23,9 @@ use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSearch};
 use ba_context::ContextBudget;
 use ba_mcp::{McpManager, McpServerConfig};
-use ba_model::{AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient};
+use ba_model::{
+    AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient, ResponsesClient,
+};
 use ba_skills::{SkillRoot, SkillSet};
 use ba_storage::{
     ConversationStore, FileStore, FileStoreOptions, PostgresOptions, PostgresStore, StorageError,
@@ -291,7 +293,8 @@ impl Config {
     pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
         let provider = self.provider.as_deref().ok_or_else(|| {
             anyhow!(
-                "no model provider: set BA_AGENT_PROVIDER (anthropic, openai or replay) or \
+                "no model provider: set BA_AGENT_PROVIDER (anthropic, openai, openai-responses or \
+                 replay) or \
                  `provider` in the configuration, with the provider's API key in its environment \
                  variable; `ba-agent demo` runs without any"
             )
@@ -320,13 +323,26 @@ impl Config {
                     None => Arc::new(client),
                 }
             }
+            "openai-responses" => {
+                let client = match key {
+                    Some(k) => ResponsesClient::new(Some(k))?,
+                    None => ResponsesClient::from_env()?,
+                }
+                .with_http(self.http());
+                match &self.base_url {
+                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
+                    None => Arc::new(client),
+                }
+            }
             "replay" => {
                 let path = self.replay.as_ref().ok_or_else(|| {
                     anyhow!("the replay provider needs `replay: FILE` in the configuration")
                 })?;
                 Arc::new(ReplayClient::from_file(path)?.with_played(played))
             }
-            other => bail!("unknown provider `{other}`: expected anthropic, openai or replay"),
+            other => bail!(
+                "unknown provider `{other}`: expected anthropic, openai, openai-responses or replay"
+            ),
         })
     }
 
@@ -334,6 +350,7 @@ impl Config {
         match (&self.model, self.provider.as_deref()) {
             (Some(m), _) => m.clone(),
             (None, Some("openai")) => "gpt-4o".to_owned(),
+            (None, Some("openai-responses")) => "gpt-5".to_owned(),
             (None, _) => "claude-sonnet-4-5".to_owned(),
         }
     }

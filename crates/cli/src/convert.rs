@@ -1,11 +1,12 @@
-//! `ba-agent convert`: conversations between Anthropic, OpenAI and log formats.
+//! `ba-agent convert`: conversations between Anthropic, OpenAI (Chat Completions and
+//! Responses) and log formats.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ba_protocol::LogEntry;
-use ba_protocol::convert::{log_to_anthropic, log_to_openai};
+use ba_protocol::convert::{log_to_anthropic, log_to_openai, log_to_responses};
 
 use crate::cli::CliResult;
 use crate::input::{self, InputFormat};
@@ -19,6 +20,8 @@ pub(crate) enum OutputFormat {
     Openai,
     /// JSONL, one log entry a line.
     Log,
+    /// `{"instructions":…, "input":[…]}` (OpenAI Responses API).
+    Responses,
 }
 
 /// Arguments of `convert`.
@@ -74,6 +77,12 @@ pub(crate) fn render(
         OutputFormat::Openai => {
             let converted = log_to_openai(entries);
             let mut text = serde_json::to_string_pretty(&converted.value.conversation())?;
+            text.push('\n');
+            (text, converted.losses)
+        }
+        OutputFormat::Responses => {
+            let converted = log_to_responses(entries);
+            let mut text = serde_json::to_string_pretty(&converted.value.conversation_json())?;
             text.push('\n');
             (text, converted.losses)
         }

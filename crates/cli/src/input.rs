@@ -8,9 +8,13 @@ use ba_protocol::LogEntry;
 use ba_protocol::anthropic::AnthropicRequest;
 use ba_protocol::convert::{
     Converted, Loss, SequentialStamp, anthropic_to_log, message_to_log, openai_to_log,
+    response_to_log, responses_to_log,
 };
 use ba_protocol::openai::ChatRequest;
-use ba_protocol::stream::{anthropic as anthropic_stream, openai as openai_stream};
+use ba_protocol::responses::{ResponsesRequest, ResponsesResponse};
+use ba_protocol::stream::{
+    anthropic as anthropic_stream, openai as openai_stream, responses as responses_stream,
+};
 
 /// Input formats `convert` (and every command that reads a conversation) accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,6 +29,11 @@ pub(crate) enum InputFormat {
     AnthropicSse,
     /// A raw OpenAI SSE stream.
     OpenaiSse,
+    /// An OpenAI Responses API request body (`{"instructions":…, "input":[…]}`) or response
+    /// (`{"object":"response", "output":[…]}`).
+    Responses,
+    /// A raw Responses API SSE stream (`response.created`, …, `response.completed`).
+    ResponsesSse,
     /// A Claude Code session transcript (JSONL).
     ClaudeCode,
     /// Decide from the content.
@@ -58,6 +67,8 @@ pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
     if trimmed.starts_with("event:") || trimmed.starts_with("data:") || trimmed.starts_with(':') {
         return Ok(if text.contains("message_start") {
             InputFormat::AnthropicSse
+        } else if text.contains("\"response.") {
+            InputFormat::ResponsesSse
         } else {
             InputFormat::OpenaiSse
         });
@@ -67,8 +78,16 @@ pub(crate) fn detect(text: &str) -> anyhow::Result<InputFormat> {
         if is_log_line(&value) {
             return Ok(InputFormat::Log);
         }
+        if value.get("messages").is_none()
+            && (value.get("input").is_some() || value.get("output").is_some_and(|o| o.is_array()))
+        {
+            return Ok(InputFormat::Responses);
+        }
         let Some(messages) = value.get("messages").and_then(|m| m.as_array()) else {
-            bail!("a JSON object with a `messages` array was expected");
+            bail!(
+                "a JSON object with a `messages` array (or, for the Responses API, an `input` or \
+                 `output`) was expected"
+            );
         };
         if value.get("system").is_some() {
             return Ok(InputFormat::Anthropic);
@@ -208,6 +227,26 @@ pub(crate) fn load(text: &str, format: InputFormat) -> anyhow::Result<Loaded> {
                 extra: Default::default(),
             };
             let mut converted = openai_to_log(&req, &mut stamp);
+            converted
+                .losses
+                .extend(acc.problems.into_iter().map(|what| Loss {
+                    path: "stream".into(),
+                    what,
+                }));
+            converted
+        }
+        InputFormat::Responses => {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| ba_protocol::ProtocolError::json("Responses body", &e))?;
+            if value.get("input").is_none() && value.get("output").is_some() {
+                response_to_log(&ResponsesResponse::from_json(text)?, &mut stamp)?
+            } else {
+                responses_to_log(&ResponsesRequest::from_json(text)?, &mut stamp)?
+            }
+        }
+        InputFormat::ResponsesSse => {
+            let acc = responses_stream::accumulate_sse(text)?;
+            let mut converted = response_to_log(&acc.message, &mut stamp)?;
             converted
                 .losses
                 .extend(acc.problems.into_iter().map(|what| Loss {

@@ -244,3 +244,143 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+fn responses_data(name: &str) -> String {
+    repo()
+        .join("crates/protocol/tests/data/responses")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn losses(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("lost: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_responses_request_converts_both_ways_with_its_losses_named() {
+    let request = responses_data("request-tools.json");
+    // Responses → Anthropic: the reasoning, the compaction item and the logprobs are named.
+    let out = run(
+        &[
+            "convert",
+            "--from",
+            "responses",
+            "--to",
+            "anthropic",
+            &request,
+        ],
+        None,
+    );
+    let anthropic = stdout(&out);
+    let lost = losses(&out).join("\n");
+    assert!(lost.contains("reasoning item"), "{lost}");
+    assert!(lost.contains("`compaction` item"), "{lost}");
+    assert!(lost.contains("request field `store`"), "{lost}");
+    let body: serde_json::Value = serde_json::from_str(&anthropic).unwrap();
+    assert_eq!(
+        body["messages"][1]["content"][1]["id"],
+        "call_Qm2x7Jf1sT9bV4nL8pR3wK6y"
+    );
+    // … and back: Anthropic → Responses keeps the calls and results by call id; Anthropic's
+    // system blocks become a system message.
+    let out = run(
+        &["convert", "--from", "anthropic", "--to", "responses", "-"],
+        Some(&anthropic),
+    );
+    let back: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let input = back["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "message",
+            "message",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "message",
+            "message"
+        ]
+    );
+    assert_eq!(input[4]["call_id"], "call_Zt5c1Hd8kW2nP7qX4mB9vJ3r");
+    // Responses → log → Responses: the same conversation, nothing lost.
+    let out = run(
+        &["convert", "--from", "responses", "--to", "log", &request],
+        None,
+    );
+    let log = stdout(&out);
+    let out = run(&["convert", "--to", "responses", "-"], Some(&log));
+    assert!(losses(&out).is_empty(), "{:?}", losses(&out));
+    let again: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&request).unwrap()).unwrap();
+    assert_eq!(again["input"], original["input"]);
+    assert_eq!(again["instructions"], original["instructions"]);
+    // Chat Completions → Responses.
+    let out = run(&["convert", "--to", "openai", &request], None);
+    let chat = stdout(&out);
+    let out = run(
+        &["convert", "--from", "openai", "--to", "responses", "-"],
+        Some(&chat),
+    );
+    let from_chat: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(from_chat["input"][4]["name"], "query_database");
+}
+
+#[test]
+fn a_responses_answer_and_its_stream_convert_alike() {
+    let whole = run(
+        &[
+            "convert",
+            "--to",
+            "anthropic",
+            &responses_data("response-parallel-calls.json"),
+        ],
+        None,
+    );
+    let streamed = run(
+        &[
+            "convert",
+            "--from",
+            "responses-sse",
+            "--to",
+            "anthropic",
+            &responses_data("stream-parallel-calls.sse"),
+        ],
+        None,
+    );
+    assert_eq!(stdout(&whole), stdout(&streamed));
+    let lost = losses(&whole).join("\n");
+    assert!(lost.contains("response field `usage`"), "{lost}");
+    assert!(lost.contains("reasoning item"), "{lost}");
+    // Auto-detected stream, to Responses: the reasoning goes back with its encrypted content.
+    let out = run(
+        &[
+            "convert",
+            "--to",
+            "responses",
+            &responses_data("stream-parallel-calls.sse"),
+        ],
+        None,
+    );
+    let body: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(body["input"][0]["type"], "reasoning");
+    assert!(
+        body["input"][0]["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("gAAAA")
+    );
+    let err = error_of(
+        &["convert", "--from", "responses", "--to", "log", "-"],
+        r#"{"input": [{"type": "function_call"}]}"#,
+    );
+    assert!(err.contains("input[0]") && err.contains("call_id"), "{err}");
+}
