@@ -599,7 +599,7 @@
       const priced = billed.filter((e) => e.cost !== null);
       const cost = priced.length ? priced.reduce((n, e) => n + e.cost, 0) : null;
       box.append(el('div', { class: 'usage', 'data-component': 'cost', 'data-cost': cost === null ? '' : String(cost),
-        text: costLine(sum('input_tokens'), sum('output_tokens'), sum('cache_read_tokens'), billed.length, cost, billed.length - priced.length) }));
+        text: costLine(sum('input_tokens'), sum('output_tokens'), sum('cache_read_tokens'), sum('cache_write_tokens'), billed.length, cost, billed.length - priced.length) }));
     }
     return box;
   }
@@ -613,10 +613,13 @@
     window.print();
   }
   // "Tokens: 12,345 in · 678 out · 9,000 cached · 3 model calls · $0.0123": the same figures
-  // for an answer (its calls) and for the conversation (its metrics report).
+  // for an answer (its calls) and for the conversation (its metrics report). Tokens written to
+  // the provider's cache (Anthropic bills them apart) are shown when there are any.
   const money = (usd) => '$' + (usd >= 0.1 ? usd.toFixed(2) : usd.toFixed(4));
-  function costLine(input, output, cached, calls, cost, unpriced) {
-    let t = 'Tokens: ' + fmt(input) + ' in · ' + fmt(output) + ' out · ' + fmt(cached) + ' cached · ' + calls + ' model call' + (calls === 1 ? '' : 's');
+  function costLine(input, output, cached, written, calls, cost, unpriced) {
+    let t = 'Tokens: ' + fmt(input) + ' in · ' + fmt(output) + ' out · ' + fmt(cached) + ' cached · ';
+    if (written) t += fmt(written) + ' written to cache · ';
+    t += calls + ' model call' + (calls === 1 ? '' : 's');
     if (cost !== null) t += ' · ' + money(cost) + (unpriced ? ' (' + unpriced + ' without a price)' : '');
     return t;
   }
@@ -629,7 +632,7 @@
       if (gen !== S.gen) return;
       box.hidden = !r.model_calls;
       box.dataset.cost = typeof r.cost_usd === 'number' ? String(r.cost_usd) : '';
-      box.textContent = 'This conversation — ' + costLine(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.model_calls,
+      box.textContent = 'This conversation — ' + costLine(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.model_calls,
         typeof r.cost_usd === 'number' ? r.cost_usd : null, r.unpriced_calls || 0);
     }).catch(() => {});
   }
