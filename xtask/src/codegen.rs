@@ -36,6 +36,14 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ),
         ("ChatRequest", schema::<p::openai::ChatRequest>()?),
         ("ChatResponse", schema::<p::openai::ChatResponse>()?),
+        (
+            "ResponsesRequest",
+            schema::<p::responses::ResponsesRequest>()?,
+        ),
+        (
+            "ResponsesResponse",
+            schema::<p::responses::ResponsesResponse>()?,
+        ),
         ("ToolCall", schema::<p::ToolCall>()?),
         ("ToolResult", schema::<p::ToolResult>()?),
         ("InvocationContext", schema::<p::InvocationContext>()?),
