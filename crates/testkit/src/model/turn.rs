@@ -112,7 +112,10 @@ impl Turn {
     }
 
     /// The same turn with this stop reason as the wire spells it (`max_tokens`, `length`, …)
-    /// instead of the one its content implies.
+    /// instead of the one its content implies. The Responses API has no stop reason: there
+    /// `max_tokens`, `length` or `max_output_tokens` make the response `incomplete` with
+    /// `incomplete_details.reason` `max_output_tokens` (`content_filter` likewise with its own
+    /// reason), and any other reason leaves it `completed`.
     pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Self {
         self.stop_reason = Some(reason.into());
         self
