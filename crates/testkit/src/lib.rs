@@ -3,8 +3,9 @@
 //! records what it received; plus the one skip helper of the workspace: [`fixtures`],
 //! [`fixture`] and [`require_tool`] skip with a message when something is missing, and fail
 //! naming it when `CI=true`; [`sse`], server-sent events cut into frames as a client reads
-//! them; and [`model`], a model server speaking the Anthropic and OpenAI wires that answers by
-//! rules over the request it receives (a model that decides, for journey tests).
+//! them; and [`model`], a model server speaking the Anthropic Messages, OpenAI Chat
+//! Completions and OpenAI Responses wires that answers by rules over the request it receives (a
+//! model that decides, for journey tests).
 
 // Test scaffolding: a failure here should stop the test loudly.
 #![allow(

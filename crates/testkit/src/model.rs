@@ -1,11 +1,12 @@
 //! A model that decides, for tests: [`ScriptedModel`] is an HTTP server on 127.0.0.1 that
-//! speaks the Anthropic Messages wire (`POST /v1/messages`) and the OpenAI Chat Completions
-//! wire (`POST /v1/chat/completions`), each as one JSON body or as a server-sent event stream
-//! when the request says `"stream": true`. It answers every request by rules over what the
-//! request says ([`Request`]: which tools are offered, which uploads the last user message
-//! names, what the last tool result said, how many assistant turns there have been since the
-//! user spoke) rather than by replaying a recording, so the same script serves both wires,
-//! streaming or not, whatever the client around it sends first.
+//! speaks three wires: the Anthropic Messages API (`POST /v1/messages`), OpenAI Chat
+//! Completions (`POST /v1/chat/completions`) and the OpenAI Responses API
+//! (`POST /v1/responses`), each as one JSON body or as a server-sent event stream when the
+//! request says `"stream": true`. It answers every request by rules over what the request
+//! says ([`Request`]: which tools are offered, which uploads the last user message names, what
+//! the last tool result said, how many assistant turns there have been since the user spoke)
+//! rather than by replaying a recording, so the same script serves every wire, streaming or
+//! not, whatever the client around it sends first.
 //!
 //! A journey is a few lines:
 //!
@@ -28,7 +29,8 @@
 //!     .start()
 //!     .await;
 //! // Point an Anthropic client at `model.anthropic_base_url()`, an OpenAI-compatible one at
-//! // `model.openai_base_url()`; afterwards scan what the model was shown:
+//! // `model.openai_base_url()`, a Responses API one at `model.responses_base_url()`;
+//! // afterwards scan what the model was shown:
 //! for request in model.requests() {
 //!     assert!(!request.system().contains("/home/"));
 //! }
@@ -45,9 +47,18 @@
 //! `input_json_delta` cut into pieces) / `content_block_stop`, `message_delta` with the stop
 //! reason and usage, `message_stop`; and `chat.completion.chunk`s whose `tool_calls` deltas
 //! carry `index`, `id`, the function name and the arguments in pieces, a `finish_reason`, a
-//! usage chunk when `stream_options.include_usage` asks for one, then `data: [DONE]`. Streams
-//! go out with `transfer-encoding: chunked`, one event per chunk; connections are kept alive
-//! between requests unless the client asks to close.
+//! usage chunk when `stream_options.include_usage` asks for one, then `data: [DONE]`; and on
+//! the Responses API a `response` object whose `output` holds `reasoning` (a summary and an
+//! `encrypted_content`), `message` (`output_text`) and `function_call` items, streamed as
+//! typed events with an increasing `sequence_number`: `response.created`,
+//! `response.in_progress`, then for each item `response.output_item.added`, its parts and
+//! deltas (`response.reasoning_summary_part.added`, `response.reasoning_summary_text.delta` /
+//! `.done`, `response.reasoning_summary_part.done`; `response.content_part.added`,
+//! `response.output_text.delta` / `.done`, `response.content_part.done`;
+//! `response.function_call_arguments.delta` / `.done`) and `response.output_item.done`, and
+//! last `response.completed` (`response.incomplete` when the turn stopped for its token
+//! limit), with no `[DONE]`. Streams go out with `transfer-encoding: chunked`, one event per
+//! chunk; connections are kept alive between requests unless the client asks to close.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -60,107 +71,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
-
-// ---------------------------------------------------------------------------------------------
-// Turns
-
-/// What the model answers: text (a final answer), tool calls, or both (text first); optionally
-/// thinking before them. Or an HTTP error ([`Turn::fail`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    thinking: Option<String>,
-    text: Option<String>,
-    calls: Vec<(String, Value)>,
-    usage: Option<(u64, u64)>,
-    stop_reason: Option<String>,
-    failure: Option<(u16, String)>,
-    held: bool,
-}
-
-impl Turn {
-    fn empty() -> Self {
-        Self {
-            thinking: None,
-            text: None,
-            calls: Vec::new(),
-            usage: None,
-            stop_reason: None,
-            failure: None,
-            held: false,
-        }
-    }
-
-    /// No reply at all: the connection is held open until the client closes it (a run
-    /// cancelled or killed) or the server stops — a model call that is still under way for as
-    /// long as the test needs one.
-    pub fn hold() -> Self {
-        Self {
-            held: true,
-            ..Self::empty()
-        }
-    }
-
-    /// A text answer (stop reason `end_turn` / `stop`).
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::empty().with_text(text)
-    }
-
-    /// One tool call (stop reason `tool_use` / `tool_calls`); its id is generated.
-    pub fn call(name: impl Into<String>, input: Value) -> Self {
-        Self::empty().with_call(name, input)
-    }
-
-    /// Tool calls, in order, each `(name, input)`; their ids are generated, unique on the
-    /// server.
-    pub fn calls<N: Into<String>>(calls: impl IntoIterator<Item = (N, Value)>) -> Self {
-        Self {
-            calls: calls.into_iter().map(|(n, v)| (n.into(), v)).collect(),
-            ..Self::empty()
-        }
-    }
-
-    /// An HTTP error reply of this status, with the message in the wire's error shape
-    /// (`{"type":"error","error":{…}}`, `{"error":{…}}`); the client's retry policy applies.
-    pub fn fail(status: u16, message: impl Into<String>) -> Self {
-        Self {
-            failure: Some((status, message.into())),
-            ..Self::empty()
-        }
-    }
-
-    /// The same turn with this text (before its tool calls, if any).
-    pub fn with_text(mut self, text: impl Into<String>) -> Self {
-        self.text = Some(text.into());
-        self
-    }
-
-    /// The same turn with one more tool call.
-    pub fn with_call(mut self, name: impl Into<String>, input: Value) -> Self {
-        self.calls.push((name.into(), input));
-        self
-    }
-
-    /// The same turn with thinking before the rest (an Anthropic `thinking` block with a
-    /// signature; `reasoning_content` on the OpenAI wire, as compatible servers send it).
-    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
-        self.thinking = Some(thinking.into());
-        self
-    }
-
-    /// The same turn with these token counts instead of the estimate (a quarter of the
-    /// request body's bytes in, a quarter of the answer's out).
-    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Some((input_tokens, output_tokens));
-        self
-    }
-
-    /// The same turn with this stop reason as the wire spells it (`max_tokens`, `length`, …)
-    /// instead of the one its content implies.
-    pub fn with_stop_reason(mut self, reason: impl Into<String>) -> Self {
-        self.stop_reason = Some(reason.into());
-        self
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The server
@@ -274,8 +184,8 @@ impl ScriptedModel {
         Builder { rules: Vec::new() }
     }
 
-    /// `http://127.0.0.1:<port>`: the server answers `/v1/messages` and
-    /// `/v1/chat/completions` (and `/chat/completions`, `/messages`) under it.
+    /// `http://127.0.0.1:<port>`: the server answers `/v1/messages`, `/v1/chat/completions`
+    /// and `/v1/responses` (and `/messages`, `/chat/completions`, `/responses`) under it.
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
@@ -288,6 +198,11 @@ impl ScriptedModel {
     /// The base URL for an OpenAI-compatible client (which appends `/chat/completions`):
     /// `…/v1`.
     pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.base_url)
+    }
+
+    /// The base URL for an OpenAI Responses API client (which appends `/responses`): `…/v1`.
+    pub fn responses_base_url(&self) -> String {
         format!("{}/v1", self.base_url)
     }
 
@@ -346,7 +261,7 @@ impl Shared {
             return Response::json(
                 404,
                 json!({"error": {"type": "not_found_error",
-                    "message": format!("the scripted model serves POST /v1/messages and POST /v1/chat/completions, not {} {}", request.method, request.path)}}),
+                    "message": format!("the scripted model serves POST /v1/messages, POST /v1/chat/completions and POST /v1/responses, not {} {}", request.method, request.path)}}),
             );
         };
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
@@ -425,7 +340,7 @@ impl Shared {
         }
         let prefix = match request.wire {
             Wire::Anthropic => "toolu_scripted_",
-            Wire::OpenAi => "call_scripted_",
+            Wire::OpenAi | Wire::Responses => "call_scripted_",
         };
         let calls: Vec<Call> = turn
             .calls
@@ -463,6 +378,7 @@ impl Shared {
             calls,
             input_tokens,
             output_tokens,
+            cached_tokens: turn.cached_tokens,
             stop_reason: turn.stop_reason,
         };
         let stream = request.streams();
@@ -478,6 +394,8 @@ impl Shared {
                     == Some(true);
                 Body::Events(answer.openai_chunks(usage))
             }
+            (Wire::Responses, false) => Body::Json(answer.responses_json()),
+            (Wire::Responses, true) => Body::Events(answer.responses_events()),
         };
         Response {
             status: 200,
@@ -503,7 +421,7 @@ fn error_reply(wire: Wire, status: u16, message: &str, final_: bool) -> Response
             };
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::Responses => {
             let kind = match status {
                 400..=499 => "invalid_request_error",
                 _ => "server_error",
@@ -520,15 +438,18 @@ fn error_reply(wire: Wire, status: u16, message: &str, final_: bool) -> Response
     response
 }
 
-/// One answer, ready to be written on either wire.
+/// One answer, ready to be written on any wire.
 struct Answer {
     index: usize,
     model: String,
     thinking: Option<String>,
     text: Option<String>,
     calls: Vec<Call>,
+    /// Input tokens not read from the prompt cache.
     input_tokens: u64,
     output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    cached_tokens: u64,
     stop_reason: Option<String>,
 }
 
@@ -566,7 +487,7 @@ impl Answer {
 
     fn anthropic_usage(&self, output_tokens: u64) -> Value {
         json!({"input_tokens": self.input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": output_tokens})
+            "cache_read_input_tokens": self.cached_tokens, "output_tokens": output_tokens})
     }
 
     fn anthropic_json(&self) -> Value {
@@ -661,9 +582,10 @@ impl Answer {
     }
 
     fn openai_usage(&self) -> Value {
-        json!({"prompt_tokens": self.input_tokens, "completion_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0},
+        let prompt_tokens = self.input_tokens + self.cached_tokens;
+        json!({"prompt_tokens": prompt_tokens, "completion_tokens": self.output_tokens,
+            "total_tokens": prompt_tokens + self.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
             "completion_tokens_details": {"reasoning_tokens": 0}})
     }
 
@@ -764,9 +686,12 @@ fn pieces(text: &str, chars: usize) -> impl Iterator<Item = &str> {
 
 mod http;
 mod request;
+mod responses;
+mod turn;
 
 use self::http::{RawRequest, serve_connection};
 pub use self::request::{Call, Message, Request, Role, ToolResult, Wire, upload_ids};
+pub use self::turn::Turn;
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@ pub(super) async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>)
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let path = request.path.split('?').next().unwrap_or_default();
         let wire = match (request.method.as_str(), path) {
+            ("POST", p) if p.ends_with("/responses") => Some(Wire::Responses),
             ("POST", p) if p.ends_with("/chat/completions") => Some(Wire::OpenAi),
             ("POST", p) if p.ends_with("/messages") => Some(Wire::Anthropic),
             _ => None,

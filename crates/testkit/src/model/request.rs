@@ -1,5 +1,5 @@
-//! The request view of the scripted model: what a request to either wire says, read into one
-//! shape ([`Request`]) that rules decide on.
+//! The request view of the scripted model: what a request to any of its wires says, read into
+//! one shape ([`Request`]) that rules decide on.
 
 use std::fmt;
 
@@ -12,6 +12,8 @@ pub enum Wire {
     Anthropic,
     /// OpenAI Chat Completions (`POST /v1/chat/completions`).
     OpenAi,
+    /// The OpenAI Responses API (`POST /v1/responses`).
+    Responses,
 }
 
 impl fmt::Display for Wire {
@@ -19,6 +21,7 @@ impl fmt::Display for Wire {
         f.write_str(match self {
             Self::Anthropic => "anthropic",
             Self::OpenAi => "openai",
+            Self::Responses => "responses",
         })
     }
 }
@@ -31,14 +34,15 @@ pub enum Role {
     /// The model: text and tool calls.
     Assistant,
     /// One tool result (a `tool_result` block of an Anthropic user message, an OpenAI `tool`
-    /// message).
+    /// message, a Responses API `function_call_output` item).
     Tool,
 }
 
 /// A tool call an assistant message made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
-    /// The call id (`toolu_…`, `call_…`).
+    /// The call id (`toolu_…`, `call_…`; a Responses API `function_call`'s `call_id`, not its
+    /// item `id`).
     pub id: String,
     /// The tool's name.
     pub name: String,
@@ -47,8 +51,10 @@ pub struct Call {
     pub input: Value,
 }
 
-/// One message of the conversation, the same for both wires. The system prompt is not among
-/// them (see [`Request::system`]).
+/// One message of the conversation, the same on every wire. The system prompt is not among
+/// them (see [`Request::system`]). On the Responses API, whose input is a list of items, the
+/// assistant-side items that follow one another (assistant messages, `function_call`s,
+/// `reasoning`) make one assistant message: one turn of the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// Who wrote it.
@@ -60,8 +66,8 @@ pub struct Message {
     pub calls: Vec<Call>,
     /// The call a [`Role::Tool`] message answers.
     pub call_id: Option<String>,
-    /// Whether a tool result is an error: Anthropic's `is_error`; on the OpenAI wire, which
-    /// has no such field, whether the text is a failure observation (it begins with
+    /// Whether a tool result is an error: Anthropic's `is_error`; on the OpenAI wires, which
+    /// have no such field, whether the text is a failure observation (it begins with
     /// `Operation failed.`, as the tool runtime writes them).
     pub is_error: bool,
 }
@@ -82,7 +88,7 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
-/// A request the model received, as JSON and as a view that reads the same on both wires.
+/// A request the model received, as JSON and as a view that reads the same on every wire.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub(super) index: usize,
@@ -96,14 +102,23 @@ pub struct Request {
     /// Where the last user message is in `messages`.
     last_user: Option<usize>,
     results: Vec<ToolResult>,
+    /// The `encrypted_content` of the Responses API `reasoning` items sent back.
+    reasoning: Vec<String>,
 }
 
 impl Request {
     /// The view of a request body of `wire` (the server builds these; a test can too).
     pub fn new(wire: Wire, body: Value) -> Self {
-        let (system, messages) = match wire {
-            Wire::Anthropic => anthropic_messages(&body),
-            Wire::OpenAi => openai_messages(&body),
+        let (system, messages, reasoning) = match wire {
+            Wire::Anthropic => {
+                let (system, messages) = anthropic_messages(&body);
+                (system, messages, Vec::new())
+            }
+            Wire::OpenAi => {
+                let (system, messages) = openai_messages(&body);
+                (system, messages, Vec::new())
+            }
+            Wire::Responses => super::responses::input_messages(&body),
         };
         let tools = body
             .get("tools")
@@ -140,6 +155,7 @@ impl Request {
         let path = match wire {
             Wire::Anthropic => "/v1/messages",
             Wire::OpenAi => "/v1/chat/completions",
+            Wire::Responses => "/v1/responses",
         };
         Self {
             index: 0,
@@ -152,6 +168,7 @@ impl Request {
             messages,
             last_user,
             results,
+            reasoning,
         }
     }
 
@@ -207,7 +224,8 @@ impl Request {
     }
 
     /// The system prompt: Anthropic's `system` (its text blocks joined with a blank line), or
-    /// the `system` and `developer` messages of an OpenAI request joined the same way.
+    /// the `system` and `developer` messages of an OpenAI request joined the same way (on the
+    /// Responses API after its `instructions`).
     pub fn system(&self) -> &str {
         &self.system
     }
@@ -249,6 +267,12 @@ impl Request {
             .iter()
             .filter(|m| m.role == Role::Assistant)
             .count()
+    }
+
+    /// The `encrypted_content` of every `reasoning` item a Responses API request sent back in
+    /// its `input`, in order (items without one are left out); empty on the other wires.
+    pub fn reasoning_sent_back(&self) -> Vec<String> {
+        self.reasoning.clone()
     }
 
     /// Whether any part of what the model was shown (system prompt, messages, tool
@@ -419,15 +443,10 @@ fn openai_messages(body: &Value) -> (String, Vec<Message>) {
                     .flatten()
                     .map(|c| {
                         let function = c.get("function").unwrap_or(&Value::Null);
-                        let arguments = str_of(function, "arguments");
                         Call {
                             id: str_of(c, "id"),
                             name: str_of(function, "name"),
-                            input: if arguments.trim().is_empty() {
-                                json!({})
-                            } else {
-                                serde_json::from_str(&arguments).unwrap_or(Value::String(arguments))
-                            },
+                            input: arguments(str_of(function, "arguments")),
                         }
                     })
                     .collect();
@@ -444,7 +463,17 @@ fn openai_messages(body: &Value) -> (String, Vec<Message>) {
     (system.join("\n\n"), out)
 }
 
-fn message(role: Role, text: String, calls: Vec<Call>) -> Message {
+/// A call's string-encoded arguments parsed (`{}` when blank, the string itself when they do
+/// not parse).
+pub(super) fn arguments(arguments: String) -> Value {
+    if arguments.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&arguments).unwrap_or(Value::String(arguments))
+    }
+}
+
+pub(super) fn message(role: Role, text: String, calls: Vec<Call>) -> Message {
     Message {
         role,
         text,
@@ -454,7 +483,7 @@ fn message(role: Role, text: String, calls: Vec<Call>) -> Message {
     }
 }
 
-fn str_of(value: &Value, key: &str) -> String {
+pub(super) fn str_of(value: &Value, key: &str) -> String {
     value
         .get(key)
         .and_then(Value::as_str)

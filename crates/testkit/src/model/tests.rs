@@ -4,6 +4,8 @@ use tokio::net::TcpStream;
 use super::http::{fill, read_until};
 use super::*;
 
+mod responses;
+
 /// An Anthropic conversation: a question naming two uploads, a round of two tool calls (one
 /// failed), and their results.
 fn anthropic_body() -> Value {
@@ -60,10 +62,11 @@ fn openai_body() -> Value {
 }
 
 #[test]
-fn both_wires_read_the_same() {
+fn every_wire_reads_the_same() {
     for (wire, body, streams) in [
         (Wire::Anthropic, anthropic_body(), true),
         (Wire::OpenAi, openai_body(), false),
+        (Wire::Responses, responses::responses_body(), true),
     ] {
         let r = Request::new(wire, body);
         assert_eq!(r.wire(), wire);
@@ -193,6 +196,7 @@ fn answer(thinking: bool) -> Answer {
         }],
         input_tokens: 100,
         output_tokens: 20,
+        cached_tokens: 0,
         stop_reason: None,
     }
 }
