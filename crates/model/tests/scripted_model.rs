@@ -45,6 +45,13 @@ fn client(model: &ScriptedModel, wire: Wire) -> Box<dyn ModelClient> {
                 .unwrap()
                 .with_http(config()),
         ),
+        Wire::Responses => Box::new(
+            ba_model::ResponsesClient::new(Some(ApiKey::new(KEY)))
+                .unwrap()
+                .with_base_url(model.responses_base_url())
+                .unwrap()
+                .with_http(config()),
+        ),
     }
 }
 
@@ -254,7 +261,7 @@ async fn openai_streaming_journey() {
 
 #[tokio::test]
 async fn an_unexpected_request_fails_at_once_naming_the_question() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::Responses] {
         for stream in [false, true] {
             let model = analyst().await;
             let request = ModelRequest::new(
@@ -284,7 +291,7 @@ async fn an_unexpected_request_fails_at_once_naming_the_question() {
 
 #[tokio::test]
 async fn a_scripted_failure_is_retried_by_the_client() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::Responses] {
         let model = ScriptedModel::builder()
             .rule(
                 "overloaded first",
@@ -317,4 +324,14 @@ async fn a_scripted_failure_is_retried_by_the_client() {
             ]
         );
     }
+}
+
+#[tokio::test]
+async fn responses_journey() {
+    journey(Wire::Responses, false).await;
+}
+
+#[tokio::test]
+async fn responses_streaming_journey() {
+    journey(Wire::Responses, true).await;
 }

@@ -19,6 +19,7 @@ mod hooks;
 #[cfg(feature = "mcp")]
 mod mcp_tools;
 mod recall;
+mod responses_loop;
 mod skill_activation;
 mod spans;
 mod titles;
