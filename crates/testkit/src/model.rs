@@ -379,6 +379,7 @@ impl Shared {
             input_tokens,
             output_tokens,
             cached_tokens: turn.cached_tokens,
+            cache_write_tokens: turn.cache_write_tokens,
             stop_reason: turn.stop_reason,
         };
         let stream = request.streams();
@@ -450,6 +451,8 @@ struct Answer {
     output_tokens: u64,
     /// Input tokens read from the prompt cache.
     cached_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic only).
+    cache_write_tokens: u64,
     stop_reason: Option<String>,
 }
 
@@ -486,7 +489,7 @@ impl Answer {
     }
 
     fn anthropic_usage(&self, output_tokens: u64) -> Value {
-        json!({"input_tokens": self.input_tokens, "cache_creation_input_tokens": 0,
+        json!({"input_tokens": self.input_tokens, "cache_creation_input_tokens": self.cache_write_tokens,
             "cache_read_input_tokens": self.cached_tokens, "output_tokens": output_tokens})
     }
 

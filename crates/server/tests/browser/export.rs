@@ -211,3 +211,59 @@ async fn the_cost_lines_match_the_metrics_report() {
     screenshot(&c, "cost.png").await;
     c.close().await.unwrap();
 }
+
+/// The provider's cache figures reach the page: a model that reports tokens read from and
+/// written to its prompt cache (Anthropic's `cache_read_input_tokens` and
+/// `cache_creation_input_tokens`) has both under its answer and in the sidebar's line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_figures_of_a_call_reach_the_page() {
+    use ba_testkit::model::{ScriptedModel, Turn};
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let model = ScriptedModel::builder()
+        .rule(
+            "answer from the cache",
+            |_| true,
+            |_| {
+                let answer = serde_json::json!({
+                    "task_analysis": "A greeting.",
+                    "execution_plan": "R1: answer",
+                    "current_round": 1,
+                    "action": {"type": "complete", "content": "Hello again.", "download_links": []}
+                });
+                Turn::text(answer.to_string())
+                    .with_usage(1_000, 50)
+                    .with_cached_tokens(4_000)
+                    .with_cache_write_tokens(1_200)
+            },
+        )
+        .start()
+        .await;
+    let server = Server::start(Options {
+        anthropic_base_url: Some(model.anthropic_base_url()),
+        ..Options::default()
+    })
+    .await;
+    open_new(&c, &server).await;
+    ask(&c, "Hello?").await;
+    let expected =
+        "Tokens: 1,000 in · 50 out · 4,000 cached · 1,200 written to cache · 1 model call";
+    let line = wait_for(
+        &c,
+        "the answer's cost line",
+        "const d = document.querySelector('[data-component=cost]'); return d && d.textContent",
+    )
+    .await;
+    assert_eq!(line, expected);
+    let side = wait_for(
+        &c,
+        "the sidebar's cost line",
+        "const p = document.querySelector('#conv-cost'); return p && !p.hidden && p.textContent",
+    )
+    .await;
+    assert_eq!(
+        side.as_str().unwrap(),
+        format!("This conversation — {expected}")
+    );
+    c.close().await.unwrap();
+}

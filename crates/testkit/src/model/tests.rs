@@ -197,6 +197,7 @@ fn answer(thinking: bool) -> Answer {
         input_tokens: 100,
         output_tokens: 20,
         cached_tokens: 0,
+        cache_write_tokens: 0,
         stop_reason: None,
     }
 }

@@ -11,6 +11,7 @@ pub struct Turn {
     pub(super) calls: Vec<(String, Value)>,
     pub(super) usage: Option<(u64, u64)>,
     pub(super) cached_tokens: u64,
+    pub(super) cache_write_tokens: u64,
     pub(super) stop_reason: Option<String>,
     pub(super) failure: Option<(u16, String)>,
     pub(super) held: bool,
@@ -24,6 +25,7 @@ impl Turn {
             calls: Vec::new(),
             usage: None,
             cached_tokens: 0,
+            cache_write_tokens: 0,
             stop_reason: None,
             failure: None,
             held: false,
@@ -108,6 +110,14 @@ impl Turn {
     /// the turn's input count uncached.
     pub fn with_cached_tokens(mut self, n: u64) -> Self {
         self.cached_tokens = n;
+        self
+    }
+
+    /// The same turn with `n` input tokens written to the provider's prompt cache (0 unless
+    /// set): Anthropic's `usage.cache_creation_input_tokens = n`, beside an `input_tokens` that
+    /// leaves them out. The OpenAI wires have no such figure and ignore it.
+    pub fn with_cache_write_tokens(mut self, n: u64) -> Self {
+        self.cache_write_tokens = n;
         self
     }
 
