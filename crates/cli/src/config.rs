@@ -1,7 +1,7 @@
 //! The configuration of the agent commands (`run`, `chat`, `inspect`): a YAML (or JSON) file
 //! named by `--config` or `BA_AGENT_CONFIG`, then the environment (`BA_AGENT_PROVIDER`,
-//! `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME`; API keys from `ANTHROPIC_API_KEY` or
-//! `OPENAI_API_KEY`), then the command line. Keys are never printed.
+//! `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME`, `BA_AGENT_COMPAT`; API keys from
+//! `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`), then the command line. Keys are never printed.
 //!
 //! The tools it offers ([`Config::tools`]): `file_reader` always; `query_database` when
 //! `database` (a SQLite path or a `postgres://` URL) or `database_env` (the name of an
@@ -43,6 +43,11 @@ pub(crate) struct Config {
     pub base_url: Option<String>,
     /// The API key (the environment variable is preferred).
     pub api_key: Option<String>,
+    /// `openai` only: the profile for other compatible servers (vLLM, llama.cpp, Ollama):
+    /// no `stream_options`, `prompt_cache_key` or `reasoning_effort`, the key optional.
+    pub compat: Option<bool>,
+    /// `anthropic` only: server-side clearing of old tool results and thinking.
+    pub context_editing: Option<ba_model::ContextEditing>,
     /// The recording the `replay` provider plays.
     pub replay: Option<PathBuf>,
     /// Where conversations, code and data files live (default `.ba-agent`).
@@ -244,6 +249,13 @@ impl Config {
         if let Some(v) = env("BA_AGENT_HOME") {
             config.home = Some(PathBuf::from(v));
         }
+        if let Some(v) = env("BA_AGENT_COMPAT") {
+            config.compat = Some(match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                _ => bail!("BA_AGENT_COMPAT: expected 1, true, 0 or false, found `{v}`"),
+            });
+        }
         Ok(config)
     }
 
@@ -297,6 +309,13 @@ impl Config {
             )
         })?;
         let key = self.api_key.clone().map(ApiKey::new);
+        let compat = self.compat == Some(true);
+        if self.context_editing.is_some() && provider != "anthropic" {
+            bail!("context_editing: only the anthropic provider edits context, not `{provider}`");
+        }
+        if compat && provider != "openai" {
+            bail!("compat: only the openai provider has a compat profile, not `{provider}`");
+        }
         Ok(match provider {
             "anthropic" => {
                 let client = match key {
@@ -304,6 +323,10 @@ impl Config {
                     None => AnthropicClient::from_env()?,
                 }
                 .with_http(self.http());
+                let client = match &self.context_editing {
+                    Some(editing) => client.with_context_editing(editing.clone()),
+                    None => client,
+                };
                 match &self.base_url {
                     Some(url) => Arc::new(client.with_base_url(url.clone())?),
                     None => Arc::new(client),
@@ -312,9 +335,18 @@ impl Config {
             "openai" => {
                 let client = match key {
                     Some(k) => OpenAiClient::new(Some(k))?,
+                    // A local server wants no key.
+                    None if compat && env(OpenAiClient::KEY_VAR).is_none() => {
+                        OpenAiClient::new(None)?
+                    }
                     None => OpenAiClient::from_env()?,
                 }
-                .with_http(self.http());
+                .with_http(self.http())
+                .with_compat(
+                    compat
+                        .then(ba_model::OpenAiCompat::server)
+                        .unwrap_or_default(),
+                );
                 match &self.base_url {
                     Some(url) => Arc::new(client.with_base_url(url.clone())?),
                     None => Arc::new(client),
