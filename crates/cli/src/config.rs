@@ -1,7 +1,7 @@
 //! The configuration of the agent commands (`run`, `chat`, `inspect`): a YAML (or JSON) file
 //! named by `--config` or `BA_AGENT_CONFIG`, then the environment (`BA_AGENT_PROVIDER`,
-//! `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME`; API keys from `ANTHROPIC_API_KEY` or
-//! `OPENAI_API_KEY`), then the command line. Keys are never printed.
+//! `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME`, `BA_AGENT_COMPAT`; API keys from
+//! `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`), then the command line. Keys are never printed.
 //!
 //! The tools it offers ([`Config::tools`]): `file_reader` always; `query_database` when
 //! `database` (a SQLite path or a `postgres://` URL) or `database_env` (the name of an
@@ -21,11 +21,8 @@ use ba_builtins::run_python::sandbox::{SandboxConfig, SandboxLimits, SandboxMode
 use ba_builtins::run_python::{RunPython, RunPythonConfig};
 use ba_builtins::web_reader::{WebReader, WebReaderConfig};
 use ba_builtins::web_search::{BraveBackend, SearchBackend, SearxngBackend, WebSearch};
-use ba_context::ContextBudget;
 use ba_mcp::{McpManager, McpServerConfig};
-use ba_model::{
-    AnthropicClient, ApiKey, HttpConfig, ModelClient, OpenAiClient, ReplayClient, ResponsesClient,
-};
+use ba_model::ModelClient;
 use ba_skills::{SkillRoot, SkillSet};
 use ba_storage::{
     ConversationStore, FileStore, FileStoreOptions, PostgresOptions, PostgresStore, StorageError,
@@ -45,6 +42,11 @@ pub(crate) struct Config {
     pub base_url: Option<String>,
     /// The API key (the environment variable is preferred).
     pub api_key: Option<String>,
+    /// `openai` only: the profile for other compatible servers (vLLM, llama.cpp, Ollama):
+    /// no `stream_options`, `prompt_cache_key` or `reasoning_effort`, the key optional.
+    pub compat: Option<bool>,
+    /// `anthropic` only: server-side clearing of old tool results and thinking.
+    pub context_editing: Option<ba_model::ContextEditing>,
     /// The recording the `replay` provider plays.
     pub replay: Option<PathBuf>,
     /// Where conversations, code and data files live (default `.ba-agent`).
@@ -215,7 +217,7 @@ pub(crate) fn resolve_home(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -246,6 +248,13 @@ impl Config {
         if let Some(v) = env("BA_AGENT_HOME") {
             config.home = Some(PathBuf::from(v));
         }
+        if let Some(v) = env("BA_AGENT_COMPAT") {
+            config.compat = Some(match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                _ => bail!("BA_AGENT_COMPAT: expected 1, true, 0 or false, found `{v}`"),
+            });
+        }
         Ok(config)
     }
 
@@ -253,24 +262,6 @@ impl Config {
         self.home
             .clone()
             .unwrap_or_else(|| PathBuf::from(".ba-agent"))
-    }
-
-    /// Timeouts and size bounds of the HTTP providers: the configuration's, or the defaults.
-    fn http(&self) -> HttpConfig {
-        let mut http = HttpConfig::default();
-        if let Some(s) = self.request_timeout_secs {
-            http = http.with_request_timeout(Duration::from_secs(s));
-        }
-        if let Some(s) = self.stream_idle_timeout_secs {
-            http = http.with_idle_timeout(Duration::from_secs(s));
-        }
-        if let Some(s) = self.call_timeout_secs {
-            http = http.with_call_timeout(Duration::from_secs(s));
-        }
-        if let Some(b) = self.max_response_bytes {
-            http = http.with_max_response_bytes(b);
-        }
-        http
     }
 
     /// The conversation store of `serve`: PostgreSQL when `database_url` is set, the files
@@ -287,72 +278,6 @@ impl Config {
             .await
             .context("connecting to the database of `database_url`")?;
         Ok(Arc::new(store))
-    }
-
-    /// The model client; a replay client starts after `played` turns.
-    pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
-        let provider = self.provider.as_deref().ok_or_else(|| {
-            anyhow!(
-                "no model provider: set BA_AGENT_PROVIDER (anthropic, openai, openai-responses or \
-                 replay) or \
-                 `provider` in the configuration, with the provider's API key in its environment \
-                 variable; `ba-agent demo` runs without any"
-            )
-        })?;
-        let key = self.api_key.clone().map(ApiKey::new);
-        Ok(match provider {
-            "anthropic" => {
-                let client = match key {
-                    Some(k) => AnthropicClient::new(k)?,
-                    None => AnthropicClient::from_env()?,
-                }
-                .with_http(self.http());
-                match &self.base_url {
-                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
-                    None => Arc::new(client),
-                }
-            }
-            "openai" => {
-                let client = match key {
-                    Some(k) => OpenAiClient::new(Some(k))?,
-                    None => OpenAiClient::from_env()?,
-                }
-                .with_http(self.http());
-                match &self.base_url {
-                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
-                    None => Arc::new(client),
-                }
-            }
-            "openai-responses" => {
-                let client = match key {
-                    Some(k) => ResponsesClient::new(Some(k))?,
-                    None => ResponsesClient::from_env()?,
-                }
-                .with_http(self.http());
-                match &self.base_url {
-                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
-                    None => Arc::new(client),
-                }
-            }
-            "replay" => {
-                let path = self.replay.as_ref().ok_or_else(|| {
-                    anyhow!("the replay provider needs `replay: FILE` in the configuration")
-                })?;
-                Arc::new(ReplayClient::from_file(path)?.with_played(played))
-            }
-            other => bail!(
-                "unknown provider `{other}`: expected anthropic, openai, openai-responses or replay"
-            ),
-        })
-    }
-
-    pub(crate) fn default_model(&self) -> String {
-        match (&self.model, self.provider.as_deref()) {
-            (Some(m), _) => m.clone(),
-            (None, Some("openai")) => "gpt-4o".to_owned(),
-            (None, Some("openai-responses")) => "gpt-5".to_owned(),
-            (None, _) => "claude-sonnet-4-5".to_owned(),
-        }
     }
 
     /// The store under `home` if there is one, creating nothing (for commands that only
@@ -563,9 +488,7 @@ impl Config {
                 if let Some(m) = self.response_mode {
                     s.response_mode = m;
                 }
-                if let Some(total) = self.context_window {
-                    s.budget = ContextBudget::new(total, self.reserve.unwrap_or(total / 16));
-                }
+                s.budget = self.budget(s.budget);
                 if let Some(name) = &self.strategy {
                     s.strategy = name.clone();
                 }

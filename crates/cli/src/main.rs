@@ -13,6 +13,7 @@ mod log;
 mod mcp;
 mod out;
 mod print;
+mod provider;
 mod report;
 mod serve;
 mod skills;

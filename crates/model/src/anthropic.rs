@@ -10,6 +10,7 @@ use ba_protocol::join_text;
 use ba_protocol::stream::anthropic::{AnthropicAccumulator, BlockDelta, StreamEvent};
 use ba_protocol::stream::sse::SseEvent;
 use ba_protocol::{Content, ContentBlock};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::error::{ModelError, PartialOutput, PartialToolCall};
@@ -21,6 +22,115 @@ use super::{
 
 const PROVIDER: &str = "anthropic";
 
+/// The beta that context editing needs.
+const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// Context editing: the API clears old tool results (and old thinking) from the prompt before
+/// the model reads it, while the client keeps sending the whole conversation
+/// (`context_management` in the body, beta `context-management-2025-06-27`).
+///
+/// Tool results are cleared once the prompt passes [`trigger_tokens`](Self::trigger_tokens);
+/// thinking of earlier turns only when [`keep_thinking_turns`](Self::keep_thinking_turns) is
+/// set and the request thinks (the API refuses the edit otherwise). A part left unset is not
+/// sent, so the API's default applies. The fields read from the CLI configuration's
+/// `context_editing:` map under the same names.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ContextEditing {
+    /// Input tokens from which tool results are cleared (the API's default is 100 000).
+    pub trigger_tokens: Option<u64>,
+    /// The most recent tool uses kept whole (the API's default is 3).
+    pub keep_tool_uses: Option<u64>,
+    /// Input tokens cleared at least each time, so that breaking the prompt cache is worth it.
+    pub clear_at_least: Option<u64>,
+    /// Tools whose results are never cleared.
+    #[serde(default)]
+    pub exclude_tools: Vec<String>,
+    /// Whether the inputs of cleared calls are cleared too (the API's default is no).
+    pub clear_tool_inputs: Option<bool>,
+    /// Clear the thinking of earlier turns, keeping this many recent turns of it.
+    pub keep_thinking_turns: Option<u64>,
+}
+
+impl ContextEditing {
+    /// Tool results cleared with the API's defaults; thinking kept.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Clears tool results once the prompt has this many input tokens.
+    pub fn with_trigger_tokens(mut self, tokens: u64) -> Self {
+        self.trigger_tokens = Some(tokens);
+        self
+    }
+
+    /// Keeps the most recent `uses` tool uses.
+    pub fn with_keep_tool_uses(mut self, uses: u64) -> Self {
+        self.keep_tool_uses = Some(uses);
+        self
+    }
+
+    /// Clears at least this many input tokens each time.
+    pub fn with_clear_at_least(mut self, tokens: u64) -> Self {
+        self.clear_at_least = Some(tokens);
+        self
+    }
+
+    /// Never clears the results of these tools.
+    pub fn with_exclude_tools(
+        mut self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.exclude_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether cleared calls lose their inputs too.
+    pub fn with_clear_tool_inputs(mut self, yes: bool) -> Self {
+        self.clear_tool_inputs = Some(yes);
+        self
+    }
+
+    /// Clears the thinking of earlier turns, keeping the last `turns`.
+    pub fn with_keep_thinking_turns(mut self, turns: u64) -> Self {
+        self.keep_thinking_turns = Some(turns);
+        self
+    }
+
+    /// The `context_management` object for a request that thinks or not (the thinking edit
+    /// comes first, as the API requires).
+    pub fn to_json(&self, thinking: bool) -> Value {
+        let mut edits = Vec::new();
+        if let (Some(turns), true) = (self.keep_thinking_turns, thinking) {
+            edits.push(json!({
+                "type": "clear_thinking_20251015",
+                "keep": {"type": "thinking_turns", "value": turns},
+            }));
+        }
+        let mut tools = serde_json::Map::new();
+        tools.insert("type".to_owned(), json!("clear_tool_uses_20250919"));
+        let parts = [
+            ("trigger", "input_tokens", self.trigger_tokens),
+            ("keep", "tool_uses", self.keep_tool_uses),
+            ("clear_at_least", "input_tokens", self.clear_at_least),
+        ];
+        for (key, kind, value) in parts {
+            if let Some(value) = value {
+                tools.insert(key.to_owned(), json!({"type": kind, "value": value}));
+            }
+        }
+        if !self.exclude_tools.is_empty() {
+            tools.insert("exclude_tools".to_owned(), json!(self.exclude_tools));
+        }
+        if let Some(yes) = self.clear_tool_inputs {
+            tools.insert("clear_tool_inputs".to_owned(), json!(yes));
+        }
+        edits.push(Value::Object(tools));
+        json!({ "edits": edits })
+    }
+}
+
 /// A client of the Anthropic Messages API (`POST {base}/v1/messages`).
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
@@ -28,6 +138,8 @@ pub struct AnthropicClient {
     key: ApiKey,
     base_url: String,
     version: String,
+    betas: Vec<String>,
+    context_editing: Option<ContextEditing>,
 }
 
 impl AnthropicClient {
@@ -43,6 +155,8 @@ impl AnthropicClient {
             key,
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
             version: "2023-06-01".to_owned(),
+            betas: Vec::new(),
+            context_editing: None,
         })
     }
 
@@ -66,7 +180,44 @@ impl AnthropicClient {
         self
     }
 
-    /// The JSON body sent for `request`.
+    /// Turns on a beta feature: its name is sent in the `anthropic-beta` header, joined by
+    /// commas with the others.
+    pub fn with_beta(mut self, beta: impl Into<String>) -> Self {
+        let beta = beta.into();
+        if !self.betas.contains(&beta) {
+            self.betas.push(beta);
+        }
+        self
+    }
+
+    /// Asks the API to clear old tool results (and thinking) server-side; see
+    /// [`ContextEditing`].
+    pub fn with_context_editing(mut self, editing: ContextEditing) -> Self {
+        self.context_editing = Some(editing);
+        self
+    }
+
+    /// The `anthropic-beta` header: every beta turned on, comma-separated; `None` for none.
+    fn beta_header(&self) -> Option<String> {
+        let mut betas: Vec<&str> = self.betas.iter().map(String::as_str).collect();
+        if self.context_editing.is_some() && !betas.contains(&CONTEXT_MANAGEMENT_BETA) {
+            betas.push(CONTEXT_MANAGEMENT_BETA);
+        }
+        (!betas.is_empty()).then(|| betas.join(","))
+    }
+
+    /// The JSON body this client sends for `request`: [`AnthropicClient::request_body`] with
+    /// the client's context editing.
+    pub fn body(&self, request: &ModelRequest) -> Value {
+        let mut body = Self::request_body(request);
+        if let (Some(editing), Value::Object(fields)) = (&self.context_editing, &mut body) {
+            let thinking = request.thinking_budget.is_some();
+            fields.insert("context_management".to_owned(), editing.to_json(thinking));
+        }
+        body
+    }
+
+    /// The JSON body sent for `request` by any client (no client setting in it).
     pub fn request_body(request: &ModelRequest) -> Value {
         let converted = log_to_anthropic(&request.context_entries());
         for loss in &converted.losses {
@@ -196,18 +347,24 @@ impl ModelClient for AnthropicClient {
         request: &ModelRequest,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let body = Self::request_body(request);
+        let body = self.body(request);
         let url = format!("{}/v1/messages", self.base_url);
         let key = self.key.header_value("", PROVIDER)?;
+        let beta = self.beta_header();
         let (response, retries, deadline, call_deadline) = self
             .transport
             .send(|| {
-                self.transport
+                let builder = self
+                    .transport
                     .client
                     .post(&url)
                     .header("x-api-key", key.clone())
-                    .header("anthropic-version", &self.version)
-                    .json(&body)
+                    .header("anthropic-version", &self.version);
+                match &beta {
+                    Some(beta) => builder.header("anthropic-beta", beta),
+                    None => builder,
+                }
+                .json(&body)
             })
             .await?;
         if request.stream {
@@ -225,6 +382,9 @@ impl ModelClient for AnthropicClient {
             .transport
             .body_json(response, deadline, "a Messages response")
             .await?;
+        if let Some(applied) = parsed.extra.get("context_management") {
+            log_applied_edits(applied);
+        }
         Ok(to_response(parsed, retries, Vec::new()))
     }
 }
@@ -244,6 +404,44 @@ fn to_response(parsed: AnthropicResponse, retries: u32, problems: Vec<String>) -
     }
 }
 
+/// Logs the edits the API says it made (`context_management.applied_edits`).
+fn log_applied_edits(context_management: &Value) {
+    let edits = context_management
+        .get("applied_edits")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for edit in edits {
+        let count = |key: &str| edit.get(key).and_then(Value::as_u64);
+        let kind = edit.get("type").and_then(Value::as_str).unwrap_or("?");
+        tracing::info!(
+            edit = kind,
+            cleared_tool_uses = count("cleared_tool_uses"),
+            cleared_thinking_turns = count("cleared_thinking_turns"),
+            cleared_input_tokens = count("cleared_input_tokens"),
+            "the API cleared part of the context"
+        );
+    }
+}
+
+/// The `context_management` of a stream event: beside `delta` in `message_delta` (where the
+/// API puts it), inside `delta`, or in `message_start`'s message.
+fn context_management_of(event: &SseEvent) -> Option<Value> {
+    if !event.data.contains("context_management") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(&event.data).ok()?;
+    [
+        value.get("context_management"),
+        value.pointer("/delta/context_management"),
+        value.pointer("/message/context_management"),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|v| v.is_object())
+    .cloned()
+}
+
 fn usage(u: &AnthropicUsage) -> Usage {
     Usage {
         input_tokens: u.input_tokens,
@@ -260,6 +458,7 @@ struct AnthropicStream {
     acc: AnthropicAccumulator,
     open_calls: BTreeMap<usize, PartialToolCall>,
     message_stopped: bool,
+    context_management: Option<Value>,
 }
 
 impl AnthropicStream {
@@ -270,6 +469,9 @@ impl AnthropicStream {
 
 impl StreamState for AnthropicStream {
     fn push(&mut self, event: &SseEvent, on_delta: &mut DeltaSink<'_>) -> Result<(), ModelError> {
+        if let Some(edits) = context_management_of(event) {
+            self.context_management = Some(edits);
+        }
         let parsed = StreamEvent::from_sse(event).map_err(|e| ModelError::InvalidResponse {
             provider: PROVIDER.to_owned(),
             message: e.to_string(),
@@ -375,6 +577,9 @@ impl StreamState for AnthropicStream {
                 }),
             });
         }
+        if let Some(applied) = &self.context_management {
+            log_applied_edits(applied);
+        }
         Ok(to_response(
             accumulated.message,
             retries,
@@ -449,6 +654,54 @@ mod tests {
         assert_eq!(body["thinking"]["budget_tokens"], json!(2048));
         assert_eq!(body["stream"], json!(true));
         assert_eq!(body["max_tokens"], json!(4096));
+    }
+
+    #[test]
+    fn context_editing_sends_the_parts_set_and_thinking_only_when_thinking() {
+        let editing = ContextEditing::new()
+            .with_trigger_tokens(30_000)
+            .with_keep_tool_uses(2)
+            .with_exclude_tools(["web_search"])
+            .with_keep_thinking_turns(1);
+        assert_eq!(
+            editing.to_json(true),
+            json!({"edits": [
+                {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}},
+                {"type": "clear_tool_uses_20250919",
+                 "trigger": {"type": "input_tokens", "value": 30000},
+                 "keep": {"type": "tool_uses", "value": 2},
+                 "exclude_tools": ["web_search"]},
+            ]})
+        );
+        assert_eq!(
+            ContextEditing::new().to_json(true),
+            json!({"edits": [{"type": "clear_tool_uses_20250919"}]})
+        );
+        assert_eq!(
+            editing.to_json(false)["edits"].as_array().map(Vec::len),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn applied_edits_are_found_wherever_a_stream_event_carries_them() {
+        let applied = json!({"applied_edits": [{"type": "clear_tool_uses_20250919",
+            "cleared_tool_uses": 3, "cleared_input_tokens": 9000}]});
+        let events = [
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                   "context_management": applied}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                   "context_management": applied}}),
+            json!({"type": "message_start", "message": {"context_management": applied}}),
+        ];
+        for event in events {
+            let event = SseEvent {
+                event: None,
+                data: event.to_string(),
+                id: None,
+            };
+            assert_eq!(context_management_of(&event), Some(applied.clone()));
+        }
     }
 
     #[test]

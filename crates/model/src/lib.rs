@@ -9,6 +9,13 @@
 //!   compatible server, and [`ResponsesClient`] (feature `openai` too) OpenAI's Responses API
 //!   (reasoning items sent back encrypted, `store: false`, `prompt_cache_key`); all stream
 //!   (SSE) or not, send tools and thinking budgets, and record usage with cached tokens.
+//! - [`OpenAiCompat`] says which optional fields the OpenAI client sends:
+//!   [`OpenAiCompat::server`] (the `compat` profile, [`OpenAiClient::compat`]) leaves out
+//!   `stream_options`, `prompt_cache_key` and `reasoning_effort` for vLLM, llama.cpp, Ollama
+//!   and the like; answers are read leniently whatever the profile (tool arguments as objects,
+//!   calls without ids or indexes, no usage).
+//! - [`ContextEditing`] asks Anthropic to clear old tool results and thinking server-side
+//!   ([`AnthropicClient::with_context_editing`]).
 //! - [`ReplayClient`] (feature `replay`) plays a recorded session file and fails loudly when
 //!   the conversation leaves the recording.
 //! - [`HttpConfig`] holds the per-request and stream-idle timeouts and the [`RetryPolicy`]
@@ -56,6 +63,8 @@
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg(feature = "openai")]
+mod compat;
 mod error;
 #[cfg(feature = "http")]
 mod http;
@@ -79,7 +88,9 @@ use ba_protocol::{Content, LogEntry, Message, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "anthropic")]
-pub use anthropic::AnthropicClient;
+pub use anthropic::{AnthropicClient, ContextEditing};
+#[cfg(feature = "openai")]
+pub use compat::OpenAiCompat;
 pub use error::{MAX_LOGGED_PARTIAL, ModelError, PartialOutput, PartialToolCall, TimeoutPhase};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, HttpConfig};

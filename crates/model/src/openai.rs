@@ -5,16 +5,17 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use ba_protocol::convert::log_to_openai;
 use ba_protocol::openai::{ChatMessage, ChatResponse, ChatUsage};
-use ba_protocol::stream::openai::{ChatChunk, OpenAiAccumulator};
+use ba_protocol::stream::openai::{ChatChunk, ChunkChoice, ChunkDelta, OpenAiAccumulator};
 use ba_protocol::stream::partial_json;
 use ba_protocol::stream::sse::SseEvent;
 use ba_protocol::{ContentBlock, LogRole, Message, Role};
 use serde_json::{Value, json};
 
+use super::compat::{self, LenientChunks, OpenAiCompat};
 use super::error::{ModelError, PartialOutput, PartialToolCall};
 use super::http::{ApiKey, HttpConfig, Transport};
 use super::sse::{StreamState, read_stream};
-use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta};
+use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StreamDelta};
 use ba_protocol::Usage;
 
 const PROVIDER: &str = "openai";
@@ -26,14 +27,18 @@ const REASONING_INDEX: usize = 1;
 const FIRST_CALL_INDEX: usize = 2;
 
 /// A client of the Chat Completions API (`POST {base}/chat/completions`).
+///
+/// Which optional request fields it sends is its [`OpenAiCompat`] profile: OpenAI's by
+/// default, [`OpenAiCompat::server`] (through [`OpenAiClient::compat`] or
+/// [`OpenAiClient::with_compat`]) for local and other compatible servers. Answers are read
+/// leniently either way: tool arguments given as JSON objects, calls without ids or indexes,
+/// ids and names repeated in every delta, no usage, calls made under `finish_reason: "stop"`.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
     transport: Transport,
     key: Option<ApiKey>,
     base_url: String,
-    max_completion_tokens: bool,
-    reasoning_effort: bool,
-    prompt_cache_key: Option<bool>,
+    compat: OpenAiCompat,
 }
 
 impl OpenAiClient {
@@ -49,10 +54,26 @@ impl OpenAiClient {
             transport: Transport::new(PROVIDER, HttpConfig::default(), Self::DEFAULT_BASE_URL)?,
             key,
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
-            max_completion_tokens: false,
-            reasoning_effort: true,
-            prompt_cache_key: None,
+            compat: OpenAiCompat::openai(),
         })
+    }
+
+    /// A client with the `compat` profile ([`OpenAiCompat::server`]), for vLLM, llama.cpp's
+    /// server, Ollama's `/v1`, LM Studio and other compatible servers; give the base URL with
+    /// [`OpenAiClient::with_base_url`].
+    pub fn compat(key: Option<ApiKey>) -> Result<Self, ModelError> {
+        Ok(Self::new(key)?.with_compat(OpenAiCompat::server()))
+    }
+
+    /// Sends the optional request fields `compat` says.
+    pub fn with_compat(mut self, compat: OpenAiCompat) -> Self {
+        self.compat = compat;
+        self
+    }
+
+    /// The profile the requests are written with.
+    pub fn compat_profile(&self) -> OpenAiCompat {
+        self.compat
     }
 
     /// A client with the key from `OPENAI_API_KEY`.
@@ -78,26 +99,33 @@ impl OpenAiClient {
     /// Sends the output cap as `max_completion_tokens` (OpenAI's reasoning models require it)
     /// instead of `max_tokens` (which every compatible server reads).
     pub fn with_max_completion_tokens(mut self, yes: bool) -> Self {
-        self.max_completion_tokens = yes;
+        self.compat.max_completion_tokens = yes;
         self
     }
 
     /// Whether a thinking budget is sent as `reasoning_effort` (on by default; servers that
     /// reject the field need it off).
     pub fn with_reasoning_effort(mut self, yes: bool) -> Self {
-        self.reasoning_effort = yes;
+        self.compat.reasoning_effort = yes;
         self
     }
 
     /// Whether a request's cache key is sent as `prompt_cache_key`. By default it is sent to
     /// OpenAI's own API only: a compatible server may refuse a field it does not know.
     pub fn with_prompt_cache_key(mut self, yes: bool) -> Self {
-        self.prompt_cache_key = Some(yes);
+        self.compat.prompt_cache_key = Some(yes);
+        self
+    }
+
+    /// Whether streams ask for a final usage chunk (`stream_options`; on by default).
+    pub fn with_stream_usage(mut self, yes: bool) -> Self {
+        self.compat.stream_usage = yes;
         self
     }
 
     fn sends_cache_key(&self) -> bool {
-        self.prompt_cache_key
+        self.compat
+            .prompt_cache_key
             .unwrap_or_else(|| self.base_url.starts_with("https://api.openai.com"))
     }
 
@@ -114,7 +142,7 @@ impl OpenAiClient {
         }
         let extra = &mut body.extra;
         extra.insert("model".to_owned(), json!(request.model));
-        let cap = if self.max_completion_tokens {
+        let cap = if self.compat.max_completion_tokens {
             "max_completion_tokens"
         } else {
             "max_tokens"
@@ -134,7 +162,7 @@ impl OpenAiClient {
                 .collect();
             extra.insert("tools".to_owned(), Value::Array(tools));
         }
-        if let (Some(budget), true) = (request.thinking_budget, self.reasoning_effort) {
+        if let (Some(budget), true) = (request.thinking_budget, self.compat.reasoning_effort) {
             // Chat Completions has no token budget for reasoning, only an effort level.
             let effort = match budget {
                 0..2048 => "low",
@@ -145,7 +173,9 @@ impl OpenAiClient {
         }
         if request.stream {
             extra.insert("stream".to_owned(), Value::Bool(true));
-            extra.insert("stream_options".to_owned(), json!({"include_usage": true}));
+            if self.compat.stream_usage {
+                extra.insert("stream_options".to_owned(), json!({"include_usage": true}));
+            }
         }
         // OpenAI caches prompt prefixes by itself; the key routes one conversation's calls to
         // the same cache.
@@ -196,10 +226,13 @@ impl ModelClient for OpenAiClient {
             )
             .await;
         }
-        let parsed: ChatResponse = self
+        let mut value: Value = self
             .transport
             .body_json(response, deadline, "a chat completion")
             .await?;
+        compat::lenient_response(&mut value);
+        let parsed: ChatResponse = serde_json::from_value(value)
+            .map_err(|e| invalid(format!("the body is not a chat completion: {e}")))?;
         to_response(parsed, retries, Vec::new())
     }
 }
@@ -227,12 +260,13 @@ fn to_response(
             partial: None,
         })?;
     let message = to_message(&choice.message, &mut problems);
+    let made_calls = message
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolUse(_)));
     Ok(ModelResponse {
         message: message.with_id(parsed.id.clone()),
-        stop_reason: choice.finish_reason.as_deref().map_or(
-            StopReason::Other("none".to_owned()),
-            StopReason::from_provider,
-        ),
+        stop_reason: compat::stop_reason(choice.finish_reason.as_deref(), made_calls),
         usage: parsed.usage.as_ref().map(usage).unwrap_or_default(),
         id: parsed.id,
         model: parsed.model,
@@ -301,6 +335,7 @@ fn usage(u: &ChatUsage) -> Usage {
 #[derive(Debug, Default)]
 struct OpenAiStream {
     acc: OpenAiAccumulator,
+    lenient: LenientChunks,
     calls: BTreeMap<usize, PartialToolCall>,
     announced: BTreeMap<usize, bool>,
     finish_reason: Option<String>,
@@ -312,7 +347,7 @@ impl StreamState for OpenAiStream {
         if data == "[DONE]" {
             return self.acc.push_sse(event).map_err(|e| invalid(e.to_string()));
         }
-        let value: Value = serde_json::from_str(data)
+        let mut value: Value = serde_json::from_str(data)
             .map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
         if let Some(error) = value.get("error") {
             let (kind, message) = super::http::provider_error(&json!({"error": error}).to_string());
@@ -324,6 +359,7 @@ impl StreamState for OpenAiStream {
                 partial: None,
             });
         }
+        self.lenient.chunk(&mut value);
         let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
             invalid(format!(
                 "a stream chunk is not a chat.completion.chunk: {e}"
@@ -405,13 +441,28 @@ impl StreamState for OpenAiStream {
         }
     }
 
-    fn finish(self, retries: u32) -> Result<ModelResponse, ModelError> {
+    fn finish(mut self, retries: u32) -> Result<ModelResponse, ModelError> {
         if self.finish_reason.is_none() && !self.acc.saw_done() {
             let message = "the stream ended without a finish_reason or [DONE]".to_owned();
             return Err(ModelError::StreamCut {
                 provider: PROVIDER.to_owned(),
                 message,
                 partial: Box::new(self.into_partial()),
+            });
+        }
+        if self.finish_reason.is_none() {
+            // `[DONE]` without a finish_reason (some servers never send one): the answer is
+            // complete; whether it stopped for its calls is decided like a `stop`.
+            self.acc.push(ChatChunk {
+                id: String::new(),
+                model: String::new(),
+                choices: vec![ChunkChoice {
+                    index: 0,
+                    delta: ChunkDelta::default(),
+                    finish_reason: Some("stop".to_owned()),
+                }],
+                usage: None,
+                extra: ba_protocol::JsonMap::new(),
             });
         }
         let accumulated = self.acc.finish().map_err(|e| ModelError::StreamCut {

@@ -1,0 +1,229 @@
+//! The model provider of the configuration: the client (`provider`, `base_url`, the key, the
+//! HTTP bounds, `compat`, `context_editing`), its default model, and the context budget, which
+//! hands the clearing of old tool results to the provider when `context_editing` asks it to.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use ba_context::ContextBudget;
+use ba_model::{
+    AnthropicClient, ApiKey, ContextEditing, HttpConfig, ModelClient, OpenAiClient, ReplayClient,
+    ResponsesClient,
+};
+
+use crate::config::{Config, env};
+
+impl Config {
+    /// Timeouts and size bounds of the HTTP providers: the configuration's, or the defaults.
+    pub(crate) fn http(&self) -> HttpConfig {
+        let mut http = HttpConfig::default();
+        if let Some(s) = self.request_timeout_secs {
+            http = http.with_request_timeout(Duration::from_secs(s));
+        }
+        if let Some(s) = self.stream_idle_timeout_secs {
+            http = http.with_idle_timeout(Duration::from_secs(s));
+        }
+        if let Some(s) = self.call_timeout_secs {
+            http = http.with_call_timeout(Duration::from_secs(s));
+        }
+        if let Some(b) = self.max_response_bytes {
+            http = http.with_max_response_bytes(b);
+        }
+        http
+    }
+
+    /// The model client; a replay client starts after `played` turns.
+    pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
+        let provider = self.provider.as_deref().ok_or_else(|| {
+            anyhow!(
+                "no model provider: set BA_AGENT_PROVIDER (anthropic, openai, openai-responses or \
+                 replay) or \
+                 `provider` in the configuration, with the provider's API key in its environment \
+                 variable; `ba-agent demo` runs without any"
+            )
+        })?;
+        let key = self.api_key.clone().map(ApiKey::new);
+        let compat = self.compat == Some(true);
+        if self.context_editing.is_some() && provider != "anthropic" {
+            bail!("context_editing: only the anthropic provider edits context, not `{provider}`");
+        }
+        if compat && provider != "openai" {
+            bail!("compat: only the openai provider has a compat profile, not `{provider}`");
+        }
+        Ok(match provider {
+            "anthropic" => {
+                let client = match key {
+                    Some(k) => AnthropicClient::new(k)?,
+                    None => AnthropicClient::from_env()?,
+                }
+                .with_http(self.http());
+                let client = match self.context_editing() {
+                    Some(editing) => client.with_context_editing(editing),
+                    None => client,
+                };
+                match &self.base_url {
+                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
+                    None => Arc::new(client),
+                }
+            }
+            "openai" => {
+                let client = match key {
+                    Some(k) => OpenAiClient::new(Some(k))?,
+                    // A local server wants no key.
+                    None if compat && env(OpenAiClient::KEY_VAR).is_none() => {
+                        OpenAiClient::new(None)?
+                    }
+                    None => OpenAiClient::from_env()?,
+                }
+                .with_http(self.http())
+                .with_compat(
+                    compat
+                        .then(ba_model::OpenAiCompat::server)
+                        .unwrap_or_default(),
+                );
+                match &self.base_url {
+                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
+                    None => Arc::new(client),
+                }
+            }
+            "openai-responses" => {
+                let client = match key {
+                    Some(k) => ResponsesClient::new(Some(k))?,
+                    None => ResponsesClient::from_env()?,
+                }
+                .with_http(self.http());
+                match &self.base_url {
+                    Some(url) => Arc::new(client.with_base_url(url.clone())?),
+                    None => Arc::new(client),
+                }
+            }
+            "replay" => {
+                let path = self.replay.as_ref().ok_or_else(|| {
+                    anyhow!("the replay provider needs `replay: FILE` in the configuration")
+                })?;
+                Arc::new(ReplayClient::from_file(path)?.with_played(played))
+            }
+            other => bail!(
+                "unknown provider `{other}`: expected anthropic, openai, openai-responses or replay"
+            ),
+        })
+    }
+
+    pub(crate) fn default_model(&self) -> String {
+        match (&self.model, self.provider.as_deref()) {
+            (Some(m), _) => m.clone(),
+            (None, Some("openai")) => "gpt-4o".to_owned(),
+            (None, Some("openai-responses")) => "gpt-5".to_owned(),
+            (None, _) => "claude-sonnet-4-5".to_owned(),
+        }
+    }
+
+    /// The context budget: `context_window` and `reserve` over `default`. With
+    /// `context_editing` the provider clears old tool results at the budget's trigger, and the
+    /// agent's own strategies run only when a request would not fit at all.
+    pub(crate) fn budget(&self, default: ContextBudget) -> ContextBudget {
+        let budget = match self.context_window {
+            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
+            None => default,
+        };
+        match &self.context_editing {
+            Some(_) => budget.with_thresholds(1.0, budget.target),
+            None => budget,
+        }
+    }
+
+    /// `context_editing` as sent: its trigger, when not given, is where the agent's own
+    /// strategies would have started.
+    fn context_editing(&self) -> Option<ContextEditing> {
+        let editing = self.context_editing.clone()?;
+        if editing.trigger_tokens.is_some() {
+            return Some(editing);
+        }
+        let budget = match self.context_window {
+            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
+            None => ba_agent::AgentSettings::default().budget,
+        };
+        Some(editing.with_trigger_tokens(budget.trigger_tokens() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> Config {
+        match serde_yaml_ng::from_str(yaml) {
+            Ok(config) => config,
+            Err(e) => panic!("{yaml}: {e}"),
+        }
+    }
+
+    fn client_error(yaml: &str) -> String {
+        match config(yaml).client(0) {
+            Ok(client) => panic!("{yaml}: a {} client", client.provider()),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn context_editing_hands_the_trigger_to_the_provider() {
+        let plain = config("provider: anthropic\ncontext_window: 100000\n");
+        let ours = plain.budget(ContextBudget::new(1, 0));
+        assert!((ours.trigger - 0.8).abs() < 1e-9);
+        assert!(plain.context_editing().is_none());
+        let edited = config(
+            "provider: anthropic\ncontext_window: 100000\ncontext_editing: {keep_tool_uses: 3}\n",
+        );
+        // The provider clears where our strategies would have started; ours only keep the
+        // request within the window.
+        let editing = edited.context_editing().unwrap();
+        assert_eq!(
+            editing.trigger_tokens,
+            Some(ours.trigger_tokens() as u64),
+            "{editing:?}"
+        );
+        assert_eq!(editing.keep_tool_uses, Some(3));
+        let budget = edited.budget(ContextBudget::new(1, 0));
+        assert!((budget.trigger - 1.0).abs() < 1e-9);
+        assert_eq!(budget.total, 100_000);
+        // A trigger given is kept.
+        let given = config("provider: anthropic\ncontext_editing: {trigger_tokens: 5000}\n");
+        assert_eq!(given.context_editing().unwrap().trigger_tokens, Some(5000));
+    }
+
+    #[test]
+    fn each_provider_option_is_refused_with_another_provider() {
+        let e = client_error("provider: openai\napi_key: k\ncontext_editing: {}\n");
+        assert!(
+            e.contains("context_editing") && e.contains("`openai`"),
+            "{e}"
+        );
+        let e = client_error("provider: openai-responses\napi_key: k\ncompat: true\n");
+        assert!(
+            e.contains("compat") && e.contains("`openai-responses`"),
+            "{e}"
+        );
+        let e = client_error("provider: open-ai\napi_key: k\n");
+        assert!(e.contains("openai-responses"), "{e}");
+    }
+
+    #[test]
+    fn the_responses_provider_builds_with_its_default_model() {
+        let c = config("provider: openai-responses\napi_key: k\nbase_url: http://127.0.0.1:9/v1\n");
+        assert_eq!(
+            c.client(0).map(|c| c.provider().to_owned()).ok().as_deref(),
+            Some("openai-responses")
+        );
+        assert_eq!(c.default_model(), "gpt-5");
+        let compat = config("provider: openai\ncompat: true\nbase_url: http://127.0.0.1:9/v1\n");
+        assert_eq!(
+            compat
+                .client(0)
+                .map(|c| c.provider().to_owned())
+                .ok()
+                .as_deref(),
+            Some("openai")
+        );
+    }
+}
