@@ -184,3 +184,69 @@ async fn a_failed_response_and_an_error_event_are_errors() {
         "{err}"
     );
 }
+
+/// The first events of an answer with one message, streaming.
+fn head() -> String {
+    let text = data("stream-refusal.sse");
+    // response.created and response.in_progress.
+    let second = text.match_indices("\n\n").nth(1).unwrap().0 + 2;
+    text[..second].to_owned()
+        + "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":2,\"output_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_1\",\"status\":\"in_progress\",\"role\":\"assistant\",\"content\":[]}}\n\n"
+}
+
+#[tokio::test]
+async fn the_shared_bounds_and_retries_hold() {
+    // A rate limit, then the answer: retried after the wait the server asked for.
+    let server = MockServer::start(vec![
+        Reply::json(429, r#"{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":null}}"#)
+            .header("retry-after", "0"),
+        Reply::json(200, &data("response-refusal.json")),
+    ])
+    .await;
+    let r = client(&server).complete(&request(false)).await.unwrap();
+    assert_eq!(r.retries, 1);
+    assert_eq!(server.received()[0].body, server.received()[1].body);
+
+    // A message that never ends: the answer's size bound ends it, with what came.
+    let delta = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\""
+        .to_owned()
+        + &"x".repeat(16 * 1024)
+        + "\"}\n\n";
+    let mut endless = Reply::sse(&head(), usize::MAX, End::Endless { pause_ms: 0 });
+    endless.pieces.push(delta.into_bytes());
+    let server = MockServer::start(vec![endless]).await;
+    let bounded = client(&server).with_http(
+        HttpConfig::default()
+            .with_max_response_bytes(2 * 1024 * 1024)
+            .with_retry(RetryPolicy::default().with_max_retries(0)),
+    );
+    let err = bounded.complete(&request(true)).await.unwrap_err();
+    match &err {
+        ModelError::TooLarge { partial, .. } => {
+            assert!(partial.text.len() > 1024 * 1024, "{}", partial.text.len());
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Silence after the first events: the idle timeout.
+    let server = MockServer::start(vec![Reply::sse(&head(), usize::MAX, End::Hang)]).await;
+    let idle = client(&server).with_http(
+        HttpConfig::default()
+            .with_idle_timeout(Duration::from_millis(300))
+            .with_retry(RetryPolicy::default().with_max_retries(0)),
+    );
+    let started = std::time::Instant::now();
+    let err = idle.complete(&request(true)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ModelError::Timeout {
+                phase: ba_model::TimeoutPhase::StreamIdle,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
