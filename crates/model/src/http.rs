@@ -216,6 +216,28 @@ impl Transport {
         }
     }
 
+    /// [`Transport::send`] of a JSON `body` posted to `url`, the key (if any: a local server
+    /// may want none) as a bearer token — the OpenAI APIs' way.
+    pub(crate) async fn send_bearer(
+        &self,
+        url: &str,
+        key: Option<&ApiKey>,
+        body: &serde_json::Value,
+    ) -> Result<(reqwest::Response, u32, Instant, Instant), ModelError> {
+        let key = match key {
+            Some(key) => Some(key.header_value("Bearer ", self.provider)?),
+            None => None,
+        };
+        self.send(|| {
+            let builder = self.client.post(url).json(body);
+            match &key {
+                Some(key) => builder.header(reqwest::header::AUTHORIZATION, key.clone()),
+                None => builder,
+            }
+        })
+        .await
+    }
+
     /// Reads a whole body before the attempt's deadline, at most `max_response_bytes` of it.
     pub(crate) async fn body_text(
         &self,

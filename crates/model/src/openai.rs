@@ -201,19 +201,9 @@ impl ModelClient for OpenAiClient {
     ) -> Result<ModelResponse, ModelError> {
         let body = self.request_body(request);
         let url = format!("{}/chat/completions", self.base_url);
-        let key = match &self.key {
-            Some(key) => Some(key.header_value("Bearer ", PROVIDER)?),
-            None => None,
-        };
         let (response, retries, deadline, call_deadline) = self
             .transport
-            .send(|| {
-                let builder = self.transport.client.post(&url).json(&body);
-                match &key {
-                    Some(key) => builder.header(reqwest::header::AUTHORIZATION, key.clone()),
-                    None => builder,
-                }
-            })
+            .send_bearer(&url, self.key.as_ref(), &body)
             .await?;
         if request.stream {
             return read_stream(

@@ -94,6 +94,17 @@ fn entry(stamp: &mut dyn Stamp, role: LogRole) -> LogEntry {
     LogEntry::new(id, role, stamp.now())
 }
 
+/// The losses of a request's fields that are not conversation (`model`, `tools`, …).
+fn not_conversation(extra: &JsonMap) -> Vec<Loss> {
+    extra
+        .keys()
+        .map(|key| Loss {
+            path: key.clone(),
+            what: format!("request field `{key}` is not part of the conversation"),
+        })
+        .collect()
+}
+
 fn loss(losses: &mut Vec<Loss>, path: impl Into<String>, what: impl Into<String>) {
     losses.push(Loss {
         path: path.into(),
@@ -110,14 +121,7 @@ pub fn anthropic_to_log(
     req: &AnthropicRequest,
     stamp: &mut dyn Stamp,
 ) -> Result<Converted<Vec<LogEntry>>> {
-    let mut losses = Vec::new();
-    for key in req.extra.keys() {
-        loss(
-            &mut losses,
-            key.clone(),
-            format!("request field `{key}` is not part of the conversation"),
-        );
-    }
+    let losses = not_conversation(&req.extra);
     let mut out: Vec<LogEntry> = Vec::with_capacity(req.messages.len() + 1);
     if let Some(system) = &req.system {
         let mut e = entry(stamp, LogRole::System);

@@ -6,14 +6,7 @@ use super::*;
 /// Converts an OpenAI conversation to log entries, one entry per message. Lossless for
 /// `messages`; other request fields are listed as losses.
 pub fn openai_to_log(req: &ChatRequest, stamp: &mut dyn Stamp) -> Converted<Vec<LogEntry>> {
-    let mut losses = Vec::new();
-    for key in req.extra.keys() {
-        loss(
-            &mut losses,
-            key.clone(),
-            format!("request field `{key}` is not part of the conversation"),
-        );
-    }
+    let losses = not_conversation(&req.extra);
     let value = req
         .messages
         .iter()

@@ -50,14 +50,7 @@ pub fn responses_to_log(
     req: &ResponsesRequest,
     stamp: &mut dyn Stamp,
 ) -> Result<Converted<Vec<LogEntry>>> {
-    let mut losses = Vec::new();
-    for key in req.extra.keys() {
-        loss(
-            &mut losses,
-            key.clone(),
-            format!("request field `{key}` is not part of the conversation"),
-        );
-    }
+    let losses = not_conversation(&req.extra);
     let mut out = Vec::new();
     if let Some(instructions) = &req.instructions {
         let mut e = entry(stamp, LogRole::System);
@@ -400,20 +393,9 @@ pub fn log_to_responses(entries: &[LogEntry]) -> Converted<ResponsesRequest> {
                 }
                 let content = match &e.content {
                     Some(Content::Text(text)) => MessageContent::Text(text.clone()),
-                    Some(Content::Blocks(blocks)) => MessageContent::Parts(
-                        blocks
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(j, b)| {
-                                block_to_part(
-                                    b,
-                                    "input_text",
-                                    &format!("{path}.content[{j}]"),
-                                    &mut losses,
-                                )
-                            })
-                            .collect(),
-                    ),
+                    Some(Content::Blocks(blocks)) => {
+                        MessageContent::Parts(input_parts(blocks, &path, &mut losses))
+                    }
                     None => MessageContent::Text(String::new()),
                 };
                 items.push(ResponseItem::Message(MessageItem {
@@ -433,20 +415,9 @@ pub fn log_to_responses(entries: &[LogEntry]) -> Converted<ResponsesRequest> {
                 }
                 let output = match &e.content {
                     Some(Content::Text(text)) => FunctionOutput::Text(text.clone()),
-                    Some(Content::Blocks(blocks)) => FunctionOutput::Parts(
-                        blocks
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(j, b)| {
-                                block_to_part(
-                                    b,
-                                    "input_text",
-                                    &format!("{path}.content[{j}]"),
-                                    &mut losses,
-                                )
-                            })
-                            .collect(),
-                    ),
+                    Some(Content::Blocks(blocks)) => {
+                        FunctionOutput::Parts(input_parts(blocks, &path, &mut losses))
+                    }
                     None => FunctionOutput::Text(String::new()),
                 };
                 let call_id = e.tool_call_id.clone().unwrap_or_else(|| {
@@ -585,6 +556,17 @@ fn assistant_items(
         }
     }
     flush(&mut message, items);
+}
+
+/// Blocks of a user message or a tool output as `input_text` (and other input) parts.
+fn input_parts(blocks: &[ContentBlock], path: &str, losses: &mut Vec<Loss>) -> Vec<JsonMap> {
+    blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(j, b)| {
+            block_to_part(b, "input_text", &format!("{path}.content[{j}]"), losses)
+        })
+        .collect()
 }
 
 /// One plain `output_text` part back to the string it was read from.
