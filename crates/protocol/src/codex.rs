@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use crate::claude_code::SUMMARY_PREFIX;
 use crate::content::{Content, ContentBlock};
-use crate::convert::{Converted, Loss};
+use crate::convert::{Converted, Loss, reasoning_block};
 use crate::log::{LogEntry, LogRole, LogToolCall};
+use crate::responses::ResponseItem;
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
@@ -17,8 +18,10 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// `session_meta` becomes a UI-only system entry holding the metadata; `response_item`
 /// messages become entries of their role, `function_call` / `custom_tool_call` /
 /// `local_shell_call` become tool calls of the assistant entry before them (or of a new one),
-/// their outputs become `tool` entries; `compacted` becomes a summary system entry. Encrypted
-/// reasoning, `event_msg` and `turn_context` records are listed as losses.
+/// their outputs become `tool` entries; `compacted` becomes a summary system entry. A
+/// `reasoning` item opens the assistant turn as a thinking block that keeps the whole item (its
+/// encrypted content goes back to the Responses API, see [`crate::convert::log_to_responses`]).
+/// `event_msg` and `turn_context` records are listed as losses.
 pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
     let mut entries: Vec<LogEntry> = Vec::new();
     let mut losses = Vec::new();
@@ -73,9 +76,20 @@ pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                                 continue;
                             }
                         };
-                        let mut e = new(role);
-                        e.content = Some(codex_content(&payload, n, &mut loss));
-                        entries.push(e);
+                        let content = codex_content(&payload, n, &mut loss);
+                        match entries.last_mut() {
+                            // The answer of a turn that began with reasoning.
+                            Some(last) if role == LogRole::Assistant && only_thinking(last) => {
+                                for block in content.into_blocks() {
+                                    push_block(last, block);
+                                }
+                            }
+                            _ => {
+                                let mut e = new(role);
+                                e.content = Some(content);
+                                entries.push(e);
+                            }
+                        }
                     }
                     "function_call" | "custom_tool_call" | "local_shell_call" => {
                         let call_id = str_of(&payload, "call_id")
@@ -141,21 +155,25 @@ pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                         e.is_error = success.map(|ok| !ok);
                         entries.push(e);
                     }
-                    "reasoning" => {
-                        let summary: Vec<&str> = payload
-                            .get("summary")
-                            .and_then(Value::as_array)
-                            .map(|a| a.iter().filter_map(|s| str_of(s, "text")).collect())
-                            .unwrap_or_default();
-                        loss(
+                    "reasoning" => match ResponseItem::from_value(payload.clone()) {
+                        // A Responses reasoning item: kept whole in a thinking block of the
+                        // assistant turn it opens, so it goes back to the Responses API.
+                        Ok(ResponseItem::Reasoning(r)) => {
+                            let block = reasoning_block(&r);
+                            match entries.last_mut() {
+                                Some(last) if only_thinking(last) => push_block(last, block),
+                                _ => {
+                                    let mut e = new(LogRole::Assistant);
+                                    e.content = Some(Content::Blocks(vec![block]));
+                                    entries.push(e);
+                                }
+                            }
+                        }
+                        _ => loss(
                             n,
-                            format!(
-                                "reasoning item left out (encrypted; {} summary part(s) of {} chars)",
-                                summary.len(),
-                                summary.iter().map(|s| s.len()).sum::<usize>()
-                            ),
-                        );
-                    }
+                            "a reasoning item that cannot be read; skipped".to_owned(),
+                        ),
+                    },
                     other => {
                         *skipped.entry(format!("response_item {other}")).or_default() += 1;
                     }
@@ -177,6 +195,28 @@ pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
         value: entries,
         losses,
     }
+}
+
+/// An assistant entry that holds nothing but thinking yet (a turn's reasoning, before its
+/// answer or calls).
+fn only_thinking(e: &LogEntry) -> bool {
+    e.role == LogRole::Assistant
+        && e.llm_error.is_none()
+        && e.calls().is_empty()
+        && matches!(&e.content, Some(Content::Blocks(b))
+            if b.iter().all(|b| matches!(b, ContentBlock::Thinking(_))))
+}
+
+fn push_block(e: &mut LogEntry, block: ContentBlock) {
+    let blocks = match e.content.take() {
+        Some(content) => {
+            let mut blocks = content.into_blocks();
+            blocks.push(block);
+            blocks
+        }
+        None => vec![block],
+    };
+    e.content = Some(Content::Blocks(blocks));
 }
 
 fn codex_content(payload: &Value, line: usize, loss: &mut impl FnMut(usize, String)) -> Content {
@@ -272,10 +312,22 @@ not json at all
             .iter()
             .map(|l| format!("{}: {}", l.path, l.what))
             .collect();
+        // The reasoning opens the call turn, encrypted content and all, and goes back to the
+        // Responses API before the calls.
+        let Some(Content::Blocks(blocks)) = &call.content else {
+            panic!("{call:?}")
+        };
+        let ContentBlock::Thinking(t) = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert_eq!(t.thinking, "Look at the CSV.");
+        let responses = crate::convert::log_to_responses(&got.value).value;
+        let input = serde_json::to_value(&responses.input).unwrap_or_default();
+        assert_eq!(input[2]["type"], "reasoning", "{input}");
+        assert_eq!(input[2]["encrypted_content"], "gAAAAB...");
+        assert_eq!(input[3]["call_id"], "call_A");
         assert!(
-            losses
-                .iter()
-                .any(|l| l.starts_with("line 4: reasoning item left out")),
+            !losses.iter().any(|l| l.contains("reasoning")),
             "{losses:?}"
         );
         assert!(
