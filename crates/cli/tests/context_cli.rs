@@ -181,6 +181,34 @@ fn context_build_contract() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["system"], "You are a analyst.\n\nMODE: agent");
     assert_eq!(v["messages"][0]["role"], "user");
+    // For the Responses API: the window as input items (finished rounds folded into traces, as
+    // for the other wires), every call left answered by its call_id.
+    let o = run(
+        &[
+            "context",
+            "build",
+            "--budget",
+            "1500",
+            "--to",
+            "responses",
+            path,
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["system"], "You are a analyst.");
+    let items = v["messages"].as_array().unwrap();
+    let ids = |kind: &str| -> Vec<String> {
+        items
+            .iter()
+            .filter(|i| i["type"] == kind)
+            .map(|i| i["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(items.iter().all(|i| i["type"].is_string()), "{v}");
+    assert_eq!(ids("function_call"), ids("function_call_output"));
+    assert_eq!(items.last().unwrap()["content"], "Summarise everything.");
 }
 
 #[test]

@@ -100,6 +100,7 @@ pub(super) fn run(args: BuildArgs) -> CliResult {
     let conv = read_conversation(&args.file)?;
     let wire = args.to.unwrap_or(match conv.format {
         InputFormat::Openai | InputFormat::OpenaiSse => Wire::Openai,
+        InputFormat::Responses | InputFormat::ResponsesSse => Wire::Responses,
         _ => Wire::Anthropic,
     });
     let budget = ContextBudget::new(args.budget, args.reserve);
@@ -135,6 +136,20 @@ pub(super) fn run(args: BuildArgs) -> CliResult {
                 v.get("messages")
                     .cloned()
                     .unwrap_or(Value::Array(Vec::new())),
+            )
+        }
+        Wire::Responses => {
+            let v = ba_protocol::convert::log_to_responses(&window)
+                .value
+                .conversation_json();
+            let system = if system.is_empty() {
+                Value::Null
+            } else {
+                Value::String(system)
+            };
+            (
+                system,
+                v.get("input").cloned().unwrap_or(Value::Array(Vec::new())),
             )
         }
         Wire::Openai => {

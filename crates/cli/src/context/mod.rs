@@ -61,6 +61,8 @@ impl Strategy {
 enum Wire {
     Anthropic,
     Openai,
+    /// OpenAI's Responses API: the system text as `instructions`, the window as `input` items.
+    Responses,
 }
 
 /// A conversation read for the context commands.

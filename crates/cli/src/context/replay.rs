@@ -188,6 +188,9 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
                     Wire::Openai => OpenAiClient::new(None)
                         .map_err(anyhow::Error::from)?
                         .request_body(&model_request),
+                    Wire::Responses => ba_model::ResponsesClient::new(None)
+                        .map_err(anyhow::Error::from)?
+                        .request_body(&model_request),
                 };
                 let path = dir.join(format!("{n:04}.json"));
                 std::fs::write(
