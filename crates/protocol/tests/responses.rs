@@ -307,3 +307,20 @@ fn anthropic_thinking_is_named_toward_responses() {
                {"type": "message", "role": "assistant", "content": "hello"}])
     );
 }
+
+#[test]
+fn a_part_index_past_the_bound_is_ignored_and_named() {
+    let text = "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\n\
+event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":1000000000000,\"delta\":\"x\"}\n\n\
+event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"content_index\":0,\"delta\":\"West\"}\n\n\
+event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\"}}\n\n";
+    let acc = accumulate_sse(text).unwrap();
+    assert_eq!(acc.message.output_text(), "West");
+    assert!(
+        acc.problems
+            .iter()
+            .any(|p| p.contains("1 event(s) named a part past 4096")),
+        "{:?}",
+        acc.problems
+    );
+}

@@ -73,6 +73,7 @@ pub struct ResponsesAccumulator {
     terminal: Option<String>,
     error: Option<String>,
     events: usize,
+    ignored: usize,
 }
 
 fn text_slot<'a>(map: &'a mut JsonMap, key: &str) -> &'a mut String {
@@ -88,7 +89,12 @@ fn text_slot<'a>(map: &'a mut JsonMap, key: &str) -> &'a mut String {
     }
 }
 
-/// The `index`-th object of the array at `key`, created (with `fill`) as needed.
+/// The most content or summary parts an item may have; an event past it is ignored (a hostile
+/// stream could otherwise make the accumulator fill an array up to any index).
+pub const MAX_PARTS: usize = 4096;
+
+/// The `index`-th object of the array at `key`, created (with `fill`) as needed; `index` is
+/// below [`MAX_PARTS`].
 fn nth<'a>(map: &'a mut JsonMap, key: &str, index: usize, fill: &JsonMap) -> &'a mut JsonMap {
     let slot = map
         .entry(key.to_owned())
@@ -144,6 +150,10 @@ impl ResponsesAccumulator {
         };
         let content = event.content_index.unwrap_or(0);
         let summary = event.summary_index.unwrap_or(0);
+        if content >= MAX_PARTS || summary >= MAX_PARTS {
+            self.ignored += 1;
+            return;
+        }
         match event.kind.as_str() {
             "response.created" | "response.in_progress" | "response.queued" => {
                 if let Some(r) = &event.response {
@@ -313,6 +323,12 @@ impl ResponsesAccumulator {
         }
         if let Some(error) = &self.error {
             problems.push(format!("the stream reported an error: {error}"));
+        }
+        if self.ignored > 0 {
+            problems.push(format!(
+                "{} event(s) named a part past {MAX_PARTS} and were ignored",
+                self.ignored
+            ));
         }
         let mut output = Vec::with_capacity(self.items.len());
         for (index, item) in self.items {
