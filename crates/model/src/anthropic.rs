@@ -34,6 +34,11 @@ const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
 /// set and the request thinks (the API refuses the edit otherwise). A part left unset is not
 /// sent, so the API's default applies. The fields read from the CLI configuration's
 /// `context_editing:` map under the same names.
+///
+/// An agent that compresses its own window should leave the clearing to the provider: the CLI
+/// sets the trigger, when not given, to where the agent's strategies would have started, and
+/// raises the agent's own trigger to the whole window (`ContextBudget::with_thresholds(1.0,
+/// target)` in `ba-context`), so those run only when a request would not fit at all.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
