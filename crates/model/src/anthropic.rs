@@ -372,7 +372,7 @@ impl ModelClient for AnthropicClient {
                 .json(&body)
             })
             .await?;
-        if request.stream {
+        if request.stream && Transport::streams(&response) {
             return read_stream(
                 &self.transport,
                 response,

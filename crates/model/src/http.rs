@@ -238,6 +238,21 @@ impl Transport {
         .await
     }
 
+    /// Whether an answer to a streamed request is a stream: anything but a JSON body is read
+    /// as one (a server may leave the content type out), while a server that ignores `stream`
+    /// and answers with one JSON body is read whole.
+    pub(crate) fn streams(response: &reqwest::Response) -> bool {
+        !response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/json")
+            })
+    }
+
     /// Reads a whole body before the attempt's deadline, at most `max_response_bytes` of it.
     pub(crate) async fn body_text(
         &self,

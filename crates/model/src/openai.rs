@@ -205,7 +205,7 @@ impl ModelClient for OpenAiClient {
             .transport
             .send_bearer(&url, self.key.as_ref(), &body)
             .await?;
-        if request.stream {
+        if request.stream && Transport::streams(&response) {
             return read_stream(
                 &self.transport,
                 response,

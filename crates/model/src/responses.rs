@@ -191,7 +191,7 @@ impl ModelClient for ResponsesClient {
             .transport
             .send_bearer(&url, self.key.as_ref(), &body)
             .await?;
-        if request.stream {
+        if request.stream && Transport::streams(&response) {
             return read_stream(
                 &self.transport,
                 response,

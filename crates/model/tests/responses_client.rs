@@ -250,3 +250,21 @@ async fn the_shared_bounds_and_retries_hold() {
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+#[tokio::test]
+async fn a_server_that_answers_a_stream_request_with_one_json_body_is_read_whole() {
+    let server = MockServer::start(vec![Reply::json(
+        200,
+        &data("response-parallel-calls.json"),
+    )])
+    .await;
+    let mut deltas = Vec::new();
+    let r = client(&server)
+        .complete_streaming(&request(true), &mut |d| deltas.push(d))
+        .await
+        .unwrap();
+    assert_eq!(r.stop_reason, StopReason::ToolUse);
+    assert_eq!(r.message.tool_uses().count(), 2);
+    assert!(deltas.is_empty(), "no stream, no deltas");
+    assert_eq!(server.received()[0].body["stream"], true);
+}
