@@ -123,13 +123,18 @@ impl Config {
     /// `context_editing` the provider clears old tool results at the budget's trigger, and the
     /// agent's own strategies run only when a request would not fit at all.
     pub(crate) fn budget(&self, default: ContextBudget) -> ContextBudget {
-        let budget = match self.context_window {
-            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
-            None => default,
-        };
+        let budget = self.window(default);
         match &self.context_editing {
             Some(_) => budget.with_thresholds(1.0, budget.target),
             None => budget,
+        }
+    }
+
+    /// `context_window` and `reserve` over `default`, as the agent's own strategies see them.
+    fn window(&self, default: ContextBudget) -> ContextBudget {
+        match self.context_window {
+            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
+            None => default,
         }
     }
 
@@ -140,11 +145,8 @@ impl Config {
         if editing.trigger_tokens.is_some() {
             return Some(editing);
         }
-        let budget = match self.context_window {
-            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
-            None => ba_agent::AgentSettings::default().budget,
-        };
-        Some(editing.with_trigger_tokens(budget.trigger_tokens() as u64))
+        let ours = self.window(ba_agent::AgentSettings::default().budget);
+        Some(editing.with_trigger_tokens(ours.trigger_tokens() as u64))
     }
 }
 

@@ -1,7 +1,7 @@
 //! `provider: openai-responses` through the CLI, with a model that decides on the Responses
 //! wire: `BA_AGENT_PROVIDER` and `BA_AGENT_BASE_URL` pick it, an upload is read by a tool call
-//! that goes round by `call_id`, the reasoning comes back on the next request, and `inspect`
-//! shows the cached tokens.
+//! that goes round by `call_id`, the reasoning comes back on the next request, `inspect` shows
+//! the cached tokens, and a follow-up the next day carries the first day's reasoning.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,6 +15,18 @@ use serde_json::{Value, json};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_and_inspect_on_the_responses_api() {
     let model = ScriptedModel::builder()
+        .rule(
+            "answer the follow-up from the history",
+            |r| r.last_user_text().contains("the East"),
+            |r| {
+                let seen = r.shows("Which region leads?") && r.shows("West leads.");
+                Turn::text(if seen {
+                    "East follows with 7."
+                } else {
+                    "No history."
+                })
+            },
+        )
         .rule(
             "read the upload",
             |r| r.wire() == Wire::Responses && r.round() == 0 && !r.uploads().is_empty(),
@@ -90,4 +102,26 @@ async fn run_and_inspect_on_the_responses_api() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["cache_read_tokens"], 512, "{report}");
+
+    // The next day, a follow-up in the same conversation: the model is sent the whole history,
+    // the first day's reasoning included, under the same cache key.
+    let out = ba_agent()
+        .args(["run", "--conversation", &key, "--task", "And the East?"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("East follows with 7."), "{stdout}");
+    let next = model.requests().pop().unwrap();
+    assert_eq!(next.body()["prompt_cache_key"], key.as_str());
+    assert_eq!(
+        next.reasoning_sent_back(),
+        requests[1].reasoning_sent_back()
+    );
+    assert_eq!(next.body()["store"], false);
 }

@@ -164,12 +164,7 @@ impl OpenAiClient {
         }
         if let (Some(budget), true) = (request.thinking_budget, self.compat.reasoning_effort) {
             // Chat Completions has no token budget for reasoning, only an effort level.
-            let effort = match budget {
-                0..2048 => "low",
-                2048..8192 => "medium",
-                _ => "high",
-            };
-            extra.insert("reasoning_effort".to_owned(), json!(effort));
+            extra.insert("reasoning_effort".to_owned(), json!(effort_of(budget)));
         }
         if request.stream {
             extra.insert("stream".to_owned(), Value::Bool(true));
@@ -280,21 +275,7 @@ fn to_message(message: &ChatMessage, problems: &mut Vec<String>) -> Message {
         blocks.push(ContentBlock::text(refusal));
     }
     for call in message.tool_calls.iter().flatten() {
-        let raw = &call.function.arguments;
-        let input = if raw.trim().is_empty() {
-            json!({})
-        } else {
-            match serde_json::from_str(raw) {
-                Ok(value) => value,
-                Err(e) => {
-                    problems.push(format!(
-                        "arguments of tool call `{}` are not valid JSON ({e}); repaired as far as they go",
-                        call.id
-                    ));
-                    partial_json::repair(raw).unwrap_or_else(|| Value::String(raw.clone()))
-                }
-            }
-        };
+        let input = call_input(&call.function.arguments, &call.id, problems);
         blocks.push(ContentBlock::tool_use(
             call.id.clone(),
             call.function.name.clone(),
@@ -302,6 +283,30 @@ fn to_message(message: &ChatMessage, problems: &mut Vec<String>) -> Message {
         ));
     }
     Message::new(Role::Assistant, blocks)
+}
+
+/// The effort level the OpenAI APIs take for a thinking budget: they have no token budget for
+/// reasoning.
+pub(super) fn effort_of(budget: u32) -> &'static str {
+    match budget {
+        0..2048 => "low",
+        2048..8192 => "medium",
+        _ => "high",
+    }
+}
+
+/// A call's JSON-string arguments as the tool's input: `{}` when empty, repaired as far as
+/// they go (and said in `problems`) when they are not valid JSON.
+pub(super) fn call_input(raw: &str, call_id: &str, problems: &mut Vec<String>) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|e| {
+        problems.push(format!(
+            "arguments of tool call `{call_id}` are not valid JSON ({e}); repaired as far as they go"
+        ));
+        partial_json::repair(raw).unwrap_or_else(|| Value::String(raw.to_owned()))
+    })
 }
 
 fn usage(u: &ChatUsage) -> Usage {

@@ -7,7 +7,6 @@ use ba_protocol::convert::{log_to_responses, reasoning_block};
 use ba_protocol::responses::{
     MessageContent, MessageItem, ResponseItem, ResponsesInput, ResponsesResponse, ResponsesUsage,
 };
-use ba_protocol::stream::partial_json;
 use ba_protocol::stream::responses::{ResponsesAccumulator, ResponsesStreamEvent};
 use ba_protocol::stream::sse::SseEvent;
 use ba_protocol::{ContentBlock, JsonMap, LogRole, Message, Role, Usage};
@@ -15,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::error::{ModelError, PartialOutput, PartialToolCall};
 use super::http::{ApiKey, HttpConfig, Transport};
+use super::openai::{call_input, effort_of};
 use super::sse::{StreamState, read_stream};
 use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StopReason, StreamDelta};
 
@@ -129,15 +129,9 @@ impl ResponsesClient {
             extra.insert("tools".to_owned(), Value::Array(tools));
         }
         if let Some(budget) = request.thinking_budget {
-            // The Responses API has no token budget for reasoning, only an effort level.
-            let effort = match budget {
-                0..2048 => "low",
-                2048..8192 => "medium",
-                _ => "high",
-            };
             extra.insert(
                 "reasoning".to_owned(),
-                json!({"effort": effort, "summary": "auto"}),
+                json!({"effort": effort_of(budget), "summary": "auto"}),
             );
         }
         if !self.store && (request.thinking_budget.is_some() || has_reasoning) {
@@ -284,21 +278,7 @@ fn to_message(output: &[ResponseItem], problems: &mut Vec<String>) -> (Message, 
                 }
             },
             ResponseItem::FunctionCall(c) => {
-                let raw = &c.arguments;
-                let input = if raw.trim().is_empty() {
-                    json!({})
-                } else {
-                    match serde_json::from_str(raw) {
-                        Ok(value) => value,
-                        Err(e) => {
-                            problems.push(format!(
-                                "arguments of function call `{}` are not valid JSON ({e}); repaired as far as they go",
-                                c.call_id
-                            ));
-                            partial_json::repair(raw).unwrap_or_else(|| Value::String(raw.clone()))
-                        }
-                    }
-                };
+                let input = call_input(&c.arguments, &c.call_id, problems);
                 blocks.push(ContentBlock::tool_use(
                     c.call_id.clone(),
                     c.name.clone(),

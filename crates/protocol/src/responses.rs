@@ -539,13 +539,26 @@ impl ResponsesResponse {
     /// Reads a response body; errors name the output index and field.
     pub fn from_json(text: &str) -> Result<Self> {
         crate::validate::check_size("Responses response", text, crate::validate::MAX_INPUT_BYTES)?;
-        let value: Value = serde_json::from_str(text)
+        let mut value: Value = serde_json::from_str(text)
             .map_err(|e| ProtocolError::json("Responses response", &e))?;
-        // Read the items one by one first, so an error names the one that is wrong.
-        if let Some(Value::Array(items)) = value.get("output") {
-            read_items(items.clone(), "output")?;
+        // The items are read one by one, so an error names the one that is wrong; the rest of
+        // the response after them.
+        let output = match value.as_object_mut().and_then(|m| m.remove("output")) {
+            Some(Value::Array(items)) => Some(read_items(items, "output")?),
+            Some(other) => {
+                return Err(ProtocolError::invalid(
+                    "output",
+                    format!("must be an array, found {}", kind_of(&other)),
+                ));
+            }
+            None => None,
+        };
+        let mut response: Self = serde_json::from_value(value)
+            .map_err(|e| ProtocolError::json("Responses response", &e))?;
+        if let Some(output) = output {
+            response.output = output;
         }
-        serde_json::from_value(value).map_err(|e| ProtocolError::json("Responses response", &e))
+        Ok(response)
     }
 
     /// Why the answer ended early (`incomplete_details.reason`: `max_output_tokens`,

@@ -145,6 +145,13 @@ fn system_of(r: &Request, run_id: &str) -> String {
     r.system().replace(run_id, "wfr_ID")
 }
 
+async fn conversation(agent: &Agent) -> ConversationId {
+    agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap()
+}
+
 async fn entries(agent: &Agent, id: &ConversationId) -> Vec<LogEntry> {
     agent.store().load(id).await.unwrap().into_entries()
 }
@@ -154,10 +161,7 @@ async fn a_run_goes_node_by_node_with_its_brief_and_context_in_each_request() {
     let model = model(Arc::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(&model, dir.path());
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let id = conversation(&agent).await;
     let events = agent.send(&id, review(None)).collect_events().await;
     let done = match events.last() {
         Some(AgentEvent::Finished(summary)) => summary.clone(),
@@ -254,10 +258,7 @@ async fn a_branch_follows_the_decision_and_two_runs_keep_apart() {
     let model = model(Arc::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(&model, dir.path());
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let id = conversation(&agent).await;
     let first = agent.send(&id, review(None)).finish().await;
     assert_eq!(first.status, RunStatus::Answered, "{first:?}");
     let first_id = WorkflowRun::from_log(&entries(&agent, &id).await)
@@ -295,10 +296,7 @@ async fn a_run_cut_inside_node_two_goes_on_there_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let id = {
         let agent = agent(&model, dir.path());
-        let id = agent
-            .new_conversation(NewConversation::default())
-            .await
-            .unwrap();
+        let id = conversation(&agent).await;
         let cut = agent.send(&id, review(None)).finish().await;
         assert_eq!(cut.status, RunStatus::ModelFailed, "{cut:?}");
         id
@@ -340,10 +338,7 @@ async fn an_unknown_workflow_or_a_bad_input_is_refused_by_name() {
     let model = model(Arc::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(&model, dir.path());
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let id = conversation(&agent).await;
     let unknown = agent
         .send(
             &id,
@@ -374,19 +369,13 @@ async fn complete_node_is_offered_in_run_mode_only() {
     let model = model(Arc::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(&model, dir.path());
-    let chat = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let chat = conversation(&agent).await;
     let done = agent.send(&chat, Input::message("Hello.")).finish().await;
     assert_eq!(done.status, RunStatus::Answered, "{done:?}");
     let asked = model.requests();
     assert!(!asked[0].offers("complete_node"), "{:?}", asked[0].tools());
     // A conversation in run mode is offered it.
-    let run = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let run = conversation(&agent).await;
     agent
         .store()
         .update_metadata(
@@ -411,10 +400,7 @@ async fn a_node_calls_only_the_tools_it_names() {
     let model = model(Arc::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let agent = agent(&model, dir.path());
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
+    let id = conversation(&agent).await;
     let done = agent.send(&id, review(Some("2024-11"))).finish().await;
     assert_eq!(done.status, RunStatus::Answered, "{done:?}");
     let answer = done.final_answer.unwrap_or_default();

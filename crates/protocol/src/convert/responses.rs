@@ -111,6 +111,14 @@ struct Assistant {
 }
 
 impl Assistant {
+    fn new(stamp: &mut dyn Stamp) -> Self {
+        Self {
+            entry: entry(stamp, LogRole::Assistant),
+            slots: Vec::new(),
+            has_message: false,
+        }
+    }
+
     fn finish(self) -> LogEntry {
         let Self {
             mut entry, slots, ..
@@ -184,11 +192,7 @@ pub fn items_to_log(items: &[ResponseItem], stamp: &mut dyn Stamp) -> Result<Vec
                 if merge {
                     close(&mut open, &mut out);
                 }
-                let a = open.get_or_insert_with(|| Assistant {
-                    entry: entry(stamp, LogRole::Assistant),
-                    slots: Vec::new(),
-                    has_message: false,
-                });
+                let a = open.get_or_insert_with(|| Assistant::new(stamp));
                 if merge {
                     a.entry.merge_with_previous = Some(true);
                 }
@@ -237,19 +241,11 @@ pub fn items_to_log(items: &[ResponseItem], stamp: &mut dyn Stamp) -> Result<Vec
                 out.push(e);
             }
             ResponseItem::Reasoning(r) => {
-                let a = open.get_or_insert_with(|| Assistant {
-                    entry: entry(stamp, LogRole::Assistant),
-                    slots: Vec::new(),
-                    has_message: false,
-                });
+                let a = open.get_or_insert_with(|| Assistant::new(stamp));
                 a.slots.push(Slot::Block(reasoning_block(r)));
             }
             ResponseItem::FunctionCall(c) => {
-                let a = open.get_or_insert_with(|| Assistant {
-                    entry: entry(stamp, LogRole::Assistant),
-                    slots: Vec::new(),
-                    has_message: false,
-                });
+                let a = open.get_or_insert_with(|| Assistant::new(stamp));
                 let mut call = LogToolCall {
                     id: c.call_id.clone(),
                     function: FunctionCall {
