@@ -71,6 +71,19 @@ pub enum AgentError {
         /// Who runs it, when the store could say.
         holder: Option<RunHolder>,
     },
+    /// `/compact` found nothing to summarise: the conversation is empty, or holds only the
+    /// turn in progress (which a compaction keeps whole).
+    #[error("conversation {conversation} has nothing to compact{}", if *in_progress {
+        " before the turn in progress, which stays whole"
+    } else {
+        ""
+    })]
+    NothingToCompact {
+        /// The conversation.
+        conversation: String,
+        /// Whether a turn in progress is all there is.
+        in_progress: bool,
+    },
 }
 
 /// How the model is asked to answer.

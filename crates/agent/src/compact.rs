@@ -59,8 +59,14 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
             _ => entries.push(e.clone()),
         }
     }
+    // A turn still open (calls waiting for a person, a stopped or failed answer) stays whole
+    // after the summary: its question and its calls are what the next run goes on from.
+    let open = open_turn(&entries).map_or_else(Vec::new, |at| entries.split_off(at));
     if entries.is_empty() {
-        return Err(AgentError::Context(ba_context::ContextError::NoUserMessage));
+        return Err(AgentError::NothingToCompact {
+            conversation: id.to_string(),
+            in_progress: !open.is_empty(),
+        });
     }
     let counter = inner.builder.counter();
     let tokens_before = counter.entries(&entries);
@@ -80,7 +86,14 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
         ba_protocol::claude_code::SUMMARY_PREFIX
     ));
     let tokens_after = counter.entry(&summary);
-    let record = ba_context::summary_record(summary, &entries, (tokens_before, tokens_after, max));
+    let mut record =
+        ba_context::summary_record(summary, &entries, (tokens_before, tokens_after, max));
+    record.items.extend(
+        open.into_iter()
+            .map(|entry| ba_protocol::WindowItem::Entry {
+                entry: Box::new(entry),
+            }),
+    );
     let entry = record.into_entry(new_id(), now());
     inner.store.append(id, &entry, Some(last_seq)).await?;
     Ok(Compaction {
@@ -88,4 +101,61 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
         tokens_before,
         tokens_after,
     })
+}
+
+/// Where the turn still open at the end of `entries` starts (its question), if the last turn
+/// has no final answer: the last entry is not an assistant's answer without calls and without
+/// a failure.
+fn open_turn(entries: &[LogEntry]) -> Option<usize> {
+    let answered = entries
+        .iter()
+        .rev()
+        .find(|e| e.include_in_context)
+        .is_some_and(|e| {
+            e.role == LogRole::Assistant && e.calls().is_empty() && e.llm_error.is_none()
+        });
+    if answered {
+        return None;
+    }
+    entries.iter().rposition(crate::history::starts_task)
+}
+
+#[cfg(test)]
+mod tests {
+    use ba_protocol::{LogEntry, LogRole, LogToolCall};
+
+    use super::open_turn;
+
+    fn text(id: &str, role: LogRole, text: &str) -> LogEntry {
+        LogEntry::new(id, role, "t").with_text(text)
+    }
+
+    #[test]
+    fn a_finished_conversation_has_no_open_turn() {
+        let log = [
+            text("u1", LogRole::User, "West?"),
+            text("a1", LogRole::Assistant, "West grew."),
+        ];
+        assert_eq!(open_turn(&log), None);
+    }
+
+    #[test]
+    fn a_question_whose_call_waits_is_the_open_turn() {
+        let mut call = text("a2", LogRole::Assistant, "Running code.");
+        call.tool_calls = Some(vec![LogToolCall::new(
+            "c1",
+            "run_python",
+            &serde_json::json!({}),
+        )]);
+        let mut waiting = text("s1", LogRole::System, "Waiting for approval: run_python");
+        waiting.include_in_context = false;
+        let log = [
+            text("u1", LogRole::User, "West?"),
+            text("a1", LogRole::Assistant, "West grew."),
+            text("u2", LogRole::User, "Chart it"),
+            call,
+            waiting,
+        ];
+        assert_eq!(open_turn(&log), Some(2));
+    }
 }

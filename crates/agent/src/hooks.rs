@@ -167,6 +167,21 @@ mod command {
         }
     }
 
+    /// Kills a hook's process group when dropped.
+    struct GroupKiller(Option<u32>);
+
+    impl Drop for GroupKiller {
+        fn drop(&mut self) {
+            let group = self
+                .0
+                .and_then(|p| i32::try_from(p).ok())
+                .and_then(rustix::process::Pid::from_raw);
+            if let Some(pid) = group {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
     async fn run_command(
         command: &str,
         timeout: Duration,
@@ -197,6 +212,9 @@ mod command {
             }
         };
         let pgid = child.id();
+        // Whatever ends the hook — its exit, its timeout, or the run dropping this future on a
+        // cancel — nothing of its process group outlives it.
+        let _group = GroupKiller(pgid);
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -226,9 +244,6 @@ mod command {
         let (out, err, status) = match tokio::time::timeout(timeout, work).await {
             Ok(done) => done,
             Err(_) => {
-                if let Some(pid) = pgid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
                 return HookOutput::failed(
                     HookVerdict::TimedOut,
                     format!(
@@ -239,10 +254,6 @@ mod command {
                 );
             }
         };
-        // Whatever the leader did, nothing of the group outlives the hook.
-        if let Some(pid) = pgid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
         let code = match status {
             Ok(s) => s.code(),
             Err(e) => {

@@ -154,6 +154,9 @@ impl From<AgentError> for ApiError {
             AgentError::Context(c) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "context", c.to_string())
             }
+            AgentError::NothingToCompact { .. } => {
+                Self::new(StatusCode::CONFLICT, "nothing_to_compact", e.to_string())
+            }
             other => Self::internal(other.to_string()),
         }
     }

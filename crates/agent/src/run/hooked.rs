@@ -39,13 +39,22 @@ impl Runner {
         }
         let input = self.hook_input(event, fields);
         let hooks = self.inner.hooks.clone();
-        let combined = run_hooks(
-            &hooks,
-            event,
-            tool.map(|c| (c.function.name.as_str(), c.id.as_str())),
-            input,
-        )
-        .await;
+        // A cancel does not wait for a hook: its processes go with the dropped future.
+        let cancel = self.signal.clone();
+        let combined = tokio::select! {
+            combined = run_hooks(
+                &hooks,
+                event,
+                tool.map(|c| (c.function.name.as_str(), c.id.as_str())),
+                input,
+            ) => combined,
+            () = super::wait_for_cancel(cancel) => {
+                return Err(Stop {
+                    kind: super::CANCELLED,
+                    message: format!("the run was cancelled while a {} hook ran", event.as_str()),
+                });
+            }
+        };
         for r in &combined.records {
             self.record_hook(r.clone()).await?;
         }

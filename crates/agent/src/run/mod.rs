@@ -70,7 +70,7 @@ impl From<AgentError> for Stop {
     fn from(e: AgentError) -> Self {
         let kind = match &e {
             AgentError::Store(_) => "store",
-            AgentError::Context(_) => "context",
+            AgentError::Context(_) | AgentError::NothingToCompact { .. } => "context",
             AgentError::Config { .. } | AgentError::Tools(_) => "config",
             AgentError::Busy { .. } => "busy",
         };
@@ -145,8 +145,12 @@ pub(crate) struct Partial {
     pub(crate) thinking: String,
 }
 
+/// The kind of a [`Stop`] that is a cancel noticed where no summary could be made: the run
+/// ends `cancelled`, not failed.
+pub(crate) const CANCELLED: &str = "cancelled";
+
 /// Resolves once `rx` says cancel (never when its sender is gone).
-async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
+pub(crate) async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
     if rx.wait_for(|s| *s == Signal::Cancel).await.is_err() {
         std::future::pending::<()>().await;
     }

@@ -187,6 +187,7 @@ pub(crate) async fn run(launch: Launch) {
     };
     let summary = match outcome {
         Ok(summary) => summary,
+        Err(stop) if stop.kind == super::CANCELLED => runner.cancelled(false),
         Err(stop) => {
             runner.emit(AgentEvent::Error {
                 round: runner.round,
