@@ -162,7 +162,7 @@
   function convItem(c) {
     const title = c.title || 'Untitled ' + c.id.slice(0, 8);
     const li = el('li', { class: c.id === S.conv ? 'current' : null, 'data-id': c.id });
-    const edited = c.fork ? el('span', { class: 'edited', text: '✎ edited at entry ' + (c.fork.at_seq + 1) }) : null;
+    const edited = c.fork ? el('span', { class: 'edited', text: '✎ branch after entry ' + c.fork.at_seq }) : null;
     const open = el('button', { type: 'button', class: 'open', title,
       'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) }, el('span', { class: 'name', text: title }), edited);
     if (edited) forkQuestion(c, edited);

@@ -440,6 +440,12 @@ impl Server {
         format!("http://{addr}/?conversation={conversation}#token={TOKEN}")
     }
 
+    /// The address bar once the page has read the token (and taken it out of the URL).
+    pub fn shown_url(&self, conversation: &str) -> String {
+        let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
+        format!("http://{addr}/?conversation={conversation}")
+    }
+
     /// An API call with the token.
     pub async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let mut r = reqwest::Client::new()
