@@ -145,17 +145,17 @@
     $('#conv-list').replaceChildren(...items.map((c) => convItem(c)));
   }
   // A branch reads as its parent's title: its own question (the edited one) tells it apart.
+  // Read once for each length of its log (the question cannot change while the log does not).
   const forkQuestions = new Map();
   function forkQuestion(c, into) {
-    let known = forkQuestions.get(c.id);
+    const key = c.id + ':' + c.last_seq;
+    let known = forkQuestions.get(key);
     if (!known) {
       known = api('/api/v1/conversations/' + encodeURIComponent(c.id) + '/messages?from_seq=' + (c.fork.at_seq + 1)).then((r) => {
         const u = r.entries.find((m) => m.entry.role === 'user' && !isContinue(m.entry));
-        const text = u ? questionOf(u.entry).text.trim() : '';
-        if (!text) forkQuestions.delete(c.id);
-        return text;
-      }).catch(() => { forkQuestions.delete(c.id); return ''; });
-      forkQuestions.set(c.id, known);
+        return u ? questionOf(u.entry).text.trim() : '';
+      }).catch(() => { forkQuestions.delete(key); return ''; });
+      forkQuestions.set(key, known);
     }
     known.then((text) => { if (text) { into.textContent = '✎ ' + text; into.closest('button').title += '\n✎ ' + text; } });
   }
@@ -510,7 +510,8 @@
   async function carry(fork, files) {
     if (!files.length) return [];
     const at = '/api/v1/conversations/' + encodeURIComponent(fork) + '/uploads';
-    const have = new Set((await api(at)).map((x) => x.id));
+    const listed = await api(at);
+    const have = new Set((Array.isArray(listed) ? listed : listed.uploads || []).map((x) => x.id));
     const ids = [];
     for (const f of files) {
       if (have.has(f.id)) { ids.push(f.id); continue; }
