@@ -344,12 +344,16 @@ async fn the_cost_line_leaves_out_what_a_rewind_took_back() {
     c.close().await.unwrap();
 }
 
-/// Scrolls the transcript with the mouse wheel, as a person does.
+/// Scrolls the transcript with the mouse wheel, as a person does, and waits for the scroll to
+/// end (`scrollend`). The wheel turns over the transcript's own margin: over a report's frame
+/// the scroll would first go to the frame's document.
 async fn wheel(c: &fantoccini::Client, dy: i64) {
     let origin = js(
         c,
-        "const r = document.querySelector('#transcript').getBoundingClientRect(); \
-        return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]",
+        "const t = document.querySelector('#transcript'); window.__scrolled = false; \
+        t.addEventListener('scrollend', () => { window.__scrolled = true; }, {once: true}); \
+        const r = t.getBoundingClientRect(); \
+        return [Math.round(r.left + 4), Math.round(r.top + r.height / 2)]",
     )
     .await;
     let (x, y) = (origin[0].as_i64().unwrap(), origin[1].as_i64().unwrap());
@@ -361,6 +365,7 @@ async fn wheel(c: &fantoccini::Client, dy: i64) {
         delta_y: dy,
     });
     c.perform_actions(actions).await.unwrap();
+    wait_for(c, "the end of the scroll", "return window.__scrolled").await;
 }
 
 /// Everything of the page's two answers has come: code blocks filled, the HTML report's frame
@@ -387,16 +392,7 @@ async fn a_reload_lands_where_the_person_was() {
     wait_for(&c, "the answers, complete", SETTLED).await;
     c.refresh().await.unwrap();
     loaded(&c).await;
-    wait_for(&c, "the answers, complete", SETTLED).await;
-    // Frames and code may still be growing: the end is where the page stays.
-    let at = wait_for(
-        &c,
-        "the view at the end",
-        "return document.querySelector('#transcript').scrollTop > 0",
-    )
-    .await;
-    assert!(at.as_bool().unwrap());
-    let end = wait_for(&c, "settled", SETTLED).await;
+    let end = wait_for(&c, "the answers, complete", SETTLED).await;
     assert_eq!(end[1], 0, "a reload at the end lands at the end: {end}");
 
     // Up to the first answer's code, with the wheel; then a reload.
@@ -421,16 +417,7 @@ async fn a_reload_lands_where_the_person_was() {
     let spot = "const t = document.querySelector('#transcript').getBoundingClientRect().top; \
         const a = [...document.querySelectorAll('article.turn')].find((x) => x.getBoundingClientRect().bottom > t + 1); \
         return a && [a.dataset.seq, Math.round(t - a.getBoundingClientRect().top)]";
-    // The wheel's scroll may still be moving: read the place once it stops.
-    let mut was = js(&c, spot).await;
-    loop {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        let now = js(&c, spot).await;
-        if now == was {
-            break;
-        }
-        was = now;
-    }
+    let was = js(&c, spot).await;
     assert_ne!(js(&c, SETTLED).await[1], 0, "scrolled up: {was}");
     c.refresh().await.unwrap();
     loaded(&c).await;
