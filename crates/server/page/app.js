@@ -21,12 +21,18 @@
   const hash = new URLSearchParams(location.hash.slice(1));
   const token = hash.get('token') || sessionStorage.getItem('ba-token') || '';
   if (token) sessionStorage.setItem('ba-token', token);
+  // The token leaves the address bar at once (no bookmark, history entry or shared screen
+  // keeps it); this tab keeps it in sessionStorage, and no URL carries it again.
+  if (hash.has('token')) {
+    hash.delete('token');
+    const u = new URL(location.href); u.hash = hash.toString(); history.replaceState(null, '', u);
+  }
   const nonce = (document.querySelector('meta[name="ba-nonce"]') || {}).content || '';
   const S = {
     conv: new URLSearchParams(location.search).get('conversation'), meta: null,
     entries: [], bySeq: new Set(), maxSeq: 0, lastId: null, gen: 0, abort: null,
     running: null, live: null, lastError: null, attachments: [], echarts: false,
-    turnEls: new Map(), demo: [], ended: new Set(), approvals: [],
+    turnEls: new Map(), demo: [], ended: new Set(), approvals: [], rewound: [],
   };
   const headers = (extra = {}) => Object.assign({ Authorization: 'Bearer ' + token }, extra);
   const base = () => '/api/v1/conversations/' + encodeURIComponent(S.conv);
@@ -35,7 +41,7 @@
     const init = { method, headers: headers(), cache: 'no-store' };
     if (form) init.body = form;
     else if (body !== undefined) { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
-    const r = await fetch(path, init);
+    const r = await reach(fetch(path, init));
     const text = await r.text();
     const data = text ? JSON.parse(text) : null;
     if (!r.ok) {
@@ -43,6 +49,24 @@
       err.status = r.status; err.data = data; throw err;
     }
     return data;
+  }
+  // A request that gets no answer at all (not an HTTP error): the server is down or unreachable.
+  // A banner says so until /health answers again; then the page picks up where it was.
+  let healthTimer = 0;
+  function reach(pending) {
+    return pending.then((r) => { serverDown(false); return r; }, (e) => {
+      if (e.name !== 'AbortError') serverDown(true);
+      throw e;
+    });
+  }
+  function serverDown(down) {
+    if ((document.body.dataset.server === 'down') === down) return;
+    document.body.dataset.server = down ? 'down' : 'up';
+    $('#offline').hidden = !down;
+    clearTimeout(healthTimer);
+    if (!down) { loadList(); return; }
+    const check = (n) => { healthTimer = setTimeout(() => fetch('/health', { cache: 'no-store' }).then((r) => { if (r.ok) serverDown(false); else check(n + 1); }, () => check(n + 1)), backoff(n)); };
+    check(0);
   }
   function notice(text, kind) {
     const n = $('#notice');
@@ -61,14 +85,26 @@
   // ---- downloads (the token goes in a header, so files come through fetch and a blob)
   async function download(path) {
     try {
-      const r = await fetch(path, { headers: headers() });
+      const r = await reach(fetch(path, { headers: headers() }));
       if (!r.ok) throw new Error('HTTP ' + r.status);
-      const m = /filename="([^"]+)"/.exec(r.headers.get('content-disposition') || '');
       const url = URL.createObjectURL(await r.blob());
-      const a = el('a', { href: url, download: m ? m[1] : path.split('/').pop() });
+      const a = el('a', { href: url, download: savedName(r.headers.get('content-disposition'), path.split('/').pop()) });
       document.body.append(a); a.click(); a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
     } catch (e) { notice('Download failed: ' + e.message, 'error'); }
+  }
+
+  // The name a download is saved under: RFC 6266's `filename*` (UTF-8, percent-encoded: the
+  // file's own name) when it reads, else the plain `filename` (the server's ASCII fallback);
+  // no folder part, no control character, never empty.
+  function savedName(h, fallback) {
+    h = String(h || ''); let name = '';
+    const star = /filename\*\s*=\s*([^;]+)/i.exec(h);
+    const m = star && /^\s*utf-8'[^']*'([^\s]*)\s*$/i.exec(star[1]);
+    if (m) try { name = decodeURIComponent(m[1]); } catch (e) { name = ''; }
+    if (!name) { const q = /(?:^|;)\s*filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(h); if (q) name = q[1] != null ? q[1].replace(/\\(.)/g, '$1') : q[2]; }
+    name = name.replace(/[\/\\\u0000-\u001f\u007f]/g, '_').trim();
+    return name && !/^\.+$/.test(name) ? name : fallback;
   }
 
   // ---- the conversation's files (id → kind, name, media type), fetched again when the log grew
@@ -93,20 +129,43 @@
   }
 
   // ---- sidebar
+  // The most recently changed first (the server pages by id; up to 2,000 are read).
   async function loadList() {
-    let list;
     const q = ($('#conv-search') || {}).value || '';
-    const url = '/api/v1/conversations' + (q.trim() ? '?q=' + encodeURIComponent(q.trim()) : '');
-    try { list = await api(url); } catch (e) { return authError(e); }
+    const items = []; let after = null;
+    try {
+      for (let page = 0; page < 4; page += 1) {
+        const list = await api('/api/v1/conversations?limit=500' + (q.trim() ? '&q=' + encodeURIComponent(q.trim()) : '') + (after ? '&after=' + encodeURIComponent(after) : ''));
+        items.push(...list.items); after = list.next;
+        if (!after) break;
+      }
+    } catch (e) { return authError(e); }
     if (q !== (($('#conv-search') || {}).value || '')) return; // a newer search is on its way
-    const ul = $('#conv-list');
-    ul.replaceChildren(...list.items.map((c) => convItem(c)));
+    items.sort((a, b) => (b.updated_ms - a.updated_ms) || (a.id < b.id ? 1 : -1));
+    $('#conv-list').replaceChildren(...items.map((c) => convItem(c)));
+  }
+  // A branch reads as its parent's title: its own question (the edited one) tells it apart.
+  // Read once for each length of its log (the question cannot change while the log does not).
+  const forkQuestions = new Map();
+  function forkQuestion(c, into) {
+    const key = c.id + ':' + c.last_seq;
+    let known = forkQuestions.get(key);
+    if (!known) {
+      known = api('/api/v1/conversations/' + encodeURIComponent(c.id) + '/messages?from_seq=' + (c.fork.at_seq + 1)).then((r) => {
+        const u = r.entries.find((m) => m.entry.role === 'user' && !isContinue(m.entry));
+        return u ? questionOf(u.entry).text.trim() : '';
+      }).catch(() => { forkQuestions.delete(key); return ''; });
+      forkQuestions.set(key, known);
+    }
+    known.then((text) => { if (text) { into.textContent = '✎ ' + text; into.closest('button').title += '\n✎ ' + text; } });
   }
   function convItem(c) {
     const title = c.title || 'Untitled ' + c.id.slice(0, 8);
     const li = el('li', { class: c.id === S.conv ? 'current' : null, 'data-id': c.id });
-    const open = el('button', { type: 'button', class: 'open', text: title, title,
-      'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) });
+    const edited = c.fork ? el('span', { class: 'edited', text: '✎ branch after entry ' + c.fork.at_seq }) : null;
+    const open = el('button', { type: 'button', class: 'open', title,
+      'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) }, el('span', { class: 'name', text: title }), edited);
+    if (edited) forkQuestion(c, edited);
     const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status.replace(/_/g, ' ') });
     const rename = el('button', { type: 'button', class: 'small', text: 'Rename', 'aria-label': 'Rename ' + title,
       onclick: () => {
@@ -145,6 +204,8 @@
     Object.assign(S, { conv: id, meta: null, entries: [], bySeq: new Set(), maxSeq: 0, lastId: null,
       running: null, live: null, lastError: null, cancelled: false });
     S.turnEls = new Map(); S.ended = new Set(); S.approvals = []; renderApprovals(); S.siblings = null;
+    try { S.anchor = id ? JSON.parse(sessionStorage.getItem(anchorKey()) || 'null') : null; } catch (e) { S.anchor = null; }
+    S.rewound = [];
     const url = new URL(location.href);
     if (id) url.searchParams.set('conversation', id); else url.searchParams.delete('conversation');
     history.replaceState(null, '', url);
@@ -153,7 +214,7 @@
     setMeter(null);
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
     restoreDraft();
-    if (!id) { $('#conv-title').textContent = 'New conversation'; loadCost(); renderAll(); updateControls(); return; }
+    if (!id) { $('#conv-title').textContent = 'New conversation'; showCost(); renderAll(); updateControls(); return; }
     const gen = S.gen;
     try {
       S.meta = await api(base());
@@ -167,7 +228,7 @@
       document.body.dataset.entries = String(S.entries.length);
       if (S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
       if (S.meta.status === 'awaiting_approval') loadApprovals();
-      loadBranches(gen); loadCost();
+      loadBranches(gen); showCost();
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
       stream(gen);
@@ -185,7 +246,7 @@
     try { S.meta = await api(base()); } catch (e) { return; }
     if (!S.running && S.meta.status === 'running' && !S.ended.has(S.meta.active_run_id)) S.running = S.meta.active_run_id;
     if (S.meta.status === 'awaiting_approval') loadApprovals(); else { S.approvals = []; renderApprovals(); }
-    showMeta(); updateControls(); loadList(); loadCost();
+    showMeta(); updateControls(); loadList(); showCost();
   }
 
   // ---- the event stream: fetch + ReadableStream (the token stays in a header), reconnecting
@@ -198,7 +259,7 @@
       const ctrl = new AbortController(); S.abort = ctrl;
       try {
         const h = headers(); if (S.lastId) h['Last-Event-ID'] = S.lastId;
-        const r = await fetch(base() + '/events', { headers: h, signal: ctrl.signal, cache: 'no-store' });
+        const r = await reach(fetch(base() + '/events', { headers: h, signal: ctrl.signal, cache: 'no-store' }));
         if (r.status === 404 || r.status === 401) { notice('The event stream is refused (' + r.status + ').', 'error'); return; }
         if (!r.ok) throw new Error('HTTP ' + r.status);
         document.body.dataset.stream = 'open';
@@ -255,7 +316,7 @@
         updateControls(); scheduleLive(); break;
       }
       case 'error': S.lastError = d; notice(d.message + (d.resumable ? ' (Continue goes on from here)' : ''), 'error'); break;
-      case 'approval_requested': S.approvals = d.calls || []; renderApprovals(); break;
+      case 'approval_requested': S.approvals = d.calls || []; renderApprovals(); rerenderLast(); break;
       case 'cancelled': S.cancelled = true; notice('Stopped. Continue picks the answer up where it was cut.'); break;
       case 'finished':
         // Remembered: a run can end before the request that started it has answered.
@@ -269,16 +330,19 @@
     if (S.bySeq.has(m.seq) || m.seq <= S.maxSeq) return;
     S.bySeq.add(m.seq); S.maxSeq = m.seq;
     // A rewind takes the entries after its point out of the history: they leave the page.
+    // The calls it took back are counted apart in the sidebar's cost line.
     if (m.entry.kind === 'rewind' && m.entry.rewind) {
       const to = m.entry.rewind.to_seq;
+      S.rewound.push(...S.entries.filter((x) => x.seq > to));
       S.entries = S.entries.filter((x) => x.seq <= to);
-      if (render) renderAll();
+      if (render) { renderAll(); showCost(); }
       return;
     }
-    if (m.rewound) return;
     const e = Object.assign({}, m.entry, { seq: m.seq, api: m.api_response || null, html: m.response_html || null,
       usage: m.usage || m.entry.usage || null, cost: typeof m.cost_usd === 'number' ? m.cost_usd : null, inWindow: m.in_window, dropped: m.dropped_reason || null });
+    if (m.rewound) { S.rewound.push(e); return; }
     S.entries.push(e);
+    if (render && e.role === 'assistant') showCost();
     if (S.live && e.role === 'assistant') S.live.text = '';
     if (S.live && e.role === 'tool') S.live.calls.delete(e.tool_call_id);
     if (!render) return;
@@ -303,21 +367,41 @@
     if (!list.length) { box.replaceChildren(emptyState()); return; }
     const frag = document.createDocumentFragment();
     S.turnEls = new Map();
-    list.forEach((t, i) => { const n = renderTurn(t, i === list.length - 1); S.turnEls.set(i, n); frag.append(n); });
+    grown.disconnect();
+    list.forEach((t, i) => { const n = renderTurn(t, i === list.length - 1); S.turnEls.set(i, n); frag.append(n); grown.observe(n); });
     box.replaceChildren(frag);
-    box.scrollTop = box.scrollHeight;
+    holdAnchor();
   }
   function rerenderLast() {
     const list = turns();
     if (!list.length) return renderAll();
     const i = list.length - 1; const old = S.turnEls.get(i);
     if (!old) return renderAll();
-    const stick = $('#transcript').scrollHeight - $('#transcript').scrollTop - $('#transcript').clientHeight < 80;
     const n = renderTurn(list[i], true);
-    old.replaceWith(n); S.turnEls.set(i, n);
-    if (stick) $('#transcript').scrollTop = $('#transcript').scrollHeight;
+    grown.unobserve(old); old.replaceWith(n); S.turnEls.set(i, n); grown.observe(n);
+    holdAnchor();
     updateControls();
   }
+  // ---- where the person reads: the turn at the top of the view and how far into it, or the
+  // bottom (the default, and after sending). Taken when the person scrolls, kept per
+  // conversation in this tab, and held while turns grow (code that loads, an image, a report's
+  // frame, streamed text), so a reload lands where the person was, not mid-report.
+  let touched = -1e9;
+  const anchorKey = () => 'ba-scroll:' + S.conv;
+  function saveAnchor() {
+    const box = $('#transcript'); const top = box.getBoundingClientRect().top;
+    const art = box.scrollHeight - box.scrollTop - box.clientHeight < 4 ? null
+      : [...box.querySelectorAll('article.turn')].find((a) => a.getBoundingClientRect().bottom > top + 1);
+    S.anchor = art ? { seq: art.dataset.seq, off: top - art.getBoundingClientRect().top } : null;
+    if (S.conv) sessionStorage.setItem(anchorKey(), JSON.stringify(S.anchor));
+  }
+  function holdAnchor() {
+    const box = $('#transcript'); const a = S.anchor;
+    const art = a && box.querySelector('article.turn[data-seq="' + a.seq + '"]');
+    const to = art ? box.scrollTop + art.getBoundingClientRect().top - box.getBoundingClientRect().top + a.off : box.scrollHeight;
+    box.scrollTop = Math.round(Math.max(0, Math.min(to, box.scrollHeight - box.clientHeight)));
+  }
+  const grown = new ResizeObserver(() => holdAnchor());
   let liveTimer = 0;
   function scheduleLive() { if (!liveTimer) liveTimer = requestAnimationFrame(() => { liveTimer = 0; rerenderLast(); }); }
   function emptyState() {
@@ -361,34 +445,90 @@
         el('span', { class: 'count', text: (i + 1) + ' / ' + list.length }),
         el('button', { type: 'button', class: 'next', 'aria-label': 'Next version', disabled: i >= list.length - 1, text: '›', onclick: () => openConv(list[i + 1]) })));
     }
-    if (!S.running) bar.append(el('button', { type: 'button', class: 'edit', text: 'Edit', 'aria-label': 'Edit this question', onclick: (ev) => editQuestion(u, ev.target.closest('article')) }));
+    // Always there; hidden while a run goes on (see updateControls), so no re-render is needed.
+    bar.append(el('button', { type: 'button', class: 'edit', text: 'Edit', 'aria-label': 'Edit this question', onclick: (ev) => editQuestion(u, ev.target.closest('article')) }));
     return bar;
   }
+  // A question as the person wrote it: their words and the files they attached as chips, never
+  // the note the model is handed. An entry with an `attachments` record holds the words in its
+  // first text block; an older one is cut at the note, whose lines name the files.
+  const NOTE = '\n\nUploaded files (';
+  function questionOf(e) {
+    const c = e.content;
+    if (Array.isArray(e.attachments)) {
+      const first = Array.isArray(c) ? ((c.find((p) => p.type === 'text') || {}).text || '') : textOf(e);
+      return { text: cutNote(first).text, files: e.attachments.filter((a) => a && typeof a.id === 'string') };
+    }
+    return cutNote(textOf(e));
+  }
+  function cutNote(full) {
+    const at = full.lastIndexOf(NOTE);
+    const files = at < 0 ? [] : [...full.slice(at).matchAll(/^- <file_ref>([^<\n]{1,200})<\/file_ref> (.+?) \(([^(),\n]*), (\d+) bytes\)/gm)]
+      .map((m) => ({ id: m[1].trim(), name: m[2], media_type: m[3], size: Number(m[4]) }));
+    return files.length ? { text: full.slice(0, at), files } : { text: full, files: [] };
+  }
+  // Attached files as chips: a click downloads one; with `remove`, each has a × that drops it.
+  function fileChips(files, remove) {
+    return el('div', { class: 'chips files', role: 'group', 'aria-label': 'Attached files' }, files.map((f) => {
+      const name = f.name || f.id;
+      const chip = el('span', { class: 'chip', title: [f.media_type, f.size != null ? fmt(f.size) + ' bytes' : ''].filter(Boolean).join(', ') },
+        el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.id, text: '📎 ' + name, 'aria-label': 'Download ' + name,
+          onclick: () => download(base() + '/uploads/' + encodeURIComponent(f.id)) }));
+      if (remove) chip.append(el('button', { type: 'button', class: 'remove', text: '×', 'aria-label': 'Remove ' + name, onclick: () => remove(f) }));
+      return chip;
+    }));
+  }
   function editQuestion(u, art) {
+    const q = questionOf(u); let kept = q.files.slice();
     const box = el('form', { class: 'edit-question', 'aria-label': 'Edit the question' });
-    const area = el('textarea', { rows: 3, 'aria-label': 'The new question' }); area.value = textOf(u);
+    const area = el('textarea', { rows: 3, 'aria-label': 'The new question' }); area.value = q.text;
+    const chips = el('div', { class: 'edit-files' });
+    const showChips = () => chips.replaceChildren(...(kept.length ? [fileChips(kept, (f) => { kept = kept.filter((x) => x !== f); showChips(); area.focus(); })] : []));
+    showChips();
     const send = el('button', { type: 'submit', class: 'primary', text: 'Send edit' });
     const cancel = el('button', { type: 'button', text: 'Cancel', onclick: () => renderAll() });
-    box.append(area, el('div', { class: 'actions' }, cancel, send));
+    box.append(area, chips, el('div', { class: 'actions' }, cancel, send));
     box.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       const text = area.value.trim(); if (!text) { area.focus(); return; }
       send.disabled = true;
       try {
-        // The question's branch: a fork at the entry before it, then the new question.
+        // The question's branch: a fork at the entry before it, then the new question with the
+        // files kept.
         const f = await api(base() + '/fork', { method: 'POST', body: { at_seq: u.seq - 1 } });
-        await api('/api/v1/conversations/' + encodeURIComponent(f.id) + '/runs', { method: 'POST', body: { request_id: uuid(), input: { type: 'message', text } } });
-        await openConv(f.id); loadList();
+        const upload_ids = await carry(f.id, kept);
+        await api('/api/v1/conversations/' + encodeURIComponent(f.id) + '/runs', { method: 'POST', body: { request_id: uuid(), input: { type: 'message', text, upload_ids } } });
+        S.anchor = null; await openConv(f.id); loadList();
       } catch (e) { notice(e.message, 'error'); send.disabled = false; }
     });
     const user = art.querySelector('.user'); if (user) user.replaceWith(box);
     const tools = art.querySelector('.user-tools'); if (tools) tools.remove();
     area.focus();
   }
+  // The ids of `files` in the branch `fork`: its own when the fork carries them, else copies of
+  // this conversation's (a server whose forks start without the files).
+  async function carry(fork, files) {
+    if (!files.length) return [];
+    const at = '/api/v1/conversations/' + encodeURIComponent(fork) + '/uploads';
+    const listed = await api(at);
+    const have = new Set((Array.isArray(listed) ? listed : listed.uploads || []).map((x) => x.id));
+    const ids = [];
+    for (const f of files) {
+      if (have.has(f.id)) { ids.push(f.id); continue; }
+      const r = await reach(fetch(base() + '/uploads/' + encodeURIComponent(f.id), { headers: headers() }));
+      if (!r.ok) throw new Error('The file ' + (f.name || f.id) + ' could not be read for the edit (HTTP ' + r.status + ').');
+      const form = new FormData(); form.append('file', await r.blob(), f.name || f.id);
+      ids.push((await api(at, { method: 'POST', form })).id);
+    }
+    return ids;
+  }
 
   function renderTurn(t, last) {
     const art = el('article', { class: 'turn', 'data-seq': t.user ? t.user.seq : t.rest[0].seq });
-    if (t.user) art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(textOf(t.user))), userTools(t.user));
+    if (t.user) {
+      const q = questionOf(t.user);
+      art.append(el('div', { class: 'user', 'data-role': 'user' }, userText(q.text), q.files.length ? fileChips(q.files) : null), userTools(t.user));
+    }
     if (t.user && t.user.workflow && t.user.workflow.event === 'started') art.append(workflowSteps(t.user.workflow));
     if (t.user && t.user.inWindow === false) {
       art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
@@ -550,16 +690,24 @@
             el('details', {}, el('summary', { text: 'Observation' }), el('pre', { text: textOf(r).slice(0, 20000) }))));
         } else if (S.running && live) {
           ul.append(el('li', { 'data-call': c.id, 'data-state': 'running' }, el('span', { class: 'spinner', role: 'img', 'aria-label': 'running' }), ' ' + c.name + ' running…'));
+        } else if (S.approvals.some((a) => a.call_id === c.id)) {
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'awaiting' }, '‖ ' + c.name + ' waits for your approval (below)'));
         } else {
-          ul.append(el('li', { 'data-call': c.id, 'data-state': 'pending' }, '… ' + c.name + ' not run yet (Resume runs it)'));
+          // Only an interrupted run is resumed, and only then does the page offer Resume.
+          const st = S.meta ? S.meta.status : 'idle';
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'pending' }, '… ' + c.name + (st === 'awaiting_approval' ? ' runs after your decision'
+            : st === 'interrupted' ? ' not run yet (Resume runs it)' : ' not run')));
         }
       }
       box.append(el('div', { class: 'box tools', 'data-component': 'tool_call_status' }, el('div', { class: 'title', text: 'Tool calls' }), ul));
     } else if (compressed.length) {
       box.append(el('ul', { class: 'notices' }, compressed.map(notice)));
     }
-    // 4. final_report: always present.
-    box.append(report(final, assistant, live, structuredLive));
+    // 4. final_report: always present. The round is counted from the log (the question's model
+    // calls so far), so a run that a decision or a resume started counts on from the question.
+    const lastA = assistant[assistant.length - 1];
+    const open = lastA && (lastA.tool_calls || []).some((c) => !results.has(c.id));
+    box.append(report(final, assistant, live, structuredLive, assistant.length + (open ? 0 : 1)));
     const md = final ? final.api.metadata : null;
     // 5. code_blocks
     if (md && md.code_refs && md.code_refs.length) {
@@ -593,13 +741,9 @@
         el('button', { type: 'button', text: 'Export Markdown', 'aria-label': 'Export this answer as a Markdown file', onclick: () => download(path('md')) }),
         el('button', { type: 'button', text: 'Print', 'aria-label': 'Print this answer', onclick: () => printAnswer(box) })));
     }
-    const billed = assistant.filter((e) => e.usage);
-    if (billed.length) {
-      const sum = (k) => billed.reduce((n, e) => n + (e.usage[k] || 0), 0);
-      const priced = billed.filter((e) => e.cost !== null);
-      const cost = priced.length ? priced.reduce((n, e) => n + e.cost, 0) : null;
-      box.append(el('div', { class: 'usage', 'data-component': 'cost', 'data-cost': cost === null ? '' : String(cost),
-        text: costLine(sum('input_tokens'), sum('output_tokens'), sum('cache_read_tokens'), sum('cache_write_tokens'), billed.length, cost, billed.length - priced.length) }));
+    if (assistant.some((e) => e.usage)) {
+      const t = tally(assistant);
+      box.append(el('div', { class: 'usage', 'data-component': 'cost', 'data-cost': t.cost === null ? '' : String(t.cost), text: costLine(t) }));
     }
     return box;
   }
@@ -613,28 +757,37 @@
     window.print();
   }
   // "Tokens: 12,345 in · 678 out · 9,000 cached · 3 model calls · $0.0123": the same figures
-  // for an answer (its calls) and for the conversation (its metrics report). Tokens written to
-  // the provider's cache (Anthropic bills them apart) are shown when there are any.
+  // for an answer (its calls) and for the conversation. Tokens written to the provider's cache
+  // (Anthropic bills them apart) are shown when there are any.
   const money = (usd) => '$' + (usd >= 0.1 ? usd.toFixed(2) : usd.toFixed(4));
-  function costLine(input, output, cached, written, calls, cost, unpriced) {
-    let t = 'Tokens: ' + fmt(input) + ' in · ' + fmt(output) + ' out · ' + fmt(cached) + ' cached · ';
-    if (written) t += fmt(written) + ' written to cache · ';
-    t += calls + ' model call' + (calls === 1 ? '' : 's');
-    if (cost !== null) t += ' · ' + money(cost) + (unpriced ? ' (' + unpriced + ' without a price)' : '');
+  function costLine(t) {
+    let line = 'Tokens: ' + fmt(t.input) + ' in · ' + fmt(t.output) + ' out · ' + fmt(t.cached) + ' cached · ';
+    if (t.written) line += fmt(t.written) + ' written to cache · ';
+    line += t.calls + ' model call' + (t.calls === 1 ? '' : 's');
+    if (t.cost !== null) line += ' · ' + money(t.cost) + (t.unpriced ? ' (' + t.unpriced + ' without a price)' : '');
+    return line;
+  }
+  // What entries add up to, counted as the metrics report (`inspect`) counts: a model call is
+  // an assistant entry without a model failure; tokens and money come from each call's usage.
+  function tally(list) {
+    const t = { input: 0, output: 0, cached: 0, written: 0, calls: 0, cost: null, unpriced: 0 };
+    for (const e of list) {
+      if (e.role !== 'assistant') continue;
+      if (!e.llm_error) t.calls += 1;
+      const u = e.usage; if (!u) continue;
+      t.input += u.input_tokens || 0; t.output += u.output_tokens || 0; t.cached += u.cache_read_tokens || 0; t.written += u.cache_write_tokens || 0;
+      if (e.cost === null) t.unpriced += 1; else t.cost = (t.cost || 0) + e.cost;
+    }
     return t;
   }
-  // The conversation's totals in the sidebar, from its metrics report (what `inspect` prints).
-  function loadCost() {
-    const box = $('#conv-cost');
-    if (!S.conv) { box.hidden = true; return; }
-    const gen = S.gen;
-    api(base() + '/report').then((r) => {
-      if (gen !== S.gen) return;
-      box.hidden = !r.model_calls;
-      box.dataset.cost = typeof r.cost_usd === 'number' ? String(r.cost_usd) : '';
-      box.textContent = 'This conversation — ' + costLine(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.model_calls,
-        typeof r.cost_usd === 'number' ? r.cost_usd : null, r.unpriced_calls || 0);
-    }).catch(() => {});
+  // The conversation's totals in the sidebar: the calls of its history; those a rewind took
+  // back were paid for too, and are named apart.
+  function showCost() {
+    const box = $('#conv-cost'); const t = tally(S.entries); const back = tally(S.rewound);
+    box.hidden = !S.conv || !(t.calls || back.calls);
+    box.dataset.cost = t.cost === null ? '' : String(t.cost);
+    box.textContent = 'This conversation — ' + costLine(t) + (back.calls ? '; a rewind took back ' + back.calls + ' more model call' +
+      (back.calls === 1 ? '' : 's') + (back.cost !== null ? ' (' + money(back.cost) + ')' : '') : '');
   }
   function codeButtons(c) {
     return el('span', { class: 'chip' }, c.language + ' · ' + (c.description || c.code_id) + ' ',
@@ -646,9 +799,9 @@
     $('#code-title').textContent = c.language + ' · ' + (c.description || c.code_id);
     const body = $('#code-body'); body.textContent = 'Loading…';
     d.showModal();
-    try { const r = await api(base() + '/code/' + encodeURIComponent(c.code_id)); body.replaceChildren(highlight(r.code, c.language)); } catch (e) { body.textContent = e.message; }
+    try { const r = await api(base() + '/code/' + encodeURIComponent(c.code_id)); body.replaceChildren(el('code', {}, highlight(r.code, c.language))); } catch (e) { body.textContent = e.message; }
   }
-  function report(final, assistant, live, structuredLive) {
+  function report(final, assistant, live, structuredLive, round) {
     const box = el('div', { class: 'report', 'data-component': 'final_report' });
     if (final) {
       const md = final.api.metadata;
@@ -661,7 +814,7 @@
     if (live) {
       box.classList.add('streaming');
       if (!structuredLive && live.text) box.textContent = live.text;
-      else box.textContent = 'Working… (round ' + (live.round || 1) + ')';
+      else box.textContent = 'Working… (round ' + round + ')';
       return box;
     }
     if (lastA && lastA.llm_error) {
@@ -705,7 +858,7 @@
   }
   const codeCache = new Map();
   function codeBlock(c) {
-    const pre = el('pre', {}, el('code', { text: 'Loading code…' }));
+    const pre = el('pre', { class: 'code-view' }, el('code', { text: 'Loading code…' }));
     const fig = el('figure', { class: 'code-block', 'data-code-id': c.code_id },
       el('figcaption', {}, el('span', { class: 'lang', text: c.language }), el('span', { class: 'desc', text: c.description }),
         el('button', { type: 'button', text: 'View', 'aria-label': 'View code ' + c.code_id, onclick: () => viewCode(c) }),
@@ -717,22 +870,33 @@
       .catch((e) => { pre.firstChild.textContent = 'The code could not be read: ' + e.message; });
     return fig;
   }
-  const KW = new Set(('def return import from for in if elif else while class and or not none true false as with lambda try except raise ' +
-    'select where group by order join left right inner on case when then end limit having distinct union insert update delete create table ' +
-    'function const let var new async await of null undefined fn pub use struct impl match mut print').split(' '));
+  // A small highlighter for Python and SQL (and a rough one for the rest): comments, strings
+  // (Python's triple-quoted ones and SQL's over several lines), numbers and keywords. It builds
+  // text nodes and spans, one numbered line each; the code is never parsed as HTML.
+  const words = (w) => new Set(w.split(' '));
+  const PY = { com: /#[^\n]*/, str: /[rRbBuUfF]{0,2}(?:"""[\s\S]*?(?:"""|$)|'''[\s\S]*?(?:'''|$)|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?)/,
+    kw: words('False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case print') };
+  const SQL = { com: /--[^\n]*|\/\*[\s\S]*?(?:\*\/|$)/, str: /'(?:[^']|'')*'?|"[^"\n]*"?/, ci: true,
+    kw: words('select from where group by order having join left right inner outer full cross on as and or not in is null like between case when then else end limit offset distinct union all insert into values update set delete create table view with over partition asc desc exists cast count sum avg min max round') };
+  const OTHER = { com: /\/\/[^\n]*|\/\*[\s\S]*?(?:\*\/|$)|#[^\n]*/, str: /"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?/,
+    kw: words('function const let var new async await of null undefined fn pub use struct impl match mut return if else for while class import from true false def') };
   function highlight(code, lang) {
-    const com = /^(sql)$/i.test(lang) ? '--[^\n]*' : /^(javascript|typescript|java|c|cpp|go|rust|php)$/i.test(lang) ? '//[^\n]*' : '#[^\n]*';
-    const re = new RegExp('(' + com + ')|("(?:[^"\\\\\\n]|\\\\.)*"|\'(?:[^\'\\\\\\n]|\\\\.)*\')|(\\b\\d+(?:\\.\\d+)?\\b)|([A-Za-z_]\\w*)', 'g');
-    const frag = document.createDocumentFragment(); let at = 0; let m;
-    while ((m = re.exec(code))) {
-      if (m.index > at) frag.append(code.slice(at, m.index));
-      const cls = m[1] ? 'tk-com' : m[2] ? 'tk-str' : m[3] ? 'tk-num' : KW.has(m[4].toLowerCase()) ? 'tk-kw' : null;
-      frag.append(cls ? el('span', { class: cls, text: m[0] }) : m[0]);
+    const g = /^(py|python3?)$/i.test(lang) ? PY : /sql/i.test(lang) ? SQL : OTHER;
+    const re = new RegExp('(' + g.com.source + ')|(' + g.str.source + ')|(\\b\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?\\b)|([A-Za-z_]\\w*)', 'g');
+    const frag = document.createDocumentFragment(); let n = 0; let line;
+    const next = () => { line = el('span', { class: 'l', 'data-n': String(++n) }); frag.append(line); };
+    const put = (text, cls) => text.split('\n').forEach((part, i) => { if (i) next(); if (part) line.append(cls ? el('span', { class: cls, text: part }) : part); });
+    next();
+    code = String(code).replace(/\n$/, ''); let at = 0; let m;
+    while ((m = re.exec(code)) && m[0]) {
+      put(code.slice(at, m.index));
+      put(m[0], m[1] ? 'tk-com' : m[2] ? 'tk-str' : m[3] ? 'tk-num' : g.kw.has(g.ci ? m[4].toLowerCase() : m[4]) ? 'tk-kw' : null);
       at = re.lastIndex;
     }
-    frag.append(code.slice(at));
+    put(code.slice(at));
     return frag;
   }
+  const codeView = (code, lang) => el('pre', { class: 'code-view', 'data-lang': lang || null }, el('code', {}, highlight(code, lang)));
   // An HTML report: parsed inertly, external scripts dropped, inline scripts given the
   // page's nonce, a stricter CSP (no network) put first, then shown in a frame sandboxed to
   // an opaque origin (allow-scripts only): it cannot read the page, its storage or its token.
@@ -795,11 +959,14 @@
   // ---- context meter (seed 002)
   function setMeter(u) {
     const m = $('#meter');
-    const used = u ? u.used : 0; const total = u ? u.total : 0; const pct = u ? u.percent : 0;
-    m.dataset.status = u ? u.status : 'normal';
+    // Before anything was sent there is no window to measure: it says so, not "0 / 0".
+    const known = Boolean(u && u.total);
+    const used = known ? u.used : 0; const total = known ? u.total : 0; const pct = known ? u.percent : 0;
+    m.dataset.status = known ? u.status : 'normal';
     m.querySelector('.fill').style.width = Math.min(100, pct || 0) + '%';
-    $('#meter-text').textContent = 'context ' + fmt(used) + ' / ' + fmt(total) + (u ? ' · ' + u.status : '');
-    m.setAttribute('aria-label', 'Context: ' + fmt(used) + ' of ' + fmt(total) + ' tokens used (' + Math.round(pct || 0) + '%), ' + (u ? u.status : 'normal') + '. Show what the model no longer sees.');
+    $('#meter-text').textContent = known ? 'context ' + fmt(used) + ' / ' + fmt(total) + ' · ' + u.status : 'context: nothing sent yet';
+    m.setAttribute('aria-label', (known ? 'Context: ' + fmt(used) + ' of ' + fmt(total) + ' tokens used (' + Math.round(pct || 0) + '%), ' + u.status
+      : 'Context: nothing sent to the model yet') + '. Show what the model no longer sees.');
   }
   const reason = (r) => String(typeof r === 'object' ? JSON.stringify(r) : r).replace(/_/g, ' ');
   async function showContext() {
@@ -834,6 +1001,7 @@
   function updateControls() {
     const send = $('#send');
     const running = Boolean(S.running);
+    document.body.classList.toggle('running', running);
     send.textContent = running ? 'Stop' : 'Send';
     send.classList.toggle('stop', running);
     send.setAttribute('aria-label', running ? 'Stop the run' : 'Send the message');
@@ -853,7 +1021,95 @@
       if (conv !== S.conv) return;
       S.approvals = r.pending || [];
     } catch (e) { S.approvals = []; }
-    renderApprovals();
+    renderApprovals(); rerenderLast();
+  }
+  // A call's arguments as a person reads them: code as code (highlighted, numbered lines), an
+  // edit (old and new text) as the change it makes, the rest as name: value.
+  const CODE_ARG = /^(code|source|script|sql|query|statement|python|program)$/i;
+  const EDIT_PAIRS = [['old_string', 'new_string'], ['old_text', 'new_text'], ['oldText', 'newText'], ['old', 'new'], ['search', 'replace'], ['before', 'after']];
+  const pairsOf = (o) => (o && typeof o === 'object' ? EDIT_PAIRS.filter(([a, b]) => typeof o[a] === 'string' && typeof o[b] === 'string') : []);
+  const isCode = (k, v) => typeof v === 'string' && (CODE_ARG.test(k) || v.includes('\n'));
+  const langOf = (tool, k, v) => (/sql|query|statement/i.test(k) || /^\s*(select|with|insert|update|delete|create)\b/i.test(v) ? 'sql'
+    : /python|code|script|source|program/i.test(k + ' ' + tool) ? 'python' : '');
+  function argsView(tool, args) {
+    const box = el('div', { class: 'args' });
+    const paired = new Set(pairsOf(args).flat());
+    const rows = el('dl', { class: 'arg-list' });
+    for (const [k, v] of Object.entries(args && typeof args === 'object' ? args : { arguments: args })) {
+      if (paired.has(k)) continue;
+      if (isCode(k, v)) {
+        const lang = langOf(tool, k, v);
+        box.append(el('div', { class: 'arg-code', 'data-arg': k }, el('div', { class: 'arg-name', text: k + (lang ? ' · ' + lang : '') }), codeView(v, lang)));
+      } else rows.append(el('dt', { text: k }), el('dd', { text: typeof v === 'string' ? v : JSON.stringify(v, null, 1) }));
+    }
+    if (rows.childNodes.length) box.prepend(rows);
+    const edits = [args, ...(Array.isArray(args && args.edits) ? args.edits : [])];
+    for (const e of edits) for (const [a, b] of pairsOf(e)) box.append(diffView(e[a], e[b], 'The change it makes'));
+    return box;
+  }
+  // The lines of `a` and `b` as a line diff, [op, line] with op ' ', '-' or '+' (a longest
+  // common subsequence; past four million cells, all of `a` removed and all of `b` added).
+  function diffLines(a, b) {
+    const x = a.split('\n'); const y = b.split('\n'); const n = x.length; const m = y.length;
+    if (n * m > 4e6) return [...x.map((t) => ['-', t]), ...y.map((t) => ['+', t])];
+    const L = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+    for (let i = n - 1; i >= 0; i -= 1) for (let j = m - 1; j >= 0; j -= 1) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    const out = []; let i = 0; let j = 0;
+    while (i < n && j < m) {
+      if (x[i] === y[j]) { out.push([' ', x[i]]); i += 1; j += 1; } else if (L[i + 1][j] >= L[i][j + 1]) out.push(['-', x[i++]]); else out.push(['+', y[j++]]);
+    }
+    while (i < n) out.push(['-', x[i++]]);
+    while (j < m) out.push(['+', y[j++]]);
+    return out;
+  }
+  // A diff to read: unchanged stretches keep three lines of context either side.
+  function diffView(a, b, title) {
+    const lines = diffLines(a, b); const n = lines.length; const out = [];
+    for (let i = 0; i < n;) {
+      if (lines[i][0] !== ' ') { out.push(lines[i]); i += 1; continue; }
+      let j = i; while (j < n && lines[j][0] === ' ') j += 1;
+      const head = i ? 3 : 0; const tail = j < n ? 3 : 0;
+      if (j - i > head + tail + 1) out.push(...lines.slice(i, i + head), ['⋯', (j - i - head - tail) + ' unchanged lines'], ...lines.slice(j - tail, j));
+      else out.push(...lines.slice(i, j));
+      i = j;
+    }
+    return el('div', { class: 'diff', 'data-component': 'diff', role: 'group', 'aria-label': title },
+      el('div', { class: 'arg-name', text: title + (lines.some(([op]) => op !== ' ') ? '' : ': none') }),
+      el('pre', {}, out.map(([op, t]) => el('span', { class: 'd' + (op === '-' ? ' del' : op === '+' ? ' add' : op === '⋯' ? ' skip' : ''), 'data-op': op, text: op + ' ' + t }))));
+  }
+  // The editor of a call's arguments: each code or edit text in a box of its own (real lines,
+  // not JSON escapes), the rest as JSON; below, what the person changed, as they type.
+  function argsEditor(c) {
+    const args = c.arguments && typeof c.arguments === 'object' && !Array.isArray(c.arguments) ? c.arguments : null;
+    const texts = new Map(); const rest = {}; const paired = new Set(pairsOf(args).flat());
+    if (args) for (const [k, v] of Object.entries(args)) { if (isCode(k, v) || paired.has(k)) texts.set(k, v); else rest[k] = v; }
+    const boxes = [...texts].map(([k, v]) => {
+      const t = el('textarea', { class: 'edit-code', 'data-arg': k, spellcheck: 'false', rows: Math.min(12, v.split('\n').length + 1), 'aria-label': k + ' of ' + c.tool });
+      t.value = v; return [k, t];
+    });
+    const json = el('textarea', { class: 'edit-args', rows: 4, spellcheck: 'false', 'aria-label': 'Arguments of ' + c.tool + ' (JSON)' });
+    const was = JSON.stringify(args ? rest : c.arguments, null, 2);
+    json.value = was;
+    const hasJson = !args || Object.keys(rest).length > 0;
+    const changes = el('div', { class: 'changes', 'aria-live': 'polite' });
+    // The edited arguments, in their first order; throws when the JSON part does not parse.
+    const value = () => {
+      const more = hasJson ? JSON.parse(json.value) : {};
+      if (!args) return more;
+      const out = {};
+      for (const k of Object.keys(args)) { const b = boxes.find(([x]) => x === k); if (b) out[k] = b[1].value; else if (k in more) out[k] = more[k]; }
+      return Object.assign(out, more);
+    };
+    const show = () => {
+      const views = boxes.filter(([k, t]) => t.value !== args[k]).map(([k, t]) => diffView(args[k], t.value, 'Your change to ' + k));
+      let now = json.value; try { now = JSON.stringify(JSON.parse(now), null, 2); } catch (e) { /* compared as typed */ }
+      if (hasJson && now !== was) views.push(diffView(was, now, 'Your change to the arguments'));
+      changes.replaceChildren(...views);
+    };
+    for (const t of [...boxes.map(([, t]) => t), json]) t.addEventListener('input', show);
+    const form = el('div', { class: 'arg-editor', hidden: true },
+      boxes.map(([k, t]) => el('label', { class: 'arg-name' }, k, t)), hasJson ? json : null, changes);
+    return { form, value, first: boxes.length ? boxes[0][1] : json };
   }
   function renderApprovals() {
     const box = $('#approvals'); if (!box) return;
@@ -861,17 +1117,16 @@
     box.hidden = !calls.length;
     box.replaceChildren(...(calls.length ? [el('h3', { text: calls.length === 1 ? 'A tool call waits for your approval' : calls.length + ' tool calls wait for your approval' })] : []),
       ...calls.map((c) => {
-        const args = JSON.stringify(c.arguments, null, 2);
-        const reasonId = 'reason-' + c.call_id; const editId = 'edit-' + c.call_id;
-        const edit = el('textarea', { id: editId, class: 'edit-args', rows: 6, hidden: true, 'aria-label': 'Arguments of ' + c.tool + ' (JSON)' });
-        edit.value = args;
+        const reasonId = 'reason-' + c.call_id;
+        const editor = argsEditor(c);
         const reason = el('input', { id: reasonId, class: 'reason', type: 'text', placeholder: 'Why (read by the model when you reject)', 'aria-label': 'Reason for ' + c.tool });
         const editBtn = el('button', { type: 'button', 'data-act': 'edit', text: 'Edit…' });
+        const view = argsView(c.tool, c.arguments);
         const act = (decision) => async () => {
           const body = { decision };
           if (reason.value.trim()) body.reason = reason.value.trim();
           if (decision === 'edit') {
-            try { body.arguments = JSON.parse(edit.value); } catch (e) { notice('The edited arguments are not JSON: ' + e.message, 'error'); edit.focus(); return; }
+            try { body.arguments = editor.value(); } catch (e) { notice('The edited arguments are not JSON: ' + e.message, 'error'); editor.first.focus(); return; }
           }
           try {
             const r = await api(base() + '/approvals/' + encodeURIComponent(c.call_id), { method: 'POST', body });
@@ -881,12 +1136,12 @@
           } catch (e) { notice(e.message, 'error'); if (e.status === 409) loadApprovals(); }
         };
         editBtn.addEventListener('click', () => {
-          if (edit.hidden) { edit.hidden = false; editBtn.textContent = 'Run edited'; edit.focus(); } else act('edit')();
+          // The editor takes the place of what it edits; the change shows below it as it is typed.
+          if (editor.form.hidden) { view.hidden = true; editor.form.hidden = false; editBtn.textContent = 'Run edited'; editor.first.focus(); } else act('edit')();
         });
         return el('div', { class: 'approval', 'data-component': 'approval_request', 'data-call-id': c.call_id },
           el('p', {}, el('strong', { text: c.tool }), ' wants to run with:'),
-          el('pre', { class: 'args', text: args }),
-          edit,
+          view, editor.form,
           el('label', { for: reasonId, class: 'sr-only', text: 'Reason' }), reason,
           el('div', { class: 'actions' },
             el('button', { type: 'button', class: 'primary', 'data-act': 'approve', text: 'Approve', onclick: act('approve') }),
@@ -930,6 +1185,7 @@
     const text = $('#input').value.trim();
     if (!text) { $('#input').focus(); return; }
     const upload_ids = S.attachments.map((a) => a.id);
+    S.anchor = null;
     if (await start({ type: 'message', text, upload_ids })) { $('#input').value = ''; S.attachments = []; showAttachments(); }
   }
   async function upload(files) {
@@ -977,6 +1233,13 @@
     let searchTimer = 0;
     $('#conv-search').addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(loadList, 250); });
     $('#meter').addEventListener('click', showContext);
+    // A scroll the person makes (wheel, keys, touch, the scroll bar) moves the anchor; one the
+    // page makes to hold it does not.
+    const tr = $('#transcript');
+    const touch = () => { touched = performance.now(); };
+    for (const ev of ['wheel', 'pointerdown', 'touchstart']) tr.addEventListener(ev, touch, { passive: true });
+    document.addEventListener('keydown', touch);
+    tr.addEventListener('scroll', () => { if (performance.now() - touched < 1500) saveAnchor(); }, { passive: true });
     document.querySelectorAll('#mode input').forEach((r) => r.addEventListener('change', async () => {
       renderWorkflowForm();
       if (!S.conv) return;
@@ -990,6 +1253,6 @@
       .catch(() => {}).finally(() => { document.body.dataset.echarts = S.echarts ? 'yes' : 'missing'; openConv(S.conv); });
   }
   // For the browser tests: the pure parts of the page.
-  window.baAgentPage = Object.freeze({ backoff });
+  window.baAgentPage = Object.freeze({ backoff, savedName, questionOf, diffLines });
   init();
 })();

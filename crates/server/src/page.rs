@@ -1,9 +1,10 @@
 //! The page of seed 003, embedded in the binary: `GET /` (the HTML, with a fresh CSP nonce),
 //! `/page/app.js` and `/page/style.css` (our own code, no build step), and
 //! `/assets/echarts.min.js` when `cargo xtask assets` has fetched it. None of these needs the
-//! token: the page reads it from the URL fragment (`#token=…`, never sent to the server) and
-//! sends it as `Authorization: Bearer` on its `fetch` calls, the event stream included (read
-//! with `fetch` and a `ReadableStream`, so the token never appears in a URL or a log).
+//! token: the page reads it from the URL fragment (`#token=…`, never sent to the server), takes
+//! it out of the address bar at once (the tab keeps it in `sessionStorage`) and sends it as
+//! `Authorization: Bearer` on its `fetch` calls, the event stream included (read with `fetch`
+//! and a `ReadableStream`, so the token never appears in a URL or a log).
 //!
 //! The page's Content-Security-Policy allows its own files and scripts carrying the response's
 //! nonce. A report in HTML runs in an `<iframe sandbox="allow-scripts" srcdoc>` (an opaque

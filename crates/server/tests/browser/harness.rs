@@ -75,6 +75,13 @@ pub fn final_turn(question: &str, content: &str) -> Value {
         "content": [{"type": "text", "text": body.to_string()}]}, "stop_reason": "end_turn"}})
 }
 
+/// A recorded turn answering the result of call `call_id` with a structured final answer.
+pub fn final_turn_after(call_id: &str, content: &str) -> Value {
+    let mut turn = final_turn("", content);
+    turn["expect"] = json!({"role": "tool", "tool_call_id": call_id});
+    turn
+}
+
 #[async_trait::async_trait]
 impl ModelClient for DemoModel {
     fn provider(&self) -> &str {
@@ -134,8 +141,124 @@ impl ModelClient for DemoModel {
     }
 }
 
+/// Holds model calls until the test lets them go: each call counts itself as arrived, then
+/// waits for a permit. A test opens it for the calls it wants answered at once and releases
+/// the rest when the window it looks at has been checked, so nothing depends on timing.
+#[derive(Debug)]
+pub struct Latch {
+    permits: Semaphore,
+    arrived: std::sync::atomic::AtomicUsize,
+    notify: tokio::sync::Notify,
+}
+
+impl Latch {
+    /// A latch that lets the first `open` calls through.
+    pub fn new(open: usize) -> Arc<Self> {
+        Arc::new(Self {
+            permits: Semaphore::new(open),
+            arrived: std::sync::atomic::AtomicUsize::new(0),
+            notify: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Lets `n` more calls through.
+    pub fn release(&self, n: usize) {
+        self.permits.add_permits(n);
+    }
+
+    /// Waits until `n` calls have arrived (answered or held).
+    pub async fn arrived(&self, n: usize) {
+        let start = Instant::now();
+        loop {
+            let notified = self.notify.notified();
+            if self.arrived.load(std::sync::atomic::Ordering::SeqCst) >= n {
+                return;
+            }
+            assert!(start.elapsed() < LIMIT, "model call {n} never came");
+            let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
+        }
+    }
+
+    async fn pass(&self) {
+        self.arrived
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+        self.permits.acquire().await.unwrap().forget();
+    }
+}
+
+/// A model whose calls pass a [`Latch`] first.
+struct Latched {
+    inner: Arc<dyn ModelClient>,
+    latch: Arc<Latch>,
+}
+
+#[async_trait::async_trait]
+impl ModelClient for Latched {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<ModelResponse, ModelError> {
+        self.latch.pass().await;
+        self.inner.complete_streaming(request, on_delta).await
+    }
+}
+
+/// A tool for a test's own script: answers `{"checked": <its arguments>}`, after a permit of
+/// its latch when it has one (so a test can look at the page while the call runs).
+pub struct Probe {
+    pub name: &'static str,
+    pub latch: Option<Arc<Latch>>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Probe {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn description(&self) -> &str {
+        "Checks what it is given."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    async fn call(
+        &self,
+        input: Value,
+        _ctx: &ba_tools::CallContext,
+    ) -> Result<Value, ba_tools::ToolError> {
+        if let Some(latch) = &self.latch {
+            latch.pass().await;
+        }
+        Ok(json!({ "checked": input }))
+    }
+}
+
+/// A recorded turn of the structured answer format: round `round` asks for `calls`
+/// (`(tool, call id, arguments)`), answering the request `expect` names.
+pub fn call_turn(expect: Value, round: u32, calls: &[(&str, &str, Value)]) -> Value {
+    let content: Vec<Value> = calls
+        .iter()
+        .map(|(tool, id, arguments)| {
+            json!({"tool_name": tool, "tool_call_id": id, "arguments": arguments})
+        })
+        .collect();
+    let body = json!({"task_analysis": format!("Round {round}."), "execution_plan": "R1: check; R2: report",
+        "current_round": round, "action": {"type": "tool_call", "content": content}});
+    json!({"expect": expect, "response": {"message": {"role": "assistant",
+        "content": [{"type": "text", "text": body.to_string()}]}, "stop_reason": "end_turn"}})
+}
+
 /// How a test server differs from the demo.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Options {
     pub delay: Duration,
     pub extra_turns: Vec<Value>,
@@ -154,6 +277,10 @@ pub struct Options {
     pub prices: ba_agent::Prices,
     /// The workflows a run can start.
     pub workflows: ba_skills::WorkflowSet,
+    /// Model calls wait on this latch.
+    pub latch: Option<Arc<Latch>>,
+    /// Tools the server has besides the demo's (or the analyst's).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -237,6 +364,15 @@ impl Server {
                     (Arc::new(client), analyst_tools(), "scripted", budget)
                 }
             };
+        let model: Arc<dyn ModelClient> = match options.latch {
+            Some(latch) => Arc::new(Latched {
+                inner: model,
+                latch,
+            }),
+            None => model,
+        };
+        let mut tools = tools;
+        tools.extend(options.extra_tools);
         let agent = Agent::builder(model)
             .store(Arc::new(FileStore::open(root).unwrap()))
             .workflows(Arc::new(options.workflows.clone()))
@@ -302,6 +438,12 @@ impl Server {
     pub fn url(&self, conversation: &str) -> String {
         let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
         format!("http://{addr}/?conversation={conversation}#token={TOKEN}")
+    }
+
+    /// The address bar once the page has read the token (and taken it out of the URL).
+    pub fn shown_url(&self, conversation: &str) -> String {
+        let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
+        format!("http://{addr}/?conversation={conversation}")
     }
 
     /// An API call with the token.

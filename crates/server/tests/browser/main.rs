@@ -9,7 +9,9 @@
 //! CI=true); `.ci/browser.sh` installs and starts chromedriver. Screenshots go to
 //! `target/browser-artifacts/`.
 
+mod after_a_while;
 mod approvals;
+mod attachments;
 mod branches;
 mod export;
 mod files;

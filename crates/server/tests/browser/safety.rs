@@ -32,7 +32,7 @@ async fn model_html_cannot_reach_the_page_or_the_api() {
         ..Options::default()
     })
     .await;
-    let url = server.url(&open_new(&c, &server).await);
+    let url = server.shown_url(&open_new(&c, &server).await);
     ask(&c, PROBE).await;
     enter_report_frame(&c).await;
     let out = wait_for(&c, "the probe's result", "const o = document.getElementById('out'); return o && o.textContent.includes('api:') && o.textContent").await;
@@ -124,7 +124,7 @@ async fn inline_handlers_in_model_html_run_inside_the_sandbox_only() {
     c.enter_parent_frame().await.unwrap();
     assert_eq!(
         c.current_url().await.unwrap().as_str(),
-        server.url(&id),
+        server.shown_url(&id),
         "the report navigated the page"
     );
     c.close().await.unwrap();
