@@ -266,6 +266,27 @@ fn demo_and_inspect_commands() {
         "{html}"
     );
     assert!(!html.contains("<script"), "{html}");
+    // With `.zip`, one archive: the report under a folder of its name.
+    let file = dir.path().join("report.zip");
+    let out = report(&[&id, "--format", "md", "--out", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&file).unwrap()).unwrap();
+    assert_eq!(zip.len(), 1, "the demo's answer names no file");
+    let mut md = String::new();
+    std::io::Read::read_to_string(&mut zip.by_index(0).unwrap(), &mut md).unwrap();
+    assert!(md.starts_with("# West Q3 2024 sales\n"), "{md}");
+    assert!(
+        zip.name_for_index(0)
+            .unwrap()
+            .unwrap()
+            .ends_with("/report.md"),
+        "{:?}",
+        zip.name_for_index(0)
+    );
     let out = report(&[&id, "--seq", "1"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
