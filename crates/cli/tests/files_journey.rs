@@ -687,7 +687,7 @@ async fn upload_ask_approve_download_and_come_back_tomorrow() {
         .await;
     // The first answer's export carries the chart beside it, linked relatively: it opens
     // from disk with no server.
-    let first = unzip(&first);
+    let first = ba_testkit::files::unzip(&first);
     let (report, chart_copy) = (
         first.iter().find(|(k, _)| k.ends_with("/report.md")),
         first.iter().find(|(k, _)| k.ends_with("/files/chart.png")),
@@ -699,7 +699,7 @@ async fn upload_ask_approve_download_and_come_back_tomorrow() {
         "{report}"
     );
     assert_eq!(chart_copy.map(|(_, v)| v), Some(&png), "{:?}", first.keys());
-    let md = unzip(&md)
+    let md = ba_testkit::files::unzip(&md)
         .into_iter()
         .find_map(|(k, v)| k.ends_with("/report.md").then_some(v))
         .unwrap();
@@ -735,18 +735,4 @@ async fn upload_ask_approve_download_and_come_back_tomorrow() {
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(report.contains("![chart.png](files/chart.png)"), "{report}");
     assert_eq!(std::fs::read(out_dir.join("files/chart.png")).unwrap(), png);
-}
-
-/// Every entry of a zip archive: name → bytes.
-fn unzip(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
-    use std::io::Read as _;
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
-    let mut out = std::collections::BTreeMap::new();
-    for i in 0..archive.len() {
-        let mut f = archive.by_index(i).unwrap();
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).unwrap();
-        out.insert(f.name().unwrap().into_owned(), data);
-    }
-    out
 }

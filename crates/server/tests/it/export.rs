@@ -5,6 +5,8 @@
 
 use serde_json::json;
 
+use ba_testkit::files::unzip;
+
 use crate::harness::{Api, Model, Server, dir, two_rounds};
 
 const Q: &str = "How many rows has the sales table?";
@@ -122,13 +124,7 @@ fn png() -> Vec<u8> {
 
 /// Uploads `bytes` as `name` to conversation `id`; the upload's id.
 async fn upload(api: &Api<'_>, id: &str, name: &str, bytes: &[u8]) -> String {
-    let boundary = "XbOuNdArYx";
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (kind, body) = ba_testkit::files::multipart_file(name, bytes);
     let r = api
         .http
         .post(
@@ -136,10 +132,7 @@ async fn upload(api: &Api<'_>, id: &str, name: &str, bytes: &[u8]) -> String {
                 .url(&format!("/api/v1/conversations/{id}/uploads")),
         )
         .bearer_auth(crate::harness::TOKEN)
-        .header(
-            "Content-Type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("Content-Type", kind)
         .body(body)
         .send()
         .await
@@ -149,20 +142,6 @@ async fn upload(api: &Api<'_>, id: &str, name: &str, bytes: &[u8]) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// Every entry of a zip archive: name → bytes.
-fn unzip(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
-    use std::io::Read as _;
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
-    let mut out = std::collections::BTreeMap::new();
-    for i in 0..archive.len() {
-        let mut f = archive.by_index(i).unwrap();
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).unwrap();
-        out.insert(f.name().unwrap().into_owned(), data);
-    }
-    out
 }
 
 /// The `report.md` of a Markdown export's entries.
