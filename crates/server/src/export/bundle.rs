@@ -233,6 +233,45 @@ mod tests {
         assert_eq!(zip_time("yesterday"), DateTime::default());
     }
 
+    #[tokio::test]
+    async fn a_bundle_past_the_limit_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ba_storage::FileStore::open(dir.path()).unwrap();
+        let file = |path: &str, size: u64| BundledFile {
+            path: path.into(),
+            size,
+            media_type: "text/csv".into(),
+            source: Source::Stored("upload_001".into()),
+        };
+        let report = ExportedReport {
+            format: super::super::ReportFormat::Html,
+            body: "<p>report</p>".into(),
+            seq: 4,
+            files: vec![
+                file("files/a.csv", MAX_BUNDLE_BYTES - 10),
+                file("files/b.csv", 11),
+            ],
+            stem: "report-sales-4".into(),
+            conversation: ba_storage::ConversationId::new("c1").unwrap(),
+            answered_at: String::new(),
+        };
+        let refused = write_zip(&report, &store, std::io::Cursor::new(Vec::new())).await;
+        let Err(e) = refused else {
+            panic!("a bundle of {} bytes was written", report.files_size())
+        };
+        assert_eq!(
+            e.to_string(),
+            "the report's files come to 536870913 bytes, more than the 536870912 a bundle may \
+             hold; export the report alone (format html) and download its files one by one"
+        );
+        let target = dir.path().join("out").join("report.html");
+        assert!(matches!(
+            write_beside(&report, &store, &target).await,
+            Err(ExportError::TooLarge { .. })
+        ));
+        assert!(!target.exists(), "nothing is written");
+    }
+
     #[test]
     fn compressed_formats_are_stored() {
         assert!(compressed("files/chart.PNG"));

@@ -159,12 +159,26 @@ fn report_md(entries: &std::collections::BTreeMap<String, Vec<u8>>) -> String {
 /// `answer`, with a saved code block `code_totals`; the server, its folder and the id.
 async fn answered(answer: &str) -> (tempfile::TempDir, Server, String) {
     let (d, path) = dir();
+    let store = std::sync::Arc::new(ba_storage::FileStore::open(&path).unwrap());
+    let (server, id) = answered_in(answer, &path, store).await;
+    (d, server, id)
+}
+
+/// [`answered`] on `store`.
+async fn answered_in(
+    answer: &str,
+    path: &std::path::Path,
+    store: std::sync::Arc<dyn ba_storage::ConversationStore>,
+) -> (Server, String) {
     let turns = vec![crate::harness::text_turn(answer, json!({"role": "user"}))];
-    let server = Server::start(&path, Model::new(&turns, 0));
+    let options = crate::harness::Options {
+        store: Some(std::sync::Arc::clone(&store)),
+        ..crate::harness::Options::default()
+    };
+    let server = Server::start_with(path, Model::new(&turns, 0), options);
     let api = Api::new(&server);
     let id = api.create().await;
-    let store = ba_storage::FileStore::open(&path).unwrap();
-    let ws = ba_storage::ConversationStore::workspace(&store).unwrap();
+    let ws = store.workspace().unwrap();
     let conv = ba_storage::ConversationId::new(&id).unwrap();
     ba_storage::save_code(
         ws.as_ref(),
@@ -187,7 +201,7 @@ async fn answered(answer: &str) -> (tempfile::TempDir, Server, String) {
         "upload_ids": ["upload_001", "upload_002"]});
     assert_eq!(api.run(&id, "r1", input).await.status(), 202);
     events.until("finished").await;
-    (d, server, id)
+    (server, id)
 }
 
 async fn fetch(api: &Api<'_>, path: &str) -> (String, String, Vec<u8>) {
@@ -384,4 +398,33 @@ async fn hostile_markdown_is_sanitised_in_both_exports() {
     let md = report_md(&unzip(&body));
     assert_eq!(dangerous(&viewer(&md)), Vec::<String>::new(), "{md}");
     assert!(md.contains("[targets.csv](files/targets.csv)"), "{md}");
+}
+
+/// Files kept in PostgreSQL (in chunks, no shared disk) travel in the zip the same.
+#[tokio::test]
+async fn an_export_bundles_files_kept_in_postgres() {
+    let Some(pg) = crate::scale_out::Pg::new() else {
+        return;
+    };
+    let (_d, path) = dir();
+    let store = std::sync::Arc::new(pg.store().await);
+    let answer =
+        "The targets: <file_ref>upload_001</file_ref>\n\n<file_ref>upload_002</file_ref>\n";
+    let (server, id) = answered_in(answer, &path, store).await;
+    let api = Api::new(&server);
+    let (kind, _, body) = fetch(
+        &api,
+        &format!("/api/v1/conversations/{id}/report/last?format=zip"),
+    )
+    .await;
+    assert_eq!(kind, "application/zip");
+    let entries = unzip(&body);
+    let beside = |file: &str| {
+        entries
+            .iter()
+            .find(|(k, _)| k.ends_with(&format!("/files/{file}")))
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(beside("targets.csv"), Some(CSV.as_bytes().to_vec()));
+    assert_eq!(beside("pixel.png"), Some(png()));
 }
