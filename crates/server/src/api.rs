@@ -252,22 +252,11 @@ async fn export_report(
         crate::files::download_headers(&mut response, &name, media, Some(size));
         return Ok(response);
     }
-    // Built in an unnamed temporary file (gone when closed), then streamed: a bundle of large
-    // files never sits in memory.
-    let spool = tempfile::tempfile().map_err(|e| {
-        tracing::warn!("a temporary file for a report's archive: {e}");
-        ApiError::internal("the report's archive could not be written")
-    })?;
-    let mut zip = crate::export::write_zip(&exported, store.as_ref(), spool)
+    let zip = crate::export::spool_zip(&exported, store.as_ref())
         .await
         .map_err(refused)?;
-    let size = std::io::Seek::seek(&mut zip, std::io::SeekFrom::Start(0))
-        .and_then(|_| zip.metadata().map(|m| m.len()))
-        .map_err(|e| {
-            tracing::warn!("reading back a report's archive: {e}");
-            ApiError::internal("the report's archive could not be read back")
-        })?;
-    let stream = tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(zip));
+    let size = zip.size();
+    let stream = tokio_util::io::ReaderStream::new(zip);
     let mut response = Body::from_stream(stream).into_response();
     crate::files::download_headers(
         &mut response,

@@ -3,9 +3,11 @@
 //! copied as they stream (never held whole), and a bundle past [`MAX_BUNDLE_BYTES`] is refused
 //! before anything is written.
 
-use std::io::{Read as _, Seek, Write};
+use std::io::{Read as _, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use ba_storage::ConversationStore;
 use zip::write::SimpleFileOptions;
@@ -176,6 +178,75 @@ where
     .map_err(|e| write_error("the report's archive", &e))?
 }
 
+/// A temporary file's path, removed when dropped.
+#[derive(Debug)]
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A report's zip built in a temporary file (the system's temporary folder, a random name,
+/// readable by this user only), read from its start; the file goes when this is dropped — when
+/// the response that streams it is done, or its client gone.
+#[derive(Debug)]
+pub struct SpooledZip {
+    file: tokio::fs::File,
+    size: u64,
+    _path: Removed,
+}
+
+impl SpooledZip {
+    /// The zip's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl tokio::io::AsyncRead for SpooledZip {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.file).poll_read(cx, buf)
+    }
+}
+
+/// [`write_zip`] into a temporary file, for a server to stream: a bundle of large files never
+/// sits in memory.
+///
+/// # Errors
+/// As [`write_zip`]; [`ExportError::Write`] when the temporary file cannot be made.
+pub async fn spool_zip(
+    report: &ExportedReport,
+    store: &dyn ConversationStore,
+) -> Result<SpooledZip, ExportError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    const SPOOL: &str = "a temporary file for the report's archive";
+    let path = std::env::temp_dir().join(format!("ba-report-{}.zip", uuid::Uuid::new_v4()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| write_error(SPOOL, &e))?;
+    let removed = Removed(path);
+    let mut file = write_zip(report, store, file).await?;
+    let size = file
+        .seek(SeekFrom::End(0))
+        .and_then(|size| file.rewind().map(|()| size))
+        .map_err(|e| write_error(SPOOL, &e))?;
+    Ok(SpooledZip {
+        file: tokio::fs::File::from_std(file),
+        size,
+        _path: removed,
+    })
+}
+
 /// Writes the document to `document` and its files into `files/` beside it (replacing files of
 /// the same names there); returns the paths written, the document first.
 ///
@@ -270,6 +341,50 @@ mod tests {
             Err(ExportError::TooLarge { .. })
         ));
         assert!(!target.exists(), "nothing is written");
+    }
+
+    #[tokio::test]
+    async fn a_spooled_zip_holds_the_report_and_its_files_and_goes_when_dropped() {
+        use tokio::io::AsyncReadExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = ba_storage::FileStore::open(dir.path()).unwrap();
+        let report = ExportedReport {
+            format: super::super::ReportFormat::Markdown,
+            body: "# Report\n".into(),
+            seq: 4,
+            files: vec![BundledFile {
+                path: "files/chart-1.svg".into(),
+                size: 5,
+                media_type: "image/svg+xml".into(),
+                source: Source::Made(Arc::from(&b"<svg>"[..])),
+            }],
+            stem: "report-sales-4".into(),
+            conversation: ba_storage::ConversationId::new("c1").unwrap(),
+            answered_at: "2025-11-27T15:41:02Z".into(),
+        };
+        let mut zip = spool_zip(&report, &store).await.unwrap();
+        let path = zip._path.0.clone();
+        assert!(path.exists());
+        let mut bytes = Vec::new();
+        zip.read_to_end(&mut bytes).await.unwrap();
+        assert_eq!(bytes.len() as u64, zip.size());
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+        let names: Vec<String> = archive
+            .file_names()
+            .map(|n| n.unwrap().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "report-sales-4/report.md",
+                "report-sales-4/files/chart-1.svg"
+            ]
+        );
+        let mut svg = String::new();
+        std::io::Read::read_to_string(&mut archive.by_index(1).unwrap(), &mut svg).unwrap();
+        assert_eq!(svg, "<svg>");
+        drop(zip);
+        assert!(!path.exists(), "the temporary file stays");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use ba_storage::{
 };
 use tokio::io::AsyncReadExt as _;
 
-pub use bundle::{write_beside, write_zip};
+pub use bundle::{SpooledZip, spool_zip, write_beside, write_zip};
 
 use names::{Names, Place, clean_text};
 
