@@ -733,13 +733,16 @@
         if (IMAGE.test(f.media_type) && rep && ![...rep.querySelectorAll('figure.output-image')].some((x) => x.dataset.fileId === id)) rep.append(inlineImage(id, f.name));
       }));
     }
-    // Export: the answer as a file to send (self-contained HTML, or Markdown).
+    // Export: the answer as a file to send — one self-contained HTML file, or a zip with the
+    // files it names beside it (the Markdown always comes so, for its images).
     if (final && final.api.response) {
       const path = (f) => base() + '/report/' + final.seq + '?format=' + f;
+      const button = (text, format) => el('button', { type: 'button', text, 'data-format': format, onclick: () => download(path(format)) });
       box.append(el('div', { class: 'chips export', 'data-component': 'export_report', role: 'group', 'aria-label': 'Export this answer' },
-        el('button', { type: 'button', text: 'Export HTML', 'aria-label': 'Export this answer as an HTML file', onclick: () => download(path('html')) }),
-        el('button', { type: 'button', text: 'Export Markdown', 'aria-label': 'Export this answer as a Markdown file', onclick: () => download(path('md')) }),
-        el('button', { type: 'button', text: 'Print', 'aria-label': 'Print this answer', onclick: () => printAnswer(box) })));
+        button('Export HTML', 'html'),
+        button('Export Markdown (zip)', 'md'),
+        button('Export HTML with files (zip)', 'zip'),
+        el('button', { type: 'button', text: 'Print', onclick: () => printAnswer(box) })));
     }
     if (assistant.some((e) => e.usage)) {
       const t = tally(assistant);
