@@ -414,3 +414,60 @@ async fn a_failed_setup_is_a_sandbox_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// What the code prints and its tracebacks name no path outside the working folder: a real
+/// pandas error shows pandas's files as `<python>/…`, never the interpreter's installation or
+/// the server account's home folder — sandboxed or not.
+#[tokio::test]
+async fn tracebacks_show_pythons_own_files_as_python() {
+    if !require_python() {
+        return;
+    }
+    if !ba_testkit::require_python_modules(&["pandas"]) {
+        return;
+    }
+    let asked = Command::new("python3")
+        .args([
+            "-I",
+            "-c",
+            "import sys, pandas; print(sys.prefix); print(pandas.__file__)",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(asked.stdout).unwrap();
+    let mut lines = said.lines();
+    let (prefix, pandas) = (lines.next().unwrap(), lines.next().unwrap());
+    let home = std::env::var("HOME").unwrap_or_default();
+    let marks = tempfile::tempdir().unwrap();
+    for sandbox in [SandboxConfig::default(), SandboxConfig::off()] {
+        let tool = tool(marks.path(), &[], sandbox);
+        let err = tool
+            .call_json(json!({"code": "import pandas as pd\npd.read_csv('sales_2024.csv')"}))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("FileNotFoundError"), "{text}");
+        assert!(
+            text.contains("File \"<python>/pandas/io/parsers/readers.py\", line"),
+            "{text}"
+        );
+        assert!(text.contains("File \"./main.py\", line 2"), "{text}");
+        for server_path in [prefix, pandas, home.as_str(), "site-packages"] {
+            assert!(
+                server_path.is_empty() || !text.contains(server_path),
+                "{server_path} in {text}"
+            );
+        }
+        let out = tool
+            .call_json(json!({"code": "import json, pandas\nprint(pandas.__file__)\nprint(json.__file__)"}))
+            .await
+            .unwrap();
+        let stdout = out["stdout"].as_str().unwrap();
+        assert!(
+            stdout.starts_with("<python>/pandas/__init__.py\n<python>/"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(prefix), "{stdout}");
+    }
+    assert_nothing_left(marks.path());
+}
