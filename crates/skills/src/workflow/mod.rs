@@ -423,6 +423,60 @@ impl WorkflowNode {
             Err(problems)
         }
     }
+
+    /// The files that checked `outputs` name through this node's `figure` and `file` outputs,
+    /// for a runtime to look up among the conversation's files before it accepts the node: a
+    /// chart the model names must be one a tool wrote. A value is a name or an id (a string,
+    /// or a list of them); a `<file_ref>` tag and a folder in front (`outputs/chart.png`) are
+    /// taken off, as a file is kept under its own name.
+    pub fn file_references(&self, outputs: &Map<String, Value>) -> Vec<FileReference> {
+        let mut found = Vec::new();
+        for out in &self.outputs {
+            if !matches!(out.kind, OutputKind::Figure | OutputKind::File) {
+                continue;
+            }
+            let values: Vec<&Value> = match outputs.get(&out.name) {
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(value) => vec![value],
+                None => Vec::new(),
+            };
+            for value in values {
+                let text = value_text(value);
+                let reference = file_name_of(&text);
+                if !reference.is_empty() {
+                    found.push(FileReference {
+                        output: out.name.clone(),
+                        kind: out.kind,
+                        reference: reference.to_owned(),
+                    });
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A file a node's output names ([`WorkflowNode::file_references`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReference {
+    /// The output.
+    pub output: String,
+    /// Its kind (`figure` or `file`).
+    pub kind: OutputKind,
+    /// The file's name or id, as the conversation's files are looked up by.
+    pub reference: String,
+}
+
+/// The name a value gives a file: `<file_ref>` tags, quotes and any folder in front taken off.
+fn file_name_of(text: &str) -> &str {
+    let text = text.trim();
+    let text = text
+        .strip_prefix("<file_ref>")
+        .and_then(|t| t.strip_suffix("</file_ref>"))
+        .unwrap_or(text)
+        .trim()
+        .trim_matches(['"', '\'', '`']);
+    text.rsplit(['/', '\\']).next().unwrap_or(text).trim()
 }
 
 #[cfg(test)]
