@@ -426,9 +426,11 @@ impl WorkflowNode {
 
     /// The files that checked `outputs` name through this node's `figure` and `file` outputs,
     /// for a runtime to look up among the conversation's files before it accepts the node: a
-    /// chart the model names must be one a tool wrote. A value is a name or an id (a string,
-    /// or a list of them); a `<file_ref>` tag and a folder in front (`outputs/chart.png`) are
-    /// taken off, as a file is kept under its own name.
+    /// chart the model names must be one a tool wrote. A value (a string, or a list of them)
+    /// names a file when it is a `<file_ref>`, a file id (`output_001`) or one word with an
+    /// extension (`chart.png`, `outputs/chart.png`: a folder in front is taken off, as a file
+    /// is kept under its own name); words that describe a chart drawn elsewhere (in the final
+    /// report) name none.
     pub fn file_references(&self, outputs: &Map<String, Value>) -> Vec<FileReference> {
         let mut found = Vec::new();
         for out in &self.outputs {
@@ -442,8 +444,7 @@ impl WorkflowNode {
             };
             for value in values {
                 let text = value_text(value);
-                let reference = file_name_of(&text);
-                if !reference.is_empty() {
+                if let Some(reference) = file_name_of(&text) {
                     found.push(FileReference {
                         output: out.name.clone(),
                         kind: out.kind,
@@ -467,16 +468,31 @@ pub struct FileReference {
     pub reference: String,
 }
 
-/// The name a value gives a file: `<file_ref>` tags, quotes and any folder in front taken off.
-fn file_name_of(text: &str) -> &str {
+/// The file a value names (`<file_ref>` tags, quotes and any folder in front taken off), if it
+/// names one: a tagged reference, a file id, or one word with an extension.
+fn file_name_of(text: &str) -> Option<&str> {
     let text = text.trim();
-    let text = text
+    let (text, tagged) = match text
         .strip_prefix("<file_ref>")
         .and_then(|t| t.strip_suffix("</file_ref>"))
-        .unwrap_or(text)
-        .trim()
-        .trim_matches(['"', '\'', '`']);
-    text.rsplit(['/', '\\']).next().unwrap_or(text).trim()
+    {
+        Some(inner) => (inner, true),
+        None => (text, false),
+    };
+    let text = text.trim().trim_matches(['"', '\'', '`']);
+    let name = text.rsplit(['/', '\\']).next().unwrap_or(text).trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let id = ["upload_", "output_", "data_", "code_"]
+        .iter()
+        .any(|kind| name.strip_prefix(kind).is_some_and(|rest| !rest.is_empty()));
+    let extension = name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+    });
+    (tagged || id || extension).then_some(name)
 }
 
 #[cfg(test)]

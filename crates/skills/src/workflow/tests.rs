@@ -356,7 +356,7 @@ fn file_references_are_the_names_figure_and_file_outputs_give() {
     let outputs = n
         .check_outputs(&json!({
             "chart": "outputs/chart.png",
-            "exports": ["<file_ref>output_002</file_ref>", " table.csv ", ""],
+            "exports": ["<file_ref>output_002</file_ref>", " table.csv ", "", "data_001", "v2.0 draft"],
             "note": "see chart.png"
         }))
         .unwrap();
@@ -371,6 +371,15 @@ fn file_references_are_the_names_figure_and_file_outputs_give() {
             ("chart".to_owned(), "chart.png".to_owned()),
             ("exports".to_owned(), "output_002".to_owned()),
             ("exports".to_owned(), "table.csv".to_owned()),
+            ("exports".to_owned(), "data_001".to_owned()),
         ]
     );
+    // Words that describe a chart drawn in the report name no file.
+    let described = n
+        .check_outputs(&json!({
+            "chart": "bar chart of September's amount per region, drawn in the final report",
+            "exports": [], "note": "-"
+        }))
+        .unwrap();
+    assert!(n.file_references(&described).is_empty());
 }
