@@ -281,8 +281,10 @@ pub(crate) async fn cancel(
     let outcome = state.agent().cancel(&id, Some(&run_id)).await?;
     let cancelling = !matches!(outcome, CancelOutcome::NotRunning);
     if !cancelling && !ran_here(&state, &id, &run_id).await? {
+        // The id comes from the URL: named, but not at any length.
+        let named: String = run_id.chars().take(MAX_REQUEST_ID).collect();
         return Err(ApiError::not_found(format!(
-            "no run `{run_id}` in conversation `{id}`"
+            "no run `{named}` in conversation `{id}`"
         )));
     }
     Ok((

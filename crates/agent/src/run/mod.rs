@@ -426,6 +426,8 @@ impl Runner {
         if let Some(mut e) = entry {
             self.record_inventory().await?;
             self.drop_waiting().await?;
+            // Stamped when it is appended, after the records written before it.
+            e.created_at = now();
             self.put_run_ids(&mut e);
             self.append(e).await?;
             // Counted from the task the message starts (or the `continue` goes on with).
