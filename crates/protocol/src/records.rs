@@ -417,6 +417,24 @@ pub struct EntryRecords {
     /// On an entry of a workflow run: the run started, or a node completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow: Option<Box<crate::WorkflowRecord>>,
+    /// On a user message: the files the person attached to it, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<AttachmentRecord>>,
+}
+
+/// A file attached to a user message, as the person attached it: the message's text block is
+/// what they wrote, and this record (not the machine note that tells the model how to read
+/// the file) is what a front end shows as the attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AttachmentRecord {
+    /// The file's id in the conversation (`upload_001`).
+    pub id: String,
+    /// The name it was uploaded under (`sales.csv`).
+    pub name: String,
+    /// Its media type (`text/csv`).
+    pub media_type: String,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 /// A rewind: the entries appended before it with a sequence number past `to_seq` leave the
@@ -428,7 +446,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 23] = [
+pub(crate) const RECORD_KEYS: [&str; 24] = [
     "kind",
     "round",
     "usage",
@@ -452,6 +470,7 @@ pub(crate) const RECORD_KEYS: [&str; 23] = [
     "hook",
     "rewind",
     "workflow",
+    "attachments",
 ];
 
 impl EntryRecords {
@@ -511,6 +530,7 @@ impl EntryRecords {
             "hook" => object(&mut self.hook, value),
             "rewind" => object(&mut self.rewind, value),
             "workflow" => object(&mut self.workflow, value),
+            "attachments" => put(&mut self.attachments, value),
             _ => Err(value),
         }
     }
@@ -541,6 +561,7 @@ impl EntryRecords {
             "hook" => self.hook.is_some(),
             "rewind" => self.rewind.is_some(),
             "workflow" => self.workflow.is_some(),
+            "attachments" => self.attachments.is_some(),
             _ => false,
         }
     }
@@ -579,7 +600,8 @@ impl EntryRecords {
         opt(m, "approval_decision", &self.approval_decision)?;
         opt(m, "hook", &self.hook)?;
         opt(m, "rewind", &self.rewind)?;
-        opt(m, "workflow", &self.workflow)
+        opt(m, "workflow", &self.workflow)?;
+        opt(m, "attachments", &self.attachments)
     }
 }
 

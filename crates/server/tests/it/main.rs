@@ -13,6 +13,7 @@ mod forks;
 mod harness;
 mod page;
 mod runs;
+mod runtime;
 mod safety;
 mod scale_out;
 mod workflows;
