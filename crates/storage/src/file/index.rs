@@ -274,7 +274,7 @@ impl FileStore {
     pub(super) fn meta_of(id: &str, row: &IndexRow) -> ConversationMeta {
         ConversationMeta {
             id: id.to_owned(),
-            title: row.meta.title.clone(),
+            title: crate::text::clean_title_opt(row.meta.title.clone()),
             mode: row.meta.mode,
             parent: row.meta.parent.clone(),
             created_ms: row.meta.created_ms,
