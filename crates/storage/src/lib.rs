@@ -70,7 +70,8 @@ pub use file::{Durability, FileStore, FileStoreOptions, FileWorkspace};
 pub use id::ConversationId;
 pub use id::MAX_ID_LEN;
 pub use import::{
-    Imported, ImportedConversation, read_claude_code, read_codex, read_utf8, store_imported,
+    Imported, ImportedConversation, MAX_LINE_BYTES, read_claude_code, read_codex, read_lines,
+    read_utf8, store_imported,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
