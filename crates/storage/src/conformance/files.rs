@@ -323,13 +323,7 @@ async fn list_order<S: ConversationStore>(store: &S, ws: &dyn Workspace) -> Chec
     ] {
         ws.put_bytes(&c, file, b"x").await.map_err(err)?;
     }
-    let ids: Vec<String> = ws
-        .list(&c)
-        .await
-        .map_err(err)?
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
+    let ids = file_ids(ws, &c).await?;
     ensure!(
         ids == [
             "upload_001",
@@ -560,6 +554,20 @@ async fn delete_removes_files<S: ConversationStore>(store: &S, ws: &dyn Workspac
     Ok(())
 }
 
+/// The ids of a conversation's files, in list order.
+async fn file_ids(
+    ws: &dyn Workspace,
+    c: &ConversationId,
+) -> std::result::Result<Vec<String>, String> {
+    Ok(ws
+        .list(c)
+        .await
+        .map_err(err)?
+        .into_iter()
+        .map(|f| f.id)
+        .collect())
+}
+
 /// A fork at entry N has the files its parent had before entry N + 1 was written: at 0 the
 /// uploads made before the first question, at a later cut also those made after the answer
 /// and before the next question (which an edit of that question asks again), at the last
@@ -601,13 +609,7 @@ async fn fork_files<S: ConversationStore>(
         crate::store::fork_with_files(store, &p, at, &child, NewConversation::default())
             .await
             .map_err(err)?;
-        let got: Vec<String> = ws
-            .list(&child)
-            .await
-            .map_err(err)?
-            .into_iter()
-            .map(|f| f.id)
-            .collect();
+        let got = file_ids(ws, &child).await?;
         ensure!(
             got == want,
             "a fork at entry {at} has {got:?}, not {want:?}"

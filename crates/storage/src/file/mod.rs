@@ -411,11 +411,12 @@ impl FileStore {
         Ok(loaded)
     }
 
-    /// Opens `forks.lock`, which a fork holds from the check of its parent until its metadata
-    /// file names that parent, and a delete from its check for forks until the log is gone:
-    /// so a fork and a delete of its parent, in this process or another, never both succeed.
-    fn forks_lock(&self) -> Result<(File, PathBuf)> {
-        let path = self.inner.root.join("forks.lock");
+    /// Opens (creating it) the lock file `name` under the root: `index.lock`, or `forks.lock`,
+    /// which a fork holds from the check of its parent until its metadata file names that
+    /// parent, and a delete from its check for forks until the log is gone — so a fork and a
+    /// delete of its parent, in this process or another, never both succeed.
+    pub(super) fn lock_file(&self, name: &str) -> Result<(File, PathBuf)> {
+        let path = self.inner.root.join(name);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -448,7 +449,7 @@ impl FileStore {
         child: &ConversationId,
         new: NewConversation,
     ) -> Result<ConversationMeta> {
-        let (lock_file, lock_path) = self.forks_lock()?;
+        let (lock_file, lock_path) = self.lock_file("forks.lock")?;
         let _forks = FileLock::exclusive(&lock_file, &lock_path)?;
         let row = self.row(parent.as_str())?;
         crate::store::check_fork_point(
@@ -483,7 +484,7 @@ impl FileStore {
     }
 
     fn delete_blocking(&self, id: &str) -> Result<bool> {
-        let (lock_file, lock_path) = self.forks_lock()?;
+        let (lock_file, lock_path) = self.lock_file("forks.lock")?;
         let _forks = FileLock::exclusive(&lock_file, &lock_path)?;
         let forks = self.forks_of(id)?;
         if !forks.is_empty() {
