@@ -11,6 +11,7 @@ mod approvals;
 mod export;
 mod forks;
 mod harness;
+mod hostile;
 mod page;
 mod runs;
 mod runtime;
