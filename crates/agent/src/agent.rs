@@ -793,7 +793,12 @@ impl Agent {
         id: &ConversationId,
     ) -> Result<ba_context::DebugData, AgentError> {
         let meta = self.inner.store.metadata(id).await?;
-        let log = self.inner.store.load(id).await?.into_entries();
+        let loaded = self.inner.store.load(id).await?;
+        // What the next request would hold: the entries a rewind took back are not history.
+        let log: Vec<LogEntry> = ba_storage::after_rewinds(loaded.entries)
+            .into_iter()
+            .map(|s| s.entry)
+            .collect();
         crate::run::preview(&self.inner, &log, meta.mode.unwrap_or_default()).await
     }
 

@@ -167,6 +167,8 @@ fn bad_input_is_an_error_with_exit_2() {
         );
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    // GBK is read as GBK without being named; text in an encoding that is neither UTF-8 nor
+    // Chinese is refused, naming what was tried and how to ask for another.
     let out = tools(
         dir.path(),
         &[
@@ -178,11 +180,34 @@ fn bad_input_is_an_error_with_exit_2() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("byte offset 0 (0xB5)"),
+        text(&out.stdout).contains("目标金额"),
         "{}",
-        text(&out.stderr)
+        text(&out.stdout)
+    );
+    // `Renée,Zürich` in windows-1252.
+    std::fs::write(
+        dir.path().join("data/latin.csv"),
+        b"name,city\nRen\xe9e,Z\xfcrich\nBeno\xeet,Dijon\n",
+    )
+    .unwrap();
+    let out = tools(
+        dir.path(),
+        &[
+            "call",
+            "file_reader",
+            r#"{"path": "latin.csv"}"#,
+            "--config",
+            "c.yaml",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("error: ") && err.contains("none of those tried (utf-8, gbk)"),
+        "{err}"
     );
 }
 

@@ -269,6 +269,10 @@ async fn a_fork_shares_the_files_its_parent_had_at_the_cut() {
         .unwrap();
     ask(&agent, &id, "Read upload_001, please.").await;
     let cut = agent.store().metadata(&id).await.unwrap().last_seq;
+    // A file sent with the next question would be the fork's (it is that question's, which the
+    // fork asks again); one made after the next question is the parent's alone.
+    clock.advance(1_000);
+    ask(&agent, &id, "And the totals?").await;
     clock.advance(1_000);
     files
         .put_bytes(&id, NewFile::upload("later.csv", ""), b"later")
@@ -333,4 +337,36 @@ async fn the_report_counts_every_call_made_and_what_the_history_holds() {
         text.contains("  history now: 4 entries · user messages 2 · 2 model calls"),
         "{text}"
     );
+}
+
+/// The context preview (the page's context dialog, `GET …/context`) reads the history a rewind
+/// left: the entries it took back are neither kept nor counted.
+#[tokio::test]
+async fn the_context_preview_leaves_out_what_a_rewind_took_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(&agent, &id, "One: the totals?").await;
+    let kept = agent.store().metadata(&id).await.unwrap().last_seq;
+    let before = agent.context_debug(&id).await.unwrap();
+    ask(&agent, &id, "Two: by month?").await;
+    let taken: Vec<String> = agent.entries(&id).await.unwrap()[kept as usize..]
+        .iter()
+        .map(|e| e.id.clone())
+        .collect();
+    assert!(!taken.is_empty());
+    agent.rewind(&id, kept).await.unwrap();
+    let after = agent.context_debug(&id).await.unwrap();
+    for taken in &taken {
+        assert!(
+            !after.kept.contains(taken),
+            "{taken} is kept after the rewind"
+        );
+    }
+    assert_eq!(after.kept, before.kept);
+    assert_eq!(after.tokens_before, before.tokens_before);
 }

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::approval::{append_config, node_id, run_workflow};
-use crate::day::{Day, Person, analyst, answer, seq_of, workflow};
+use crate::day::{Day, Person, analyst, answer, seq_of, seq_when, workflow};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_x_rewind() {
@@ -188,8 +188,7 @@ async fn edit_x_cancel() {
         .await;
     server.running(&id).await;
     // While the question runs, the person edits it: the branch runs beside it.
-    let entries = server.entries(&id).await;
-    let held = seq_of(&entries, "user", "[hold]");
+    let held = seq_when(&server, &id, "user", "[hold]").await;
     let branch = server.fork(&id, held - 1).await;
     let frames = server.question(&branch, "[seen] Think short", &[]).await;
     assert_eq!(answer(&frames), "SEEN [q1] West? | [seen] Think short");
