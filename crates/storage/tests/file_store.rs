@@ -249,6 +249,41 @@ async fn two_store_instances_on_one_folder_never_interleave() {
     ));
 }
 
+/// Another instance on the folder (another server, the CLI) sees a title and a mode set
+/// through the first, though it read the conversation before: a workflow started by one
+/// server puts the conversation in run mode for the server that continues it.
+#[tokio::test]
+async fn metadata_set_by_one_instance_is_read_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FileStore::open(dir.path()).unwrap();
+    let b = FileStore::open(dir.path()).unwrap();
+    let id = ConversationId::new("shared").unwrap();
+    a.create(&id, NewConversation::default()).await.unwrap();
+    assert_eq!(b.metadata(&id).await.unwrap().mode, None);
+    assert_eq!(b.list_all().await.unwrap()[0].title, None);
+    for (n, mode) in [ba_protocol::Mode::Run, ba_protocol::Mode::Chat]
+        .into_iter()
+        .enumerate()
+    {
+        let title = format!("Monthly review {n}");
+        let update = ba_storage::MetaUpdate {
+            title: Some(title.clone()),
+            mode: Some(mode),
+            ..ba_storage::MetaUpdate::default()
+        };
+        a.update_metadata(&id, update).await.unwrap();
+        let seen = b.metadata(&id).await.unwrap();
+        assert_eq!(
+            (seen.title.as_deref(), seen.mode),
+            (Some(title.as_str()), Some(mode))
+        );
+        assert_eq!(
+            b.list_all().await.unwrap()[0].title.as_deref(),
+            Some(title.as_str())
+        );
+    }
+}
+
 /// A store on a fresh folder with `durability`, its appends and syncs counted by `fault`,
 /// and one conversation.
 async fn counted(

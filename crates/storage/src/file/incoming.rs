@@ -103,6 +103,7 @@ impl FileStore {
                 last_at: if entries.is_empty() { 0 } else { now },
                 torn: 0,
             },
+            meta_stamp: self.meta_stamp(id.as_str()),
         };
         self.update_index(|rows| {
             rows.insert(id.to_string(), row.clone());

@@ -20,6 +20,19 @@ pub(super) struct IndexRow {
     #[serde(flatten)]
     pub(super) meta: MetaFile,
     pub(super) tail: Tail,
+    /// The metadata file `meta` was read from: another process that renames (a title) or
+    /// switches the mode of the conversation writes a new file, which changes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) meta_stamp: Option<MetaStamp>,
+}
+
+/// Which version of a metadata file is on disk: every write replaces the file (a rename), so
+/// its inode, size or modification time differs from the last one read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct MetaStamp {
+    ino: u64,
+    len: u64,
+    modified_ns: u64,
 }
 
 /// Where a scan of a log from its start begins: a fork's own lines follow its cut.
@@ -181,9 +194,10 @@ impl FileStore {
             .metadata()
             .map_err(|e| StorageError::io("reading", &path, e))?
             .len();
+        let meta_stamp = self.meta_stamp(id);
         let meta = match cached {
-            Some(row) => row.meta.clone(),
-            None => {
+            Some(row) if row.meta_stamp == meta_stamp => row.meta.clone(),
+            _ => {
                 let mut meta = self.read_meta(id)?;
                 if meta.created_ms == 0 && meta.updated_ms == 0 {
                     // No usable metadata file: the log file's own time beats 1970.
@@ -205,7 +219,11 @@ impl FileStore {
             Some(row) if row.tail.len < len => scan_tail(&file, &path, row.tail)?,
             _ => scan_tail(&file, &path, base_tail(&meta))?,
         };
-        Ok(Some(IndexRow { meta, tail }))
+        Ok(Some(IndexRow {
+            meta,
+            tail,
+            meta_stamp,
+        }))
     }
 
     /// The metadata file; defaults (with a warning) when it is unreadable, so one damaged
@@ -239,6 +257,23 @@ impl FileStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((MetaFile::default(), None)),
             Err(e) => Err(StorageError::io("reading", path, e)),
         }
+    }
+
+    /// The stamp of `id`'s metadata file as it is on disk now; `None` when there is none.
+    pub(super) fn meta_stamp(&self, id: &str) -> Option<MetaStamp> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(self.meta_path(id)).ok()?;
+        let modified_ns = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_nanos()).ok())
+            .unwrap_or(0);
+        Some(MetaStamp {
+            ino: m.ino(),
+            len: m.len(),
+            modified_ns,
+        })
     }
 
     pub(super) fn write_meta(&self, id: &str, meta: &MetaFile) -> Result<()> {

@@ -327,6 +327,7 @@ impl FileStore {
         let row = IndexRow {
             meta,
             tail: Tail::default(),
+            meta_stamp: self.meta_stamp(id.as_str()),
         };
         self.update_index(|rows| {
             rows.insert(id.to_string(), row.clone());
@@ -475,6 +476,7 @@ impl FileStore {
         let row = IndexRow {
             tail: index::base_tail(&meta),
             meta,
+            meta_stamp: self.meta_stamp(child.as_str()),
         };
         self.update_index(|rows| {
             rows.insert(child.to_string(), row.clone());
@@ -768,6 +770,7 @@ impl ConversationStore for FileStore {
             meta.updated_ms = this.now();
             this.write_meta(id.as_str(), &meta)?;
             row.meta = meta;
+            row.meta_stamp = this.meta_stamp(id.as_str());
             this.update_index(|rows| {
                 rows.insert(id.to_string(), row.clone());
                 Ok(())
