@@ -67,10 +67,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the planted-facts test `test` of `ba-context` in release, which writes its table to the
-/// file named by `env`, and returns the table.
+/// Runs the planted-facts tests of module `test` of `ba-context`'s test binary in release, which
+/// write their table to the file named by `env`, and returns the table.
 fn planted_table(target: &Path, test: &str, env: &str) -> anyhow::Result<String> {
     let table = target.join(format!("{test}.md"));
+    let filter = format!("{test}::");
     let status =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([
@@ -79,8 +80,9 @@ fn planted_table(target: &Path, test: &str, env: &str) -> anyhow::Result<String>
                 "-p",
                 "ba-context",
                 "--test",
-                test,
+                "it",
                 "--quiet",
+                &filter,
             ])
             .env(env, &table)
             .current_dir(crate::root())

@@ -29,8 +29,6 @@ use serde_json::json;
 
 use crate::planted::{Rng, Tally, measure};
 
-mod planted;
-
 /// A constraint in English and in Chinese, and the token that proves it is still in the window.
 struct Constraint {
     en: &'static str,
