@@ -17,7 +17,9 @@
 //! - the per-mode system prompt, file list, refocus, read-file synopsis and debug data around
 //!   the pipeline ([`ContextBuilder`], C5–C6), and the compaction the log records, from which
 //!   later windows start ([`Effective`], [`record_window`]);
-//! - what makes a line or a sentence worth keeping ([`line_salience`], [`key_sentences`]).
+//! - what a tool output is and which of its figures matter, each with its label
+//!   ([`read_output`]: tables, JSON and YAML documents, logs, tracebacks, prose), and what makes
+//!   a line or a sentence worth keeping ([`line_salience`], [`key_sentences`]).
 //!
 //! The crate reads [`ba_protocol::LogEntry`] slices and returns entries; it depends on
 //! `ba-protocol` only. The orchestrator (`ba-agent`) implements [`Summarizer`] with a model and
@@ -57,6 +59,7 @@ mod message;
 mod pipeline;
 mod salience;
 mod strategy;
+mod structure;
 mod tokens;
 mod window;
 
@@ -79,6 +82,7 @@ pub use strategy::{
     CompressCx, CompressionStrategy, ExtractiveSummarizer, Importance, ImportanceStrategy,
     KeyMessages, SCORE_CHARS, Score, Summarizer, SummaryError, SummaryStrategy, Truncate,
 };
+pub use structure::{KeyItem, OutputKind, Reading, read_output};
 pub use tokens::{DEFAULT_CLAUDE_MARGIN, Encoding, ModelTokenizer};
 pub use window::{RESUME_TEXT, Unit, UnitKind, Window, aborted_text, is_summary_text};
 

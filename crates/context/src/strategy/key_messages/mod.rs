@@ -209,14 +209,8 @@ impl CompressionStrategy for KeyMessages {
         // traces less than their share are cut to their key sentences (oldest first, never
         // the latest) before any trace loses its figures.
         let users_share = cx.limit - cx.limit * 2 / 5;
-        for cap in [
-            self.user_key_chars,
-            self.user_key_chars / 3,
-            self.user_key_chars / 8,
-        ] {
-            if Self::floor(&window) > users_share {
-                self.cut_old_users_to(&mut window, users_share, cap, cx.counter);
-            }
+        if Self::floor(&window) > users_share {
+            self.cut_old_users_to(&mut window, users_share, cx.counter);
         }
         if Self::floor(&window) > cx.limit {
             // The user messages and the current work alone are over the budget: every older
@@ -354,7 +348,7 @@ mod tests {
         assert_eq!(traced.entries[0].calls()[0].id, "c1");
         assert!(traced.entries[0].calls()[0].arguments_json().is_ok());
         let text = traced.entries[1].text();
-        assert!(text.contains("GRAND TOTAL,558600"), "{text}");
+        assert!(text.contains("GRAND TOTAL · amount = 558600"), "{text}");
         assert!(
             text.contains("full output: file_reader data/spill/c1_ab.json or recall r1"),
             "{text}"
@@ -378,7 +372,7 @@ mod tests {
             }]
         );
         let note = folded.entries[0].text();
-        assert!(note.contains("GRAND TOTAL,558600"), "{note}");
+        assert!(note.contains("GRAND TOTAL · amount = 558600"), "{note}");
         assert!(
             note.starts_with(
                 "[trace of query_database; full output: file_reader data/spill/c1_ab.json or recall r1]"
