@@ -346,11 +346,15 @@ fn yaml_shape(content: &str) -> bool {
     let Some((key, rest)) = c.split_once(':') else {
         return false;
     };
+    // A key is a word (quoted, it may hold spaces); a number before a colon is a line number
+    // or a time, and words before a colon are a sentence.
+    let quoted = key.starts_with(['"', '\'']);
     let key = key.trim_matches(|q| q == '"' || q == '\'');
     !key.is_empty()
         && key
             .chars()
-            .all(|k| k.is_alphanumeric() || matches!(k, '_' | '-' | ' ' | '.'))
+            .all(|k| k.is_alphanumeric() || matches!(k, '_' | '-' | '.') || (quoted && k == ' '))
+        && key.chars().any(char::is_alphabetic)
         && (rest.is_empty() || rest.starts_with(' '))
 }
 

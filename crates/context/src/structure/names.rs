@@ -64,10 +64,13 @@ pub(crate) fn is_aggregate(label: &str) -> bool {
         if !w.is_ascii() {
             return norm.contains(w);
         }
-        spaced == *w
-            || spaced.starts_with(&format!("{w} "))
-            || spaced.ends_with(&format!(" {w}"))
-            || spaced.contains(&format!(" {w} "))
+        // A plural names the same whole (`totals`, `sums`).
+        [w.to_string(), format!("{w}s")].iter().any(|w| {
+            spaced == *w
+                || spaced.starts_with(&format!("{w} "))
+                || spaced.ends_with(&format!(" {w}"))
+                || spaced.contains(&format!(" {w} "))
+        })
     })
 }
 
@@ -88,6 +91,7 @@ mod tests {
             "总计",
             "华南 合计",
             "Gesamtergebnis",
+            "totals",
         ] {
             assert!(is_aggregate(yes), "{yes}");
         }

@@ -109,9 +109,13 @@ fn mark(t: &Table, covered: &mut [bool]) {
     }
 }
 
-/// `(12 rows)`, `(1 row)`, `[120 rows x 5 columns]`.
+/// `(12 rows)`, `(1 row)` (psql), `[120 rows x 5 columns]`, `Name: amount, dtype: float64`
+/// (pandas).
 fn is_footer(line: &str) -> bool {
     let t = line.trim();
+    if t.starts_with("dtype: ") || (t.starts_with("Name: ") && t.contains(", dtype: ")) {
+        return true;
+    }
     let inner = t
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
@@ -534,8 +538,10 @@ fn same(a: f64, b: f64, terms: usize) -> bool {
 /// The key items of a table.
 fn table_items(t: &Table) -> Vec<KeyItem> {
     let ncols = t.rows.iter().map(|r| r.cells.len()).max().unwrap_or(0);
+    // pandas prints `...` where it cut columns out: no value.
     fn cell(r: &Row, c: usize) -> &str {
-        r.cells.get(c).map_or("", String::as_str)
+        let v = r.cells.get(c).map_or("", String::as_str);
+        if v == "..." || v == "…" { "" } else { v }
     }
     let values: Vec<Vec<Option<f64>>> = t
         .rows
@@ -565,7 +571,14 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
         .map(|c| !numeric[c] || (c == 0 && counts_rows(c)))
         .collect();
     let figure_col: Vec<bool> = (0..ncols).map(|c| numeric[c] && !label_col[c]).collect();
-    let title = |c: usize| t.header.get(c).cloned().unwrap_or_default();
+    let title = |c: usize| {
+        let h = t.header.get(c).cloned().unwrap_or_default();
+        if h == "..." || h == "…" {
+            String::new()
+        } else {
+            h
+        }
+    };
     let mut items = Vec::new();
     if let Some((at, line)) = &t.title {
         items.push(KeyItem::line(2, *at, "title", line));
@@ -575,7 +588,7 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
             .header
             .iter()
             .map(String::as_str)
-            .filter(|h| !h.is_empty())
+            .filter(|h| !h.is_empty() && *h != "..." && *h != "…")
             .collect();
         if !titles.is_empty() {
             items.push(KeyItem::line(3, at, "header", &titles.join(" | ")));
@@ -672,7 +685,6 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
             s
         })
         .collect();
-    let last_figure = (0..ncols).rev().find(|&c| figure_col[c]);
     // Aggregate rows: named like one, grouping cells left empty (ROLLUP), the sum of the rows
     // above or of all the others, after a rule, fewer cells than the rows.
     let usual_cells = {
@@ -784,9 +796,10 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
                     line: r.line.clone(),
                 });
             }
-            // Ordinary rows speak for a table only when nothing sums it up.
-            let w = line_salience(&r.line).total - 3;
-            if w > 0 && last_flagged.is_none() && last_figure.is_some() {
+            // Ordinary rows speak for a table only when nothing sums it up: then they are
+            // weighed as lines.
+            let w = line_salience(&r.line).total;
+            if w >= 3 && last_flagged.is_none() {
                 items.push(KeyItem::line(w, r.at, "row", &r.line));
             }
         }

@@ -14,6 +14,7 @@ mod fidelity;
 mod fidelity_bank;
 mod fidelity_shapes;
 mod planted;
+mod structure;
 mod tokens;
 
 // The corpus generator of `cargo xtask fixtures`; `write` is only called there.
