@@ -152,7 +152,7 @@ impl Rarity {
 
 /// The words of `text`: runs of letters, digits and `-_.` (lower-cased), and each pair of
 /// adjacent CJK characters (Chinese is not written with spaces).
-fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut prev_cjk: Option<char> = None;

@@ -22,7 +22,6 @@ use crate::planted::{Built, Rng, build};
 /// A constraint as planted: its kind, how it was said, in which language, and its proof.
 #[derive(Debug, Clone)]
 pub struct Fact {
-    #[allow(dead_code, reason = "read by the retrieval measure")]
     pub kind: Kind,
     pub style: Style,
     pub lang: Lang,
@@ -395,6 +394,139 @@ fn the_bank_set_meets_the_fidelity_goals() {
             n.share() >= 3.0 * b,
             "{row}: {:.3} is not 3× keep-most-recent's {b:.3}",
             n.share()
+        );
+    }
+}
+
+/// The retrieval measure: each conversation again with a final question that names one of
+/// its planted items (a figure by its measure and slice, a constraint by what it is about);
+/// is the named item in the window, by key-messages alone and with retrieval around it? Eight
+/// items a conversation, in turn over shapes and kinds, at 4 % of each conversation's size
+/// (at 10 % key-messages alone keeps them all) — other sizes with
+/// `BA_AGENT_RETRIEVAL_SHARES=0.04,0.10` — on the first salt (all of them with
+/// `BA_AGENT_RETRIEVAL_ALL_SALTS=1`). With `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to
+/// FILE.
+#[test]
+fn retrieval_brings_the_named_item_back() {
+    let counter = MessageCounter::exact(Encoding::Cl100kBase);
+    let mut salts = salts();
+    if std::env::var("BA_AGENT_RETRIEVAL_ALL_SALTS").is_err() {
+        salts.truncate(1);
+    }
+    let shares: Vec<f64> = std::env::var("BA_AGENT_RETRIEVAL_SHARES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
+        .filter(|v: &Vec<f64>| !v.is_empty())
+        .unwrap_or_else(|| vec![0.04]);
+    let pipelines = [
+        Pipeline::named("key-messages", None).unwrap(),
+        Pipeline::named("retrieval", None).unwrap(),
+    ];
+    // (row, share) → [kept without, kept with, total]
+    let mut rows: Vec<((String, usize), [usize; 3])> = Vec::new();
+    let mut add = |row: &str, share: usize, kept: [bool; 2]| {
+        let key = (row.to_owned(), share);
+        let slot = match rows.iter_mut().find(|r| r.0 == key) {
+            Some(r) => r,
+            None => {
+                rows.push((key, [0; 3]));
+                rows.last_mut().unwrap()
+            }
+        };
+        slot.1[0] += usize::from(kept[0]);
+        slot.1[1] += usize::from(kept[1]);
+        slot.1[2] += 1;
+    };
+    let mut broken = 0;
+    for salt in &salts {
+        for (n, c) in conversations(*salt).into_iter().enumerate() {
+            // (question, proof, row)
+            let mut asked: Vec<(String, String, String)> = Vec::new();
+            for k in 0..5 {
+                let (shape, out) = &c.figures[(n * 7 + k * 11) % c.figures.len()];
+                asked.push((out.question.clone(), out.figure.clone(), shape_row(*shape)));
+            }
+            for k in 0..3 {
+                let f = &c.facts[(n + k * 3) % c.facts.len()];
+                asked.push((
+                    f.kind.question(f.lang).to_owned(),
+                    f.proof.clone(),
+                    format!("fact: {:?}", f.kind),
+                ));
+            }
+            for (question, proof, row) in asked {
+                let mut log = c.log.clone();
+                log.push(
+                    LogEntry::new("final", LogRole::User, "2026-01-01T00:00:00Z")
+                        .with_text(question),
+                );
+                for (s, share) in shares.iter().enumerate() {
+                    let mut kept = [false; 2];
+                    for (k, p) in pipelines.iter().enumerate() {
+                        let built = build(&log, p, *share, &counter);
+                        broken += built.broken_pairs + usize::from(built.over_budget);
+                        kept[k] = built.text.contains(&proof);
+                    }
+                    add(&row, s, kept);
+                    let all = if row.starts_with("fact") {
+                        "all facts"
+                    } else {
+                        "all figures"
+                    };
+                    add(all, s, kept);
+                }
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let pct = |a: usize, t: usize| format!("{:.1} % ({a}/{t})", a as f64 * 100.0 / t.max(1) as f64);
+    let mut table = String::from("| named item |");
+    for share in &shares {
+        table.push_str(&format!(
+            " with retrieval, {0:.0} % | key-messages alone, {0:.0} % |",
+            share * 100.0
+        ));
+    }
+    table.push_str("\n|---|");
+    table.push_str(&"---|---|".repeat(shares.len()));
+    table.push('\n');
+    let names: Vec<String> = {
+        let mut v: Vec<String> = rows.iter().map(|r| r.0.0.clone()).collect();
+        v.dedup();
+        v
+    };
+    for name in &names {
+        table.push_str(&format!("| {name} |"));
+        for s in 0..shares.len() {
+            let c = rows
+                .iter()
+                .find(|r| r.0.0 == *name && r.0.1 == s)
+                .map_or([0; 3], |r| r.1);
+            table.push_str(&format!(" {} | {} |", pct(c[1], c[2]), pct(c[0], c[2])));
+        }
+        table.push('\n');
+    }
+    table.push_str(&format!(
+        "\nSalts {salts:?}; eight named items a conversation; retrieval's share of the window: 10 %. Broken pairs or builds over budget: {broken}.\n"
+    ));
+    eprintln!("{table}");
+    if let Ok(path) = std::env::var("BA_AGENT_RETRIEVAL_TABLE") {
+        std::fs::write(&path, &table).unwrap();
+    }
+    assert_eq!(broken, 0);
+    // Named items in all, at each size: as many in the window with retrieval as without.
+    for (s, share) in shares.iter().enumerate() {
+        let sum = |k: usize| -> usize {
+            rows.iter()
+                .filter(|r| r.0.1 == s && (r.0.0 == "all facts" || r.0.0 == "all figures"))
+                .map(|r| r.1[k])
+                .sum()
+        };
+        assert!(
+            sum(1) >= sum(0),
+            "at {share}: {} with retrieval, {} without",
+            sum(1),
+            sum(0)
         );
     }
 }

@@ -9,7 +9,9 @@ use super::trace::{TraceLevel, call_names, full_output, tool_of};
 use crate::message::MessageCounter;
 use crate::salience::{Rarity, cut_parts, sentence_salience, sentences, trace_text};
 use crate::strategy::CompressCx;
-use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
+use crate::window::{
+    ChangeKind, Changed, DropReason, Unit, UnitKind, Window, holds_provider_compaction,
+};
 
 impl KeyMessages {
     /// Units kept whole whatever happens in step 1: user messages, summaries, the current
@@ -117,31 +119,82 @@ impl KeyMessages {
         }
     }
 
-    /// Traces (and cut texts) shrink to `level`, oldest first, until the window is within
-    /// `goal`. The current task's work keeps its calls paired.
+    /// Traces (and cut texts) shrink to `level` until the window is within `goal`. The current
+    /// task's work keeps its calls paired.
+    ///
+    /// The front a previous compaction settled (see `settled`) is what a prompt cache
+    /// holds: a change there makes the whole request after it uncached. So the units after it —
+    /// rewritten by this compaction anyway — shrink first, oldest first; only if that is not
+    /// enough does the front shrink, oldest first, and then down to `front_goal` (below the
+    /// goal): a front rewritten once leaves room for the next compactions, which then touch
+    /// only what came after it.
     pub(super) fn shrink_traces(
         &self,
         window: &mut Window,
         level: TraceLevel,
         goal: usize,
+        front_goal: usize,
+        counter: &MessageCounter,
+    ) {
+        self.shrink_traces_with(window, level, goal, front_goal, false, counter);
+    }
+
+    /// [`Self::shrink_traces`]; with `fold_current`, the current task's older work (all but
+    /// its most recent units) is reduced at `level` as older rounds are — folded — instead of
+    /// keeping its calls paired.
+    pub(super) fn shrink_traces_with(
+        &self,
+        window: &mut Window,
+        level: TraceLevel,
+        goal: usize,
+        front_goal: usize,
+        fold_current: bool,
         counter: &MessageCounter,
     ) {
         let end = window.pending_start().unwrap_or(window.units.len());
         let latest = window.latest_user();
+        let front = self.settled(window, counter).min(end);
+        let recent_from = end.saturating_sub(self.recent);
         let mut total = window.tokens();
-        for i in 0..end {
-            if total <= goal {
-                return;
-            }
-            let level = if latest.is_some_and(|l| i > l) {
-                level.paired()
+        for (range, goal) in [(front..end, goal), (0..front, front_goal.min(goal))] {
+            // A front that must change goes to the folded level at once: one rewrite, not one
+            // a level.
+            let deepest = if range.start == 0 && level == TraceLevel::Top {
+                TraceLevel::Key
             } else {
                 level
             };
-            if let Some(c) = self.reduced(&window.units[i], level, counter) {
-                Self::apply(window, i, c, &mut total);
+            for i in range {
+                if total <= goal {
+                    break;
+                }
+                let current = latest.is_some_and(|l| i > l);
+                let level = deepest;
+                let level = if current && !(fold_current && i < recent_from) {
+                    level.paired()
+                } else {
+                    level
+                };
+                if let Some(c) = self.reduced(&window.units[i], level, counter) {
+                    Self::apply(window, i, c, &mut total);
+                }
+            }
+            // The front is touched only when what follows it could not meet the goal.
+            if total <= goal.max(front_goal) {
+                return;
             }
         }
+    }
+
+    /// How many units at the start of `window` an earlier compaction settled: the front up to
+    /// the first unit a trace would still change (a tool result or an answer longer than its
+    /// trace). A window never compacted settles nothing before its first large output.
+    pub(super) fn settled(&self, window: &Window, counter: &MessageCounter) -> usize {
+        window
+            .units
+            .iter()
+            .position(|u| self.reduced(u, TraceLevel::Lines, counter).is_some())
+            .unwrap_or(window.units.len())
     }
 
     /// Step 5: the older user messages (never the latest) keep their key sentences until the
@@ -358,7 +411,7 @@ impl KeyMessages {
             if total <= limit {
                 break;
             }
-            if leaves(unit.kind) {
+            if leaves(unit.kind) && !unit.entries.iter().any(holds_provider_compaction) {
                 gone[i] = true;
                 total -= unit.tokens;
             }

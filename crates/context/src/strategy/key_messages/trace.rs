@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::KeyMessages;
 use crate::message::MessageCounter;
 use crate::salience::{TRACE_MARK, key_sentences, trace_text};
-use crate::window::{ChangeKind, Changed, Unit, UnitKind};
+use crate::window::{ChangeKind, Changed, Unit, UnitKind, holds_provider_compaction};
 
 /// How far a trace is reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,6 +108,10 @@ impl KeyMessages {
         level: TraceLevel,
         counter: &MessageCounter,
     ) -> Option<(Unit, Vec<Changed>)> {
+        if unit.entries.iter().any(holds_provider_compaction) {
+            // A provider's compaction block goes back as it came.
+            return None;
+        }
         let mut out = unit.clone();
         let mut changes = Vec::new();
         match unit.kind {

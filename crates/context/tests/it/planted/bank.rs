@@ -331,7 +331,6 @@ impl Kind {
     }
 
     /// How a final question names this kind (for the retrieval measure).
-    #[allow(dead_code, reason = "read by the retrieval measure")]
     pub fn question(self, lang: Lang) -> &'static str {
         match (self, lang) {
             (Kind::CostCenter, Lang::En) => "Which cost center did I give you for the hours?",

@@ -25,7 +25,6 @@ pub struct Output {
     /// The call's arguments.
     pub call: String,
     /// How a later question names the figure.
-    #[allow(dead_code, reason = "read by the retrieval measure")]
     pub question: String,
 }
 
