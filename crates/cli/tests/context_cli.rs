@@ -116,6 +116,7 @@ fn context_build_contract() {
         "importance",
         "summary",
         "hybrid",
+        "retrieval",
     ] {
         let o = run(
             &[
