@@ -13,6 +13,9 @@ use crate::window::{
     ChangeKind, Changed, DropReason, Unit, UnitKind, Window, holds_provider_compaction,
 };
 
+/// The opening characters a user message keeps when none of its sentences is chosen.
+const QUESTION_HEAD_CHARS: usize = 100;
+
 impl KeyMessages {
     /// Units kept whole whatever happens in step 1: user messages, summaries, the current
     /// task's work and the most recent units.
@@ -312,7 +315,17 @@ impl KeyMessages {
                 let left_out = list.len() - chosen[m].len() + before;
                 let kept: Vec<&str> = chosen[m].iter().map(|&k| list[k]).collect();
                 let text = if kept.is_empty() {
-                    format!("[… {left_out} sentence(s) left out]")
+                    // A question never leaves the window wholly: its opening words stay (what
+                    // it was about), as a trace keeps the head of an output.
+                    let first = list.first().copied().unwrap_or_default();
+                    let head: String = first.chars().take(QUESTION_HEAD_CHARS).collect();
+                    if head.is_empty() {
+                        format!("[… {left_out} sentence(s) left out]")
+                    } else if head.len() < first.len() {
+                        format!("{}… [… {left_out} sentence(s) left out]", head.trim_end())
+                    } else {
+                        format!("{head} [… {} sentence(s) left out]", left_out - 1)
+                    }
                 } else {
                     format!("{} [… {left_out} sentence(s) left out]", kept.join(" "))
                 };
