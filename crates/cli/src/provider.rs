@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use ba_context::ContextBudget;
 use ba_model::{
-    AnthropicClient, ApiKey, ContextEditing, HttpConfig, ModelClient, OpenAiClient, ReplayClient,
-    ResponsesClient,
+    AnthropicClient, ApiKey, ContextEditing, HttpConfig, MIN_COMPACTION_TRIGGER, ModelClient,
+    OpenAiClient, ReplayClient, ResponsesClient,
 };
 
 use crate::config::{Config, env};
@@ -47,6 +47,17 @@ impl Config {
         let compat = self.compat == Some(true);
         if self.context_editing.is_some() && provider != "anthropic" {
             bail!("context_editing: only the anthropic provider edits context, not `{provider}`");
+        }
+        if let Some(tokens) = self
+            .context_editing
+            .as_ref()
+            .and_then(|e| e.compact.as_ref())
+            .and_then(|c| c.trigger_tokens)
+            .filter(|t| *t < MIN_COMPACTION_TRIGGER)
+        {
+            bail!(
+                "context_editing.compact.trigger_tokens: the API compacts from {MIN_COMPACTION_TRIGGER} input tokens, not {tokens}"
+            );
         }
         if compat && provider != "openai" {
             bail!("compat: only the openai provider has a compat profile, not `{provider}`");
@@ -138,15 +149,25 @@ impl Config {
         }
     }
 
-    /// `context_editing` as sent: its trigger, when not given, is where the agent's own
-    /// strategies would have started.
+    /// `context_editing` as sent: its triggers, when not given, are where the agent's own
+    /// strategies would have started (compaction's no lower than the API's least trigger).
+    /// Compaction set alone clears no tool results, so it gets no clearing trigger.
     fn context_editing(&self) -> Option<ContextEditing> {
-        let editing = self.context_editing.clone()?;
-        if editing.trigger_tokens.is_some() {
+        let mut editing = self.context_editing.clone()?;
+        let ours = self
+            .window(ba_agent::AgentSettings::default().budget)
+            .trigger_tokens() as u64;
+        if let Some(compact) = editing.compact.take() {
+            let compact = match compact.trigger_tokens {
+                Some(_) => compact,
+                None => compact.with_trigger_tokens(ours.max(MIN_COMPACTION_TRIGGER)),
+            };
+            editing = editing.with_compaction(compact);
+        }
+        if editing.trigger_tokens.is_some() || !editing.clears_tool_results() {
             return Some(editing);
         }
-        let ours = self.window(ba_agent::AgentSettings::default().budget);
-        Some(editing.with_trigger_tokens(ours.trigger_tokens() as u64))
+        Some(editing.with_trigger_tokens(ours))
     }
 }
 
@@ -192,6 +213,38 @@ mod tests {
         // A trigger given is kept.
         let given = config("provider: anthropic\ncontext_editing: {trigger_tokens: 5000}\n");
         assert_eq!(given.context_editing().unwrap().trigger_tokens, Some(5000));
+        // Compaction alone: no clearing trigger, its own where ours would start, and our
+        // strategies only keep the request within the window.
+        let compact = config(
+            "provider: anthropic\ncontext_window: 200000\ncontext_editing:\n  compact: {instructions: Keep every figure.}\n",
+        );
+        let editing = compact.context_editing().unwrap();
+        assert_eq!(editing.trigger_tokens, None);
+        assert!(!editing.clears_tool_results());
+        let ours = compact.window(ContextBudget::new(1, 0)).trigger_tokens() as u64;
+        let server = editing.compact.clone().unwrap();
+        assert_eq!(server.trigger_tokens, Some(ours));
+        assert_eq!(server.instructions.as_deref(), Some("Keep every figure."));
+        assert!((compact.budget(ContextBudget::new(1, 0)).trigger - 1.0).abs() < 1e-9);
+        // A small window still compacts no earlier than the API allows.
+        let small =
+            config("provider: anthropic\ncontext_window: 32000\ncontext_editing: {compact: {}}\n");
+        assert_eq!(
+            small
+                .context_editing()
+                .unwrap()
+                .compact
+                .unwrap()
+                .trigger_tokens,
+            Some(MIN_COMPACTION_TRIGGER)
+        );
+        let e = client_error(
+            "provider: anthropic\napi_key: k\ncontext_editing: {compact: {trigger_tokens: 30000}}\n",
+        );
+        assert!(
+            e.contains("compact.trigger_tokens") && e.contains("50000"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,11 +13,15 @@
 //!   entry with its results), repair on read and the invariants (C4);
 //! - the [`CompressionStrategy`] trait and its implementations: [`Truncate`], [`KeyMessages`],
 //!   [`ImportanceStrategy`], [`SummaryStrategy`] (through the [`Summarizer`] trait) and hybrid
-//!   (C3), tried in order until the window fits ([`Pipeline`]);
+//!   (C3), and retrieval, which brings back the passages of what left the window most related
+//!   to the current task ([`RetrievalStrategy`], BM25 and optionally an [`Embedder`]), tried in
+//!   order until the window fits ([`Pipeline`]);
 //! - the per-mode system prompt, file list, refocus, read-file synopsis and debug data around
 //!   the pipeline ([`ContextBuilder`], C5–C6), and the compaction the log records, from which
 //!   later windows start ([`Effective`], [`record_window`]);
-//! - what makes a line or a sentence worth keeping ([`line_salience`], [`key_sentences`]).
+//! - what a tool output is and which of its figures matter, each with its label
+//!   ([`read_output`]: tables, JSON and YAML documents, logs, tracebacks, prose), and what makes
+//!   a line or a sentence worth keeping ([`line_salience`], [`key_sentences`]).
 //!
 //! The crate reads [`ba_protocol::LogEntry`] slices and returns entries; it depends on
 //! `ba-protocol` only. The orchestrator (`ba-agent`) implements [`Summarizer`] with a model and
@@ -57,6 +61,7 @@ mod message;
 mod pipeline;
 mod salience;
 mod strategy;
+mod structure;
 mod tokens;
 mod window;
 
@@ -76,11 +81,15 @@ pub use salience::{
     sentence_salience, sentences, trace_text,
 };
 pub use strategy::{
-    CompressCx, CompressionStrategy, ExtractiveSummarizer, Importance, ImportanceStrategy,
-    KeyMessages, SCORE_CHARS, Score, Summarizer, SummaryError, SummaryStrategy, Truncate,
+    CompressCx, CompressionStrategy, EmbedError, Embedder, ExtractiveSummarizer, Importance,
+    ImportanceStrategy, KeyMessages, RECALL_MARK, RetrievalStrategy, SCORE_CHARS, Score,
+    Summarizer, SummaryError, SummaryStrategy, Truncate,
 };
+pub use structure::{KeyItem, OutputKind, Reading, read_output};
 pub use tokens::{DEFAULT_CLAUDE_MARGIN, Encoding, ModelTokenizer};
-pub use window::{RESUME_TEXT, Unit, UnitKind, Window, aborted_text, is_summary_text};
+pub use window::{
+    RESUME_TEXT, Unit, UnitKind, Window, aborted_text, holds_provider_compaction, is_summary_text,
+};
 
 use std::future::Future;
 use std::sync::Arc;

@@ -9,8 +9,8 @@ use crate::budget::{ContextBudget, ContextUsage};
 use crate::error::{ContextError, Result};
 use crate::message::MessageCounter;
 use crate::strategy::{
-    CompressCx, CompressionStrategy, ExtractiveSummarizer, ImportanceStrategy, KeyMessages,
-    Summarizer, SummaryStrategy, Truncate,
+    CompressCx, CompressionStrategy, Embedder, ExtractiveSummarizer, ImportanceStrategy,
+    KeyMessages, RetrievalStrategy, Summarizer, SummaryStrategy, Truncate,
 };
 use crate::window::{DropReason, Window};
 
@@ -21,6 +21,7 @@ pub const STRATEGY_NAMES: &[&str] = &[
     "importance",
     "summary",
     "hybrid",
+    "retrieval",
 ];
 
 /// A window that fits its budget.
@@ -63,8 +64,18 @@ impl Pipeline {
     }
 
     /// The pipeline of one named strategy (see [`STRATEGY_NAMES`]); `summary` and `hybrid` use
-    /// `summarizer`, or the [`ExtractiveSummarizer`] when none is given.
+    /// `summarizer`, or the [`ExtractiveSummarizer`] when none is given; `retrieval` is
+    /// key-messages with retrieval around it (BM25 alone: see [`Pipeline::named_with`]).
     pub fn named(name: &str, summarizer: Option<Arc<dyn Summarizer>>) -> Result<Self> {
+        Self::named_with(name, summarizer, None)
+    }
+
+    /// [`Pipeline::named`], with `retrieval` scoring by `embedder`'s vectors too.
+    pub fn named_with(
+        name: &str,
+        summarizer: Option<Arc<dyn Summarizer>>,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Result<Self> {
         let summarizer = summarizer.unwrap_or_else(|| Arc::new(ExtractiveSummarizer));
         let s: Box<dyn CompressionStrategy> = match name {
             "truncate" => Box::new(Truncate::default()),
@@ -72,6 +83,13 @@ impl Pipeline {
             "importance" => Box::new(ImportanceStrategy::default()),
             "summary" => Box::new(SummaryStrategy::new(summarizer)),
             "hybrid" => Box::new(SummaryStrategy::hybrid(summarizer)),
+            "retrieval" => {
+                let r = RetrievalStrategy::default();
+                Box::new(match embedder {
+                    Some(e) => r.with_embedder(e),
+                    None => r,
+                })
+            }
             _ => {
                 return Err(ContextError::UnknownStrategy {
                     name: name.to_owned(),

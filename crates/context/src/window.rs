@@ -102,6 +102,36 @@ pub fn is_summary_text(text: &str) -> bool {
     t.starts_with(SUMMARY_PREFIX) || t.starts_with("SUMMARY")
 }
 
+/// Whether `entry` holds a provider's compaction block (Anthropic's server-side compaction
+/// answers with one, a `compaction` block, before the rest of its answer). The provider reads
+/// nothing before that block from then on, so the window leaves it out too, and the block goes
+/// back as it came.
+pub fn holds_provider_compaction(entry: &LogEntry) -> bool {
+    match &entry.content {
+        Some(ba_protocol::Content::Blocks(blocks)) => blocks.iter().any(|b| {
+            matches!(b, ba_protocol::ContentBlock::Unknown(map)
+                if map.get("type").and_then(serde_json::Value::as_str) == Some("compaction"))
+        }),
+        _ => false,
+    }
+}
+
+/// Where a window starts when the log holds a provider's compaction block: at the user
+/// message just before the latest entry that holds one (a request opens with a user message),
+/// or at that entry. 0 when there is none.
+fn provider_compaction_start(entries: &[LogEntry]) -> usize {
+    let Some(at) = entries
+        .iter()
+        .rposition(|e| e.include_in_context && holds_provider_compaction(e))
+    else {
+        return 0;
+    };
+    entries[..at]
+        .iter()
+        .rposition(|e| e.include_in_context && e.role == LogRole::User)
+        .unwrap_or(at)
+}
+
 /// The content of the result written for a call that never got one.
 pub fn aborted_text(tool_name: &str) -> String {
     format!(
@@ -123,7 +153,16 @@ impl Window {
         let mut answered: HashSet<&str> = HashSet::new();
         let mut results: HashMap<usize, Vec<&LogEntry>> = HashMap::new();
         let mut skip = vec![false; entries.len()];
+        let start = provider_compaction_start(entries);
         for (i, e) in entries.iter().enumerate() {
+            if i < start {
+                // Summarised by the provider, which reads nothing before its block.
+                if e.include_in_context {
+                    w.drop_id(&e.id, DropReason::Summarized);
+                }
+                skip[i] = true;
+                continue;
+            }
             if !e.include_in_context {
                 w.drop_id(&e.id, DropReason::Excluded);
                 skip[i] = true;
@@ -175,6 +214,11 @@ impl Window {
                         && e.text().starts_with(crate::salience::TRACE_MARK) =>
                 {
                     Unit::new(vec![e.clone()], UnitKind::ToolGroup, round, counter)
+                }
+                // A provider's compaction block stands for everything before it: kept as
+                // it came, like a summary.
+                LogRole::Assistant if e.calls().is_empty() && holds_provider_compaction(e) => {
+                    Unit::new(vec![e.clone()], UnitKind::Summary, round, counter)
                 }
                 LogRole::Assistant if e.calls().is_empty() => {
                     Unit::new(vec![e.clone()], UnitKind::Assistant, round, counter)
@@ -459,6 +503,54 @@ mod tests {
         let mut r = e(id, LogRole::Tool, "ok");
         r.tool_call_id = Some(call.to_owned());
         r
+    }
+
+    #[test]
+    fn a_provider_compaction_block_starts_the_window_and_stays_as_it_came() {
+        let counter = MessageCounter::exact(Encoding::Cl100kBase);
+        let mut block = ba_protocol::JsonMap::new();
+        block.insert("type".into(), "compaction".into());
+        block.insert("content".into(), "What was settled so far.".into());
+        block.insert("encrypted_content".into(), "opaque".into());
+        let mut answer = LogEntry::new("a1", LogRole::Assistant, "t");
+        answer.content = Some(ba_protocol::Content::Blocks(vec![
+            ba_protocol::ContentBlock::Unknown(block),
+            ba_protocol::ContentBlock::text("Here is the next step."),
+        ]));
+        assert!(holds_provider_compaction(&answer));
+        let log = vec![
+            e("u0", LogRole::User, "An old question."),
+            e("a0", LogRole::Assistant, "An old answer."),
+            e(
+                "u1",
+                LogRole::User,
+                "The question the provider compacted at.",
+            ),
+            answer.clone(),
+            e("u2", LogRole::User, "And now?"),
+        ];
+        let w = Window::prepare(&log, &counter);
+        assert_eq!(w.kept_ids(), ["u1", "a1", "u2"]);
+        assert_eq!(w.units[1].kind, UnitKind::Summary);
+        assert_eq!(
+            w.dropped
+                .iter()
+                .map(|d| (d.id.as_str(), d.reason))
+                .collect::<Vec<_>>(),
+            [
+                ("u0", DropReason::Summarized),
+                ("a0", DropReason::Summarized)
+            ]
+        );
+        // Squeezed by key-messages, the block goes back as it came.
+        let squeezed = crate::block_on(crate::Pipeline::named("key-messages", None).unwrap().run(
+            &log,
+            "",
+            &crate::ContextBudget::new(200, 20),
+            &counter,
+        ))
+        .unwrap();
+        assert!(squeezed.window.entries().contains(&answer));
     }
 
     #[test]

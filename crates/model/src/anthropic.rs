@@ -25,6 +25,63 @@ const PROVIDER: &str = "anthropic";
 /// The beta that context editing needs.
 const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
 
+/// The beta that server-side compaction needs.
+const COMPACTION_BETA: &str = "compact-2026-01-12";
+
+/// The API's least compaction trigger, in input tokens.
+pub const MIN_COMPACTION_TRIGGER: u64 = 50_000;
+
+/// Server-side compaction (`compact_20260112`): once a request's input passes the trigger, the
+/// API summarises the conversation before the latest turns into a `compaction` block that
+/// opens its answer, and from then on reads nothing before that block. The block is kept in
+/// the log like any other (an assistant entry's content block) and sent back as it came; the
+/// context builder starts the window at it. A field left unset is not sent, so the API's
+/// default applies (a trigger of 150 000 input tokens, its own summary instructions).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServerCompaction {
+    /// Input tokens from which the API compacts (at least [`MIN_COMPACTION_TRIGGER`]).
+    pub trigger_tokens: Option<u64>,
+    /// What the summary must keep, replacing the API's own instructions.
+    pub instructions: Option<String>,
+}
+
+impl ServerCompaction {
+    /// Compaction with the API's trigger and instructions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Compacts once the prompt has this many input tokens.
+    pub fn with_trigger_tokens(mut self, tokens: u64) -> Self {
+        self.trigger_tokens = Some(tokens);
+        self
+    }
+
+    /// Writes the summary by these instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The `compact_20260112` edit.
+    fn to_json(&self) -> Value {
+        let mut edit = serde_json::Map::new();
+        edit.insert("type".to_owned(), json!("compact_20260112"));
+        if let Some(tokens) = self.trigger_tokens {
+            edit.insert(
+                "trigger".to_owned(),
+                json!({"type": "input_tokens", "value": tokens}),
+            );
+        }
+        if let Some(instructions) = &self.instructions {
+            edit.insert("instructions".to_owned(), json!(instructions));
+        }
+        Value::Object(edit)
+    }
+}
+
 /// Context editing: the API clears old tool results (and old thinking) from the prompt before
 /// the model reads it, while the client keeps sending the whole conversation
 /// (`context_management` in the body, beta `context-management-2025-06-27`).
@@ -56,6 +113,9 @@ pub struct ContextEditing {
     pub clear_tool_inputs: Option<bool>,
     /// Clear the thinking of earlier turns, keeping this many recent turns of it.
     pub keep_thinking_turns: Option<u64>,
+    /// Server-side compaction (see [`ServerCompaction`]). Set alone — no tool-result clearing
+    /// setting beside it — it is the only edit sent.
+    pub compact: Option<ServerCompaction>,
 }
 
 impl ContextEditing {
@@ -103,6 +163,34 @@ impl ContextEditing {
         self
     }
 
+    /// Asks the API to compact the conversation server-side.
+    pub fn with_compaction(mut self, compaction: ServerCompaction) -> Self {
+        self.compact = Some(compaction);
+        self
+    }
+
+    /// Whether tool results are cleared: always, unless compaction is the only setting.
+    pub fn clears_tool_results(&self) -> bool {
+        self.compact.is_none()
+            || self.trigger_tokens.is_some()
+            || self.keep_tool_uses.is_some()
+            || self.clear_at_least.is_some()
+            || !self.exclude_tools.is_empty()
+            || self.clear_tool_inputs.is_some()
+    }
+
+    /// The betas the edits sent for a request that thinks or not need.
+    fn betas(&self, thinking: bool) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.clears_tool_results() || (thinking && self.keep_thinking_turns.is_some()) {
+            out.push(CONTEXT_MANAGEMENT_BETA);
+        }
+        if self.compact.is_some() {
+            out.push(COMPACTION_BETA);
+        }
+        out
+    }
+
     /// The `context_management` object for a request that thinks or not (the thinking edit
     /// comes first, as the API requires).
     pub fn to_json(&self, thinking: bool) -> Value {
@@ -112,6 +200,12 @@ impl ContextEditing {
                 "type": "clear_thinking_20251015",
                 "keep": {"type": "thinking_turns", "value": turns},
             }));
+        }
+        if !self.clears_tool_results() {
+            if let Some(compact) = &self.compact {
+                edits.push(compact.to_json());
+            }
+            return json!({ "edits": edits });
         }
         let mut tools = serde_json::Map::new();
         tools.insert("type".to_owned(), json!("clear_tool_uses_20250919"));
@@ -132,6 +226,9 @@ impl ContextEditing {
             tools.insert("clear_tool_inputs".to_owned(), json!(yes));
         }
         edits.push(Value::Object(tools));
+        if let Some(compact) = &self.compact {
+            edits.push(compact.to_json());
+        }
         json!({ "edits": edits })
     }
 }
@@ -202,11 +299,18 @@ impl AnthropicClient {
         self
     }
 
-    /// The `anthropic-beta` header: every beta turned on, comma-separated; `None` for none.
-    fn beta_header(&self) -> Option<String> {
+    /// The `anthropic-beta` header of a request that thinks or not: every beta turned on and
+    /// those its context editing needs, comma-separated; `None` for none.
+    fn beta_header(&self, thinking: bool) -> Option<String> {
         let mut betas: Vec<&str> = self.betas.iter().map(String::as_str).collect();
-        if self.context_editing.is_some() && !betas.contains(&CONTEXT_MANAGEMENT_BETA) {
-            betas.push(CONTEXT_MANAGEMENT_BETA);
+        for beta in self
+            .context_editing
+            .iter()
+            .flat_map(|editing| editing.betas(thinking))
+        {
+            if !betas.contains(&beta) {
+                betas.push(beta);
+            }
         }
         (!betas.is_empty()).then(|| betas.join(","))
     }
@@ -355,7 +459,7 @@ impl ModelClient for AnthropicClient {
         let body = self.body(request);
         let url = format!("{}/v1/messages", self.base_url);
         let key = self.key.header_value("", PROVIDER)?;
-        let beta = self.beta_header();
+        let beta = self.beta_header(request.thinking_budget.is_some());
         let (response, retries, deadline, call_deadline) = self
             .transport
             .send(|| {

@@ -88,7 +88,7 @@ use ba_protocol::{Content, LogEntry, Message, ToolSpec, Usage};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "anthropic")]
-pub use anthropic::{AnthropicClient, ContextEditing};
+pub use anthropic::{AnthropicClient, ContextEditing, MIN_COMPACTION_TRIGGER, ServerCompaction};
 #[cfg(feature = "openai")]
 pub use compat::OpenAiCompat;
 pub use error::{MAX_LOGGED_PARTIAL, ModelError, PartialOutput, PartialToolCall, TimeoutPhase};

@@ -1,13 +1,18 @@
 //! Anthropic context editing over a loopback server: the `context_management` body and the
 //! beta header sent only with the option, another beta joined with a comma, and the edits the
-//! API reports logged (from a JSON answer and from a stream's `message_delta`).
+//! API reports logged (from a JSON answer and from a stream's `message_delta`); server-side
+//! compaction asked for, and the compaction block of its answer kept in the log and sent back
+//! as it came.
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ba_model::{AnthropicClient, ApiKey, ContextEditing, ModelClient, ModelRequest, StopReason};
+use ba_model::{
+    AnthropicClient, ApiKey, ContextEditing, ModelClient, ModelRequest, ServerCompaction,
+    StopReason,
+};
 use ba_protocol::{LogEntry, LogRole, Usage};
 use ba_testkit::{Block, End, MockServer, Received, Reply, answer, event};
 use serde_json::{Value, json};
@@ -220,4 +225,58 @@ async fn applied_edits_are_logged_from_answers_and_streams() {
         }
     );
     assert_eq!(cleared(&events), [logged.clone(), logged]);
+}
+
+#[tokio::test]
+async fn server_compaction_is_asked_for_and_its_block_goes_back_through_the_log() {
+    let Some(path) = ba_testkit::fixture("wire/anthropic/streaming/compaction_response.txt") else {
+        return;
+    };
+    let stream = std::fs::read_to_string(path).unwrap();
+    let server = MockServer::start(vec![
+        Reply::sse(&stream, 97, End::Complete),
+        json_answer(None),
+    ])
+    .await;
+    let editing = ContextEditing::new().with_compaction(
+        ServerCompaction::new()
+            .with_trigger_tokens(60_000)
+            .with_instructions("Keep every figure with its label."),
+    );
+    let client = client(&server).with_context_editing(editing);
+    let answer = client.complete(&request(true)).await.unwrap();
+    // Compaction alone: its edit only (no tool-result clearing), its beta only.
+    let first = server.received().remove(0);
+    assert_eq!(
+        first.body["context_management"],
+        json!({"edits": [{"type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": 60000},
+            "instructions": "Keep every figure with its label."}]})
+    );
+    assert_eq!(first.header("anthropic-beta"), Some("compact-2026-01-12"));
+    // The answer opens with the compaction block, kept in the log entry as it came — through
+    // the log's JSON too.
+    let mut stamp = ba_protocol::convert::SequentialStamp::new("a", "2025-01-01T00:00:01Z");
+    let entry = answer.to_log_entries(&mut stamp).unwrap().pop().unwrap();
+    let stored: LogEntry = serde_json::from_str(&serde_json::to_string(&entry).unwrap()).unwrap();
+    assert_eq!(stored, entry);
+    let block = json!({"type": "compaction", "content": "Earlier conversation summarized.",
+        "encrypted_content": "EpwBCioIDxgCEAEYASJALd_opaque_compaction_payload"});
+    let blocks = serde_json::to_value(&stored.content).unwrap();
+    assert_eq!(blocks[0], block, "{blocks}");
+    assert_eq!(stored.text(), "Hello there!");
+    // The next request sends it back first in the assistant message, unchanged.
+    let log = vec![
+        LogEntry::new("u1", LogRole::User, "2025-01-01T00:00:00Z").with_text("Hi"),
+        stored,
+        LogEntry::new("u2", LogRole::User, "2025-01-01T00:00:02Z").with_text("And now?"),
+    ];
+    client
+        .complete(&ModelRequest::new("claude-test", log))
+        .await
+        .unwrap();
+    let second = server.received().remove(1);
+    assert_eq!(second.body["messages"][1]["role"], json!("assistant"));
+    assert_eq!(second.body["messages"][1]["content"][0], block);
+    assert_eq!(second.header("anthropic-beta"), Some("compact-2026-01-12"));
 }

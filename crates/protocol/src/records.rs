@@ -248,6 +248,10 @@ pub enum ChangeKind {
     /// gone from the window: each result's trace (its key line, or its header alone) and the
     /// way back to the full output. Cheaper than a trace that keeps the calls paired.
     Folded,
+    /// Passages of what left the window, brought back because they bear on the current task
+    /// (retrieval): one assistant entry before the latest user message, marked as recalled,
+    /// each passage with where it came from.
+    Recalled,
 }
 
 /// An entry that was added to or changed in a window.

@@ -42,6 +42,9 @@ enum Strategy {
     Importance,
     Summary,
     Hybrid,
+    /// Key-messages, and what left the window most related to the latest user message
+    /// recalled by BM25.
+    Retrieval,
 }
 
 impl Strategy {
@@ -52,6 +55,7 @@ impl Strategy {
             Self::Importance => "importance",
             Self::Summary => "summary",
             Self::Hybrid => "hybrid",
+            Self::Retrieval => "retrieval",
         }
     }
 }

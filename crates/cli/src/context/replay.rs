@@ -1,15 +1,18 @@
 //! `ba-agent context replay`: a recorded conversation played as the agent would have sent it,
 //! one request per assistant turn, with the agent's persisted compaction: each compaction is
 //! recorded in the (simulated) log and later requests start from it. For every request: its
-//! input tokens, whether it compacted, and how many of its leading tokens repeat the previous
-//! request — what a provider's prompt cache could serve.
+//! input tokens, whether it compacted, and how many of its tokens a provider's prompt cache
+//! serves — its leading items (tools, system, then messages, as the Anthropic body holds them)
+//! equal to the previous request's; the rest are uncached. Beside it, the same replay with no
+//! compression (every request the whole conversation so far), and what each costs with cached
+//! tokens at a tenth of the price of uncached ones.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ba_context::BuildRequest;
-use ba_context::{ContextBudget, MessageCounter, block_on};
+use ba_context::{ContextBudget, block_on};
 use ba_model::{AnthropicClient, CacheHint, ModelRequest, OpenAiClient};
 use ba_protocol::{LogEntry, LogRole};
 
@@ -59,12 +62,45 @@ struct Request {
     request: usize,
     /// The id of the assistant entry the request was answered by.
     before_entry: String,
-    /// System, messages and reply priming, counted.
+    /// System, messages and reply priming, as the budget counts them.
     input_tokens: usize,
     /// Whether this request's window was compacted.
     compacted: bool,
-    /// Leading tokens equal to the previous request's.
-    repeated_prefix_tokens: usize,
+    /// The request's tokens, item by item (tools, system, each message).
+    request_tokens: usize,
+    /// Tokens of its leading items equal to the previous request's.
+    cached_tokens: usize,
+    /// The same request with no compression: its tokens and cached tokens.
+    no_compression: (usize, usize),
+}
+
+/// What a series of requests cost a prompt cache.
+#[derive(Debug, Default, serde::Serialize)]
+struct Cost {
+    /// Tokens of every request, item by item.
+    request_tokens: usize,
+    /// Tokens of the leading items equal to the previous request's.
+    cached_tokens: usize,
+    /// The rest.
+    uncached_tokens: usize,
+    /// `cached_tokens / request_tokens`.
+    cacheable_share: f64,
+    /// Uncached tokens at 1, cached at 0.1: the input price in uncached tokens.
+    cost: f64,
+}
+
+impl Cost {
+    fn add(&mut self, request: usize, cached: usize) {
+        self.request_tokens += request;
+        self.cached_tokens += cached;
+        self.uncached_tokens += request - cached;
+    }
+
+    fn finish(mut self) -> Self {
+        self.cacheable_share = share(self.cached_tokens, self.request_tokens);
+        self.cost = self.uncached_tokens as f64 + 0.1 * self.cached_tokens as f64;
+        self
+    }
 }
 
 /// The totals of a replay.
@@ -72,20 +108,18 @@ struct Request {
 struct Totals {
     requests: usize,
     compactions: usize,
+    /// Input tokens as the budget counts them.
     input_tokens: usize,
-    repeated_prefix_tokens: usize,
-    /// `repeated_prefix_tokens / input_tokens`: the share of input a prompt cache could serve.
-    cacheable_share: f64,
-    /// The limit no compression reaches: every request the whole conversation so far (which
-    /// may be over the budget), each one the previous request plus what came after it.
-    limit_input_tokens: usize,
-    /// Leading tokens of the limit's requests equal to the previous one's.
-    limit_repeated_prefix_tokens: usize,
-    /// `limit_repeated_prefix_tokens / limit_input_tokens`.
-    limit_cacheable_share: f64,
-    /// Uncached input tokens (input − repeated) of the replay ÷ those of the limit: how many
-    /// times the tokens a cache cannot serve the limit pays.
-    uncached_vs_limit: f64,
+    /// The replay's requests, item by item.
+    #[serde(flatten)]
+    cost: Cost,
+    /// The same replay with no compression: every request the whole conversation so far
+    /// (which may be over the budget).
+    no_compression: Cost,
+    /// Uncached tokens of the replay ÷ those of the replay with no compression.
+    uncached_vs_no_compression: f64,
+    /// Cost of the replay ÷ that of the replay with no compression.
+    cost_vs_no_compression: f64,
     budget: usize,
     strategy: &'static str,
     stateless: bool,
@@ -97,22 +131,96 @@ struct Output {
     totals: Totals,
 }
 
-/// The pieces of a request in order, each with its tokens: the system prompt, then each entry.
-/// A request repeats the previous one's front as far as these pieces are equal.
-fn pieces(system: &str, entries: &[LogEntry], counter: &MessageCounter) -> Vec<(String, usize)> {
-    let mut out = vec![(format!("system:{system}"), counter.system(system))];
-    for e in entries {
-        let key = serde_json::to_string(e).unwrap_or_default();
-        out.push((key, counter.entry(e)));
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
     }
-    out
 }
 
-fn common_prefix(a: &[(String, usize)], b: &[(String, usize)]) -> usize {
-    a.iter()
-        .zip(b)
-        .take_while(|(x, y)| x.0 == y.0)
-        .map(|(x, _)| x.1)
+/// `value` without its cache markers, and with text given as a string written as the one text
+/// block it stands for: where a breakpoint sits, and which of the two equal forms carries a
+/// text, are not part of what is cached.
+fn without_cache_marks(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(text) => {
+            serde_json::json!([{"type": "text", "text": text}])
+        }
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| k.as_str() != "cache_control")
+            .map(|(k, v)| {
+                let v = match (k.as_str(), v) {
+                    ("content", serde_json::Value::String(_)) => without_cache_marks(v),
+                    (_, serde_json::Value::String(_)) => v.clone(),
+                    _ => without_cache_marks(v),
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(without_cache_marks).collect(),
+        other => other.clone(),
+    }
+}
+
+/// The items of an Anthropic request body in the order a prompt cache reads them — each tool,
+/// the system prompt, each message — with their tokens (counted once per distinct item).
+struct Items {
+    keys: Vec<u64>,
+    tokens: Vec<usize>,
+}
+
+/// Counts items, remembering the count of each item seen.
+struct ItemCounter {
+    tokenizer: ba_context::ModelTokenizer,
+    seen: std::collections::HashMap<u64, usize>,
+}
+
+impl ItemCounter {
+    fn items(&mut self, body: &serde_json::Value) -> Items {
+        use ba_protocol::TokenCounter as _;
+        use std::hash::{Hash, Hasher};
+        let mut parts: Vec<serde_json::Value> = Vec::new();
+        if let Some(tools) = body.get("tools").and_then(serde_json::Value::as_array) {
+            parts.extend(tools.iter().cloned());
+        }
+        if let Some(system) = body.get("system") {
+            parts.push(system.clone());
+        }
+        if let Some(messages) = body.get("messages").and_then(serde_json::Value::as_array) {
+            parts.extend(messages.iter().cloned());
+        }
+        let mut items = Items {
+            keys: Vec::new(),
+            tokens: Vec::new(),
+        };
+        for part in parts {
+            let text = without_cache_marks(&part).to_string();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            text.hash(&mut h);
+            let key = h.finish();
+            let tokenizer = &self.tokenizer;
+            let n = *self
+                .seen
+                .entry(key)
+                .or_insert_with(|| tokenizer.count(&text));
+            items.keys.push(key);
+            items.tokens.push(n);
+        }
+        items
+    }
+}
+
+/// Tokens of `this` request's leading items equal to `previous`'s.
+fn cached(previous: &Items, this: &Items) -> usize {
+    previous
+        .keys
+        .iter()
+        .zip(&this.keys)
+        .zip(&this.tokens)
+        .take_while(|((a, b), _)| a == b)
+        .map(|(_, n)| *n)
         .sum()
 }
 
@@ -133,19 +241,21 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
     }
     let budget = ContextBudget::new(args.budget, reserve);
     let builder = builder(&conv.system, budget, args.strategy, tok)?;
-    let counter = MessageCounter::new(tok);
     if let Some(dir) = &args.emit {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the folder {}", dir.display()))?;
     }
     let mut log: Vec<LogEntry> = Vec::new();
     let mut requests = Vec::new();
-    let mut previous: Vec<(String, usize)> = Vec::new();
     let mut compactions = 0;
     let mut seen_user = false;
-    // The limit: the system prompt and every entry the model would read, never compressed.
-    let mut limit_tokens = counter.system(&conv.system);
-    let (mut limit_input, mut limit_repeated, mut limit_previous) = (0usize, 0usize, 0usize);
+    let mut items = ItemCounter {
+        tokenizer: tok,
+        seen: Default::default(),
+    };
+    let (mut ours, mut whole) = (Cost::default(), Cost::default());
+    let mut previous: Option<Items> = None;
+    let mut previous_whole: Option<Items> = None;
     for entry in &conv.entries {
         let opens_turn = entry.role == LogRole::Assistant
             && seen_user
@@ -173,18 +283,17 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
                     )
                 })?;
             let compacted = built.compaction.is_some();
-            let this = pieces(&built.system, &built.entries, &counter);
-            let repeated = common_prefix(&previous, &this);
             let n = requests.len() + 1;
+            let model_request = ModelRequest::new("replay", built.entries.clone())
+                .with_system(built.system.clone())
+                .with_cache(CacheHint {
+                    stable_entries: built.stable,
+                    key: Some("replay".to_owned()),
+                });
+            let anthropic = AnthropicClient::request_body(&model_request);
             if let Some(dir) = &args.emit {
-                let model_request = ModelRequest::new("replay", built.entries.clone())
-                    .with_system(built.system.clone())
-                    .with_cache(CacheHint {
-                        stable_entries: built.stable,
-                        key: Some("replay".to_owned()),
-                    });
                 let body = match args.to {
-                    Wire::Anthropic => AnthropicClient::request_body(&model_request),
+                    Wire::Anthropic => anthropic.clone(),
                     Wire::Openai => OpenAiClient::new(None)
                         .map_err(anyhow::Error::from)?
                         .request_body(&model_request),
@@ -199,15 +308,26 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
                 )
                 .with_context(|| format!("writing {}", path.display()))?;
             }
-            limit_input += limit_tokens + counter.reply_priming();
-            limit_repeated += limit_previous;
-            limit_previous = limit_tokens;
+            let this = items.items(&anthropic);
+            let hit = previous.as_ref().map_or(0, |p| cached(p, &this));
+            let request_tokens: usize = this.tokens.iter().sum();
+            ours.add(request_tokens, hit);
+            // The same request with no compression: the whole conversation so far.
+            let plain: Vec<LogEntry> = log.iter().filter(|e| !e.is_compaction()).cloned().collect();
+            let full = ModelRequest::new("replay", plain).with_system(conv.system.clone());
+            let full = items.items(&AnthropicClient::request_body(&full));
+            let full_hit = previous_whole.as_ref().map_or(0, |p| cached(p, &full));
+            let full_tokens: usize = full.tokens.iter().sum();
+            whole.add(full_tokens, full_hit);
+            previous_whole = Some(full);
             requests.push(Request {
                 request: n,
                 before_entry: entry.id.clone(),
                 input_tokens: built.debug.usage.used,
                 compacted,
-                repeated_prefix_tokens: repeated,
+                request_tokens,
+                cached_tokens: hit,
+                no_compression: (full_tokens, full_hit),
             });
             if let Some(record) = built.compaction.filter(|_| !args.stateless) {
                 compactions += 1;
@@ -215,35 +335,27 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
             } else if compacted {
                 compactions += 1;
             }
-            previous = this;
+            previous = Some(this);
         }
         if entry.role == LogRole::User && entry.include_in_context {
             seen_user = true;
         }
-        if entry.include_in_context && !entry.is_compaction() {
-            limit_tokens += counter.entry(entry);
-        }
         log.push(entry.clone());
     }
     let input: usize = requests.iter().map(|r| r.input_tokens).sum();
-    let repeated: usize = requests.iter().map(|r| r.repeated_prefix_tokens).sum();
-    let share = |part: usize, whole: usize| {
-        if whole == 0 {
-            0.0
-        } else {
-            part as f64 / whole as f64
-        }
-    };
+    let (ours, whole) = (ours.finish(), whole.finish());
     let totals = Totals {
         requests: requests.len(),
         compactions,
         input_tokens: input,
-        repeated_prefix_tokens: repeated,
-        cacheable_share: share(repeated, input),
-        limit_input_tokens: limit_input,
-        limit_repeated_prefix_tokens: limit_repeated,
-        limit_cacheable_share: share(limit_repeated, limit_input),
-        uncached_vs_limit: share(input - repeated, limit_input - limit_repeated),
+        uncached_vs_no_compression: share(ours.uncached_tokens, whole.uncached_tokens),
+        cost_vs_no_compression: if whole.cost > 0.0 {
+            ours.cost / whole.cost
+        } else {
+            0.0
+        },
+        cost: ours,
+        no_compression: whole,
         budget: args.budget,
         strategy: args.strategy.name(),
         stateless: args.stateless,
@@ -256,29 +368,27 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("request  before entry                            input  compacted  repeated prefix");
+    outln!("request  before entry                            input  compacted    cached");
     for r in &requests {
-        let share = if r.input_tokens == 0 {
-            0.0
-        } else {
-            r.repeated_prefix_tokens as f64 * 100.0 / r.input_tokens as f64
-        };
+        let share = share(r.cached_tokens, r.request_tokens) * 100.0;
         outln!(
             "{:>7}  {:<36} {:>8}  {:<9}  {:>8} ({share:.1} %)",
             r.request,
             r.before_entry,
             r.input_tokens,
             if r.compacted { "yes" } else { "no" },
-            r.repeated_prefix_tokens
+            r.cached_tokens
         );
     }
+    let c = &totals.cost;
     outln!(
-        "{} requests · {} compactions · {} input tokens · {} repeated ({:.1} % cacheable) · budget {} · {}{}",
+        "{} requests · {} compactions · {} request tokens · {} cached ({:.1} %) · cost {:.0} · budget {} · {}{}",
         totals.requests,
         totals.compactions,
-        totals.input_tokens,
-        totals.repeated_prefix_tokens,
-        totals.cacheable_share * 100.0,
+        c.request_tokens,
+        c.cached_tokens,
+        c.cacheable_share * 100.0,
+        c.cost,
         totals.budget,
         totals.strategy,
         if totals.stateless {
@@ -287,11 +397,14 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
             ""
         }
     );
+    let w = &totals.no_compression;
     outln!(
-        "no compression (the limit): {} input tokens · {:.1} % cacheable · uncached tokens {:.2}× the limit's",
-        totals.limit_input_tokens,
-        totals.limit_cacheable_share * 100.0,
-        totals.uncached_vs_limit
+        "no compression: {} request tokens · {:.1} % cached · cost {:.0} · ours: uncached {:.2}×, cost {:.2}×",
+        w.request_tokens,
+        w.cacheable_share * 100.0,
+        w.cost,
+        totals.uncached_vs_no_compression,
+        totals.cost_vs_no_compression
     );
     Ok(ExitCode::SUCCESS)
 }

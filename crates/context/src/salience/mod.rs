@@ -12,6 +12,7 @@ mod text;
 
 pub use output::{TRACE_MARK, line_salience, salient_lines, trace_text};
 pub use text::{KeySentences, key_sentences, sentence_salience, sentences};
+pub(crate) use text::{Rarity, cut_parts, words};
 
 /// The salience of a line or a sentence, with the part each signal contributed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

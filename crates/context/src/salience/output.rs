@@ -3,130 +3,15 @@
 //! trace made of them.
 
 use super::{Salience, contains_word, has_code, has_path, longest_number};
+use crate::structure::names::WORDS as WHOLE_WORDS;
+use crate::structure::{OutputKind, clip, read_output};
 
-/// Words that mark an aggregate: the figure a reader of a large output looks for.
-const AGGREGATE_WORDS: &[&str] = &[
-    "total", "subtotal", "sum", "grand", "overall", "net", "合计", "总计", "总和", "小计",
-    "average", "avg", "mean", "median", "count", "growth", "change", "share", "rate", "平均",
-    "增长", "占比",
-];
+/// Words of a line that name a statistic of a whole: the other set functions of SQL
+/// (ISO/IEC 9075) and the rows of pandas' `describe()`.
+const STATISTIC_WORDS: &[&str] = &["avg", "mean", "median", "count", "std", "min", "max"];
 
-/// The aggregate words that name a whole (a total, a sum) rather than a statistic of it: the
-/// first [`STRONG_AGGREGATES`] of [`AGGREGATE_WORDS`].
-const STRONG_AGGREGATES: usize = 10;
-
-/// Words that mark a failure.
+/// Words test runners, compilers and loggers print for a failure.
 const ERROR_WORDS: &[&str] = &["error", "failed", "failure", "exception", "warning", "错误"];
-
-/// Whether `text` names an exception the way Python, Java or Rust print one (`ValueError:`,
-/// `java.io.IOException`).
-fn names_an_exception(text: &str) -> bool {
-    text.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| w.len() > 5 && (w.ends_with("Error") || w.ends_with("Exception")))
-}
-
-/// Where the figure of a long line is: the first aggregate word followed by a number of four
-/// digits or more, else the longest number of three digits or more; as a char range
-/// `[start, end)` to keep in view. `None` (keep the line's start) when no number is a figure: a
-/// version, a line number or a count of one or two digits says less than the line's words.
-fn focus(line: &str) -> Option<(usize, usize)> {
-    let chars: Vec<char> = line.chars().collect();
-    let lower: String = line.to_lowercase();
-    let lower_chars: Vec<char> = lower.chars().collect();
-    // Numbers: (start, end, digits).
-    let mut numbers = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i].is_ascii_digit() {
-            let start = i;
-            let mut digits = 0;
-            while i < chars.len()
-                && (chars[i].is_ascii_digit()
-                    || ((chars[i] == ',' || chars[i] == '.')
-                        && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
-            {
-                digits += usize::from(chars[i].is_ascii_digit());
-                i += 1;
-            }
-            numbers.push((start, i, digits));
-        } else {
-            i += 1;
-        }
-    }
-    let aggregate = AGGREGATE_WORDS
-        .iter()
-        .filter_map(|w| {
-            let at = lower.find(w)?;
-            Some(lower[..at].chars().count())
-        })
-        .filter(|&at| {
-            numbers
-                .iter()
-                .any(|&(s, _, d)| s >= at && d >= 4 && s - at <= 60)
-        })
-        .min();
-    if lower_chars.len() != chars.len() {
-        // Lower-casing changed the length (some scripts): the longest number only.
-        return numbers
-            .iter()
-            .filter(|n| n.2 >= 3)
-            .max_by_key(|n| n.2)
-            .map(|&(s, e, _)| (s, e));
-    }
-    match aggregate {
-        Some(at) => numbers
-            .iter()
-            .find(|&&(s, _, d)| s >= at && d >= 4)
-            .map(|&(_, e, _)| (at, e)),
-        None => numbers
-            .iter()
-            .filter(|n| n.2 >= 3)
-            .max_by_key(|n| n.2)
-            .map(|&(s, e, _)| (s, e)),
-    }
-}
-
-/// `line` cut to `max` chars around its figure (see [`focus`]), `…` where it was cut.
-fn clip_line(line: &str, max: usize) -> String {
-    let line = line.trim_end();
-    let chars: Vec<char> = line.chars().collect();
-    if chars.len() <= max {
-        return line.to_owned();
-    }
-    let max = max.max(8);
-    let piece = |from: usize, to: usize| -> String {
-        let mut out = String::new();
-        if from > 0 {
-            out.push('…');
-        }
-        out.extend(&chars[from..to]);
-        if to < chars.len() {
-            out.push('…');
-        }
-        out
-    };
-    match focus(line) {
-        Some((s, e)) if e > max - 1 => {
-            // The figure is past the first `max - 1` chars: keep what names it (the aggregate
-            // word) and the figure itself, with `…` for what is left out between.
-            let width = max - 2;
-            let end = (e + 2).min(chars.len());
-            if end - s <= width {
-                piece(s, (s + width).min(chars.len()))
-            } else {
-                let head = (width / 3).max(1);
-                let tail = width - head - 1;
-                let mut out = piece(s, s + head);
-                out.extend(&chars[end - tail..end]);
-                if end < chars.len() {
-                    out.push('…');
-                }
-                out
-            }
-        }
-        _ => piece(0, max - 1),
-    }
-}
 
 /// The salience of one line of a tool output: aggregates, figures, identifiers, key-value
 /// pairs, paths and errors raise it; lines of bare structure (`},`, `]`) lower it.
@@ -138,12 +23,9 @@ pub fn line_salience(line: &str) -> Salience {
         return s;
     }
     let lower = trimmed.to_lowercase();
-    if AGGREGATE_WORDS[..STRONG_AGGREGATES]
-        .iter()
-        .any(|w| contains_word(&lower, w))
-    {
+    if WHOLE_WORDS.iter().any(|w| contains_word(&lower, w)) {
         s.add("aggregate", 4);
-    } else if AGGREGATE_WORDS.iter().any(|w| contains_word(&lower, w)) {
+    } else if STATISTIC_WORDS.iter().any(|w| contains_word(&lower, w)) {
         s.add("aggregate", 3);
     }
     let digits = longest_number(trimmed);
@@ -161,7 +43,7 @@ pub fn line_salience(line: &str) -> Salience {
     if has_path(trimmed) {
         s.add("path", 2);
     }
-    if ERROR_WORDS.iter().any(|w| contains_word(&lower, w)) || names_an_exception(trimmed) {
+    if ERROR_WORDS.iter().any(|w| contains_word(&lower, w)) {
         s.add("error", 2);
     }
     if s.parts.iter().any(|p| p.0 == "aggregate") && digits >= 4 {
@@ -282,12 +164,15 @@ pub fn salient_lines(text: &str, n: usize) -> Vec<&str> {
 pub const TRACE_MARK: &str = "[trace of ";
 
 /// What a tool output that leaves the window leaves behind: a header naming the tool, its
-/// status, its size and where the full output is; the first line (a header row, say); the most
-/// salient lines (figures, identifiers, totals) in their order; the last line — at most
-/// `max_chars` characters of lines (the header aside; 0 leaves the header alone).
+/// status, its size, what the output was read as and where the full output is; then the
+/// output's key items, best first — its figures with their labels (an aggregate row with its
+/// first cells and column titles, a document value with its path, an exception, a log line of
+/// its own kind; see [`read_output`]), or for an output of no known structure its most salient
+/// lines — at most `max_chars` characters of lines (the header aside; 0 leaves the header
+/// alone).
 ///
-/// A trace can be traced again with a smaller cap: its header stays and its lines are chosen
-/// again. `None` when the text already fits.
+/// A trace can be traced again with a smaller cap: its header stays and its first lines that
+/// fit stay (they are best first). `None` when the text already fits.
 pub fn trace_text(
     text: &str,
     tool: &str,
@@ -295,23 +180,15 @@ pub fn trace_text(
     full_output: &str,
     max_chars: usize,
 ) -> Option<String> {
-    let (header, body) = match text.strip_prefix(TRACE_MARK) {
-        Some(_) => {
-            let (head, rest) = text.split_once('\n').unwrap_or((text, ""));
-            (head.to_owned(), rest.to_owned())
-        }
-        None => {
-            let status = if ok { "ok" } else { "error" };
-            let header = format!(
-                "{TRACE_MARK}{tool} · {status} · {} lines; full output: {full_output}]",
-                text.lines().count()
-            );
-            (header, text.to_owned())
-        }
-    };
     let is_trace = text.starts_with(TRACE_MARK);
-    // A trace's gap markers are not lines it keeps: a trace traced again at the cap it was
-    // made with stays as it is (a compaction that finds it does not rewrite it).
+    let (header, body) = if is_trace {
+        let (head, rest) = text.split_once('\n').unwrap_or((text, ""));
+        (head.to_owned(), rest.to_owned())
+    } else {
+        (String::new(), text.to_owned())
+    };
+    // A trace's gap markers (of traces made before traces were best first) are not lines it
+    // keeps: a trace traced again at the cap it was made with stays as it is.
     let body_chars = if is_trace {
         body.lines()
             .filter(|l| *l != "…")
@@ -321,56 +198,67 @@ pub fn trace_text(
     } else {
         body.chars().count()
     };
-    if body_chars <= max_chars && (is_trace || body_chars + header.chars().count() <= max_chars) {
+    let new_header = |kind: OutputKind| {
+        let status = if ok { "ok" } else { "error" };
+        let read = match kind {
+            OutputKind::Lines => String::new(),
+            other => format!(" · {}", other.name()),
+        };
+        format!(
+            "{TRACE_MARK}{tool} · {status} · {} lines{read}; full output: {full_output}]",
+            text.lines().count()
+        )
+    };
+    if is_trace && body_chars <= max_chars {
         return None;
     }
-    if max_chars == 0 {
-        return Some(header);
-    }
-    // Lines a previous trace wrote as gap markers are not content. A long line of prose is
-    // ranked sentence by sentence.
-    let lines: Vec<&str> = body
-        .lines()
-        .filter(|l| *l != "…")
-        .flat_map(|l| {
-            if l.chars().count() > 400 {
-                l.split_inclusive(". ").collect::<Vec<_>>()
-            } else {
-                vec![l]
-            }
-        })
-        .collect();
     // Room for three lines; a trace of one key line may use all of it.
     let line_cap = if max_chars <= 80 {
-        max_chars
+        max_chars.saturating_sub(1)
     } else {
         (max_chars / 3).max(40)
     };
-    let mut ranked = ranked_lines(&lines);
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut keep: Vec<usize> = Vec::new();
+    // The best line may take more room than the others: what it says matters most.
+    let wide = max_chars.saturating_sub(1).min(line_cap.max(160));
+    let (header, candidates): (String, Vec<String>) = if is_trace {
+        let lines = body
+            .lines()
+            .filter(|l| *l != "…" && !l.trim().is_empty())
+            .enumerate()
+            .map(|(k, l)| clip(l, if k == 0 { wide } else { line_cap }))
+            .collect();
+        (header, lines)
+    } else {
+        let reading = read_output(&body);
+        let header = new_header(reading.kind);
+        if body_chars + header.chars().count() <= max_chars {
+            return None;
+        }
+        let lines = reading
+            .items
+            .iter()
+            .enumerate()
+            .map(|(k, i)| i.render(if k == 0 { wide } else { line_cap }))
+            .collect();
+        (header, lines)
+    };
+    if max_chars == 0 {
+        return Some(header);
+    }
+    let mut out = header;
     let mut used = 0;
-    for (i, _) in ranked {
-        let n = clip_line(lines[i], line_cap).chars().count() + 1;
-        if used + n > max_chars {
+    let mut kept: Vec<&str> = Vec::new();
+    for line in &candidates {
+        let n = line.chars().count() + 1;
+        if used + n > max_chars || kept.contains(&line.as_str()) {
             continue;
         }
         used += n;
-        keep.push(i);
+        kept.push(line);
     }
-    keep.sort_unstable();
-    let mut out = header;
-    let mut prev: Option<usize> = None;
-    for &i in &keep {
-        if prev.is_some_and(|p| i > p + 1) || (prev.is_none() && i > 0) {
-            out.push_str("\n…");
-        }
+    for line in kept {
         out.push('\n');
-        out.push_str(&clip_line(lines[i], line_cap));
-        prev = Some(i);
-    }
-    if prev.is_some_and(|p| p + 1 < lines.len()) {
-        out.push_str("\n…");
+        out.push_str(line);
     }
     Some(out)
 }
@@ -380,87 +268,80 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_paragraph_is_traced_by_its_total_sentence() {
+    fn a_paragraph_is_traced_by_the_sentence_of_its_largest_figure() {
         let mut text = String::new();
         for i in 0..12 {
             text.push_str(&format!(
-                "In EAST the Dock line sold {} units at an average of 3{i}627.53 per order. ",
-                500 + i
+                "Depot {i} loaded {} pallets, {}4.5 kg each on average. ",
+                300 + i,
+                10 + i
             ));
             if i == 5 {
-                text.push_str("Net revenue for EAST over the period came to 84123.45. ");
+                text.push_str("The depots moved 4127.5 tonnes between them this week. ");
             }
         }
-        let t = trace_text(&text, "run_python", true, "data_001", 60).unwrap();
-        assert!(t.contains("84123.45"), "{t}");
-    }
-
-    #[test]
-    fn a_long_line_is_cut_around_its_figure() {
-        let line = r#"  {"summary": {"region": "CENTRAL", "total": 84123.45, "rows": 90}}"#;
-        let cut = clip_line(line, 40);
-        assert!(cut.contains("84123.45"), "{cut}");
-        assert!(cut.chars().count() <= 40, "{cut}");
-        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
-        // A line whose figure is in its first chars keeps its start.
-        assert_eq!(
-            clip_line("TOTAL 1234.5 and then a very long tail of words", 20),
-            "TOTAL 1234.5 and th…"
+        let t = trace_text(&text, "run_python", true, "data_001", 70).unwrap();
+        assert!(
+            t.starts_with("[trace of run_python · ok · 1 lines · prose;"),
+            "{t}"
         );
-        assert_eq!(clip_line("short", 20), "short");
+        assert!(t.contains("4127.5 tonnes"), "{t}");
     }
 
     #[test]
     fn line_scores_are_explained() {
-        let s = line_salience("Grand total West Q3: 444,645.00 (INV-2024-0042)");
+        let s = line_salience("Sum of refunds, March: 18,204.10 (REF-0311-77)");
         let names: Vec<&str> = s.parts.iter().map(|p| p.0).collect();
         assert_eq!(
             names,
             ["aggregate", "figure", "identifier", "aggregate figure"]
         );
         assert_eq!(s.total, 10);
-        // An exception's name marks an error; a statistic weighs less than a total.
-        let e = line_salience("ValueError: EAST total 84123.45 does not match");
+        // A failure word marks an error; a statistic weighs less than a whole.
+        let e = line_salience("upload failed after 3 retries");
         assert!(e.parts.iter().any(|p| p.0 == "error"), "{e:?}");
         assert!(
-            line_salience("Net revenue came to 12,345.67.").total
-                > line_salience("sold 504 units at an average of 31627.53").total
+            line_salience("the total came to 9,870.00").total
+                > line_salience("the median stay was 4 nights").total
         );
         assert!(line_salience("    ],").total < 0);
-        assert_eq!(line_salience("North,Q1,12").total, 1);
+        assert_eq!(line_salience("Lisbon,W2,9").total, 1);
     }
 
     #[test]
-    fn traces_keep_head_totals_and_tail() {
-        let mut text = String::from("region,product,amount\n");
+    fn a_trace_keeps_the_figure_with_its_label_best_first() {
+        let mut text = String::from("clinic,doctor,visits\n");
+        let mut sum = 0;
         for i in 0..300 {
-            text.push_str(&format!("R{},P{},{}\n", i % 5, i % 7, i * 3));
-            if i == 150 {
-                text.push_str("TOTAL,all,1234567.89\n");
-            }
+            text.push_str(&format!("C{},D{},{}\n", i % 5, i % 7, i % 40));
+            sum += i % 40;
         }
-        text.push_str("300 rows");
+        text.push_str(&format!("Total,,{sum}\n"));
         let trace = trace_text(&text, "query_database", true, "data/q1.json", 300).unwrap();
-        assert!(trace.starts_with("[trace of query_database · ok · 303 lines;"));
+        assert!(
+            trace.starts_with("[trace of query_database · ok · 302 lines · table;"),
+            "{trace}"
+        );
         assert!(trace.contains("full output: data/q1.json]"));
-        assert!(trace.contains("\nregion,product,amount\n"), "{trace}");
-        assert!(trace.contains("TOTAL,all,1234567.89"), "{trace}");
-        assert!(trace.ends_with("300 rows"), "{trace}");
-        // A trace shrinks again with a smaller cap, keeping its header and its total first.
-        let smaller = trace_text(&trace, "ignored", false, "ignored", 40).unwrap();
-        assert!(smaller.starts_with("[trace of query_database · ok · 303 lines"));
-        assert!(smaller.contains("TOTAL,all,1234567.89"), "{smaller}");
+        let lines: Vec<&str> = trace.lines().skip(1).collect();
+        assert_eq!(lines[0], format!("Total · visits = {sum}"), "{trace}");
+        assert_eq!(lines[1], "clinic | doctor | visits", "{trace}");
+        // A trace shrinks again with a smaller cap, keeping its header and its first lines.
+        let smaller = trace_text(&trace, "ignored", false, "ignored", 30).unwrap();
+        assert!(smaller.starts_with("[trace of query_database · ok · 302 lines"));
+        assert_eq!(smaller.lines().nth(1), Some(lines[0]), "{smaller}");
         assert!(trace_text(&smaller, "x", true, "x", 1_000).is_none());
         let header = trace_text(&smaller, "x", true, "x", 0).unwrap();
         assert!(!header.contains('\n') && header.ends_with("data/q1.json]"));
-        // A trace traced again at the cap it was made with is left as it is, gap markers and
-        // all: a later compaction does not rewrite it.
-        // Totals on every other line: the kept lines fill the cap, with a gap marker between
-        // each two.
+        // A trace traced again at the cap it was made with is left as it is: a later
+        // compaction does not rewrite it.
         let mut text = String::new();
         for i in 0..200 {
             if i % 2 == 0 {
-                text.push_str(&format!("TOTAL region {i}: {}.50 units\n", i * 1000 + 1234));
+                text.push_str(&format!(
+                    "checksum of shard {i}: {}.25 ok\n",
+                    i * 1000 + 1234
+                ));
             } else {
                 text.push_str("-\n");
             }
@@ -472,11 +353,5 @@ mod tests {
                 "at {cap}: {made}"
             );
         }
-    }
-
-    #[test]
-    fn a_line_without_a_figure_is_cut_at_its_end() {
-        let line = "○ spotter-4te [EPIC] · End-to-end OpenTelemetry tracing (plugin -> Phoenix) [● P1 · open]";
-        assert_eq!(clip_line(line, 30), "○ spotter-4te [EPIC] · End-to…");
     }
 }

@@ -3,44 +3,37 @@
 
 use super::{Salience, contains_word, has_code, has_path, longest_number};
 
-/// Words that mark a requirement, a constraint or a decision.
+/// Words that state an obligation, a prohibition or a need:
+/// - English: the modals of obligation and necessity that grammars of English list (`must`,
+///   `should`, `have to`, `need to`, `ought to`, `had better`, `be supposed to`; Biber et al.,
+///   *Longman Grammar of Spoken and Written English*, on modals of obligation) and the verbal
+///   forms of a requirement in the ISO/IEC Directives, Part 2 (`shall`, `required`);
+/// - Chinese: the modal verbs of obligation and prohibition (必须, 应该, 应当, 需要, 务必,
+///   不得, 不要, 不许, 禁止) and the forms of GB/T 1.1—2020 for a requirement (`应` and `不应`,
+///   written here as 应该, 应当 and 不应: the single character is part of too many words).
 const REQUIREMENT_WORDS: &[&str] = &[
     "must",
     "should",
-    "need",
-    "needs",
+    "have to",
+    "has to",
+    "need to",
+    "needs to",
+    "ought to",
+    "had better",
+    "supposed to",
+    "shall",
     "required",
-    "require",
-    "only",
-    "never",
-    "always",
-    "don't",
-    "do not",
-    "avoid",
-    "exclude",
-    "excluding",
-    "include",
-    "ensure",
-    "make sure",
-    "please",
-    "deadline",
-    "budget",
-    "limit",
-    "decided",
-    "decision",
     "必须",
+    "应该",
+    "应当",
+    "不应",
     "需要",
-    "不要",
     "务必",
-    "不能",
     "不得",
+    "不要",
+    "不许",
     "禁止",
-    "一律",
-    "排除",
 ];
-
-/// Phrases that hold a requirement word without being a requirement ("能不能", can you).
-const NOT_REQUIREMENTS: &[&str] = &["能不能"];
 
 /// The salience of one sentence of a user or assistant text: requirement words, numbers,
 /// codes, paths and proper names raise it; a question matters too.
@@ -50,10 +43,7 @@ pub fn sentence_salience(sentence: &str) -> Salience {
     if trimmed.is_empty() {
         return s;
     }
-    let mut lower = trimmed.to_lowercase();
-    for phrase in NOT_REQUIREMENTS {
-        lower = lower.replace(phrase, " ");
-    }
+    let lower = trimmed.to_lowercase();
     if REQUIREMENT_WORDS.iter().any(|w| contains_word(&lower, w)) {
         s.add("requirement", 3);
     }
@@ -123,6 +113,98 @@ pub fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
+/// The words of a text that say what a set of texts says once: a sentence that holds words no
+/// other text of the set holds (a code, a name, a figure, a term used once) says something the
+/// rest of the conversation does not; one made of words every turn repeats adds little.
+#[derive(Debug, Default)]
+pub(crate) struct Rarity {
+    /// In how many texts each word occurs.
+    texts_with: std::collections::HashMap<String, usize>,
+}
+
+impl Rarity {
+    /// The counts of `texts`' words.
+    pub(crate) fn of<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut texts_with: std::collections::HashMap<String, usize> = Default::default();
+        for t in texts {
+            let mut seen: Vec<String> = words(t);
+            seen.sort_unstable();
+            seen.dedup();
+            for w in seen {
+                *texts_with.entry(w).or_default() += 1;
+            }
+        }
+        Self { texts_with }
+    }
+
+    /// How many of `sentence`'s words occur in one text of the set only, at most 3.
+    pub(crate) fn novelty(&self, sentence: &str) -> i32 {
+        let mut ws = words(sentence);
+        ws.sort_unstable();
+        ws.dedup();
+        let once = ws
+            .iter()
+            .filter(|w| self.texts_with.get(*w).copied().unwrap_or(0) <= 1)
+            .count();
+        i32::try_from(once.min(3)).unwrap_or(3)
+    }
+}
+
+/// The words of `text`: runs of letters, digits and `-_.` (lower-cased), and each pair of
+/// adjacent CJK characters (Chinese is not written with spaces).
+pub(crate) fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_cjk: Option<char> = None;
+    let cjk =
+        |c: char| ('\u{3400}'..='\u{9fff}').contains(&c) || ('\u{3040}'..='\u{30ff}').contains(&c);
+    for c in text.chars() {
+        if cjk(c) {
+            if let Some(p) = prev_cjk {
+                out.push(format!("{p}{c}"));
+            }
+            prev_cjk = Some(c);
+        } else {
+            prev_cjk = None;
+        }
+        if c.is_alphanumeric() && !cjk(c) || (!word.is_empty() && matches!(c, '-' | '_' | '.')) {
+            word.extend(c.to_lowercase());
+        } else if !word.is_empty() {
+            let w = word.trim_end_matches(['-', '_', '.']).to_owned();
+            if w.chars().count() >= 2 {
+                out.push(w);
+            }
+            word.clear();
+        }
+    }
+    let w = word.trim_end_matches(['-', '_', '.']).to_owned();
+    if w.chars().count() >= 2 {
+        out.push(w);
+    }
+    out
+}
+
+/// A text that [`key_sentences`] (or a compaction) cut before: what it kept, and how many
+/// sentences it had left out.
+pub(crate) fn cut_parts(text: &str) -> (&str, usize) {
+    match text.rsplit_once(" [… ") {
+        Some((kept, marker)) if marker.ends_with(" sentence(s) left out]") => (
+            kept,
+            marker
+                .trim_end_matches(" sentence(s) left out]")
+                .parse::<usize>()
+                .unwrap_or(0),
+        ),
+        _ => match text
+            .strip_prefix("[… ")
+            .and_then(|m| m.strip_suffix(" sentence(s) left out]"))
+        {
+            Some(n) => ("", n.parse::<usize>().unwrap_or(0)),
+            None => (text, 0),
+        },
+    }
+}
+
 /// What [`key_sentences`] kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySentences {
@@ -140,16 +222,7 @@ pub fn key_sentences(text: &str, max_chars: usize) -> Option<KeySentences> {
         return None;
     }
     // A text cut before: its marker is not a sentence, and its count carries over.
-    let (text, before) = match text.rsplit_once(" [… ") {
-        Some((kept, marker)) if marker.ends_with(" sentence(s) left out]") => (
-            kept,
-            marker
-                .trim_end_matches(" sentence(s) left out]")
-                .parse::<usize>()
-                .unwrap_or(0),
-        ),
-        _ => (text, 0),
-    };
+    let (text, before) = cut_parts(text);
     let all = sentences(text);
     let mut ranked: Vec<(usize, i32)> = all
         .iter()
@@ -200,25 +273,25 @@ mod tests {
 
     #[test]
     fn a_text_cut_again_keeps_one_marker_with_the_whole_count() {
-        let text = "First we look. Then we check the EUR totals for CC-7741 please. \
-                    Some filler here. More filler there. And one more filler.";
+        let text = "We start at the port. The crane log names lift LFT-2207 twice. \
+                    Gulls were loud. Coffee was cold. Nobody minded.";
         let once = key_sentences(text, 90).unwrap();
         let twice = key_sentences(&once.text, 50).unwrap();
         assert_eq!(twice.text.matches("left out]").count(), 1, "{}", twice.text);
         assert_eq!(twice.left_out, 4, "{}", twice.text);
-        assert!(twice.text.contains("CC-7741"), "{}", twice.text);
+        assert!(twice.text.contains("LFT-2207"), "{}", twice.text);
     }
 
     #[test]
     fn sentences_split_on_marks_and_lines() {
-        let s = sentences("Use EUR. Exclude Central!\nWhy did West jump? 价格上涨。下一步");
+        let s = sentences("Ship by rail. Skip Leeds!\nWhy did Oslo dip? 运费上涨。下一步");
         assert_eq!(
             s,
             [
-                "Use EUR.",
-                "Exclude Central!",
-                "Why did West jump?",
-                "价格上涨。",
+                "Ship by rail.",
+                "Skip Leeds!",
+                "Why did Oslo dip?",
+                "运费上涨。",
                 "下一步"
             ]
         );

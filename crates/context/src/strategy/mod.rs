@@ -2,11 +2,13 @@
 
 mod importance;
 mod key_messages;
+mod retrieval;
 mod summary;
 mod truncate;
 
 pub use importance::{Importance, ImportanceStrategy};
 pub use key_messages::{KeyMessages, SCORE_CHARS, Score};
+pub use retrieval::{EmbedError, Embedder, RECALL_MARK, RetrievalStrategy};
 pub use summary::{ExtractiveSummarizer, Summarizer, SummaryError, SummaryStrategy};
 pub use truncate::Truncate;
 
@@ -64,7 +66,7 @@ impl<T: CompressionStrategy + ?Sized> CompressionStrategy for std::sync::Arc<T> 
     }
 }
 
-fn _object_safe(_: &dyn CompressionStrategy, _: &dyn Summarizer) {}
+fn _object_safe(_: &dyn CompressionStrategy, _: &dyn Summarizer, _: &dyn Embedder) {}
 
 /// Cuts `text` to at most `max_chars` characters, keeping `head` of it at the start and the
 /// rest at the end, with a marker saying how much was left out.

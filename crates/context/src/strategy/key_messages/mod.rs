@@ -209,14 +209,8 @@ impl CompressionStrategy for KeyMessages {
         // traces less than their share are cut to their key sentences (oldest first, never
         // the latest) before any trace loses its figures.
         let users_share = cx.limit - cx.limit * 2 / 5;
-        for cap in [
-            self.user_key_chars,
-            self.user_key_chars / 3,
-            self.user_key_chars / 8,
-        ] {
-            if Self::floor(&window) > users_share {
-                self.cut_old_users_to(&mut window, users_share, cap, cx.counter);
-            }
+        if Self::floor(&window) > users_share {
+            self.cut_old_users_to(&mut window, users_share, cx.counter);
         }
         if Self::floor(&window) > cx.limit {
             // The user messages and the current work alone are over the budget: every older
@@ -275,15 +269,45 @@ impl CompressionStrategy for KeyMessages {
         if window.tokens() > cx.target {
             self.shrink_protected(&mut window, cx.target, cx.counter);
         }
+        // A front that must change changes once for several compactions: down to halfway
+        // between the target and the trigger's distance below it.
+        let headroom = cx.trigger.saturating_sub(cx.target) / 2;
         if window.tokens() > cx.target {
-            self.shrink_traces(&mut window, TraceLevel::Top, cx.target, cx.counter);
+            let front_goal = cx.target.saturating_sub(headroom);
+            self.shrink_traces(
+                &mut window,
+                TraceLevel::Top,
+                cx.target,
+                front_goal,
+                cx.counter,
+            );
         }
         // Traces reduced to their header keep the pairs and the paths but lose their figures:
         // only to stay clear of the trigger (a window left over it would be compacted again at
         // every request, and its front would never be cached) or within the limit.
         let clear_of_trigger = (cx.target + cx.trigger.min(cx.limit)) / 2;
         if window.tokens() > clear_of_trigger {
-            self.shrink_traces(&mut window, TraceLevel::Key, clear_of_trigger, cx.counter);
+            let front_goal = clear_of_trigger.saturating_sub(headroom);
+            self.shrink_traces(
+                &mut window,
+                TraceLevel::Key,
+                clear_of_trigger,
+                front_goal,
+                cx.counter,
+            );
+            // A long task's own work alone can keep the window over the trigger (a hundred
+            // calls after one question): its older groups fold as older rounds do, or every
+            // request would compact again.
+            if window.tokens() > clear_of_trigger {
+                self.shrink_traces_with(
+                    &mut window,
+                    TraceLevel::Key,
+                    clear_of_trigger,
+                    front_goal,
+                    true,
+                    cx.counter,
+                );
+            }
         }
         // Over the limit, the traces' figure lines are the last to go: the user messages'
         // prose goes first (their key sentences stay), then the answers of older rounds, and
@@ -295,7 +319,13 @@ impl CompressionStrategy for KeyMessages {
             self.drop_old_answers(&mut window, cx.limit);
         }
         if window.tokens() > cx.limit {
-            self.shrink_traces(&mut window, TraceLevel::Header, cx.limit, cx.counter);
+            self.shrink_traces(
+                &mut window,
+                TraceLevel::Header,
+                cx.limit,
+                cx.limit,
+                cx.counter,
+            );
         }
         Ok(self.over_the_limit(window, cx))
     }
@@ -354,7 +384,7 @@ mod tests {
         assert_eq!(traced.entries[0].calls()[0].id, "c1");
         assert!(traced.entries[0].calls()[0].arguments_json().is_ok());
         let text = traced.entries[1].text();
-        assert!(text.contains("GRAND TOTAL,558600"), "{text}");
+        assert!(text.contains("GRAND TOTAL · amount = 558600"), "{text}");
         assert!(
             text.contains("full output: file_reader data/spill/c1_ab.json or recall r1"),
             "{text}"
@@ -378,7 +408,7 @@ mod tests {
             }]
         );
         let note = folded.entries[0].text();
-        assert!(note.contains("GRAND TOTAL,558600"), "{note}");
+        assert!(note.contains("GRAND TOTAL · amount = 558600"), "{note}");
         assert!(
             note.starts_with(
                 "[trace of query_database; full output: file_reader data/spill/c1_ab.json or recall r1]"

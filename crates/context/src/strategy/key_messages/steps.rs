@@ -7,9 +7,14 @@ use ba_protocol::{Content, LogRole};
 use super::KeyMessages;
 use super::trace::{TraceLevel, call_names, full_output, tool_of};
 use crate::message::MessageCounter;
-use crate::salience::{key_sentences, trace_text};
+use crate::salience::{Rarity, cut_parts, sentence_salience, sentences, trace_text};
 use crate::strategy::CompressCx;
-use crate::window::{ChangeKind, Changed, DropReason, Unit, UnitKind, Window};
+use crate::window::{
+    ChangeKind, Changed, DropReason, Unit, UnitKind, Window, holds_provider_compaction,
+};
+
+/// The opening characters a user message keeps when none of its sentences is chosen.
+const QUESTION_HEAD_CHARS: usize = 100;
 
 impl KeyMessages {
     /// Units kept whole whatever happens in step 1: user messages, summaries, the current
@@ -117,35 +122,86 @@ impl KeyMessages {
         }
     }
 
-    /// Traces (and cut texts) shrink to `level`, oldest first, until the window is within
-    /// `goal`. The current task's work keeps its calls paired.
+    /// Traces (and cut texts) shrink to `level` until the window is within `goal`. The current
+    /// task's work keeps its calls paired.
+    ///
+    /// The front a previous compaction settled (see `settled`) is what a prompt cache
+    /// holds: a change there makes the whole request after it uncached. So the units after it —
+    /// rewritten by this compaction anyway — shrink first, oldest first; only if that is not
+    /// enough does the front shrink, oldest first, and then down to `front_goal` (below the
+    /// goal): a front rewritten once leaves room for the next compactions, which then touch
+    /// only what came after it.
     pub(super) fn shrink_traces(
         &self,
         window: &mut Window,
         level: TraceLevel,
         goal: usize,
+        front_goal: usize,
+        counter: &MessageCounter,
+    ) {
+        self.shrink_traces_with(window, level, goal, front_goal, false, counter);
+    }
+
+    /// [`Self::shrink_traces`]; with `fold_current`, the current task's older work (all but
+    /// its most recent units) is reduced at `level` as older rounds are — folded — instead of
+    /// keeping its calls paired.
+    pub(super) fn shrink_traces_with(
+        &self,
+        window: &mut Window,
+        level: TraceLevel,
+        goal: usize,
+        front_goal: usize,
+        fold_current: bool,
         counter: &MessageCounter,
     ) {
         let end = window.pending_start().unwrap_or(window.units.len());
         let latest = window.latest_user();
+        let front = self.settled(window, counter).min(end);
+        let recent_from = end.saturating_sub(self.recent);
         let mut total = window.tokens();
-        for i in 0..end {
-            if total <= goal {
-                return;
-            }
-            let level = if latest.is_some_and(|l| i > l) {
-                level.paired()
+        for (range, goal) in [(front..end, goal), (0..front, front_goal.min(goal))] {
+            // A front that must change goes to the folded level at once: one rewrite, not one
+            // a level.
+            let deepest = if range.start == 0 && level == TraceLevel::Top {
+                TraceLevel::Key
             } else {
                 level
             };
-            if let Some(c) = self.reduced(&window.units[i], level, counter) {
-                Self::apply(window, i, c, &mut total);
+            for i in range {
+                if total <= goal {
+                    break;
+                }
+                let current = latest.is_some_and(|l| i > l);
+                let level = deepest;
+                let level = if current && !(fold_current && i < recent_from) {
+                    level.paired()
+                } else {
+                    level
+                };
+                if let Some(c) = self.reduced(&window.units[i], level, counter) {
+                    Self::apply(window, i, c, &mut total);
+                }
+            }
+            // The front is touched only when what follows it could not meet the goal.
+            if total <= goal.max(front_goal) {
+                return;
             }
         }
     }
 
-    /// Step 5: the oldest user messages (never the latest) are cut to their key sentences
-    /// until the window fits `limit`.
+    /// How many units at the start of `window` an earlier compaction settled: the front up to
+    /// the first unit a trace would still change (a tool result or an answer longer than its
+    /// trace). A window never compacted settles nothing before its first large output.
+    pub(super) fn settled(&self, window: &Window, counter: &MessageCounter) -> usize {
+        window
+            .units
+            .iter()
+            .position(|u| self.reduced(u, TraceLevel::Lines, counter).is_some())
+            .unwrap_or(window.units.len())
+    }
+
+    /// Step 5: the older user messages (never the latest) keep their key sentences until the
+    /// window fits `limit`.
     pub(super) fn cut_old_users(
         &self,
         window: &mut Window,
@@ -153,65 +209,155 @@ impl KeyMessages {
         counter: &MessageCounter,
     ) {
         let total = window.tokens();
-        self.cut_users(window, total, limit, self.user_key_chars, counter);
+        self.cut_users(window, total, limit, counter);
     }
 
-    /// The oldest user messages are cut to their key sentences until the floor (what only the
-    /// last steps can take out) is within `goal`.
+    /// The older user messages keep their key sentences until the floor (what only the last
+    /// steps can take out) is within `goal`.
     pub(super) fn cut_old_users_to(
         &self,
         window: &mut Window,
         goal: usize,
-        cap: usize,
         counter: &MessageCounter,
     ) {
         let floor = Self::floor(window);
-        self.cut_users(window, floor, goal, cap, counter);
+        self.cut_users(window, floor, goal, counter);
     }
 
-    /// Cuts the oldest user messages to their key sentences (at most `cap` chars) while
-    /// `total` (kept up to date) is over `goal`.
+    /// Cuts the older user messages (never the latest) to their key sentences while `total`
+    /// (kept up to date) is over `goal`. The sentences are chosen across all those messages
+    /// at once, best first: what salience says (requirements, figures, codes, names, paths)
+    /// and what only one message of the conversation says (see `Rarity`), a sentence said in
+    /// several turns kept once — so a message of small talk gives up its room to one that
+    /// states a constraint. Sentences a compaction kept before are kept first, so a later
+    /// compaction leaves the cut messages as they are while it can. Each message keeps at most
+    /// `user_key_chars` characters; the room shrinks until the goal is met.
     pub(super) fn cut_users(
         &self,
         window: &mut Window,
-        mut total: usize,
+        total: usize,
         goal: usize,
-        cap: usize,
         counter: &MessageCounter,
     ) {
+        if total <= goal {
+            return;
+        }
         let latest = window.latest_user();
-        for i in 0..window.units.len() {
-            if total <= goal {
+        let eligible: Vec<usize> = (0..window.units.len())
+            .take_while(|&i| Some(i) != latest)
+            .filter(|&i| {
+                window.units[i].kind == UnitKind::User && !window.units[i].entries.is_empty()
+            })
+            .collect();
+        if eligible.is_empty() {
+            return;
+        }
+        let texts: Vec<String> = eligible
+            .iter()
+            .map(|&i| window.units[i].entries[0].text().into_owned())
+            .collect();
+        let all_users: Vec<String> = window
+            .units
+            .iter()
+            .filter(|u| u.kind == UnitKind::User)
+            .filter_map(|u| u.entries.first())
+            .map(|e| e.text().into_owned())
+            .collect();
+        let rarity = Rarity::of(all_users.iter().map(String::as_str));
+        // (message, sentence index, score, chars)
+        let mut pool: Vec<(usize, usize, i32, usize)> = Vec::new();
+        let mut parsed: Vec<(Vec<&str>, usize, bool)> = Vec::new();
+        for (m, text) in texts.iter().enumerate() {
+            let (kept, before) = cut_parts(text);
+            let list = sentences(kept);
+            let was_cut = before > 0 || kept.len() != text.len();
+            for (k, sentence) in list.iter().enumerate() {
+                let mut score = sentence_salience(sentence).total + rarity.novelty(sentence);
+                if was_cut {
+                    score += 2;
+                }
+                pool.push((m, k, score, sentence.chars().count() + 1));
+            }
+            parsed.push((list, before, was_cut));
+        }
+        // Best first; a tie goes to the later message, then to the earlier sentence.
+        pool.sort_by(|a, b| b.2.cmp(&a.2).then(b.0.cmp(&a.0)).then(a.1.cmp(&b.1)));
+        let user_tokens: usize = eligible.iter().map(|&i| window.units[i].tokens).sum();
+        let user_chars: usize = texts.iter().map(|t| t.chars().count()).sum();
+        let keep_tokens = user_tokens.saturating_sub(total - goal);
+        let mut room = user_chars * keep_tokens / user_tokens.max(1);
+        for _ in 0..8 {
+            let mut chosen: Vec<Vec<usize>> = vec![Vec::new(); texts.len()];
+            let mut per_message = vec![0usize; texts.len()];
+            let mut said: Vec<&str> = Vec::new();
+            let mut used = 0;
+            for &(m, k, score, n) in &pool {
+                let sentence = parsed[m].0[k];
+                if score <= 0 || said.contains(&sentence) {
+                    continue;
+                }
+                if used + n > room || per_message[m] + n > self.user_key_chars {
+                    continue;
+                }
+                used += n;
+                per_message[m] += n;
+                said.push(sentence);
+                chosen[m].push(k);
+            }
+            let mut new_total = total;
+            let mut rewritten: Vec<(usize, String)> = Vec::new();
+            for (m, &i) in eligible.iter().enumerate() {
+                let (list, before, _) = &parsed[m];
+                if chosen[m].len() == list.len() {
+                    continue;
+                }
+                chosen[m].sort_unstable();
+                let left_out = list.len() - chosen[m].len() + before;
+                let kept: Vec<&str> = chosen[m].iter().map(|&k| list[k]).collect();
+                let text = if kept.is_empty() {
+                    // A question never leaves the window wholly: its opening words stay (what
+                    // it was about), as a trace keeps the head of an output.
+                    let first = list.first().copied().unwrap_or_default();
+                    let head: String = first.chars().take(QUESTION_HEAD_CHARS).collect();
+                    if head.is_empty() {
+                        format!("[… {left_out} sentence(s) left out]")
+                    } else if head.len() < first.len() {
+                        format!("{}… [… {left_out} sentence(s) left out]", head.trim_end())
+                    } else {
+                        format!("{head} [… {} sentence(s) left out]", left_out - 1)
+                    }
+                } else {
+                    format!("{} [… {left_out} sentence(s) left out]", kept.join(" "))
+                };
+                let mut unit = window.units[i].clone();
+                unit.entries[0].content = Some(Content::Text(text.clone()));
+                unit.recount(counter);
+                new_total = new_total + unit.tokens - window.units[i].tokens;
+                rewritten.push((i, text));
+            }
+            if new_total <= goal || room == 0 {
+                for (i, text) in rewritten {
+                    let unit = &mut window.units[i];
+                    let e = &mut unit.entries[0];
+                    if e.text() == text {
+                        continue;
+                    }
+                    e.content = Some(Content::Text(text));
+                    if !window
+                        .changed
+                        .iter()
+                        .any(|c| c.id == e.id && c.kind == ChangeKind::KeySentences)
+                    {
+                        window.changed.push(Changed {
+                            id: e.id.clone(),
+                            kind: ChangeKind::KeySentences,
+                        });
+                    }
+                    unit.recount(counter);
+                }
                 return;
             }
-            if Some(i) == latest {
-                break;
-            }
-            let unit = &mut window.units[i];
-            if unit.kind != UnitKind::User {
-                continue;
-            }
-            let Some(e) = unit.entries.first_mut() else {
-                continue;
-            };
-            let Some(cut) = key_sentences(&e.text(), cap) else {
-                continue;
-            };
-            e.content = Some(Content::Text(cut.text));
-            // A message cut again (to a smaller cap) is one change.
-            if !window
-                .changed
-                .iter()
-                .any(|c| c.id == e.id && c.kind == ChangeKind::KeySentences)
-            {
-                window.changed.push(Changed {
-                    id: e.id.clone(),
-                    kind: ChangeKind::KeySentences,
-                });
-            }
-            let before = unit.tokens;
-            unit.recount(counter);
-            total = total + unit.tokens - before;
+            room = room * 3 / 4;
         }
     }
 
@@ -278,7 +424,7 @@ impl KeyMessages {
             if total <= limit {
                 break;
             }
-            if leaves(unit.kind) {
+            if leaves(unit.kind) && !unit.entries.iter().any(holds_provider_compaction) {
                 gone[i] = true;
                 total -= unit.tokens;
             }

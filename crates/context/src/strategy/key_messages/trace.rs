@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::KeyMessages;
 use crate::message::MessageCounter;
 use crate::salience::{TRACE_MARK, key_sentences, trace_text};
-use crate::window::{ChangeKind, Changed, Unit, UnitKind};
+use crate::window::{ChangeKind, Changed, Unit, UnitKind, holds_provider_compaction};
 
 /// How far a trace is reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,6 +108,10 @@ impl KeyMessages {
         level: TraceLevel,
         counter: &MessageCounter,
     ) -> Option<(Unit, Vec<Changed>)> {
+        if unit.entries.iter().any(holds_provider_compaction) {
+            // A provider's compaction block goes back as it came.
+            return None;
+        }
         let mut out = unit.clone();
         let mut changes = Vec::new();
         match unit.kind {
@@ -271,15 +275,15 @@ fn fold(unit: &Unit, chars: usize) -> Option<LogEntry> {
                     "{TRACE_MARK}{tool}{status}; full output: {}]",
                     full_output(e)
                 );
-                // A result traced by an earlier compaction gives its lines, not its header.
-                let text = match text.strip_prefix(TRACE_MARK) {
-                    Some(rest) => rest.split_once('\n').map_or("", |(_, body)| body).into(),
-                    None => text,
-                };
+                // A result traced by an earlier compaction gives its first lines (best first),
+                // not its header; an output not traced yet is read for its key items.
                 let lines = match trace_text(&text, tool, ok, "", chars) {
                     Some(t) => t.split_once('\n').map(|(_, lines)| lines.to_owned()),
                     // A result short enough to keep whole is kept under its header.
-                    None => Some(text.trim().to_owned()),
+                    None => Some(match text.strip_prefix(TRACE_MARK) {
+                        Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b).to_owned(),
+                        None => text.trim().to_owned(),
+                    }),
                 };
                 match lines.filter(|l| chars > 0 && !l.is_empty()) {
                     Some(lines) => format!("{header}\n{lines}"),

@@ -1,5 +1,9 @@
 //! What the planted-facts benchmarks share: a seeded generator, the build of one conversation
-//! down to a share of its size, and the tally of what survived.
+//! down to a share of its size, and the tally of what survived. `bank` and `shapes` are the
+//! third set's phrasings of constraints and shapes of tool output.
+
+pub mod bank;
+pub mod shapes;
 
 use std::collections::HashSet;
 
@@ -23,7 +27,6 @@ impl Rng {
     pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len() as u64) as usize]
     }
-    #[allow(dead_code, reason = "one of the two benchmarks draws chances")]
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
@@ -70,6 +73,41 @@ pub fn broken_pairs(entries: &[LogEntry]) -> usize {
     calls.symmetric_difference(&results).count()
 }
 
+/// A window built from a planted conversation.
+pub struct Built {
+    /// The text of every entry of the window, one after the other.
+    pub text: String,
+    /// Calls without a result and results without a call.
+    pub broken_pairs: usize,
+    /// Whether the request went over its budget.
+    pub over_budget: bool,
+}
+
+impl Built {
+    /// Whether some line of the window holds both `figure` and `label` (case aside).
+    pub fn labelled(&self, figure: &str, label: &str) -> bool {
+        let label = label.to_lowercase();
+        self.text
+            .lines()
+            .any(|l| l.contains(figure) && l.to_lowercase().contains(&label))
+    }
+}
+
+/// `log` built by `pipeline` down to `share` of its size (an eighth of it kept for the answer).
+pub fn build(log: &[LogEntry], pipeline: &Pipeline, share: f64, counter: &MessageCounter) -> Built {
+    let size = counter.entries(log);
+    let total = (size as f64 * share) as usize;
+    let budget = ContextBudget::new(total, total / 16);
+    let out = block_on(pipeline.run(log, "You are a business analyst.", &budget, counter))
+        .unwrap_or_else(|e| panic!("{:?} at {share}: {e}", pipeline.names()));
+    let entries = out.window.entries();
+    Built {
+        text: entries.iter().map(|e| format!("{}\n", e.text())).collect(),
+        broken_pairs: broken_pairs(&entries),
+        over_budget: out.used > total - total / 16,
+    }
+}
+
 /// `log` built by `strategy` down to `share` of its size: which of `facts` and `figures` are
 /// still in the window's text, broken pairs, and whether it went over its budget.
 pub fn measure(
@@ -80,20 +118,15 @@ pub fn measure(
     share: f64,
     counter: &MessageCounter,
 ) -> Tally {
-    let size = counter.entries(log);
-    let total = (size as f64 * share) as usize;
-    let budget = ContextBudget::new(total, total / 16);
     let pipeline = Pipeline::named(strategy, None).unwrap();
-    let out = block_on(pipeline.run(log, "You are a business analyst.", &budget, counter))
-        .unwrap_or_else(|e| panic!("{strategy} at {share}: {e}"));
-    let entries = out.window.entries();
-    let text: String = entries.iter().map(|e| format!("{}\n", e.text())).collect();
+    let built = build(log, &pipeline, share, counter);
+    let text = &built.text;
     Tally {
         facts: facts.iter().filter(|f| text.contains(*f)).count(),
         facts_total: facts.len(),
         figures: figures.iter().filter(|f| text.contains(f.as_str())).count(),
         figures_total: figures.len(),
-        broken_pairs: broken_pairs(&entries),
-        over_budget: usize::from(out.used > total - total / 16),
+        broken_pairs: built.broken_pairs,
+        over_budget: usize::from(built.over_budget),
     }
 }

@@ -310,7 +310,8 @@ fn long_sessions_fit_32k_and_8k_with_every_strategy() {
                         ids.contains(e.id.as_str())
                             || e.id.ends_with("#aborted")
                             || e.id.starts_with("summary-")
-                            || e.id.starts_with("resume-"),
+                            || e.id.starts_with("resume-")
+                            || e.id.ends_with("#recalled"),
                         "unknown id {}",
                         e.id
                     );

@@ -6,11 +6,6 @@
 
 use std::path::PathBuf;
 
-// The corpus generator of `cargo xtask fixtures`; `write` is only called there.
-#[allow(dead_code)]
-#[path = "../../../xtask/src/corpus/mod.rs"]
-mod corpus;
-
 use ba_context::entry_texts;
 use ba_context::{Encoding, MessageOverhead};
 use serde_json::Value;
@@ -167,7 +162,7 @@ fn transcript_counts_equal_tiktoken_rs() {
 
 #[test]
 fn corpus_counts_equal_tiktoken_rs() {
-    let parts = corpus::generate();
+    let parts = crate::corpus::generate();
     let whole: String = parts.iter().map(|p| p.text.as_str()).collect();
     for enc in [Encoding::Cl100kBase, Encoding::O200kBase] {
         for part in &parts {

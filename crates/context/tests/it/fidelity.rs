@@ -20,8 +20,6 @@ use serde_json::json;
 
 use crate::planted::{Rng, Tally, measure};
 
-mod planted;
-
 /// A constraint a user states, with the words that prove it is still in the window.
 struct Fact {
     sentence: &'static str,

@@ -11,11 +11,11 @@
 //!
 //! Each conversation is built down to 10 % and 25 % of its size by key-messages (the default)
 //! and truncate (keep-most-recent). The table (per shape and the worst shape) is printed and,
-//! with `BA_AGENT_FIDELITY_SHAPES_TABLE=FILE`, written to FILE for `docs/BENCHMARKS.md`. The test
-//! holds the invariants (no broken pair, never over budget); the fidelity goals of every shape
-//! are checked by `every_shape_meets_the_fidelity_goals`. `BA_AGENT_FIDELITY_SALT=N` generates
-//! other conversations of the same shapes (the figures hold on salts the strategy was not tuned
-//! on: 1, 99 and 12345 give a worst tool-figure shape of 80.0–82.1 % at 10 %).
+//! with `BA_AGENT_FIDELITY_SHAPES_TABLE=FILE`, written to FILE for `docs/BENCHMARKS.md`. One test
+//! holds the invariants (no broken pair, never over budget) and the fidelity goals of every
+//! shape. `BA_AGENT_FIDELITY_SALT=N` generates other conversations of the same shapes. This set
+//! states every English constraint after "Also, please": the third set (`fidelity_bank`) does
+//! not lean on such words.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -28,8 +28,6 @@ use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use serde_json::json;
 
 use crate::planted::{Rng, Tally, measure};
-
-mod planted;
 
 /// A constraint in English and in Chinese, and the token that proves it is still in the window.
 struct Constraint {
@@ -648,8 +646,11 @@ impl Scores {
     }
 }
 
+/// Every shape keeps its pairs and its budget, and meets the goals of the context-fidelity
+/// issue: at 10 %, key-messages keeps ≥ 95 % of user facts and ≥ 70 % of tool figures, and ≥ 3×
+/// what keep-most-recent keeps; at 25 %, ≥ 85 % of tool figures.
 #[test]
-fn every_shape_keeps_its_pairs_and_its_budget() {
+fn every_shape_keeps_its_pairs_its_budget_and_its_figures() {
     let counter = MessageCounter::exact(Encoding::Cl100kBase);
     let convs = conversations();
     let scores = Scores::run(&convs, &counter);
@@ -671,15 +672,6 @@ fn every_shape_keeps_its_pairs_and_its_budget() {
         assert!(c.figures.iter().all(|f| text.contains(f.as_str())));
         assert!(c.facts.iter().all(|f| text.contains(*f)));
     }
-}
-
-/// The goals of the context-fidelity issue, in every shape: at 10 %, key-messages keeps ≥ 95 %
-/// of user facts and ≥ 70 % of tool figures, and ≥ 3× what keep-most-recent keeps; at 25 %,
-/// ≥ 85 % of tool figures.
-#[test]
-fn every_shape_meets_the_fidelity_goals() {
-    let counter = MessageCounter::exact(Encoding::Cl100kBase);
-    let scores = Scores::run(&conversations(), &counter);
     let ((fv, facts), (sv, figures)) = scores.worst("key-messages", 0.10);
     assert!(facts >= 0.95, "user facts at 10 %: {fv} {facts:.3}");
     assert!(figures >= 0.70, "tool figures at 10 %: {sv} {figures:.3}");
