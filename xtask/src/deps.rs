@@ -8,7 +8,7 @@ mod tests {
     use std::process::Command;
 
     /// The workspace's packages.
-    const WORKSPACE: [&str; 13] = [
+    const WORKSPACE: [&str; 14] = [
         "ba-protocol",
         "ba-context",
         "ba-tools",
@@ -18,6 +18,7 @@ mod tests {
         "ba-builtins",
         "ba-mcp",
         "ba-agent",
+        "ba-export",
         "ba-server",
         "ba-cli",
         "ba-testkit",
@@ -250,6 +251,7 @@ mod tests {
                 "ba-skills",
                 "ba-storage",
                 "ba-agent",
+                "ba-export",
             ],
         );
         forbid(
@@ -275,6 +277,41 @@ mod tests {
             &["ba-server", "axum", "hyper", "tower-http"],
             "the loop knows nothing of HTTP serving; the server depends on it, never the reverse",
         );
+    }
+
+    #[test]
+    fn the_report_is_its_own_layer() {
+        // The report reads a conversation from the store and writes a document: it needs the
+        // log's types and the store, nothing of the loop, of HTTP or of a front end.
+        workspace_deps_only("ba-export", &["ba-protocol", "ba-storage"]);
+        forbid(
+            "ba-export",
+            &deps("ba-export", false, &["--all-features"]),
+            &[
+                "axum",
+                "hyper",
+                "tower",
+                "tower-http",
+                "reqwest",
+                "ba-agent",
+                "ba-server",
+            ],
+            "the report is a document made from the store; serving it over HTTP is the \
+             server's, running the loop the agent's",
+        );
+        // Only the front ends hand a report out; a library below them taking it would put the
+        // document's rendering under the loop. (xtask drives the server, so it comes with it.)
+        for package in WORKSPACE
+            .iter()
+            .filter(|p| !matches!(**p, "ba-server" | "ba-cli" | "ba-export" | "xtask"))
+        {
+            forbid(
+                package,
+                &deps(package, false, &["--all-features"]),
+                &["ba-export"],
+                "only the front ends (ba-server, ba-cli) use the report layer",
+            );
+        }
     }
 
     #[test]

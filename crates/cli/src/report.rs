@@ -1,5 +1,5 @@
 //! `ba-agent report ID [--seq N] [--format md|html] [--out FILE] [--home DIR]`: a final
-//! answer of a stored conversation as a document to send (see [`ba_server::export`]) — on
+//! answer of a stored conversation as a document to send (see [`ba_export`]) — on
 //! stdout; in a file with the files it names in `files/` beside it; or, for an `--out` ending
 //! in `.zip`, as a zip of the document and its files.
 
@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ba_server::export::{
-    ExportError, Packaging, ReportFormat, export_report, write_beside, write_zip,
-};
+use ba_export::{ExportError, Packaging, ReportFormat, export_report, write_beside, write_zip};
 use ba_storage::ConversationId;
 use clap::Args as ClapArgs;
 

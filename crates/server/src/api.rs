@@ -196,13 +196,13 @@ struct ExportQuery {
 
 /// `GET …/{id}/report/{seq}?format=html|zip|md` (html by default; `seq` may be `last`): the
 /// final answer at `seq` as a file to keep or send — one HTML file, or a zip of the document
-/// and its files (see [`crate::export`]).
+/// and its files (see [`ba_export`]).
 async fn export_report(
     State(state): State<AppState>,
     Path((id, seq)): Path<(String, String)>,
     axum::extract::Query(q): axum::extract::Query<ExportQuery>,
 ) -> ApiResult<Response> {
-    use crate::export::{ExportError, ExportFormat};
+    use ba_export::{ExportError, ExportFormat};
     let id = conversation_id(&id)?;
     let seq = match seq.as_str() {
         "last" | "latest" => None,
@@ -235,7 +235,7 @@ async fn export_report(
         _ => ApiError::bad_request(e.to_string()),
     };
     let store = state.store();
-    let exported = crate::export::export_report(
+    let exported = ba_export::export_report(
         store.as_ref(),
         &id,
         seq,
@@ -252,7 +252,7 @@ async fn export_report(
         crate::files::download_headers(&mut response, &name, media, Some(size));
         return Ok(response);
     }
-    let zip = crate::export::spool_zip(&exported, store.as_ref())
+    let zip = ba_export::spool_zip(&exported, store.as_ref())
         .await
         .map_err(refused)?;
     let size = zip.size();

@@ -36,7 +36,6 @@ mod auth;
 mod conversations;
 mod error;
 mod events;
-pub mod export;
 mod files;
 mod hub;
 mod page;

@@ -1,17 +1,44 @@
-//! A final answer as a document that leaves the server and stands on its own: one HTML file
+//! # ba-export
+//!
+//! A final answer as a document that leaves the program and stands on its own: one HTML file
 //! (its tables, its charts drawn as SVG images, the images it shows embedded, its code, a print
 //! stylesheet; no script and nothing fetched when it is opened — its Content-Security-Policy
 //! allows only inline styles and `data:` images), or a bundle: the document (`report.html` or
 //! `report.md`) with a copy of every file it names in `files/` beside it, linked relatively —
-//! as a zip ([`write_zip`]) or written to a folder ([`write_beside`]). The API
-//! (`GET …/{id}/report/{seq}?format=html|zip|md`), the page's Export buttons and `ba-agent
-//! report` all call [`export_report`].
+//! as a zip ([`write_zip`], [`spool_zip`]) or written to a folder ([`write_beside`]).
+//!
+//! [`export_report`] reads the answer, its question and its files from a
+//! [`ba_storage::ConversationStore`] and gives an [`ExportedReport`]; [`ReportFormat`] and
+//! [`ExportFormat`] name what is asked for, [`ExportError`] why it could not be made. The two
+//! front ends call it: `ba-server` (`GET …/{id}/report/{seq}?format=html|zip|md`, the page's
+//! Export buttons) and `ba-cli` (`ba-agent report`). It knows nothing of HTTP or of the loop.
 //!
 //! The report is the model's, so it is hostile: its HTML is cleaned (its scripts go; the
 //! ECharts charts they drew are read from their options and drawn here), its Markdown is
 //! rewritten until a viewer would find nothing to run or follow, references are filled in
-//! only where text stands, and every text this module adds is escaped. The quoted question is
+//! only where text stands, and every text this crate adds is escaped. The quoted question is
 //! what the person wrote: no tag, no note handed to the model, no id.
+//!
+//! ```
+//! use ba_export::{ExportFormat, Packaging, ReportFormat, export_report};
+//! use ba_storage::{ConversationId, FileStore};
+//!
+//! # fn main() -> Result<(), ba_export::ExportError> {
+//! let format: ExportFormat = "md".parse()?;
+//! assert_eq!(format.report_format(), ReportFormat::Markdown);
+//! assert_eq!(format.packaging(), Packaging::WithFiles);
+//!
+//! async fn last_answer(home: &str, id: &str) -> Result<String, ba_export::ExportError> {
+//!     let store = FileStore::open(home)?;
+//!     let id = ConversationId::new(id)?;
+//!     let report = export_report(&store, &id, None, ReportFormat::Html, Packaging::Alone).await?;
+//!     Ok(report.body)
+//! }
+//! # let _ = last_answer;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
 
 mod bundle;
 mod chart;
