@@ -202,6 +202,12 @@ impl ModelClient for ResponsesClient {
             .await?;
         to_response(parsed, retries, Vec::new())
     }
+
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        self.transport
+            .served_window(&self.base_url, self.key.as_ref(), model)
+            .await
+    }
 }
 
 fn failed(message: String) -> ModelError {
@@ -305,6 +311,7 @@ fn usage(u: &ResponsesUsage) -> Usage {
         output_tokens: u.output_tokens,
         cache_read_tokens: cached,
         cache_write_tokens: 0,
+        estimated: false,
     }
 }
 
@@ -492,7 +499,8 @@ mod tests {
                 input_tokens: 294,
                 output_tokens: 412,
                 cache_read_tokens: 1536,
-                cache_write_tokens: 0
+                cache_write_tokens: 0,
+                estimated: false,
             }
         );
     }
