@@ -170,8 +170,16 @@ impl Default for AgentSettings {
 /// What a run starts from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
-    /// A new user message.
-    Message(String),
+    /// A new user message: what the person wrote and the files of the conversation they
+    /// attached. The entry keeps the two apart — the text as its first block, a note telling
+    /// the model how to read each file as a second, and the files as its `attachments` record
+    /// — so a front end shows what the person wrote, and the model reads both.
+    Message {
+        /// What the person wrote.
+        text: String,
+        /// The files attached, in order (uploads of the conversation).
+        attachments: Vec<ba_storage::FileMeta>,
+    },
     /// Go on after a failure: a `continue` message goes to the model with the failed turn
     /// (its partial output and `LLM_ERROR` block) before it.
     Continue,
@@ -195,15 +203,23 @@ pub enum Input {
 }
 
 impl Input {
-    /// A user message.
+    /// A user message without files.
     pub fn message(text: impl Into<String>) -> Self {
-        Self::Message(text.into())
+        Self::message_with(text, Vec::new())
+    }
+
+    /// A user message with the files the person attached to it.
+    pub fn message_with(text: impl Into<String>, attachments: Vec<ba_storage::FileMeta>) -> Self {
+        Self::Message {
+            text: text.into(),
+            attachments,
+        }
     }
 
     /// Which kind of input this is (as [`AgentEvent::RunStarted`] reports it).
     pub fn kind(&self) -> InputKind {
         match self {
-            Self::Message(_) => InputKind::Message,
+            Self::Message { .. } => InputKind::Message,
             Self::Continue => InputKind::Continue,
             Self::Resume => InputKind::Resume,
             Self::Decide(_) => InputKind::Decide,
@@ -694,7 +710,7 @@ impl Agent {
     ) -> Run {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (control, signal) = Control::new();
-        let live = self.inner.live.insert(&run_id, control.clone());
+        let live = self.inner.live.insert(id, &run_id, control.clone());
         let launch = crate::run::Launch {
             inner: Arc::clone(&self.inner),
             id: id.clone(),
@@ -716,6 +732,8 @@ impl Agent {
     /// Cancels run `run_id` of a conversation wherever it goes on: in this process at once,
     /// in another process sharing the store through a request that process finds within its
     /// [`AgentSettings::cancel_poll`]. Without `run_id`, the run that holds the conversation.
+    /// A run is found through its own conversation only: naming another conversation's run
+    /// reaches nothing ([`CancelOutcome::NotRunning`]) and that run goes on.
     ///
     /// # Errors
     /// The store's.
@@ -731,7 +749,7 @@ impl Agent {
                 _ => return Ok(CancelOutcome::NotRunning),
             },
         };
-        if let Some(control) = self.inner.live.get(&target) {
+        if let Some(control) = self.inner.live.get(id, &target) {
             control.raise(Signal::Cancel);
             return Ok(CancelOutcome::Cancelling);
         }
@@ -755,14 +773,19 @@ impl Agent {
         crate::compact::compact(&self.inner, id).await
     }
 
-    /// The metrics report of a conversation, computed from its log.
+    /// The metrics report of a conversation, computed from its log: the spend of every call
+    /// made, and what the history holds after its rewinds
+    /// ([`ConversationReport::from_stored`]).
     ///
     /// # Errors
     /// The store's.
     pub async fn report(&self, id: &ConversationId) -> Result<ConversationReport, AgentError> {
-        let entries = self.inner.store.load(id).await?.into_entries();
-        Ok(ConversationReport::from_log(id.as_str(), &entries)
-            .priced(&entries, &self.inner.settings.prices))
+        let loaded = self.inner.store.load(id).await?;
+        Ok(ConversationReport::from_stored(
+            id.as_str(),
+            &loaded.entries,
+            &self.inner.settings.prices,
+        ))
     }
 
     /// What the next model call of a conversation would see, computed without changing the

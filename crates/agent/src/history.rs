@@ -103,6 +103,15 @@ impl History {
         call_ids(&self.entries)
     }
 
+    /// When the current task's user message was written (its `created_at`), if there is one.
+    pub(crate) fn task_started_at(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| starts_task(e))
+            .map(|e| e.created_at.as_str())
+    }
+
     /// The last inventory of tool servers recorded.
     pub(crate) fn last_server_inventory(&self) -> Option<ServerInventoryRecord> {
         self.entries

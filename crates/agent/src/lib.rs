@@ -69,7 +69,7 @@ pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
     DataFileSink, ModelSummarizer, RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool, SUMMARY_INSTRUCTION,
     SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TaskTool, WorkspaceFiles, activation_text, file_info,
-    transcript, with_attachments,
+    transcript,
 };
 pub use agent::{
     Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
@@ -81,7 +81,7 @@ pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, Wor
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
-pub use report::{ConversationReport, InventoryChange, WorkflowRunReport, money};
+pub use report::{ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money};
 pub use run::{
     Calibration, CancelOutcome, NO_SUMMARY, Run, RunCanceller, calibration, window_record,
 };

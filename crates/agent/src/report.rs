@@ -119,6 +119,43 @@ pub struct ConversationReport {
     /// How the latest model's server counts against the local count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::Calibration>,
+    /// What the history holds now, when rewinds took entries back (the figures above count
+    /// every entry of the log: every call made and paid for, taken back or not). Absent when
+    /// the log has no rewind, the history being the whole log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryReport>,
+}
+
+/// The history after its rewinds, as [`ConversationReport::history`] tells it: what the model
+/// sees now, beside the spend of every call made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HistoryReport {
+    /// Rewinds in the log.
+    pub rewinds: u64,
+    /// Entries the rewinds took back (they stay in the log).
+    pub taken_back_entries: usize,
+    /// Model calls the rewinds took back, answered or failed; their tokens and cost are in the
+    /// report's totals and not in the history's.
+    pub taken_back_calls: u64,
+    /// Entries of the history (the rewinds themselves left out).
+    pub entries: usize,
+    /// User messages typed.
+    pub user_messages: usize,
+    /// Model calls answered.
+    pub model_calls: u64,
+    /// Model calls that failed.
+    pub model_errors: u64,
+    /// Final answers.
+    pub final_answers: u64,
+    /// Tool calls with a result.
+    pub tool_calls: u64,
+    /// Input tokens billed for the calls of the history.
+    pub input_tokens: u64,
+    /// Output tokens of the calls of the history.
+    pub output_tokens: u64,
+    /// What the calls of the history cost, in US dollars; absent when none has a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// A workflow run as the metrics report tells it.
@@ -299,6 +336,43 @@ impl ConversationReport {
         r
     }
 
+    /// The report of a conversation's log as the store gives it, priced at `prices`: the
+    /// totals count every entry (every call made, including those a rewind took back), and
+    /// [`ConversationReport::history`] says what the history holds after the rewinds.
+    pub fn from_stored(
+        conversation_id: &str,
+        stored: &[ba_storage::StoredEntry],
+        prices: &crate::Prices,
+    ) -> Self {
+        let all: Vec<LogEntry> = stored.iter().map(|s| s.entry.clone()).collect();
+        let mut report = Self::from_log(conversation_id, &all).priced(&all, prices);
+        let rewinds = all
+            .iter()
+            .filter(|e| e.records.kind == Some(ba_protocol::EntryKind::Rewind))
+            .count() as u64;
+        if rewinds == 0 {
+            return report;
+        }
+        let kept = crate::history::effective(stored.to_vec());
+        let now = Self::from_log(conversation_id, &kept).priced(&kept, prices);
+        let made = report.model_calls + report.model_errors;
+        report.history = Some(HistoryReport {
+            rewinds,
+            taken_back_entries: all.len() - kept.len() - rewinds as usize,
+            taken_back_calls: made.saturating_sub(now.model_calls + now.model_errors),
+            entries: kept.len(),
+            user_messages: now.user_messages,
+            model_calls: now.model_calls,
+            model_errors: now.model_errors,
+            final_answers: now.final_answers,
+            tool_calls: now.tools.values().map(|t| t.calls).sum(),
+            input_tokens: now.input_tokens,
+            output_tokens: now.output_tokens,
+            cost_usd: now.cost_usd,
+        });
+        report
+    }
+
     /// The report with the cost of `entries` (the log it was made from) at `prices`: each
     /// model call priced by the model that answered it.
     #[must_use]
@@ -371,6 +445,29 @@ impl ConversationReport {
                 let _ = writeln!(out, "  cost: {} ({n} calls without a price)", money(cost));
             }
             (None, _) => {}
+        }
+        if let Some(h) = &self.history {
+            let _ = writeln!(
+                out,
+                "  rewinds: {} took back {} entries ({} model calls), counted above as spent",
+                h.rewinds, h.taken_back_entries, h.taken_back_calls
+            );
+            let mut line = format!(
+                "  history now: {} entries · user messages {} · {} model calls, {} failed · \
+                 final answers {} · {} tool calls · tokens in {} / out {}",
+                h.entries,
+                h.user_messages,
+                h.model_calls,
+                h.model_errors,
+                h.final_answers,
+                h.tool_calls,
+                h.input_tokens,
+                h.output_tokens
+            );
+            if let Some(cost) = h.cost_usd {
+                let _ = write!(line, " · cost {}", money(cost));
+            }
+            let _ = writeln!(out, "{line}");
         }
         for w in &self.workflow_runs {
             let done: Vec<&str> = w.completed.iter().map(|(n, _)| n.as_str()).collect();

@@ -224,6 +224,23 @@ async fn download_links(
     out
 }
 
+/// The outputs of the conversation (files its tools wrote, such as the charts `run_python`
+/// keeps) stored at or after `since` (an RFC 3339 time: the question the answer answers), by
+/// id in the order they were written. A time that does not read gives none.
+pub async fn outputs_since(files: Files<'_>, since: &str) -> Vec<String> {
+    let Ok(at) = time::OffsetDateTime::parse(since, &time::format_description::well_known::Rfc3339)
+    else {
+        return Vec::new();
+    };
+    let since_ms = at.unix_timestamp_nanos() / 1_000_000;
+    let Ok(mut listed) = files.workspace.list(files.conversation).await else {
+        return Vec::new();
+    };
+    listed.retain(|m| m.kind == FileKind::Output && i128::from(m.created_ms) >= since_ms);
+    listed.sort_by_key(|m| m.created_ms);
+    listed.into_iter().map(|m| m.id).collect()
+}
+
 /// The type shown for a file: its lowercased extension (`csv`, `png`), `markdown` for `.md`,
 /// `file` without one.
 fn file_type(name: &str) -> String {

@@ -151,7 +151,7 @@ pub(crate) fn read(
     }))
 }
 
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match r.read(&mut buf[filled..])? {
@@ -499,20 +499,21 @@ mod tests {
     #[test]
     fn encodings_and_bad_bytes() {
         let (gbk, _, _) = encoding_rs::GBK.encode("地区,金额\n华东,12\n");
-        let err = read_text(&gbk, &opts()).unwrap_err();
-        assert!(err.to_string().contains("offset 0"), "{err}");
+        // Chinese text in GBK is read as GBK without a label, and with one.
+        for encoding in [
+            EncodingRequest::Auto,
+            EncodingRequest::Exact(encoding_rs::GBK),
+        ] {
+            let out = read_text(&gbk, &CsvOptions { encoding, ..opts() }).unwrap();
+            assert_eq!(out["columns"], json!(["地区", "金额"]));
+            assert_eq!(out["encoding"], "gbk");
+        }
+        // Latin text in windows-1252 is neither: its first bad byte is named.
+        let (latin, _, _) = encoding_rs::WINDOWS_1252.encode("city,n\nZoë,1\n");
+        let err = read_text(&latin, &opts()).unwrap_err();
+        assert!(err.to_string().contains("offset 9"), "{err}");
         let out = read_text(
-            &gbk,
-            &CsvOptions {
-                encoding: EncodingRequest::Exact(encoding_rs::GBK),
-                ..opts()
-            },
-        )
-        .unwrap();
-        assert_eq!(out["columns"], json!(["地区", "金额"]));
-        assert_eq!(out["encoding"], "gbk");
-        let out = read_text(
-            &gbk,
+            &latin,
             &CsvOptions {
                 on_error: OnError::Replace,
                 ..opts()

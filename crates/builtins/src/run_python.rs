@@ -45,7 +45,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::OnceCell;
 
-use self::files::{copy_uploads, not_kept};
+use self::files::{Inputs, copy_uploads, not_kept};
 pub use self::imports::check_imports;
 use self::interpreter::Interpreter;
 use self::sandbox::{
@@ -60,7 +60,8 @@ pub const NAME: &str = "run_python";
 /// The description shown to the model (the sandbox's state is appended).
 pub const DESCRIPTION: &str = "Run Python code for data analysis, calculation or charts. \
     Print the results you need. The conversation's uploaded files are in the working folder \
-    under their own names (pd.read_csv(\"sales.csv\")). Write files to keep (charts, \
+    under their own names (pd.read_csv(\"sales.csv\")); text files uploaded in another \
+    encoding (GBK, UTF-16) are there as UTF-8, so read them without an encoding. Write files to keep (charts, \
     workbooks, exports) to outputs/ (plt.savefig(\"outputs/chart.png\")): they become \
     downloadable outputs of the conversation (output_001, …), listed in the result; other \
     files are discarded. Allowed libraries: json, csv, datetime, math, statistics, random, \
@@ -316,6 +317,16 @@ impl RunPython {
             Some(helper) => Some((helper, self.interpreter().await?)),
             None => None,
         };
+        // Where the interpreter's own files are, to be shown as `<python>/…`; without the
+        // sandbox a failed probe only costs that (running the code says what is wrong).
+        let python_roots = match sandboxed {
+            Some((_, interpreter)) => interpreter.read.clone(),
+            None => self
+                .interpreter()
+                .await
+                .map(|i| i.read.clone())
+                .unwrap_or_default(),
+        };
         let parent = self
             .config
             .scratch_parent
@@ -334,9 +345,13 @@ impl RunPython {
             .map_err(|e| env_err(format!("cannot make the outputs folder: {e}")))?;
         let inputs = match files {
             Some(files) => copy_uploads(files, scratch.path()).await?,
-            None => Vec::new(),
+            None => Inputs::default(),
         };
-        let scrub = Scrub::new(scratch.path());
+        let scrub = Scrub::new(
+            scratch.path(),
+            &python_roots,
+            &[parent.clone(), std::env::temp_dir()],
+        );
 
         let mut command = match sandboxed {
             Some((helper, interpreter)) => {
@@ -447,7 +462,10 @@ impl RunPython {
         if !kept.skipped.is_empty() {
             answer["outputs_skipped"] = json!(kept.skipped);
         }
-        let not_kept = not_kept(scratch.path(), &inputs).await;
+        if !inputs.converted.is_empty() {
+            answer["converted_to_utf8"] = json!(inputs.converted);
+        }
+        let not_kept = not_kept(scratch.path(), &inputs.names).await;
         if !not_kept.is_empty() {
             answer["not_kept"] = json!(not_kept);
         }
@@ -502,34 +520,104 @@ impl RunPython {
     }
 }
 
-/// Replaces the working folder's absolute path by `.` in what the code printed.
+/// Rewrites what the code printed so that it names no path outside its working folder: the
+/// working folder becomes `.`, the interpreter's installation (its prefixes and `sys.path`)
+/// `<python>`, the temp folder `<tmp>` and the home folder `<home>`; a traceback frame in a
+/// file outside all of these is shown as `<python>/…/` and the file's name. The longest root
+/// wins, so a Python installed under the home folder reads `<python>/…`.
 struct Scrub {
-    paths: Vec<String>,
+    roots: Vec<(String, &'static str)>,
 }
 
 impl Scrub {
-    fn new(scratch: &Path) -> Self {
-        let mut paths = vec![scratch.display().to_string()];
-        if let Ok(real) = std::fs::canonicalize(scratch) {
-            let real = real.display().to_string();
-            if !paths.contains(&real) {
-                paths.push(real);
+    fn new(scratch: &Path, python: &[PathBuf], temp: &[PathBuf]) -> Self {
+        let mut roots: Vec<(String, &'static str)> = Vec::new();
+        let mut add = |path: &Path, shown: &'static str| {
+            let real = std::fs::canonicalize(path).ok();
+            for p in std::iter::once(path).chain(real.as_deref()) {
+                let text = p.display().to_string();
+                let text = text.trim_end_matches('/');
+                // `/` itself would rewrite every path; a relative one names nothing.
+                if text.starts_with('/') && !roots.iter().any(|(r, _)| r == text) {
+                    roots.push((text.to_owned(), shown));
+                }
             }
+        };
+        add(scratch, ".");
+        for p in python {
+            add(p, "<python>");
         }
+        for p in temp {
+            add(p, "<tmp>");
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            add(Path::new(&home), "<home>");
+        }
+        Self::with_roots(roots)
+    }
+
+    fn with_roots(mut roots: Vec<(String, &'static str)>) -> Self {
         // The longest first, so one that contains another is replaced whole.
-        paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        Self { paths }
+        roots.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        Self { roots }
     }
 
     fn apply(&self, text: &str) -> String {
-        let mut text = text.to_owned();
-        for path in &self.paths {
-            if text.contains(path.as_str()) {
-                text = text.replace(path.as_str(), ".");
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find('/') {
+            let (before, from) = rest.split_at(at);
+            out.push_str(before);
+            let starts_path = !out.chars().next_back().is_some_and(path_char);
+            let root = self.roots.iter().find(|(root, _)| {
+                starts_path
+                    && from.starts_with(root.as_str())
+                    && !from[root.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c != '/' && path_char(c))
+            });
+            match root {
+                Some((root, shown)) => {
+                    out.push_str(shown);
+                    rest = &from[root.len()..];
+                }
+                None => {
+                    out.push('/');
+                    rest = &from[1..];
+                }
             }
         }
-        text
+        out.push_str(rest);
+        outside_frames(&out)
     }
+}
+
+/// Whether `c` can be part of a path's segment (so a root must not be cut out of one).
+fn path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '~' | '@' | '/')
+}
+
+/// Traceback frames (`File "/…/name.py", line 3`) in a file none of the roots named: the path
+/// goes, its file name stays.
+fn outside_frames(text: &str) -> String {
+    const FRAME: &str = "File \"/";
+    if !text.contains(FRAME) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(FRAME) {
+        out.push_str(&rest[..at + FRAME.len() - 1]);
+        let path = &rest[at + FRAME.len() - 1..];
+        let end = path.find(['"', '\n']).unwrap_or(path.len());
+        let name = path[..end].rsplit('/').next().unwrap_or_default();
+        out.push_str("<python>/…/");
+        out.push_str(name);
+        rest = &path[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -638,6 +726,48 @@ mod tests {
             }
             assert!(matches!(err, BuiltinError::PythonMissing { .. }), "{err}");
             assert!(err.to_string().contains("install python3"), "{err}");
+        }
+    }
+
+    #[test]
+    fn printed_paths_outside_the_working_folder_are_rewritten() {
+        let scrub = Scrub::with_roots(vec![
+            ("/tmp".into(), "<tmp>"),
+            ("/home/u".into(), "<home>"),
+            ("/tmp/ba-python-x".into(), "."),
+            ("/home/u/.pyenv/versions/3.11".into(), "<python>"),
+            (
+                "/home/u/.pyenv/versions/3.11/lib/python3.11/site-packages".into(),
+                "<python>",
+            ),
+        ]);
+        for (printed, shown) in [
+            (
+                "  File \"/home/u/.pyenv/versions/3.11/lib/python3.11/site-packages/pandas/io/parsers/readers.py\", line 1026, in read_csv",
+                "  File \"<python>/pandas/io/parsers/readers.py\", line 1026, in read_csv",
+            ),
+            (
+                "  File \"/tmp/ba-python-x/main.py\", line 2",
+                "  File \"./main.py\", line 2",
+            ),
+            (
+                "/home/u/.pyenv/versions/3.11/bin/python3",
+                "<python>/bin/python3",
+            ),
+            (
+                "saved /tmp/other.txt and /tmp",
+                "saved <tmp>/other.txt and <tmp>",
+            ),
+            ("'/home/u/notes.txt'", "'<home>/notes.txt'"),
+            ("/home/user2/x and /tmpfiles", "/home/user2/x and /tmpfiles"),
+            ("https://example.com/tmp/x", "https://example.com/tmp/x"),
+            ("ratio 3/4", "ratio 3/4"),
+            (
+                "  File \"/opt/elsewhere/lib.py\", line 2, in f",
+                "  File \"<python>/…/lib.py\", line 2, in f",
+            ),
+        ] {
+            assert_eq!(scrub.apply(printed), shown, "{printed}");
         }
     }
 

@@ -475,9 +475,9 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
             return Ok(ExitCode::from(BUSY));
         }
         let input = match input {
-            Input::Message(text) => {
+            Input::Message { text, .. } => {
                 let attached = attach(agent, id, &args.opts.upload, !args.opts.json).await?;
-                Input::Message(ba_agent::with_attachments(&text, &attached))
+                Input::message_with(text, attached)
             }
             Input::Decide(mut answers) => {
                 // Checked before anything runs: a call that does not wait is bad input.
@@ -642,10 +642,7 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
                 outln!("unknown command {cmd}. {CHAT_HELP}");
                 continue;
             }
-            _ => Input::message(ba_agent::with_attachments(
-                text,
-                &std::mem::take(&mut attached),
-            )),
+            _ => Input::message_with(text, std::mem::take(&mut attached)),
         };
         let mut input = Some(input);
         while let Some(next) = input.take() {
@@ -757,13 +754,12 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
             .await
             .with_context(|| format!("conversation {id} in {}", home.display()))
             .map_err(CliError::input)?;
-        let entries = store
-            .load(&id)
-            .await
-            .map_err(anyhow::Error::from)?
-            .into_entries();
-        let report = ba_agent::ConversationReport::from_log(id.as_str(), &entries)
-            .priced(&entries, &config.prices().map_err(CliError::input)?);
+        let loaded = store.load(&id).await.map_err(anyhow::Error::from)?;
+        let report = ba_agent::ConversationReport::from_stored(
+            id.as_str(),
+            &loaded.entries,
+            &config.prices().map_err(CliError::input)?,
+        );
         if args.json {
             outln!(
                 "{}",

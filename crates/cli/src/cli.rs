@@ -33,7 +33,8 @@ enum Command {
     Chat(agent::ChatArgs),
     /// Print the metrics report of a stored conversation.
     Inspect(agent::InspectArgs),
-    /// Export a final answer of a stored conversation as Markdown or self-contained HTML.
+    /// Export a final answer of a stored conversation as self-contained HTML or Markdown, its
+    /// files beside it or in one zip.
     Report(report::Args),
     /// Cancel the run going on a conversation, in any process sharing the store.
     Cancel(agent::CancelArgs),

@@ -55,7 +55,11 @@ pub(crate) fn run(args: Args) -> CliResult {
     stdout.write_all(out.as_bytes()).context("writing stdout")?;
     if args.report_losses || !args.quiet_losses {
         for loss in losses {
-            eprintln!("lost: {}: {}", loss.path, loss.what);
+            eprintln!(
+                "lost: {}: {}",
+                crate::out::shown(&loss.path),
+                crate::out::shown(&loss.what)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,5 @@
 //! Reading conversations in any supported format from a file or stdin.
 
-use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -40,22 +39,20 @@ pub(crate) enum InputFormat {
     Auto,
 }
 
-/// Reads `path` (`-` for stdin) as UTF-8 text.
+/// Reads `path` (`-` for stdin) as UTF-8 text, a line at a time: a line longer than
+/// [`ba_storage::MAX_LINE_BYTES`] (32 MiB, what a request body may hold) is refused, naming
+/// it, as soon as it is past the bound — never read whole.
 pub(crate) fn read_text(path: &str) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
+    let max_line = ba_storage::MAX_LINE_BYTES;
     if path == "-" {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("reading stdin")?;
-    } else {
-        bytes = std::fs::read(Path::new(path)).with_context(|| format!("reading {path}"))?;
+        return Ok(ba_storage::read_lines(
+            std::io::stdin().lock(),
+            "stdin",
+            max_line,
+        )?);
     }
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow!(
-            "{path}: not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    let file = std::fs::File::open(Path::new(path)).with_context(|| format!("reading {path}"))?;
+    Ok(ba_storage::read_lines(file, path, max_line)?)
 }
 
 /// Decides the format of `text`.

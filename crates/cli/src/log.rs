@@ -15,6 +15,7 @@ use ba_storage::{read_claude_code, read_codex, store_imported};
 
 use crate::cli::{CliError, CliResult};
 use crate::convert::{self, OutputFormat};
+use crate::out::shown;
 
 /// Formats `log import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -178,8 +179,8 @@ async fn run_async(cmd: Command) -> CliResult {
                     eprintln!(
                         "dropped: {}: {}: {}",
                         conv.source.display(),
-                        loss.path,
-                        loss.what
+                        shown(&loss.path),
+                        shown(&loss.what)
                     );
                 }
                 // Imported as they are, but named: `log verify` reports them again.
@@ -188,7 +189,7 @@ async fn run_async(cmd: Command) -> CliResult {
                         "warning: {}: entry {}: {}",
                         conv.source.display(),
                         b.position,
-                        b.message
+                        shown(&b.message)
                     );
                 }
                 for d in duplicate_ids(&conv.entries) {
@@ -196,7 +197,7 @@ async fn run_async(cmd: Command) -> CliResult {
                         "warning: {}: entry {}: id `{}` repeats entry {}",
                         conv.source.display(),
                         d.position,
-                        d.id,
+                        shown(&d.id),
                         d.first
                     );
                 }
@@ -224,7 +225,7 @@ async fn run_async(cmd: Command) -> CliResult {
             }
             let (text, losses) = convert::render(&loaded.into_entries(), to)?;
             for loss in losses {
-                eprintln!("lost: {}: {}", loss.path, loss.what);
+                eprintln!("lost: {}: {}", shown(&loss.path), shown(&loss.what));
             }
             out(&text)?;
         }
@@ -241,7 +242,7 @@ async fn run_async(cmd: Command) -> CliResult {
                     m.id,
                     m.last_seq,
                     rfc3339(m.updated_ms),
-                    m.title.unwrap_or_default()
+                    shown(m.title.as_deref().unwrap_or_default())
                 ));
             }
             out(&text)?;
@@ -276,7 +277,7 @@ async fn run_async(cmd: Command) -> CliResult {
                 }
                 if !short.is_empty() {
                     line.push(' ');
-                    line.push_str(&short);
+                    line.push_str(&shown(&short));
                 }
                 text.push_str(line.trim_end());
                 text.push('\n');

@@ -81,6 +81,25 @@ pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
+/// `text` as it may reach a terminal: every control or format character (an escape sequence,
+/// NUL, a tab, a bidirectional override: [`ba_storage::is_hidden_char`]) written as its
+/// `\u{…}` escape, so what a conversation holds (a title, a name, a line of an answer) can
+/// neither act on the terminal nor reorder the line it is printed in.
+pub(crate) fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(ba_storage::is_hidden_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if ba_storage::is_hidden_char(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `print!` that ends the process quietly on a closed pipe.
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -99,3 +118,15 @@ macro_rules! outln {
 }
 
 pub(crate) use {out, outln};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hidden_characters_are_shown_escaped() {
+        assert_eq!(super::shown("West sales"), "West sales");
+        assert_eq!(
+            super::shown("a\u{1b}[2J\0b\u{202e}c\td"),
+            "a\\u{1b}[2J\\u{0}b\\u{202e}c\\u{9}d"
+        );
+    }
+}

@@ -1,12 +1,15 @@
 //! `ba-agent report ID [--seq N] [--format md|html] [--out FILE] [--home DIR]`: a final
 //! answer of a stored conversation as a document to send (see [`ba_server::export`]) — on
-//! stdout, or in a file.
+//! stdout; in a file with the files it names in `files/` beside it; or, for an `--out` ending
+//! in `.zip`, as a zip of the document and its files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use ba_server::export::{ExportError, ReportFormat, export_report};
+use ba_server::export::{
+    ExportError, Packaging, ReportFormat, export_report, write_beside, write_zip,
+};
 use ba_storage::ConversationId;
 use clap::Args as ClapArgs;
 
@@ -22,16 +25,25 @@ pub(crate) struct Args {
     /// The final answer's entry number (`seq`); the last answer when left out.
     #[arg(long, value_name = "N")]
     seq: Option<u64>,
-    /// `md` (Markdown, code in fenced blocks, links to the files) or `html` (one
-    /// self-contained file: tables, charts drawn as images, code; prints cleanly).
+    /// `md` (Markdown, code in fenced blocks, files linked relatively) or `html` (one
+    /// self-contained file: tables, charts drawn as images, images embedded, code; prints
+    /// cleanly).
     #[arg(long, default_value = "html", value_name = "md|html")]
     format: String,
-    /// Write the report to this file instead of stdout.
+    /// Write the report to this file, with the files it names in `files/` beside it (replacing
+    /// files of the same names there); a path ending in `.zip` gets one zip of the report
+    /// (`report.md` or `report.html`) and its files instead. Without it the report goes to
+    /// stdout, alone.
     #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
     /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
     #[arg(long, alias = "store", value_name = "DIR")]
     home: Option<PathBuf>,
+}
+
+fn is_zip(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
 }
 
 pub(crate) fn run(args: Args) -> CliResult {
@@ -47,30 +59,62 @@ pub(crate) fn run(args: Args) -> CliResult {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let failed = |e: ExportError| match e {
+        ExportError::Storage(e) => CliError::input(
+            anyhow::Error::from(e).context(format!("conversation {id} in {}", home.display())),
+        ),
+        other => CliError {
+            code: 1,
+            error: other.into(),
+        },
+    };
+    let packaging = if args.out.is_some() {
+        Packaging::WithFiles
+    } else {
+        Packaging::Alone
+    };
     let exported = rt
-        .block_on(export_report(&store, &id, args.seq, format))
-        .map_err(|e| match e {
-            ExportError::Storage(e) => CliError::input(
-                anyhow::Error::from(e).context(format!("conversation {id} in {}", home.display())),
-            ),
-            other => CliError {
-                code: 1,
-                error: other.into(),
-            },
-        })?;
+        .block_on(export_report(&store, &id, args.seq, format, packaging))
+        .map_err(failed)?;
+    let files = exported.files.len();
     match args.out {
-        Some(path) => {
-            std::fs::write(&path, exported.body.as_bytes())
+        Some(path) if is_zip(&path) => {
+            let file = std::fs::File::create(&path)
                 .with_context(|| format!("writing {}", path.display()))
                 .map_err(|error| CliError { code: 1, error })?;
+            let file = rt
+                .block_on(write_zip(&exported, &store, file))
+                .map_err(failed)?;
+            let size = file.metadata().map(|m| m.len()).unwrap_or_default();
+            eprintln!(
+                "wrote answer {} of {id} and {files} file(s) to {} ({size} bytes)",
+                exported.seq,
+                path.display(),
+            );
+        }
+        Some(path) => {
+            let written = rt
+                .block_on(write_beside(&exported, &store, &path))
+                .map_err(failed)?;
             eprintln!(
                 "wrote answer {} of {id} to {} ({} bytes)",
                 exported.seq,
                 path.display(),
                 exported.body.len()
             );
+            for file in written.iter().skip(1) {
+                eprintln!("  and {}", file.display());
+            }
         }
-        None => out!("{}", exported.body),
+        None => {
+            out!("{}", exported.body);
+            if files > 0 {
+                eprintln!(
+                    "the report links {files} file(s) under files/, not written: --out FILE \
+                     writes them beside it (or --out FILE.zip, one zip)"
+                );
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -266,6 +266,20 @@ fn demo_and_inspect_commands() {
         "{html}"
     );
     assert!(!html.contains("<script"), "{html}");
+    // With `.zip`, one archive: the report under a folder of its name.
+    let file = dir.path().join("report.zip");
+    let out = report(&[&id, "--format", "md", "--out", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = ba_testkit::files::unzip(&std::fs::read(&file).unwrap());
+    let names: Vec<&String> = entries.keys().collect();
+    assert_eq!(names.len(), 1, "the demo's answer names no file: {names:?}");
+    assert!(names[0].ends_with("/report.md"), "{names:?}");
+    let md = String::from_utf8_lossy(&entries[names[0]]);
+    assert!(md.starts_with("# West Q3 2024 sales\n"), "{md}");
     let out = report(&[&id, "--seq", "1"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

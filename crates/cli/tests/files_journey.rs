@@ -517,7 +517,8 @@ async fn run_upload_attaches_files_and_saves_the_outputs_under_their_names() {
 /// answer links; the chart is downloaded. Then the server stops and a new one starts on the same
 /// home ("tomorrow"): the conversation is there, idle, with its title; the chart downloads the
 /// same; a follow-up question reaches the model with the first question in its history; the
-/// report exports with its link to the chart.
+/// report exports with the chart beside it (from the API as a zip, from `ba-agent report` as a
+/// folder).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upload_ask_approve_download_and_come_back_tomorrow() {
     if !python_with_pandas() {
@@ -684,11 +685,54 @@ async fn upload_ask_approve_download_and_come_back_tomorrow() {
             view["last_seq"]
         ))
         .await;
-    let first = String::from_utf8(first).unwrap();
-    assert!(
-        first.contains(&format!("/api/v1/conversations/{id}/files/{chart}")),
-        "{first}"
+    // The first answer's export carries the chart beside it, linked relatively: it opens
+    // from disk with no server.
+    let first = ba_testkit::files::unzip(&first);
+    let (report, chart_copy) = (
+        first.iter().find(|(k, _)| k.ends_with("/report.md")),
+        first.iter().find(|(k, _)| k.ends_with("/files/chart.png")),
     );
+    let report = String::from_utf8(report.unwrap().1.clone()).unwrap();
+    assert!(report.contains("![chart.png](files/chart.png)"), "{report}");
+    assert!(
+        !report.contains("/api/v1/") && !report.contains(&id),
+        "{report}"
+    );
+    assert_eq!(chart_copy.map(|(_, v)| v), Some(&png), "{:?}", first.keys());
+    let md = ba_testkit::files::unzip(&md)
+        .into_iter()
+        .find_map(|(k, v)| k.ends_with("/report.md").then_some(v))
+        .unwrap();
     assert!(String::from_utf8(md).unwrap().contains("West"));
     server.terminate().await;
+
+    // `ba-agent report` writes the same bundle: the document, the chart in `files/` beside it.
+    let out_dir = dir.path().join("export");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .env_remove("BA_AGENT_CONFIG")
+        .env_remove("BA_AGENT_HOME")
+        .args([
+            "report",
+            &id,
+            "--seq",
+            &view["last_seq"].to_string(),
+            "--format",
+            "md",
+        ])
+        .arg("--out")
+        .arg(out_dir.join("report.md"))
+        .arg("--home")
+        .arg(&home)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("![chart.png](files/chart.png)"), "{report}");
+    assert_eq!(std::fs::read(out_dir.join("files/chart.png")).unwrap(), png);
 }

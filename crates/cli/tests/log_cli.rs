@@ -207,3 +207,127 @@ fn fork_prints_the_new_id_and_verify_checks_the_link() {
         stdout(&broken)
     );
 }
+
+/// What a conversation holds reaches the terminal escaped: a title written raw before titles
+/// were cleaned (an escape sequence, NUL, a right-to-left override) is read back clean by
+/// `log list` and `inspect`, and a question's text is shown with its control characters as
+/// `\u{…}` by `log show`.
+#[test]
+fn list_show_and_inspect_print_no_control_or_bidi_characters() {
+    use ba_storage::{ConversationId, ConversationStore as _, FileStore};
+    let cwd = tempfile::tempdir().unwrap();
+    let home = cwd.path().join(".ba-agent");
+    let id = ConversationId::new("raw-title").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = FileStore::open(&home).unwrap();
+        store
+            .create(&id, ba_storage::NewConversation::default())
+            .await
+            .unwrap();
+        let entry =
+            ba_protocol::LogEntry::new("q1", ba_protocol::LogRole::User, "2026-01-01T00:00:00Z")
+                .with_text("Sales\u{1b}]0;owned\u{7}\u{1b}[2J by\u{202e}noiger");
+        store.append(&id, &entry, None).await.unwrap();
+    });
+    // As an older version wrote it.
+    let meta = home.join("conversations/raw-title.meta.json");
+    let mut raw: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    raw["title"] = "Q3\u{1b}[2J\u{0}review\u{202e}fdp.exe".into();
+    std::fs::write(&meta, serde_json::to_vec(&raw).unwrap()).unwrap();
+    // Its cache goes too, so the store reads the title from the file.
+    std::fs::remove_file(home.join("index.json")).unwrap();
+    let home_arg = home.to_str().unwrap();
+    let raw_free = |what: &str, o: &Output| {
+        assert!(o.status.success(), "{what}: {}", stderr(o));
+        let out = stdout(o);
+        for c in ['\u{1b}', '\u{0}', '\u{7}', '\u{202e}'] {
+            assert!(!out.contains(c), "{what} printed {c:?} raw: {out:?}");
+        }
+        out
+    };
+    let list = raw_free(
+        "log list",
+        &run(cwd.path(), &["log", "list", "--home", home_arg]),
+    );
+    assert!(list.contains("\tQ3 [2J review fdp.exe\n"), "{list:?}");
+    let show = raw_free(
+        "log show",
+        &run(
+            cwd.path(),
+            &["log", "show", "raw-title", "--home", home_arg],
+        ),
+    );
+    assert!(
+        show.contains("Sales\\u{1b}]0;owned\\u{7}\\u{1b}[2J by\\u{202e}noiger"),
+        "{show:?}"
+    );
+    let inspect = raw_free(
+        "inspect",
+        &run(cwd.path(), &["inspect", "raw-title", "--home", home_arg]),
+    );
+    assert!(
+        inspect.starts_with("Q3 [2J review fdp.exe · "),
+        "{inspect:?}"
+    );
+}
+
+/// `convert --from claude-code` and `log import --from claude-code` refuse a line past 32 MiB
+/// as soon as they are past it, naming the line and the bound: the input here is a 40 MiB
+/// line streamed through a pipe, and the command stops reading it at the bound.
+#[test]
+fn an_over_long_line_is_refused_naming_it_and_the_bound() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    const SENT: usize = 40 << 20;
+    let cwd = tempfile::tempdir().unwrap();
+    let home = cwd.path().join("home");
+    let home_arg = home.to_str().unwrap().to_owned();
+    let commands: [&[&str]; 2] = [
+        &["convert", "--from", "claude-code", "--to", "log", "-"],
+        &[
+            "log",
+            "import",
+            "--from",
+            "claude-code",
+            "/dev/stdin",
+            "--home",
+            &home_arg,
+        ],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+            .current_dir(cwd.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // The line never ends while the command reads; a command that stops reading ends it.
+        let writer = std::thread::spawn(move || {
+            let chunk = vec![b'x'; 1 << 20];
+            let mut sent = 0;
+            while sent < SENT {
+                if stdin.write_all(&chunk).is_err() {
+                    break;
+                }
+                sent += chunk.len();
+            }
+            sent
+        });
+        let out = child.wait_with_output().unwrap();
+        let sent = writer.join().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("line 1 of") && err.contains("over the limit of 32 MiB"),
+            "{args:?}: {err}"
+        );
+        assert!(sent < SENT, "{args:?}: all {sent} bytes were read");
+    }
+}

@@ -243,7 +243,8 @@ async fn run_workflow_goes_through_the_demo_example() {
                 Turn::call(
                     "complete_node",
                     json!({"node": "figures", "outputs": {
-                "summary": [{"region": "West", "amount": 130688}], "chart": "output_001"}}),
+                "summary": [{"region": "West", "amount": 130688}],
+                "chart": "bar chart of the month's amount per region, in the report"}}),
                 )
             },
         )

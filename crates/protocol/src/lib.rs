@@ -91,9 +91,9 @@ pub use log::{
 pub use media::media_type_for;
 pub use message::{Message, Role};
 pub use records::{
-    COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord, DropReason, Dropped,
-    EntryKind, EntryRecords, ModelRecord, RewindRecord, ServerInventoryRecord, ServerRecord,
-    SkillActivationRecord, Usage, WindowItem, WindowRecord,
+    AttachmentRecord, COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord,
+    DropReason, Dropped, EntryKind, EntryRecords, ModelRecord, RewindRecord, ServerInventoryRecord,
+    ServerRecord, SkillActivationRecord, Usage, WindowItem, WindowRecord,
 };
 pub use round::{ConversationRound, RoundStatus};
 pub use skill::{

@@ -438,6 +438,9 @@ pub struct EntryRecords {
     /// On an entry of kind [`EntryKind::Window`]: the window later requests are sized to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowRecord>,
+    /// On a user message: the files the person attached to it, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<AttachmentRecord>>,
 }
 
 /// The context window of a conversation, learned from the server: later requests of the
@@ -457,6 +460,21 @@ pub struct WindowRecord {
     pub previous: Option<u64>,
 }
 
+/// A file attached to a user message, as the person attached it: the message's text block is
+/// what they wrote, and this record (not the machine note that tells the model how to read
+/// the file) is what a front end shows as the attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AttachmentRecord {
+    /// The file's id in the conversation (`upload_001`).
+    pub id: String,
+    /// The name it was uploaded under (`sales.csv`).
+    pub name: String,
+    /// Its media type (`text/csv`).
+    pub media_type: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
 /// A rewind: the entries appended before it with a sequence number past `to_seq` leave the
 /// history the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -466,7 +484,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 24] = [
+pub(crate) const RECORD_KEYS: [&str; 25] = [
     "kind",
     "round",
     "usage",
@@ -491,6 +509,7 @@ pub(crate) const RECORD_KEYS: [&str; 24] = [
     "rewind",
     "workflow",
     "window",
+    "attachments",
 ];
 
 impl EntryRecords {
@@ -551,6 +570,7 @@ impl EntryRecords {
             "rewind" => object(&mut self.rewind, value),
             "workflow" => object(&mut self.workflow, value),
             "window" => object(&mut self.window, value),
+            "attachments" => put(&mut self.attachments, value),
             _ => Err(value),
         }
     }
@@ -582,6 +602,7 @@ impl EntryRecords {
             "rewind" => self.rewind.is_some(),
             "workflow" => self.workflow.is_some(),
             "window" => self.window.is_some(),
+            "attachments" => self.attachments.is_some(),
             _ => false,
         }
     }
@@ -621,7 +642,8 @@ impl EntryRecords {
         opt(m, "hook", &self.hook)?;
         opt(m, "rewind", &self.rewind)?;
         opt(m, "workflow", &self.workflow)?;
-        opt(m, "window", &self.window)
+        opt(m, "window", &self.window)?;
+        opt(m, "attachments", &self.attachments)
     }
 }
 

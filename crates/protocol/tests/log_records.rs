@@ -106,3 +106,34 @@ fn a_record_set_in_code_wins_over_an_unreadable_value_of_the_same_name() {
     assert_eq!(text.matches("\"round\"").count(), 1, "{text}");
     assert_eq!(LogEntry::from_json(&text).unwrap().records.round, Some(4));
 }
+
+/// A user message with files: the person's words and the machine note are two text blocks
+/// (both reach the model, in every format), the files a typed record that no model sees.
+#[test]
+fn attachments_are_a_record_and_both_text_blocks_reach_the_model() {
+    let note = "Uploaded files (read one with file_reader {\"path\": \"<id>\"}):\n- <file_ref>upload_001</file_ref> sales.csv (text/csv, 20 bytes)";
+    let line = json!({"schema_version":2,"id":"u1","role":"user","created_at":"t",
+        "content":[{"type":"text","text":"Which region grew fastest?"},{"type":"text","text":note}],
+        "attachments":[{"id":"upload_001","name":"sales.csv","media_type":"text/csv","size":20}]});
+    let e = LogEntry::from_json(&line.to_string()).unwrap();
+    assert!(e.extra.is_empty(), "{:?}", e.extra);
+    let files = e.records.attachments.as_ref().unwrap();
+    assert_eq!(
+        (files[0].id.as_str(), files[0].name.as_str(), files[0].size),
+        ("upload_001", "sales.csv", 20)
+    );
+    assert_eq!(serde_json::to_value(&e).unwrap(), line);
+    let entries = [e];
+    let sent = [
+        serde_json::to_string(&ba_protocol::convert::log_to_anthropic(&entries).value).unwrap(),
+        serde_json::to_string(&ba_protocol::convert::log_to_openai(&entries).value).unwrap(),
+        serde_json::to_string(&ba_protocol::convert::log_to_responses(&entries).value).unwrap(),
+    ];
+    for body in sent {
+        assert!(
+            body.contains("Which region grew fastest?") && body.contains("<file_ref>upload_001"),
+            "{body}"
+        );
+        assert!(!body.contains("attachments"), "{body}");
+    }
+}

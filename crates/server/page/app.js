@@ -472,7 +472,7 @@
     return el('div', { class: 'chips files', role: 'group', 'aria-label': 'Attached files' }, files.map((f) => {
       const name = f.name || f.id;
       const chip = el('span', { class: 'chip', title: [f.media_type, f.size != null ? fmt(f.size) + ' bytes' : ''].filter(Boolean).join(', ') },
-        el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.id, text: '📎 ' + name, 'aria-label': 'Download ' + name,
+        el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.id, text: name, 'aria-label': 'Download ' + name,
           onclick: () => download(base() + '/uploads/' + encodeURIComponent(f.id)) }));
       if (remove) chip.append(el('button', { type: 'button', class: 'remove', text: '×', 'aria-label': 'Remove ' + name, onclick: () => remove(f) }));
       return chip;
@@ -605,7 +605,7 @@
     while ((m = re.exec(text))) {
       frag.append(text.slice(at, m.index));
       const id = m[1].trim();
-      frag.append(el('button', { type: 'button', class: 'file-ref', 'data-file-ref': id, text: '📎 ' + id,
+      frag.append(el('button', { type: 'button', class: 'file-ref', 'data-file-ref': id, text: id,
         'aria-label': 'Download uploaded file ' + id, onclick: () => download(base() + '/uploads/' + encodeURIComponent(id)) }));
       at = re.lastIndex;
     }
@@ -733,13 +733,16 @@
         if (IMAGE.test(f.media_type) && rep && ![...rep.querySelectorAll('figure.output-image')].some((x) => x.dataset.fileId === id)) rep.append(inlineImage(id, f.name));
       }));
     }
-    // Export: the answer as a file to send (self-contained HTML, or Markdown).
+    // Export: the answer as a file to send — one self-contained HTML file, or a zip with the
+    // files it names beside it (the Markdown always comes so, for its images).
     if (final && final.api.response) {
       const path = (f) => base() + '/report/' + final.seq + '?format=' + f;
+      const button = (text, format) => el('button', { type: 'button', text, 'data-format': format, onclick: () => download(path(format)) });
       box.append(el('div', { class: 'chips export', 'data-component': 'export_report', role: 'group', 'aria-label': 'Export this answer' },
-        el('button', { type: 'button', text: 'Export HTML', 'aria-label': 'Export this answer as an HTML file', onclick: () => download(path('html')) }),
-        el('button', { type: 'button', text: 'Export Markdown', 'aria-label': 'Export this answer as a Markdown file', onclick: () => download(path('md')) }),
-        el('button', { type: 'button', text: 'Print', 'aria-label': 'Print this answer', onclick: () => printAnswer(box) })));
+        button('Export HTML', 'html'),
+        button('Export Markdown (zip)', 'md'),
+        button('Export HTML with files (zip)', 'zip'),
+        el('button', { type: 'button', text: 'Print', onclick: () => printAnswer(box) })));
     }
     if (assistant.some((e) => e.usage)) {
       const t = tally(assistant);
@@ -846,7 +849,7 @@
           const f = (md.file_refs || []).find((x) => x.index === i);
           if (f && f.size_bytes && /^(png|jpe?g|gif|webp)$/.test(f.file_type)) { frag.append(inlineImage(f.file_id, f.filename || f.file_id)); continue; }
           frag.append(f ? el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.file_id,
-            text: '📎 ' + (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + fmt(f.size_bytes) + ' bytes)' : ''),
+            text: (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + fmt(f.size_bytes) + ' bytes)' : ''),
             onclick: () => download(base() + '/files/' + encodeURIComponent(f.file_id)) }) : p);
         }
       }
@@ -1210,7 +1213,7 @@
   }
   function showAttachments() {
     $('#attachments').replaceChildren(...S.attachments.map((a) => el('span', { class: 'chip', 'data-upload-id': a.id },
-      '📎 ' + a.name + ' (' + a.id + ') ',
+      a.name + ' (' + a.id + ') ',
       el('button', { type: 'button', text: '×', 'aria-label': 'Remove ' + a.name, onclick: () => { S.attachments = S.attachments.filter((x) => x !== a); showAttachments(); } }))));
     saveDraft();
   }

@@ -194,14 +194,15 @@ struct ExportQuery {
     format: Option<String>,
 }
 
-/// `GET …/{id}/report/{seq}?format=md|html` (html by default; `seq` may be `last`): the final
-/// answer at `seq` as a file to keep or send (see [`crate::export`]).
+/// `GET …/{id}/report/{seq}?format=html|zip|md` (html by default; `seq` may be `last`): the
+/// final answer at `seq` as a file to keep or send — one HTML file, or a zip of the document
+/// and its files (see [`crate::export`]).
 async fn export_report(
     State(state): State<AppState>,
     Path((id, seq)): Path<(String, String)>,
     axum::extract::Query(q): axum::extract::Query<ExportQuery>,
 ) -> ApiResult<Response> {
-    use crate::export::{ExportError, ReportFormat};
+    use crate::export::{ExportError, ExportFormat};
     let id = conversation_id(&id)?;
     let seq = match seq.as_str() {
         "last" | "latest" => None,
@@ -211,27 +212,56 @@ async fn export_report(
             ))
         })?),
     };
-    let format: ReportFormat = q
+    let format: ExportFormat = q
         .format
         .as_deref()
         .unwrap_or("html")
         .parse()
         .map_err(|e: ExportError| ApiError::bad_request(e.to_string()))?;
-    let exported = crate::export::export_report(state.store().as_ref(), &id, seq, format)
+    let refused = |e: ExportError| match e {
+        ExportError::Storage(e) => ApiError::from(e),
+        ExportError::NoAnswer(_) | ExportError::NotAnAnswer { .. } => {
+            ApiError::not_found(e.to_string())
+        }
+        ExportError::TooLarge { .. } => ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "too_large",
+            e.to_string(),
+        ),
+        ExportError::Write { .. } => {
+            tracing::warn!("exporting a report: {e}");
+            ApiError::internal("the report's archive could not be written")
+        }
+        _ => ApiError::bad_request(e.to_string()),
+    };
+    let store = state.store();
+    let exported = crate::export::export_report(
+        store.as_ref(),
+        &id,
+        seq,
+        format.report_format(),
+        format.packaging(),
+    )
+    .await
+    .map_err(refused)?;
+    if !format.is_zip() {
+        let size = exported.body.len() as u64;
+        let name = exported.file_name();
+        let media = exported.format.media_type();
+        let mut response = exported.body.into_response();
+        crate::files::download_headers(&mut response, &name, media, Some(size));
+        return Ok(response);
+    }
+    let zip = crate::export::spool_zip(&exported, store.as_ref())
         .await
-        .map_err(|e| match e {
-            ExportError::Storage(e) => ApiError::from(e),
-            ExportError::Format(_) => ApiError::bad_request(e.to_string()),
-            ExportError::NoAnswer(_) | ExportError::NotAnAnswer { .. } => {
-                ApiError::not_found(e.to_string())
-            }
-        })?;
-    let size = exported.body.len() as u64;
-    let mut response = exported.body.into_response();
+        .map_err(refused)?;
+    let size = zip.size();
+    let stream = tokio_util::io::ReaderStream::new(zip);
+    let mut response = Body::from_stream(stream).into_response();
     crate::files::download_headers(
         &mut response,
-        &exported.file_name,
-        format.media_type(),
+        &exported.zip_name(),
+        "application/zip",
         Some(size),
     );
     Ok(response)

@@ -32,6 +32,9 @@ pub enum ConversationStatus {
     Failed,
     /// Tool calls wait for a person's decision (`GET …/approvals`).
     AwaitingApproval,
+    /// Its history cannot be read (a fork whose parent is gone): `problem` says why; it can
+    /// only be deleted.
+    Broken,
 }
 
 /// A conversation as the API shows it.
@@ -49,11 +52,15 @@ pub struct ConversationView {
     pub updated_ms: i64,
     /// Sequence number of the last entry (0 when empty).
     pub last_seq: u64,
-    /// Idle, running, interrupted, failed or awaiting approval.
+    /// Idle, running, interrupted, failed, awaiting approval or broken.
     pub status: ConversationStatus,
-    /// The run in flight.
+    /// The run in flight: this server's, or the one that holds the store's run lease (a CLI
+    /// run, another server's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_run_id: Option<String>,
+    /// Why the conversation cannot be read, when its status is `broken`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
     /// Where this conversation was forked from, when it is a fork.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fork: Option<ForkView>,
@@ -85,16 +92,25 @@ pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
 
-/// Reads a JSON body; an empty body is the type's default.
+/// Reads a JSON body; an empty body is the type's default. A body that does not fit is named
+/// by where it went wrong, never echoed: what the parser quotes of it is cut to a short,
+/// cleaned excerpt.
 pub(crate) fn json_body<T: DeserializeOwned + Default>(body: &Bytes) -> ApiResult<T> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
     serde_json::from_slice(body).map_err(|e| {
+        let text = e.to_string();
+        // serde_json ends its message with the place; the rest may quote the body.
+        let place = format!(" at line {} column {}", e.line(), e.column());
+        let what = text.strip_suffix(&place).unwrap_or(&text);
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_json",
-            format!("the body is not the expected JSON: {e}"),
+            format!(
+                "the body is not the expected JSON: {}{place}",
+                crate::error::excerpt(what, 200)
+            ),
         )
     })
 }
@@ -134,22 +150,61 @@ pub(crate) fn status_of(
     (status, None)
 }
 
-async fn view(state: &AppState, meta: ConversationMeta) -> ApiResult<ConversationView> {
-    let id = conversation_id(&meta.id)?;
-    let last = if meta.last_seq == 0 {
-        None
-    } else {
-        state
-            .store()
-            .load_from(&id, meta.last_seq)
-            .await?
-            .entries
-            .pop()
-            .map(|s| s.entry)
+/// The last entry of a conversation's history (`None` when it has none).
+async fn last_entry(
+    state: &AppState,
+    id: &ConversationId,
+    meta: &ConversationMeta,
+) -> ApiResult<Option<LogEntry>> {
+    if meta.last_seq == 0 {
+        return Ok(None);
+    }
+    Ok(state
+        .store()
+        .load_from(id, meta.last_seq)
+        .await?
+        .entries
+        .pop()
+        .map(|s| s.entry))
+}
+
+/// A conversation as the API shows it. One whose history cannot be read is still shown,
+/// `broken` with why, so that one bad conversation never takes a list down and can be found
+/// and deleted. A run is seen wherever it runs: this server's hub knows its own, the store's
+/// lease any other (a CLI run, another server's).
+async fn view(state: &AppState, meta: ConversationMeta) -> ConversationView {
+    let checked = conversation_id(&meta.id);
+    let last = match &checked {
+        Ok(id) => last_entry(state, id, &meta).await,
+        Err(e) => Err(e.clone()),
     };
-    let hub = state.existing_hub(&id);
-    let (status, active_run_id) = status_of(hub.as_deref(), last.as_ref());
-    Ok(ConversationView {
+    let (status, active_run_id, problem) = match (checked, last) {
+        (Ok(id), Ok(last)) => {
+            let hub = state.existing_hub(&id);
+            let (status, run) = status_of(hub.as_deref(), last.as_ref());
+            if status == ConversationStatus::Running {
+                (status, run, None)
+            } else {
+                match state.agent().run_holder(&id).await {
+                    Ok(Some(holder)) => (
+                        ConversationStatus::Running,
+                        Some(holder.run_id).filter(|r| !r.is_empty()),
+                        None,
+                    ),
+                    Ok(None) => (status, run, None),
+                    Err(e) => {
+                        tracing::warn!("the run lease of `{id}` cannot be read: {e}");
+                        (status, run, None)
+                    }
+                }
+            }
+        }
+        (_, Err(e)) | (Err(e), _) => {
+            tracing::warn!("conversation `{}` cannot be read: {}", meta.id, e.message);
+            (ConversationStatus::Broken, None, Some(e.message))
+        }
+    };
+    ConversationView {
         id: meta.id,
         title: meta.title,
         mode: meta.mode.unwrap_or_default(),
@@ -158,11 +213,12 @@ async fn view(state: &AppState, meta: ConversationMeta) -> ApiResult<Conversatio
         last_seq: meta.last_seq,
         status,
         active_run_id,
+        problem,
         fork: meta.fork.map(|f| ForkView {
             parent: f.parent,
             at_seq: f.at_seq,
         }),
-    })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -219,9 +275,22 @@ pub(crate) async fn list(
     };
     let mut items = Vec::with_capacity(page.items.len());
     for meta in page.items {
-        items.push(view(&state, meta).await?);
+        items.push(view(&state, meta).await);
     }
     Ok(Json(json!({"items": items, "next": page.next})))
+}
+
+/// The longest title taken, in characters. The store cleans a title of control and format
+/// characters (`ba_storage::clean_title`); the answer shows it as kept.
+const MAX_TITLE: usize = 500;
+
+fn check_title(title: Option<&str>) -> ApiResult<()> {
+    if title.is_some_and(|t| t.chars().count() > MAX_TITLE) {
+        return Err(ApiError::bad_request(format!(
+            "the title is longer than {MAX_TITLE} characters"
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -236,6 +305,7 @@ pub(crate) async fn create(
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let body: CreateBody = json_body(&body)?;
+    check_title(body.title.as_deref())?;
     let id = state
         .agent()
         .new_conversation(NewConversation {
@@ -245,7 +315,7 @@ pub(crate) async fn create(
         })
         .await?;
     let meta = state.store().metadata(&id).await?;
-    Ok((StatusCode::CREATED, Json(view(&state, meta).await?)))
+    Ok((StatusCode::CREATED, Json(view(&state, meta).await)))
 }
 
 pub(crate) async fn read(
@@ -254,7 +324,7 @@ pub(crate) async fn read(
 ) -> ApiResult<Json<ConversationView>> {
     let id = conversation_id(&id)?;
     let meta = state.store().metadata(&id).await?;
-    Ok(Json(view(&state, meta).await?))
+    Ok(Json(view(&state, meta).await))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -272,13 +342,7 @@ pub(crate) async fn update(
 ) -> ApiResult<Json<ConversationView>> {
     let id = conversation_id(&id)?;
     let body: UpdateBody = json_body(&body)?;
-    if let Some(title) = &body.title
-        && title.chars().count() > 500
-    {
-        return Err(ApiError::bad_request(
-            "the title is longer than 500 characters",
-        ));
-    }
+    check_title(body.title.as_deref())?;
     let meta = state
         .store()
         .update_metadata(
@@ -289,7 +353,7 @@ pub(crate) async fn update(
             },
         )
         .await?;
-    Ok(Json(view(&state, meta).await?))
+    Ok(Json(view(&state, meta).await))
 }
 
 /// Deletes a conversation; one with a run in flight is refused (cancel the run first).

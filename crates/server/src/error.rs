@@ -81,12 +81,38 @@ impl ApiError {
     }
 }
 
+/// The longest message an error answer carries, in characters: whatever a message quotes of
+/// a request (a name, a header, a value a parser did not expect) is cut to fit.
+const MAX_MESSAGE: usize = 1000;
+
+/// At most `max` characters of `text`, for a message that quotes what a client sent: control
+/// and format characters (but line breaks and tabs) each shown as `�`, and what is cut said
+/// with its size.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4));
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(max) {
+        out.push(
+            if ba_storage::is_hidden_char(c) && !matches!(c, '\n' | '\t') {
+                '\u{FFFD}'
+            } else {
+                c
+            },
+        );
+    }
+    let rest = chars.as_str().len();
+    if rest > 0 {
+        out.push_str(&format!("… ({rest} more bytes)"));
+    }
+    out
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code.to_owned(),
-                message: self.message,
+                message: excerpt(&self.message, MAX_MESSAGE),
             },
             active_run_id: self.active_run_id,
         };

@@ -49,8 +49,37 @@ fn multipart_error(e: &axum::extract::multipart::MultipartError, limit: usize) -
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         too_large(limit)
     } else {
-        ApiError::new(e.status(), "bad_upload", e.body_text())
+        ApiError::new(
+            e.status(),
+            "bad_upload",
+            crate::error::excerpt(&e.body_text(), 200),
+        )
     }
+}
+
+/// Reads the `description` part as it arrives, refusing it (413) as soon as it is past
+/// [`ba_storage::MAX_DESCRIPTION`] bytes: no more of it is read, and never more is held.
+async fn read_description(
+    field: &mut axum::extract::multipart::Field<'_>,
+    limit: usize,
+) -> ApiResult<String> {
+    let max = ba_storage::MAX_DESCRIPTION;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field
+        .chunk()
+        .await
+        .map_err(|e| multipart_error(&e, limit))?
+    {
+        if bytes.len().saturating_add(chunk.len()) > max {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("the description is over the limit of {max} bytes"),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    String::from_utf8(bytes).map_err(|_| ApiError::bad_request("the description is not UTF-8 text"))
 }
 
 fn spool_error(e: &std::io::Error) -> ApiError {
@@ -101,8 +130,13 @@ pub(crate) async fn upload(
     state.store().metadata(&id).await?;
     let files = workspace(&state)?;
     let limit = state.config().upload_limit;
-    let mut multipart =
-        multipart.map_err(|e| ApiError::new(e.status(), "bad_upload", e.body_text()))?;
+    let mut multipart = multipart.map_err(|e| {
+        ApiError::new(
+            e.status(),
+            "bad_upload",
+            crate::error::excerpt(&e.body_text(), 200),
+        )
+    })?;
     let mut file: Option<(String, Option<String>, Spool)> = None;
     let mut description = String::new();
     while let Some(mut field) = multipart
@@ -134,7 +168,7 @@ pub(crate) async fn upload(
                 file = Some((name, media, spool));
             }
             Some("description") => {
-                description = field.text().await.map_err(|e| multipart_error(&e, limit))?;
+                description = read_description(&mut field, limit).await?;
             }
             _ => {}
         }
@@ -152,7 +186,8 @@ pub(crate) async fn upload(
         return Err(ApiError::bad_request("the file name is empty"));
     }
     let mut new = NewFile::upload(shown, description.trim());
-    // A client's generic type says nothing; the name's extension says more.
+    // A client's generic type says nothing; the name's extension says more. The store keeps a
+    // declared type only when it is passive or the name agrees (`ba_storage::media_type_of`).
     if let Some(media) = media.filter(|m| m != "application/octet-stream" && !m.is_empty()) {
         new = new.with_media_type(media);
     }
@@ -290,10 +325,13 @@ async fn send_file(
         e
     });
     let mut response = Body::from_stream(stream).into_response();
+    // A type a client declared before declarations were checked on the way in is checked
+    // again on the way out.
+    let media = ba_storage::media_type_of(&content.meta.name, Some(&content.meta.media_type));
     download_headers(
         &mut response,
         &content.meta.name,
-        &content.meta.media_type,
+        &media,
         Some(content.meta.size),
     );
     Ok(response)

@@ -140,7 +140,7 @@ pub(crate) async fn start(
             if text.trim().is_empty() {
                 return Err(ApiError::bad_request("the message is empty"));
             }
-            Input::Message(with_uploads(&state, &id, text, &upload_ids).await?)
+            Input::message_with(text, uploads(&state, &id, &upload_ids).await?)
         }
         Some(RunInput::Continue) => Input::Continue,
         Some(RunInput::Resume) => Input::Resume,
@@ -198,16 +198,15 @@ pub(crate) async fn launch(
     Ok(accepted(id, &run_id, false).into_response())
 }
 
-/// Names the uploads a message refers to, so the model can read them (their ids, names and
-/// types; never where they are kept).
-async fn with_uploads(
+/// The uploads a message attaches, each an upload of this conversation (400 naming one that
+/// is not); the run tells the model how to read them.
+async fn uploads(
     state: &AppState,
     id: &ConversationId,
-    text: String,
     upload_ids: &[String],
-) -> ApiResult<String> {
+) -> ApiResult<Vec<ba_storage::FileMeta>> {
     if upload_ids.is_empty() {
-        return Ok(text);
+        return Ok(Vec::new());
     }
     let files = crate::files::workspace(state)?;
     let mut named = Vec::with_capacity(upload_ids.len());
@@ -223,7 +222,7 @@ async fn with_uploads(
             })?;
         named.push(meta);
     }
-    Ok(ba_agent::with_attachments(&text, &named))
+    Ok(named)
 }
 
 /// Ends the run's bookkeeping however its task ends.
@@ -269,8 +268,10 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, mut run: Run) 
     });
 }
 
-/// Cancels a run: cooperative (the partial answer is kept) and idempotent; on a run of another
-/// server sharing the store, through a request that server finds within its poll interval.
+/// Cancels a run of this conversation: cooperative (the partial answer is kept) and
+/// idempotent; on a run of another server sharing the store, through a request that server
+/// finds within its poll interval. A run that is not one of this conversation's (another
+/// conversation's, or none) is 404 and nothing is cancelled.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Path((id, run_id)): Path<(String, String)>,
@@ -279,6 +280,13 @@ pub(crate) async fn cancel(
     state.hub(&id).await?;
     let outcome = state.agent().cancel(&id, Some(&run_id)).await?;
     let cancelling = !matches!(outcome, CancelOutcome::NotRunning);
+    if !cancelling && !ran_here(&state, &id, &run_id).await? {
+        // The id comes from the URL: named, but not at any length.
+        let named: String = run_id.chars().take(MAX_REQUEST_ID).collect();
+        return Err(ApiError::not_found(format!(
+            "no run `{named}` in conversation `{id}`"
+        )));
+    }
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({
@@ -286,4 +294,14 @@ pub(crate) async fn cancel(
             "state": if cancelling { "cancelling" } else { "not_running" },
         })),
     ))
+}
+
+/// Whether run `run_id` is one of conversation `id`'s that has ended: the user entry it
+/// appended names it.
+async fn ran_here(state: &AppState, id: &ConversationId, run_id: &str) -> ApiResult<bool> {
+    let loaded = state.store().load(id).await?;
+    Ok(loaded
+        .entries
+        .iter()
+        .any(|s| s.entry.records.caller_run_id.as_deref() == Some(run_id)))
 }

@@ -82,7 +82,7 @@ pub use validate::{
     MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, Strictness, is_valid_name,
 };
 pub use workflow::{
-    END, InputType, MAX_WORKFLOW_BYTES, Next, NodeOutput, OutputKind, StartError, WORKFLOW_FILE,
-    WorkflowDef, WorkflowError, WorkflowInput, WorkflowNode, WorkflowSet, parse_workflow,
-    validate_workflow, validate_workflow_text,
+    END, FileReference, InputType, MAX_WORKFLOW_BYTES, Next, NodeOutput, OutputKind, StartError,
+    WORKFLOW_FILE, WorkflowDef, WorkflowError, WorkflowInput, WorkflowNode, WorkflowSet,
+    parse_workflow, validate_workflow, validate_workflow_text,
 };

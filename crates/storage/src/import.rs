@@ -7,6 +7,7 @@
 //! [`Imported`] conversations plus the list of what the log cannot express, and
 //! [`store_imported`] writes them into any [`ConversationStore`].
 
+use std::io::{BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use ba_protocol::LogEntry;
@@ -40,12 +41,58 @@ pub struct Imported {
     pub subagents: Vec<ImportedConversation>,
 }
 
-/// Reads `path` as UTF-8, naming the first bad byte when it is not.
+/// The longest line an import or a conversion reads: 32 MiB, the bound of a request body
+/// ([`ba_protocol::MAX_INPUT_BYTES`]).
+pub const MAX_LINE_BYTES: usize = ba_protocol::MAX_INPUT_BYTES;
+
+/// Reads `path` as UTF-8, naming the first bad byte when it is not; a line longer than
+/// [`MAX_LINE_BYTES`] is refused without being read further ([`read_lines`]).
 pub fn read_utf8(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| StorageError::io("reading", path, e))?;
-    String::from_utf8(bytes).map_err(|e| {
+    let file = std::fs::File::open(path).map_err(|e| StorageError::io("reading", path, e))?;
+    read_lines(file, &path.display().to_string(), MAX_LINE_BYTES)
+}
+
+/// Reads `reader` to its end as UTF-8 text, a line at a time: the first line longer than
+/// `max_line` bytes (its line break not counted) is refused as soon as it is past the bound,
+/// naming its number and the bound, so no line is ever held longer than that. `what` names the
+/// input in errors.
+///
+/// # Errors
+/// [`StorageError::TooLarge`] for the long line, [`StorageError::Invalid`] for bytes that are
+/// not UTF-8, [`StorageError::Io`] when reading fails.
+pub fn read_lines(reader: impl Read, what: &str, max_line: usize) -> Result<String> {
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut out = Vec::new();
+    let (mut line, mut line_len) = (1u64, 0usize);
+    loop {
+        let buf = reader
+            .fill_buf()
+            .map_err(|e| StorageError::io("reading", what, e))?;
+        if buf.is_empty() {
+            break;
+        }
+        let end = buf.iter().position(|&b| b == b'\n');
+        let content = end.unwrap_or(buf.len());
+        if line_len.saturating_add(content) > max_line {
+            return Err(StorageError::TooLarge {
+                what: format!("line {line} of {what}"),
+                size: line_len.saturating_add(content) as u64,
+                limit: max_line as u64,
+            });
+        }
+        let taken = end.map_or(buf.len(), |e| e + 1);
+        out.extend_from_slice(&buf[..taken]);
+        reader.consume(taken);
+        if end.is_some() {
+            line += 1;
+            line_len = 0;
+        } else {
+            line_len += taken;
+        }
+    }
+    String::from_utf8(out).map_err(|e| {
         StorageError::invalid(
-            path.display().to_string(),
+            what.to_owned(),
             format!(
                 "not UTF-8 text (invalid byte at offset {})",
                 e.utf8_error().valid_up_to()
@@ -154,4 +201,33 @@ pub async fn store_imported<S: ConversationStore + ?Sized>(
     // The main session first, then the subagents in file order.
     done.rotate_right(1);
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_is_refused_without_being_read_whole() {
+        // An endless line: reading it whole would never end.
+        let endless = std::io::repeat(b'x');
+        let err = read_lines(endless, "stdin", 1024).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1 of stdin is over the limit of 1 KiB"
+        );
+        let third = b"{}\n{}\n".iter().copied().chain(std::iter::repeat(b'y'));
+        let reader = std::io::Cursor::new(third.take(10_000).collect::<Vec<u8>>());
+        let err = read_lines(reader, "s.jsonl", 1024).unwrap_err();
+        assert!(err.to_string().starts_with("line 3 of s.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn lines_up_to_the_bound_are_read_as_they_are() {
+        let text = format!("{}\n{}\r\nlast", "a".repeat(1024), "b".repeat(1023));
+        let read = read_lines(text.as_bytes(), "t", 1024).unwrap();
+        assert_eq!(read, text);
+        let bad = read_lines(&b"ok\n\xff"[..], "t", 1024).unwrap_err();
+        assert!(bad.to_string().contains("offset 3"), "{bad}");
+    }
 }

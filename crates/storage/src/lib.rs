@@ -57,6 +57,7 @@ mod import;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod store;
+mod text;
 mod verify;
 mod workspace;
 
@@ -69,7 +70,8 @@ pub use file::{Durability, FileStore, FileStoreOptions, FileWorkspace};
 pub use id::ConversationId;
 pub use id::MAX_ID_LEN;
 pub use import::{
-    Imported, ImportedConversation, read_claude_code, read_codex, read_utf8, store_imported,
+    Imported, ImportedConversation, MAX_LINE_BYTES, read_claude_code, read_codex, read_lines,
+    read_utf8, store_imported,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
@@ -79,9 +81,13 @@ pub use store::{
     RunLease, RunLock, StoredEntry, SystemClock,
 };
 pub use store::{fork_with_files, rfc3339};
+pub use text::{clean_title, is_hidden_char};
 pub use verify::{
     BrokenPair, DuplicateId, after_rewinds, broken_pairs, duplicate_ids, orphan_workspaces,
 };
 pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
-pub use workspace::{FileContent, FileKind, FileMeta, NewFile, Workspace, WorkspaceLimits};
+pub use workspace::{
+    FileContent, FileKind, FileMeta, MAX_DESCRIPTION, NewFile, Workspace, WorkspaceLimits,
+    is_active_media_type, media_type_of,
+};

@@ -441,7 +441,11 @@ async fn matches_query<S: ConversationStore + ?Sized>(
         Ok(l) => l,
         // Gone between the list and the load.
         Err(StorageError::NotFound { .. }) => return Ok(false),
-        Err(e) => return Err(e),
+        // One conversation that cannot be read never takes the search down.
+        Err(e) => {
+            tracing::warn!("search: conversation `{id}` is left out: {e}");
+            return Ok(false);
+        }
     };
     Ok(loaded.entries.iter().any(|s| {
         matches!(s.entry.role, LogRole::User | LogRole::Assistant)
@@ -461,10 +465,13 @@ pub(crate) fn check_fork_point(parent: &ConversationId, at_seq: u64, last_seq: u
     Ok(())
 }
 
-/// A fork ([`ConversationStore::fork`]) that also shares its parent's workspace files up to
-/// the cut: every file the parent had when entry `at_seq` was appended keeps its id in the
-/// fork ([`crate::Workspace::copy_file`]: linked on the files backend), so the history the fork
-/// shares names files it has. Files the parent gets later are its own.
+/// A fork ([`ConversationStore::fork`]) that also shares its parent's workspace files: every
+/// file the parent had before entry `at_seq + 1` was written keeps its id in the fork
+/// ([`crate::Workspace::copy_file`]: linked on the files backend) — every file when `at_seq`
+/// is the parent's last entry, the files made before the first entry when it is 0. So the
+/// history the fork shares names files it has, and a question asked again in the fork (the
+/// entry after the cut, edited) finds the uploads the original found. Files the parent gets
+/// later are its own. A fork whose files cannot be shared is deleted again.
 pub async fn fork_with_files<S: ConversationStore + ?Sized>(
     store: &S,
     parent: &ConversationId,
@@ -472,24 +479,32 @@ pub async fn fork_with_files<S: ConversationStore + ?Sized>(
     child: &ConversationId,
     new: NewConversation,
 ) -> Result<ConversationMeta> {
-    let cut_ms = if at_seq == 0 {
-        None
-    } else {
-        store
-            .load_from(parent, at_seq)
-            .await?
-            .entries
-            .first()
-            .filter(|s| s.seq == at_seq)
-            .map(|s| s.appended_ms)
-    };
+    // The entry after the cut: files made up to its time existed before it (times are in
+    // milliseconds, and an upload sent just before its question may share the question's).
+    let next_ms = store
+        .load_from(parent, at_seq + 1)
+        .await?
+        .entries
+        .first()
+        .filter(|s| s.seq == at_seq + 1)
+        .map(|s| s.appended_ms);
     let meta = store.fork(parent, at_seq, child, new).await?;
-    if let (Some(cut_ms), Some(workspace)) = (cut_ms, store.workspace()) {
+    let Some(workspace) = store.workspace() else {
+        return Ok(meta);
+    };
+    let shared = async {
         for file in workspace.list(parent).await? {
-            if file.created_ms <= cut_ms {
+            if next_ms.is_none_or(|ms| file.created_ms <= ms) {
                 workspace.copy_file(parent, child, &file.id).await?;
             }
         }
+        Ok::<_, StorageError>(())
+    };
+    if let Err(e) = shared.await {
+        if let Err(undo) = store.delete(child).await {
+            tracing::warn!("fork `{child}` kept without all its files: {undo}");
+        }
+        return Err(e);
     }
     Ok(meta)
 }

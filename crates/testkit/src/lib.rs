@@ -5,7 +5,8 @@
 //! naming it when `CI=true`; [`sse`], server-sent events cut into frames as a client reads
 //! them; and [`model`], a model server speaking the Anthropic Messages, OpenAI Chat
 //! Completions and OpenAI Responses wires that answers by rules over the request it receives (a
-//! model that decides, for journey tests).
+//! model that decides, for journey tests); [`files`], an upload's multipart body and a zip's
+//! entries.
 
 // Test scaffolding: a failure here should stop the test loudly.
 #![allow(
@@ -19,6 +20,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+pub mod files;
 pub mod model;
 pub mod sse;
 

@@ -24,4 +24,5 @@ pub use skill::{SkillTool, activation_text};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTION, TITLE_INSTRUCTION, transcript};
 pub use task::{TASK_TOOL, TaskTool};
 pub use workflow::CompleteNodeTool;
-pub use workspace::{WorkspaceFiles, file_info, with_attachments};
+pub use workspace::{WorkspaceFiles, file_info};
+pub(crate) use workspace::{attachment_note, attachment_records};

@@ -85,7 +85,7 @@ impl Tool for TaskTool {
                 .await
                 .map_err(|e| failed(format!("the sub-agent's conversation: {e}")))?,
         };
-        let summary = self.child.send(&id, Input::Message(prompt)).finish().await;
+        let summary = self.child.send(&id, Input::message(prompt)).finish().await;
         match (summary.status, summary.final_answer) {
             (RunStatus::Answered, Some(report)) => Ok(json!({
                 "conversation_id": id.as_str(),

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ba_protocol::{ToolErrorKind, WorkflowRecord};
-use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
+use ba_tools::{CallContext, ConversationFiles, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;
 
 use crate::workflow::{COMPLETE_NODE, COMPLETE_NODE_DESCRIPTION, WorkflowRun, complete_node_spec};
@@ -81,12 +81,25 @@ impl Tool for CompleteNodeTool {
             return Err(refused("no workflow run is going on".into()));
         };
         let shared = scope.get_or_default::<RunWorkflow>();
+        let no_run = || refused("no workflow run is going on in this conversation".into());
+        // Checked on a copy first, so the files are looked up without holding the lock.
+        let snapshot = shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(no_run)?;
+        let record = snapshot.complete(&input).map_err(refused)?;
+        if let Some(files) = &ctx.files {
+            named_files_exist(&snapshot, &record, files.as_ref())
+                .await
+                .map_err(refused)?;
+        }
         let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(run) = state.as_mut() else {
-            return Err(refused(
-                "no workflow run is going on in this conversation".into(),
-            ));
+            return Err(no_run());
         };
+        // Again on the state itself: another call of the round may have moved it on.
         let record = run.complete(&input).map_err(refused)?;
         run.apply(&record);
         let node = record.node.clone().unwrap_or_default();
@@ -108,4 +121,55 @@ impl Tool for CompleteNodeTool {
             .insert(ctx.call_id.to_string(), record);
         Ok(Value::String(text))
     }
+}
+
+/// Most files a refusal lists.
+const LISTED_FILES: usize = 30;
+
+/// Refuses a completion whose `figure` or `file` outputs name a file the conversation does not
+/// have (a chart no tool wrote): the sentence names each such file and the files there are.
+async fn named_files_exist(
+    run: &WorkflowRun,
+    record: &WorkflowRecord,
+    files: &dyn ConversationFiles,
+) -> Result<(), String> {
+    let (Some(node), Some(outputs)) = (run.active_node(), record.outputs.as_ref()) else {
+        return Ok(());
+    };
+    let mut missing = Vec::new();
+    for named in node.file_references(outputs) {
+        match files.find(&named.reference).await {
+            Ok(Some(_)) => {}
+            Ok(None) => missing.push(format!(
+                "output `{}` ({}) names `{}`, which is no file of this conversation",
+                named.output,
+                named.kind.as_str(),
+                named.reference
+            )),
+            Err(e) => return Err(format!("the conversation's files could not be read: {e}")),
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let listed = files.list().await.unwrap_or_default();
+    let there = if listed.is_empty() {
+        "it has no files yet".to_owned()
+    } else {
+        let mut names: Vec<String> = listed
+            .iter()
+            .take(LISTED_FILES)
+            .map(|f| format!("`{}` ({})", f.name, f.id))
+            .collect();
+        if listed.len() > LISTED_FILES {
+            names.push(format!("and {} more", listed.len() - LISTED_FILES));
+        }
+        format!("its files are {}", names.join(", "))
+    };
+    Err(format!(
+        "node `{}` is not complete: {}; {there}. Write the file first (run_python keeps what the \
+         code saves under outputs/), then call `{COMPLETE_NODE}` naming it by its name or id.",
+        node.id,
+        missing.join("; ")
+    ))
 }

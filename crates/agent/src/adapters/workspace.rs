@@ -135,16 +135,19 @@ impl ConversationFiles for WorkspaceFiles {
     }
 }
 
-/// `text` followed by the list of `files` it comes with, as a user message names its uploads:
-/// each file's `<file_ref>` id, name, type, size and description, and how the model reads it.
-/// Never a path.
-pub fn with_attachments(text: &str, files: &[FileMeta]) -> String {
+/// The longest description of a file the note quotes, in characters.
+const NOTE_DESCRIPTION_CHARS: usize = 300;
+
+/// The note a user message carries for the model about the files attached to it: each file's
+/// `<file_ref>` id, name, type, size and description, and how the model reads it; `None`
+/// without files. Never a path. The one place this text is written: the run puts it in the
+/// message's entry as a block of its own, after what the person wrote.
+pub(crate) fn attachment_note(files: &[FileMeta]) -> Option<String> {
     if files.is_empty() {
-        return text.to_owned();
+        return None;
     }
-    let mut out = text.to_owned();
-    out.push_str(
-        "\n\nUploaded files (read one with file_reader {\"path\": \"<id>\"}; run_python finds \
+    let mut out = String::from(
+        "Uploaded files (read one with file_reader {\"path\": \"<id>\"}; run_python finds \
          them in its working folder under their names):",
     );
     for f in files {
@@ -152,9 +155,27 @@ pub fn with_attachments(text: &str, files: &[FileMeta]) -> String {
             "\n- <file_ref>{}</file_ref> {} ({}, {} bytes)",
             f.id, f.name, f.media_type, f.size
         ));
-        if !f.description.is_empty() {
-            out.push_str(&format!(" — {}", f.description));
+        let description = f.description.trim();
+        if !description.is_empty() {
+            let mut shown: String = description.chars().take(NOTE_DESCRIPTION_CHARS).collect();
+            if shown.len() < description.len() {
+                shown.push('…');
+            }
+            out.push_str(&format!(" — {shown}"));
         }
     }
-    out
+    Some(out)
+}
+
+/// The record of the files attached to a user message, as a front end shows them.
+pub(crate) fn attachment_records(files: &[FileMeta]) -> Vec<ba_protocol::AttachmentRecord> {
+    files
+        .iter()
+        .map(|f| ba_protocol::AttachmentRecord {
+            id: f.id.clone(),
+            name: f.name.clone(),
+            media_type: f.media_type.clone(),
+            size: f.size,
+        })
+        .collect()
 }

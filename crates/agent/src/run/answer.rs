@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
 use crate::agent::ResponseMode;
 use crate::events::{AgentEvent, RunStatus};
-use crate::response::{Files, process_final};
+use crate::response::{Files, outputs_since, process_final};
 
 impl Runner {
     pub(super) async fn model_failed(
@@ -214,7 +214,19 @@ impl Runner {
             workspace: f.workspace(),
             conversation: f.conversation(),
         });
-        let processed = process_final(&answer, structured.as_ref(), files).await;
+        let mut processed = process_final(&answer, structured.as_ref(), files).await;
+        // A plain answer names no downloads of its own: it offers the files the turn's tools
+        // wrote (a structured answer lists the ones it means in `download_links`).
+        if let (None, Some(files), Some(since)) =
+            (&structured, files, self.history.task_started_at())
+        {
+            let links = &mut processed.response.metadata.download_links;
+            for id in outputs_since(files, since).await {
+                if !links.contains(&id) {
+                    links.push(id);
+                }
+            }
+        }
         for w in &processed.warnings {
             tracing::warn!(conversation = %self.id, "{w}");
         }

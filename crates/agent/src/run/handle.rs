@@ -81,31 +81,39 @@ pub enum CancelOutcome {
     NotRunning,
 }
 
-/// The runs of one agent in this process, by run id (what a cancel finds), and a notice each
-/// time one ends.
+/// The runs of one agent in this process, by conversation and run id (what a cancel finds:
+/// a run is found through its own conversation only, so a cancel that names another
+/// conversation's run reaches nothing), and a notice each time one ends.
 #[derive(Debug, Default)]
 pub(crate) struct LiveRuns {
-    runs: Mutex<HashMap<String, Control>>,
+    runs: Mutex<HashMap<(ConversationId, String), Control>>,
     ended: tokio::sync::Notify,
 }
 
 impl LiveRuns {
-    pub(crate) fn insert(self: &Arc<Self>, run_id: &str, control: Control) -> LiveEntry {
+    pub(crate) fn insert(
+        self: &Arc<Self>,
+        conversation: &ConversationId,
+        run_id: &str,
+        control: Control,
+    ) -> LiveEntry {
+        let key = (conversation.clone(), run_id.to_owned());
         self.runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run_id.to_owned(), control);
+            .insert(key.clone(), control);
         LiveEntry {
             runs: Arc::clone(self),
-            run_id: run_id.to_owned(),
+            key,
         }
     }
 
-    pub(crate) fn get(&self, run_id: &str) -> Option<Control> {
+    /// Run `run_id` of `conversation`, when it goes on in this process.
+    pub(crate) fn get(&self, conversation: &ConversationId, run_id: &str) -> Option<Control> {
         self.runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(run_id)
+            .get(&(conversation.clone(), run_id.to_owned()))
             .cloned()
     }
 
@@ -118,7 +126,7 @@ impl LiveRuns {
 /// A run's place in [`LiveRuns`], given up when the run ends.
 pub(crate) struct LiveEntry {
     runs: Arc<LiveRuns>,
-    run_id: String,
+    key: (ConversationId, String),
 }
 
 impl Drop for LiveEntry {
@@ -127,7 +135,7 @@ impl Drop for LiveEntry {
             .runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.run_id);
+            .remove(&self.key);
         self.runs.ended.notify_waiters();
     }
 }

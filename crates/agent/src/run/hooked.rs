@@ -65,9 +65,10 @@ impl Runner {
         self.append(crate::hooks::hook_entry(record)).await
     }
 
-    /// `user_prompt_submit`: the message as it is sent (with any context the hooks add), or
-    /// a stop when a hook blocks it (nothing is appended then but the hooks' records).
-    pub(super) async fn prompt_hooks(&mut self, text: String) -> Result<String, Stop> {
+    /// `user_prompt_submit`: the context the hooks add to the message (a block of its own,
+    /// after what the person wrote), or a stop when a hook blocks it (nothing is appended then
+    /// but the hooks' records).
+    pub(super) async fn prompt_hooks(&mut self, text: &str) -> Result<Option<String>, Stop> {
         let combined = self
             .hooks(HookEvent::UserPromptSubmit, None, json!({"prompt": text}))
             .await?;
@@ -78,12 +79,12 @@ impl Runner {
             });
         }
         if combined.context.is_empty() {
-            return Ok(text);
+            return Ok(None);
         }
-        Ok(format!(
-            "{text}\n\n<hook_context>\n{}\n</hook_context>",
+        Ok(Some(format!(
+            "<hook_context>\n{}\n</hook_context>",
             combined.context.join("\n")
-        ))
+        )))
     }
 }
 

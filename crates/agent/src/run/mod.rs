@@ -353,6 +353,33 @@ impl Runner {
         e
     }
 
+    /// The entry of a person's message: what they wrote as its first text block, then the
+    /// note on the files they attached and the hooks' context, each a block of its own (one
+    /// block alone stays plain text), and the files as its `attachments` record.
+    fn message_entry(
+        &self,
+        text: String,
+        attachments: &[ba_storage::FileMeta],
+        context: Option<String>,
+    ) -> LogEntry {
+        let mut e = self.user_entry(&text, None);
+        let more: Vec<String> = crate::adapters::attachment_note(attachments)
+            .into_iter()
+            .chain(context)
+            .collect();
+        if !more.is_empty() {
+            let blocks = std::iter::once(text)
+                .chain(more)
+                .map(ba_protocol::ContentBlock::text)
+                .collect();
+            e.content = Some(ba_protocol::Content::Blocks(blocks));
+        }
+        if !attachments.is_empty() {
+            e.records.attachments = Some(crate::adapters::attachment_records(attachments));
+        }
+        e
+    }
+
     /// The run after its lease: the input taken, then rounds until the run is over.
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
@@ -380,21 +407,22 @@ impl Runner {
     /// finds where the log left off: calls without results, a failure to go on from, or a
     /// final answer already given.
     async fn take_input(&mut self, input: Input) -> Result<Begun, Stop> {
-        let text = match input {
-            Input::Message(text) if text.trim().is_empty() => {
+        let entry = match input {
+            Input::Message { text, .. } if text.trim().is_empty() => {
                 return Err(Stop {
                     kind: "input",
                     message: "the message is empty".into(),
                 });
             }
-            Input::Message(text) => {
+            Input::Message { text, attachments } => {
                 if self.untitled {
                     self.untitled = false;
                     self.title_from(&text).await;
                 }
-                Some((self.prompt_hooks(text).await?, None))
+                let context = self.prompt_hooks(&text).await?;
+                Some(self.message_entry(text, &attachments, context))
             }
-            Input::Continue => Some(("continue".to_owned(), Some(EntryKind::Continue))),
+            Input::Continue => Some(self.user_entry("continue", Some(EntryKind::Continue))),
             Input::Resume => None,
             Input::Decide(answers) => {
                 self.record_decisions(answers).await?;
@@ -405,10 +433,11 @@ impl Runner {
                 return Ok(Begun::Pending(Vec::new()));
             }
         };
-        if let Some((text, kind)) = text {
+        if let Some(mut e) = entry {
             self.record_inventory().await?;
             self.drop_waiting().await?;
-            let mut e = self.user_entry(&text, kind);
+            // Stamped when it is appended, after the records written before it.
+            e.created_at = now();
             self.put_run_ids(&mut e);
             self.append(e).await?;
             // Counted from the task the message starts (or the `continue` goes on with).

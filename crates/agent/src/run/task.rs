@@ -69,7 +69,7 @@ pub(crate) async fn take_lease(
         let ended = inner.live.ended();
         match inner.store.lock_run(id, &holder).await? {
             RunLock::Taken(lease) => return Ok(lease),
-            RunLock::Held(Some(h)) => match inner.live.get(&h.run_id) {
+            RunLock::Held(Some(h)) => match inner.live.get(id, &h.run_id) {
                 Some(c) if c.signal() == Signal::Cancel => ended.await,
                 // A run of this process that left its table between the lock and this look:
                 // it let the lease go before it left, so one more try takes it.

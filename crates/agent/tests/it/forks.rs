@@ -193,22 +193,29 @@ async fn a_rewind_of_the_round_that_activated_a_skill_leaves_it_inactive() {
     );
 }
 
+/// Asks two questions, rewinds the second and asks another in its place: the conversation, and
+/// the requests that held the second question and the one in its place.
+async fn rewound(agent: &Agent, model: &ScriptedModel) -> (ConversationId, Request, Request) {
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(agent, &id, "One: the totals?").await;
+    let kept = agent.store().metadata(&id).await.unwrap().last_seq;
+    ask(agent, &id, "Two: by month?").await;
+    let with_two = model.requests().pop().unwrap();
+    agent.rewind(&id, kept).await.unwrap();
+    ask(agent, &id, "Two, instead: by product?").await;
+    let after = model.requests().pop().unwrap();
+    (id, with_two, after)
+}
+
 #[tokio::test]
 async fn the_request_after_a_rewind_keeps_the_cache_prefix_of_what_stayed() {
     let dir = tempfile::tempdir().unwrap();
     let model = model().await;
     let agent = agent(&model, dir.path());
-    let id = agent
-        .new_conversation(NewConversation::default())
-        .await
-        .unwrap();
-    ask(&agent, &id, "One: the totals?").await;
-    let kept = agent.store().metadata(&id).await.unwrap().last_seq;
-    ask(&agent, &id, "Two: by month?").await;
-    let with_two = model.requests().pop().unwrap();
-    agent.rewind(&id, kept).await.unwrap();
-    ask(&agent, &id, "Two, instead: by product?").await;
-    let after = model.requests().pop().unwrap();
+    let (_, with_two, after) = rewound(&agent, &model).await;
     let (a, b) = (with_two.body(), after.body());
     assert_eq!(a["system"], b["system"], "the system prompt changed");
     assert_eq!(a["tools"], b["tools"], "the tool list changed");
@@ -288,5 +295,42 @@ async fn a_fork_shares_the_files_its_parent_had_at_the_cut() {
     assert_eq!(
         own.id, "upload_002",
         "the fork's next id follows what it shares"
+    );
+}
+
+/// The metrics report counts the spend of every call made, a rewind's taken-back calls
+/// included, and says apart what the history holds after the rewind.
+#[tokio::test]
+async fn the_report_counts_every_call_made_and_what_the_history_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let (id, _, _) = rewound(&agent, &model).await;
+    let report = agent.report(&id).await.unwrap();
+    let v = serde_json::to_value(&report).unwrap();
+    assert_eq!(v["model_calls"], 3, "every call made: {v:#}");
+    assert_eq!(v["user_messages"], 3, "{v:#}");
+    let h = &v["history"];
+    assert_eq!(h["rewinds"], 1, "{v:#}");
+    assert_eq!(h["taken_back_calls"], 1, "{v:#}");
+    assert_eq!(
+        h["taken_back_entries"], 2,
+        "the question and its answer: {v:#}"
+    );
+    assert_eq!(h["model_calls"], 2, "{v:#}");
+    assert_eq!(h["user_messages"], 2, "{v:#}");
+    assert_eq!(h["final_answers"], 2, "{v:#}");
+    assert!(
+        h["input_tokens"].as_u64().unwrap() < v["input_tokens"].as_u64().unwrap(),
+        "{v:#}"
+    );
+    let text = report.render(false);
+    assert!(
+        text.contains("  rewinds: 1 took back 2 entries (1 model calls), counted above as spent\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  history now: 4 entries · user messages 2 · 2 model calls"),
+        "{text}"
     );
 }

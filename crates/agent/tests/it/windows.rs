@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use ba_agent::{Agent, Input, RunStatus};
 use ba_context::{ContextBudget, Encoding};
 use ba_model::{DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason};
-use ba_protocol::{ContentBlock, LogEntry, Message, Mode, Role, TokenCounter, Usage};
+use ba_protocol::{ContentBlock, LogEntry, Message, Mode, Role, Usage};
 use ba_storage::{ConversationId, ConversationStore, FileStore, NewConversation};
 
 /// The server's window, in its tokens.
@@ -113,7 +113,7 @@ fn notes(n: usize) -> String {
 }
 
 async fn agent(dir: &std::path::Path, server: Arc<Server>, budget: ContextBudget) -> Agent {
-    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir).await.unwrap());
+    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir).unwrap());
     Agent::builder(server)
         .store(store)
         .sub_agents(false)

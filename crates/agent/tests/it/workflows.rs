@@ -109,13 +109,18 @@ async fn model(broken: Arc<AtomicBool>) -> ScriptedModel {
 }
 
 fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
+    agent_with(model, dir, "review", REVIEW)
+}
+
+/// An agent whose one workflow is `text`, called `name`.
+fn agent_with(model: &ScriptedModel, dir: &std::path::Path, name: &str, text: &str) -> Agent {
     let client = AnthropicClient::new(ApiKey::new("test-key"))
         .unwrap()
         .with_base_url(model.anthropic_base_url())
         .unwrap();
     let mut set = WorkflowSet::default();
-    set.add_text(REVIEW, std::path::Path::new("review/WORKFLOW.md"));
-    assert!(set.get("review").is_some(), "{:?}", set.diagnostics());
+    set.add_text(text, &std::path::Path::new(name).join("WORKFLOW.md"));
+    assert!(set.get(name).is_some(), "{:?}", set.diagnostics());
     let lookup = ba_tools::typed_tool(
         "lookup",
         "Looks something up.",
@@ -408,4 +413,75 @@ async fn a_node_calls_only_the_tools_it_names() {
         answer.contains("tool `lookup` is not allowed while the active skill or workflow node restricts tools (allowed: query_database)"),
         "{answer}"
     );
+}
+
+const CHART: &str = "---
+name: chart
+description: Draw the month.
+nodes:
+  - id: draw
+    title: Draw the chart
+    brief: Draw the month's sales by region.
+    outputs:
+      chart: {kind: figure, description: the chart}
+---
+Draw it.
+";
+
+/// A `figure` output that names a file no tool wrote is refused as a tool error the model
+/// reads (naming the file and the files there are), and the node stays open.
+#[tokio::test]
+async fn a_figure_naming_no_file_of_the_conversation_is_refused() {
+    use ba_storage::NewFile;
+    let model = ScriptedModel::builder()
+        .rule("say what was refused", retrying, |r| {
+            Turn::text(format!("Refused: {}", r.last_result().unwrap().text))
+        })
+        .rule(
+            "name a chart no tool wrote",
+            |r| at(r, "draw"),
+            |_| {
+                Turn::call(
+                    "complete_node",
+                    json!({"node": "draw", "outputs": {"chart": "chart.png"}}),
+                )
+            },
+        )
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_with(&model, dir.path(), "chart", CHART);
+    let id = conversation(&agent).await;
+    agent
+        .workspace()
+        .unwrap()
+        .put_bytes(
+            &id,
+            NewFile::upload("sales.csv", ""),
+            b"region,amount\nWest,7\n",
+        )
+        .await
+        .unwrap();
+    let input = Input::Workflow {
+        name: "chart".into(),
+        inputs: BTreeMap::new(),
+    };
+    let done = agent.send(&id, input).finish().await;
+    assert_eq!(done.status, RunStatus::Answered, "{done:?}");
+    let answer = done.final_answer.unwrap();
+    assert!(
+        answer.contains("node `draw` is not complete")
+            && answer.contains("`chart.png`")
+            && answer.contains("`sales.csv` (upload_001)"),
+        "{answer}"
+    );
+    let log = entries(&agent, &id).await;
+    let refusal = log
+        .iter()
+        .find(|e| e.tool_name.as_deref() == Some("complete_node"))
+        .unwrap();
+    assert_eq!(refusal.is_error, Some(true));
+    let state = WorkflowRun::from_log(&log).unwrap();
+    assert!(!state.is_complete(), "the node stays open");
+    assert_eq!(state.active_node().map(|n| n.id.as_str()), Some("draw"));
 }

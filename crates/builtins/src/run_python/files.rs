@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{MAX_OUTPUT_ENTRIES, MAX_OUTPUT_FILES, NAME, OUTPUTS_DIR, RunPython, SCRIPT};
 use crate::BuiltinError;
+use crate::encoding::{self, DecodeReader, EncodingRequest, OnError};
 
 impl RunPython {
     /// Keeps the regular files under `outputs/` (sorted by path, at most
@@ -133,13 +134,36 @@ fn sorted(mut found: Vec<(String, PathBuf, u64)>) -> Vec<(String, PathBuf, u64)>
     found
 }
 
-/// Copies the uploads of `files` into `scratch` under their names, read-only; the names used.
-/// The newest upload of a name keeps it (the one `file_reader` finds by that name); an older
-/// one, or one whose name is taken by the code or `outputs/`, gets its id in front.
+/// The uploads as the code finds them.
+#[derive(Default)]
+pub(super) struct Inputs {
+    /// The names they have in the working folder.
+    pub(super) names: Vec<String>,
+    /// Text uploads in another encoding that the code gets as UTF-8: `name`, `from`.
+    pub(super) converted: Vec<Value>,
+}
+
+/// Media types (by the name's extension) of the uploads the code gets as UTF-8 text.
+const TEXT_TYPES: [&str; 6] = [
+    "text/csv",
+    "text/tab-separated-values",
+    "text/plain",
+    "text/markdown",
+    "application/json",
+    "application/x-ndjson",
+];
+
+/// Copies the uploads of `files` into `scratch` under their names, read-only. The newest
+/// upload of a name keeps it (the one `file_reader` finds by that name); an older one, or one
+/// whose name is taken by the code or `outputs/`, gets its id in front. A text upload (CSV,
+/// TSV, text, JSON by its name) in an encoding `file_reader` recognises without a label — a
+/// UTF-16 byte-order mark, GBK Chinese text — is copied as UTF-8, so
+/// `pd.read_csv("targets.csv")` reads it as `file_reader` does; one that does not decode whole
+/// is copied as it is.
 pub(super) async fn copy_uploads(
     files: &dyn ConversationFiles,
     scratch: &Path,
-) -> Result<Vec<String>, BuiltinError> {
+) -> Result<Inputs, BuiltinError> {
     let listed = files
         .list()
         .await
@@ -151,6 +175,7 @@ pub(super) async fn copy_uploads(
     // Newest first: ids count up, so a longer id is a later one.
     uploads.sort_by(|a, b| (b.id.len(), &b.id).cmp(&(a.id.len(), &a.id)));
     let mut used: Vec<String> = vec![SCRIPT.to_owned(), OUTPUTS_DIR.to_owned()];
+    let mut converted = Vec::new();
     for upload in uploads {
         let base = plain_name(&upload.name).unwrap_or("upload");
         let name = if used.iter().any(|u| u == base) {
@@ -163,20 +188,70 @@ pub(super) async fn copy_uploads(
             .await
             .map_err(|e| BuiltinError::from_files(&upload.id, e))?;
         let dest = scratch.join(&name);
+        let text = TEXT_TYPES.contains(&ba_protocol::media_type_for(&upload.name));
         let copied = async {
-            tokio::fs::copy(&local, &dest).await?;
-            tokio::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o444)).await
+            let from = if text {
+                let (local, dest) = (local.clone(), dest.clone());
+                tokio::task::spawn_blocking(move || copy_as_utf8(&local, &dest))
+                    .await
+                    .map_err(std::io::Error::other)??
+            } else {
+                None
+            };
+            if from.is_none() {
+                tokio::fs::copy(&local, &dest).await?;
+            }
+            tokio::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o444)).await?;
+            Ok::<_, std::io::Error>(from)
         };
-        copied.await.map_err(|e| BuiltinError::Environment {
+        let from = copied.await.map_err(|e| BuiltinError::Environment {
             tool: NAME,
             message: format!(
                 "cannot copy the upload `{}` ({name}) into the working folder: {e}",
                 upload.id
             ),
         })?;
+        if let Some(from) = from {
+            converted.push(json!({"name": name, "from": from}));
+        }
         used.push(name);
     }
-    Ok(used.split_off(2))
+    converted.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Ok(Inputs {
+        names: used.split_off(2),
+        converted,
+    })
+}
+
+/// Writes `local` to `dest` as UTF-8 when `auto` finds it is text in another encoding (a UTF-16
+/// byte-order mark, GBK); the encoding it was in, or `None` — nothing written — when it is
+/// UTF-8 already, not recognised, or does not decode whole.
+fn copy_as_utf8(local: &Path, dest: &Path) -> std::io::Result<Option<String>> {
+    use std::io::{Read as _, Write as _};
+    let mut file = std::fs::File::open(local)?;
+    let mut head = vec![0; 64 * 1024];
+    let n = crate::csv_file::read_up_to(&mut file, &mut head)?;
+    head.truncate(n);
+    let detected = encoding::detect(&head, EncodingRequest::Auto, None);
+    if detected.encoding == encoding_rs::UTF_8 {
+        return Ok(None);
+    }
+    let mut raw = std::io::Cursor::new(head).chain(file);
+    std::io::copy(
+        &mut (&mut raw).take(detected.bom_len as u64),
+        &mut std::io::sink(),
+    )?;
+    let mut decoder = DecodeReader::new(raw, detected, OnError::Strict);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dest)?);
+    match std::io::copy(&mut decoder, &mut out).and_then(|_| out.flush()) {
+        Ok(()) => Ok(Some(detected.label())),
+        Err(e) if encoding::malformed_of(&e).is_some() => {
+            drop(out);
+            std::fs::remove_file(dest)?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `name` when it is a plain file name (no folder, not `.` or `..`, not hidden).

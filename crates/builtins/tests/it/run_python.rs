@@ -414,3 +414,104 @@ async fn a_failed_setup_is_a_sandbox_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// What the code prints and its tracebacks name no path outside the working folder: a real
+/// pandas error shows pandas's files as `<python>/…`, never the interpreter's installation or
+/// the server account's home folder — sandboxed or not.
+#[tokio::test]
+async fn tracebacks_show_pythons_own_files_as_python() {
+    if !require_python() {
+        return;
+    }
+    if !ba_testkit::require_python_modules(&["pandas"]) {
+        return;
+    }
+    let asked = Command::new("python3")
+        .args([
+            "-I",
+            "-c",
+            "import sys, pandas; print(sys.prefix); print(pandas.__file__)",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8(asked.stdout).unwrap();
+    let mut lines = said.lines();
+    let (prefix, pandas) = (lines.next().unwrap(), lines.next().unwrap());
+    let home = std::env::var("HOME").unwrap_or_default();
+    let marks = tempfile::tempdir().unwrap();
+    for sandbox in [SandboxConfig::default(), SandboxConfig::off()] {
+        let tool = tool(marks.path(), &[], sandbox);
+        let err = tool
+            .call_json(json!({"code": "import pandas as pd\npd.read_csv('sales_2024.csv')"}))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("FileNotFoundError"), "{text}");
+        assert!(
+            text.contains("File \"<python>/pandas/io/parsers/readers.py\", line"),
+            "{text}"
+        );
+        assert!(text.contains("File \"./main.py\", line 2"), "{text}");
+        for server_path in [prefix, pandas, home.as_str(), "site-packages"] {
+            assert!(
+                server_path.is_empty() || !text.contains(server_path),
+                "{server_path} in {text}"
+            );
+        }
+        let out = tool
+            .call_json(json!({"code": "import json, pandas\nprint(pandas.__file__)\nprint(json.__file__)"}))
+            .await
+            .unwrap();
+        let stdout = out["stdout"].as_str().unwrap();
+        assert!(
+            stdout.starts_with("<python>/pandas/__init__.py\n<python>/"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(prefix), "{stdout}");
+    }
+    assert_nothing_left(marks.path());
+}
+
+/// Text uploads in GBK (Chinese) or UTF-16 (with its byte-order mark) reach the code as UTF-8,
+/// under their own names, as `file_reader` reads them; UTF-8 text and other files are copied
+/// as they are.
+#[tokio::test]
+async fn text_uploads_in_other_encodings_reach_the_code_as_utf8() {
+    if !require_python() {
+        return;
+    }
+    let marks = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let files = DirFiles::new(store.path());
+    let text = "地区,季度,目标金额\n华东,Q1,1200\n华北,Q2,980\n";
+    let (gbk, _, _) = encoding_rs::GBK.encode(text);
+    files.add_upload("targets_gbk.csv", &gbk).await.unwrap();
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    files.add_upload("targets_utf16.csv", &utf16).await.unwrap();
+    files
+        .add_upload("plain.csv", text.as_bytes())
+        .await
+        .unwrap();
+    // Not text by its name: left alone, even though its bytes are GBK.
+    files.add_upload("blob.bin", &gbk).await.unwrap();
+    let tool = sandboxed(marks.path(), &[]);
+    let code = "import json\n\
+                names = ['targets_gbk.csv', 'targets_utf16.csv', 'plain.csv']\n\
+                print(json.dumps([open(n, encoding='utf-8').read() for n in names]))\n\
+                print(len(open('blob.bin', 'rb').read()))\n";
+    let out = call_with(&tool, &files, json!({"code": code}))
+        .await
+        .unwrap();
+    let stdout = out["stdout"].as_str().unwrap();
+    let mut lines = stdout.lines();
+    let read: Vec<String> = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(read, [text, text, text], "{out}");
+    assert_eq!(lines.next(), Some(gbk.len().to_string().as_str()));
+    assert_eq!(
+        out["converted_to_utf8"],
+        json!([{"name": "targets_gbk.csv", "from": "gbk"},
+               {"name": "targets_utf16.csv", "from": "utf-16le"}])
+    );
+    assert_nothing_left(marks.path());
+}

@@ -128,7 +128,14 @@ pub async fn analyst_with(builder: Builder) -> ScriptedModel {
                         )
                     })
                     .collect();
-                Turn::text(format!("RESULT {}", results.join("\n")))
+                // The outputs the code wrote are shown in the answer, as an analyst's are.
+                let shown: String = r
+                    .tool_results()
+                    .iter()
+                    .flat_map(|t| crate::support::files::output_ids(&t.text))
+                    .map(|id| format!("\n\n<file_ref>{id}</file_ref>"))
+                    .collect();
+                Turn::text(format!("RESULT {}{shown}", results.join("\n")))
             },
         )
         .rule(

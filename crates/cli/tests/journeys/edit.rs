@@ -205,3 +205,48 @@ async fn edit_x_cancel() {
     assert_eq!(server.settled(&branch).await["status"], "idle");
     server.terminate().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_x_export() {
+    if !ba_testkit::require_python_modules(&["matplotlib"]) {
+        return;
+    }
+    let model = analyst().await;
+    let day = Day::new(&model, "");
+    let server = day.serve().await;
+    let id = server.create().await;
+    server
+        .upload(&id, "sales.csv", "text/csv", b"region,amount\nWest,1\n")
+        .await;
+    server
+        .question(&id, "[q1] Describe my upload", &["upload_001"])
+        .await;
+    // The edited question charts instead; its branch's report carries the branch's chart and
+    // the edited words.
+    let branch = server.fork(&id, 0).await;
+    let frames = server
+        .question(&branch, "[chart] Chart my upload instead", &["upload_001"])
+        .await;
+    assert!(answer(&frames).contains("chart.png"), "{frames:#?}");
+    let (status, zip) = server
+        .fetch(&format!(
+            "/api/v1/conversations/{branch}/report/last?format=zip"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    let files = ba_testkit::files::unzip(&zip);
+    let (_, html) = files
+        .iter()
+        .find(|(k, _)| k.ends_with("report.html"))
+        .unwrap_or_else(|| panic!("{:?}", files.keys()));
+    let html = String::from_utf8(html.clone()).unwrap();
+    assert!(html.contains("Chart my upload instead"), "{html}");
+    assert!(!html.contains("Describe my upload"), "{html}");
+    crate::servers::assert_stands_alone(&html, &branch);
+    assert!(
+        files.keys().any(|k| k.ends_with("files/chart.png")),
+        "{:?}",
+        files.keys()
+    );
+    server.terminate().await;
+}

@@ -5,9 +5,28 @@ use serde_json::json;
 
 use crate::day::{Day, Person, analyst, answer, finished};
 
-/// The Markdown of an export.
+/// The `report.md` of a Markdown export (a zip of the report and its files).
 pub fn markdown_of(body: &[u8]) -> String {
-    String::from_utf8(body.to_vec()).unwrap()
+    let files = ba_testkit::files::unzip(body);
+    let (_, md) = files
+        .iter()
+        .find(|(name, _)| name.ends_with("/report.md") || *name == "report.md")
+        .unwrap_or_else(|| panic!("no report.md in {:?}", files.keys().collect::<Vec<_>>()));
+    String::from_utf8(md.clone()).unwrap()
+}
+
+/// What no exported report may hold: a server path, an internal id, an entry number, a tag.
+pub fn assert_stands_alone(text: &str, conversation: &str) {
+    for bad in [
+        "/api/v1/",
+        conversation,
+        "<file_ref>",
+        "upload_001",
+        "Uploaded files (",
+        "answer 1",
+    ] {
+        assert!(!text.contains(bad), "the export holds {bad:?}: {text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

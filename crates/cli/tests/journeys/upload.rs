@@ -338,3 +338,49 @@ async fn upload_x_hooks() {
     );
     server.terminate().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_x_export() {
+    if !ba_testkit::require_python_modules(&["matplotlib"]) {
+        return;
+    }
+    let model = analyst().await;
+    let day = Day::new(&model, "");
+    let server = day.serve().await;
+    let id = server.create().await;
+    server.upload(&id, "sales.csv", "text/csv", SALES).await;
+    let frames = server
+        .question(&id, "[chart] Chart my upload", &["upload_001"])
+        .await;
+    assert!(answer(&frames).contains("chart.png"), "{frames:#?}");
+    // The HTML stands alone: the chart inside it, the question in the person's words.
+    let (status, html) = server
+        .fetch(&format!(
+            "/api/v1/conversations/{id}/report/last?format=html"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    let html = String::from_utf8(html).unwrap();
+    assert!(
+        html.contains("data:image/png;base64,"),
+        "the chart is embedded"
+    );
+    assert!(html.contains("[chart] Chart my upload"), "{html}");
+    crate::servers::assert_stands_alone(&html, &id);
+    // The Markdown comes with its files beside it, linked relatively.
+    let (status, zip) = server
+        .fetch(&format!("/api/v1/conversations/{id}/report/last?format=md"))
+        .await;
+    assert_eq!(status, 200);
+    let files = ba_testkit::files::unzip(&zip);
+    let md = crate::servers::markdown_of(&zip);
+    assert!(md.contains("files/chart.png"), "{md}");
+    assert!(
+        files.keys().any(|k| k.ends_with("files/chart.png")),
+        "{:?}",
+        files.keys()
+    );
+    assert!(md.contains("sales.csv"), "the attached file is named: {md}");
+    crate::servers::assert_stands_alone(&md, &id);
+    server.terminate().await;
+}

@@ -78,7 +78,7 @@ async fn an_edited_first_question_keeps_its_files_as_chips() {
     }
     assert_eq!(
         chips(&c, ".turn .user").await,
-        json!(["📎 sales_2024.csv", "📎 targets.csv"])
+        json!(["sales_2024.csv", "targets.csv"])
     );
 
     // The edit box: the same words and chips; one chip removed, the words changed.
@@ -91,7 +91,7 @@ async fn an_edited_first_question_keeps_its_files_as_chips() {
     assert_eq!(area, question);
     assert_eq!(
         chips(&c, ".edit-question").await,
-        json!(["📎 sales_2024.csv", "📎 targets.csv"])
+        json!(["sales_2024.csv", "targets.csv"])
     );
     click(&c, ".edit-question .chip:nth-child(2) .remove").await;
     js(
@@ -112,7 +112,7 @@ async fn an_edited_first_question_keeps_its_files_as_chips() {
     )
     .await;
     wait_for(&c, "the branch's answer", ANSWERED).await;
-    assert_eq!(chips(&c, ".turn .user").await, json!(["📎 sales_2024.csv"]));
+    assert_eq!(chips(&c, ".turn .user").await, json!(["sales_2024.csv"]));
     screenshot(&c, "edited-question.png").await;
 
     // The run was handed the file kept, and only it; the branch has it among its files.

@@ -418,6 +418,18 @@ impl Server {
         }
     }
 
+    /// Stops the server: its port closes and nothing answers there any more (connections a
+    /// page still holds are the page's to close first, by navigating away).
+    pub async fn stop(self) {
+        let addr = self.addr;
+        self._task.abort();
+        let _ = self._task.await;
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "the server still answers at {addr}"
+        );
+    }
+
     /// A new conversation through the API; its id.
     pub async fn conversation(&self) -> String {
         let r = reqwest::Client::new()

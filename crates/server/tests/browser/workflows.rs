@@ -36,7 +36,8 @@ async fn analyst() -> ScriptedModel {
         })
         .rule("figures", |r| at(r, "figures"), |_| {
             Turn::call("complete_node", json!({"node": "figures", "outputs": {
-                "summary": [{"region": "West", "amount": 130688}], "chart": "output_001"}}))
+                "summary": [{"region": "West", "amount": 130688}],
+                "chart": "bar chart of the month's amount per region, in the report"}}))
         })
         .rule("targets", |r| at(r, "targets"), |_| {
             Turn::call("complete_node", json!({"node": "targets", "outputs": {

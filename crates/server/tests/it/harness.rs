@@ -153,6 +153,11 @@ pub struct Options {
     pub approvals: ba_agent::ApprovalSettings,
     /// The workflows a run can start.
     pub workflows: ba_skills::WorkflowSet,
+    /// A model client that replaces the replay model (a real client sent to a
+    /// `ba_testkit::model::ScriptedModel`); the `Server::model` gate then holds nothing.
+    pub client: Option<Arc<dyn ModelClient>>,
+    /// Tools added to `count_rows` (`file_reader`, `run_python`, …).
+    pub tools: Vec<Arc<dyn ba_tools::Tool>>,
 }
 
 impl Default for Options {
@@ -168,6 +173,8 @@ impl Default for Options {
             demo_questions: None,
             approvals: ba_agent::ApprovalSettings::default(),
             workflows: ba_skills::WorkflowSet::default(),
+            client: None,
+            tools: Vec::new(),
         }
     }
 }
@@ -196,7 +203,14 @@ impl Server {
             Some(s) => s,
             None => Arc::new(FileStore::open(dir).unwrap()),
         };
-        let agent = Agent::builder(Arc::clone(&model) as Arc<dyn ModelClient>)
+        let client = options
+            .client
+            .unwrap_or_else(|| Arc::clone(&model) as Arc<dyn ModelClient>);
+        let mut builder = Agent::builder(client);
+        for tool in options.tools {
+            builder = builder.tool_arc(tool);
+        }
+        let agent = builder
             .store(store)
             .workflows(Arc::new(options.workflows))
             .tool(typed_tool(
@@ -346,6 +360,31 @@ impl<'a> Api<'a> {
         .send()
         .await
         .unwrap()
+    }
+
+    /// Uploads `bytes` as the file `name` of `conv`, a multipart form as the page sends it.
+    pub async fn upload(&self, conv: &str, name: &str, bytes: &[u8]) -> reqwest::Response {
+        let boundary = "B0undary";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        self.http
+            .post(
+                self.server
+                    .url(&format!("/api/v1/conversations/{conv}/uploads")),
+            )
+            .bearer_auth(TOKEN)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn json(&self, path: &str) -> Value {

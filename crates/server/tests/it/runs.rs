@@ -426,22 +426,7 @@ async fn a_message_names_its_uploads_as_file_refs() {
     let server = Server::start(&path, Model::new(&turns, 0));
     let api = Api::new(&server);
     let id = api.create().await;
-    let boundary = "B0undary";
-    let body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"targets.csv\"\r\n\r\nregion,target\r\n--{boundary}--\r\n"
-    );
-    let up = api
-        .http
-        .post(server.url(&format!("/api/v1/conversations/{id}/uploads")))
-        .bearer_auth(crate::harness::TOKEN)
-        .header(
-            "Content-Type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let up = api.upload(&id, "targets.csv", b"region,target").await;
     assert_eq!(up.status(), 201);
     let mut s = api.events(&id, None).await;
     let input =
@@ -606,4 +591,41 @@ async fn a_client_joining_mid_round_gets_a_sync_frame_and_catches_up_from_the_lo
             .expect("the run never finished on this stream");
         assert_eq!(frames.last().unwrap().data["status"], "cancelled");
     }
+}
+
+#[tokio::test]
+async fn a_run_is_cancelled_only_through_its_own_conversation() {
+    let (_d, path) = dir();
+    let turns = vec![text_turn(
+        "There are 42 rows.",
+        json!({"role": "user", "text": Q}),
+    )];
+    let server = Server::start(&path, Model::new(&turns, 0).gated());
+    let api = Api::new(&server);
+    let (a, b) = (api.create().await, api.create().await);
+    let mut stream = api.events(&a, None).await;
+    let run: Value = api.run(&a, "r1", message(Q)).await.json().await.unwrap();
+    let run_id = run["run_id"].as_str().unwrap();
+    // A's model call has started and waits at the gate.
+    stream.until("round_started").await;
+    let mut started = server.model.started.subscribe();
+    started.wait_for(|n| *n >= 1).await.unwrap();
+    let through_b = format!("/api/v1/conversations/{b}/runs/{run_id}/cancel");
+    let c = api.post(&through_b, json!({})).send().await.unwrap();
+    assert_eq!(c.status(), 404, "the run is not one of B's");
+    let body: Value = c.json().await.unwrap();
+    assert!(body.to_string().contains(run_id), "{body}");
+    server.model.release(1);
+    let frames = stream.until("finished").await;
+    assert_eq!(
+        frames.last().unwrap().data["status"],
+        "answered",
+        "A went on"
+    );
+    assert!(!events(&frames).contains(&"cancelled"), "{frames:#?}");
+    // Through its own conversation it is found (finished by now: not running).
+    let own = format!("/api/v1/conversations/{a}/runs/{run_id}/cancel");
+    let c = api.post(&own, json!({})).send().await.unwrap();
+    assert_eq!(c.status(), 202);
+    assert_eq!(c.json::<Value>().await.unwrap()["state"], "not_running");
 }

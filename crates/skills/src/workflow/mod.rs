@@ -423,6 +423,76 @@ impl WorkflowNode {
             Err(problems)
         }
     }
+
+    /// The files that checked `outputs` name through this node's `figure` and `file` outputs,
+    /// for a runtime to look up among the conversation's files before it accepts the node: a
+    /// chart the model names must be one a tool wrote. A value (a string, or a list of them)
+    /// names a file when it is a `<file_ref>`, a file id (`output_001`) or one word with an
+    /// extension (`chart.png`, `outputs/chart.png`: a folder in front is taken off, as a file
+    /// is kept under its own name); words that describe a chart drawn elsewhere (in the final
+    /// report) name none.
+    pub fn file_references(&self, outputs: &Map<String, Value>) -> Vec<FileReference> {
+        let mut found = Vec::new();
+        for out in &self.outputs {
+            if !matches!(out.kind, OutputKind::Figure | OutputKind::File) {
+                continue;
+            }
+            let values: Vec<&Value> = match outputs.get(&out.name) {
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(value) => vec![value],
+                None => Vec::new(),
+            };
+            for value in values {
+                let text = value_text(value);
+                if let Some(reference) = file_name_of(&text) {
+                    found.push(FileReference {
+                        output: out.name.clone(),
+                        kind: out.kind,
+                        reference: reference.to_owned(),
+                    });
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A file a node's output names ([`WorkflowNode::file_references`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReference {
+    /// The output.
+    pub output: String,
+    /// Its kind (`figure` or `file`).
+    pub kind: OutputKind,
+    /// The file's name or id, as the conversation's files are looked up by.
+    pub reference: String,
+}
+
+/// The file a value names (`<file_ref>` tags, quotes and any folder in front taken off), if it
+/// names one: a tagged reference, a file id, or one word with an extension.
+fn file_name_of(text: &str) -> Option<&str> {
+    let text = text.trim();
+    let (text, tagged) = match text
+        .strip_prefix("<file_ref>")
+        .and_then(|t| t.strip_suffix("</file_ref>"))
+    {
+        Some(inner) => (inner, true),
+        None => (text, false),
+    };
+    let text = text.trim().trim_matches(['"', '\'', '`']);
+    let name = text.rsplit(['/', '\\']).next().unwrap_or(text).trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let id = ["upload_", "output_", "data_", "code_"]
+        .iter()
+        .any(|kind| name.strip_prefix(kind).is_some_and(|rest| !rest.is_empty()));
+    let extension = name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+    });
+    (tagged || id || extension).then_some(name)
 }
 
 #[cfg(test)]

@@ -337,3 +337,49 @@ mod props {
         }
     }
 }
+
+#[test]
+fn file_references_are_the_names_figure_and_file_outputs_give() {
+    let mut n = node("draw", Next::End);
+    for (name, kind) in [
+        ("chart", OutputKind::Figure),
+        ("exports", OutputKind::File),
+        ("note", OutputKind::Text),
+    ] {
+        n.outputs.push(NodeOutput {
+            name: name.into(),
+            kind,
+            description: None,
+            options: Vec::new(),
+        });
+    }
+    let outputs = n
+        .check_outputs(&json!({
+            "chart": "outputs/chart.png",
+            "exports": ["<file_ref>output_002</file_ref>", " table.csv ", "", "data_001", "v2.0 draft"],
+            "note": "see chart.png"
+        }))
+        .unwrap();
+    let found: Vec<(String, String)> = n
+        .file_references(&outputs)
+        .into_iter()
+        .map(|r| (r.output, r.reference))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("chart".to_owned(), "chart.png".to_owned()),
+            ("exports".to_owned(), "output_002".to_owned()),
+            ("exports".to_owned(), "table.csv".to_owned()),
+            ("exports".to_owned(), "data_001".to_owned()),
+        ]
+    );
+    // Words that describe a chart drawn in the report name no file.
+    let described = n
+        .check_outputs(&json!({
+            "chart": "bar chart of September's amount per region, drawn in the final report",
+            "exports": [], "note": "-"
+        }))
+        .unwrap();
+    assert!(n.file_references(&described).is_empty());
+}

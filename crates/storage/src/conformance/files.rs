@@ -37,6 +37,7 @@ pub const WORKSPACE_CHECKS: &[&str] = &[
     "code_blocks",
     "concurrent_puts",
     "copy_file",
+    "fork_files",
 ];
 
 /// Runs every workspace check, each on a fresh store from `make` (given a clock and
@@ -65,6 +66,7 @@ where
                 "code_replace" => code_replace(&store, &*ws).await,
                 "code_blocks" => code_blocks(&store, &*ws).await,
                 "copy_file" => copy_file(&store, &*ws).await,
+                "fork_files" => fork_files(&store, &*ws, &clock).await,
                 _ => concurrent_puts(&store, ws).await,
             },
         };
@@ -321,13 +323,7 @@ async fn list_order<S: ConversationStore>(store: &S, ws: &dyn Workspace) -> Chec
     ] {
         ws.put_bytes(&c, file, b"x").await.map_err(err)?;
     }
-    let ids: Vec<String> = ws
-        .list(&c)
-        .await
-        .map_err(err)?
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
+    let ids = file_ids(ws, &c).await?;
     ensure!(
         ids == [
             "upload_001",
@@ -555,6 +551,70 @@ async fn delete_removes_files<S: ConversationStore>(store: &S, ws: &dyn Workspac
         ws.owners().await.map_err(err)?.is_empty(),
         "files left after retention"
     );
+    Ok(())
+}
+
+/// The ids of a conversation's files, in list order.
+async fn file_ids(
+    ws: &dyn Workspace,
+    c: &ConversationId,
+) -> std::result::Result<Vec<String>, String> {
+    Ok(ws
+        .list(c)
+        .await
+        .map_err(err)?
+        .into_iter()
+        .map(|f| f.id)
+        .collect())
+}
+
+/// A fork at entry N has the files its parent had before entry N + 1 was written: at 0 the
+/// uploads made before the first question, at a later cut also those made after the answer
+/// and before the next question (which an edit of that question asks again), at the last
+/// entry every file.
+async fn fork_files<S: ConversationStore>(
+    store: &S,
+    ws: &dyn Workspace,
+    clock: &ManualClock,
+) -> CheckResult {
+    use ba_protocol::LogRole;
+    let p = conversation(store, "ws-fork-p").await?;
+    let upload = async |name: &str| {
+        clock.advance(10);
+        ws.put_bytes(&p, NewFile::upload(name, ""), b"a,b\n1,2\n")
+            .await
+            .map_err(err)
+    };
+    let ask = async |text: &str, role: LogRole| {
+        clock.advance(10);
+        store
+            .append(&p, &super::text_entry(text, role, text), None)
+            .await
+            .map_err(err)
+    };
+    upload("sales_2024.csv").await?;
+    ask("q1", LogRole::User).await?;
+    ask("a1", LogRole::Assistant).await?;
+    upload("targets.csv").await?;
+    ask("q2", LogRole::User).await?;
+    ask("a2", LogRole::Assistant).await?;
+    upload("late.csv").await?;
+    for (at, want) in [
+        (0, vec!["upload_001"]),
+        (1, vec!["upload_001"]),
+        (2, vec!["upload_001", "upload_002"]),
+        (4, vec!["upload_001", "upload_002", "upload_003"]),
+    ] {
+        let child = cid(&format!("ws-fork-at{at}"))?;
+        crate::store::fork_with_files(store, &p, at, &child, NewConversation::default())
+            .await
+            .map_err(err)?;
+        let got = file_ids(ws, &child).await?;
+        ensure!(
+            got == want,
+            "a fork at entry {at} has {got:?}, not {want:?}"
+        );
+    }
     Ok(())
 }
 

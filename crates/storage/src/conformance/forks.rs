@@ -270,3 +270,125 @@ pub(super) async fn search<S: ConversationStore>(store: &S) -> CheckResult {
     ensure!(all.items.len() == 3, "an empty query: {:?}", ids(&all));
     Ok(())
 }
+
+/// A fork and a delete of its parent at the same time never both succeed: either the fork
+/// is refused (its parent is gone) or the delete is (`HasForks`); after either, every
+/// conversation listed can be read.
+pub(super) async fn fork_delete_race<S: ConversationStore>(store: &S) -> CheckResult {
+    for round in 0..50 {
+        let (p, f) = (
+            cid(&format!("race-p{round}"))?,
+            cid(&format!("race-f{round}"))?,
+        );
+        store
+            .create(&p, NewConversation::default())
+            .await
+            .map_err(err)?;
+        store
+            .append(&p, &text_entry("q", LogRole::User, "q"), None)
+            .await
+            .map_err(err)?;
+        let (forked, deleted) = super::both(
+            store.fork(&p, 1, &f, NewConversation::default()),
+            store.delete(&p),
+        )
+        .await;
+        match (&forked, &deleted) {
+            (Ok(_), Err(StorageError::HasForks { forks, .. })) => {
+                ensure!(
+                    forks == &[f.to_string()],
+                    "round {round}: the refusal names {forks:?}"
+                );
+                let (texts, _) = texts_and_seqs(store, &f, 1).await?;
+                ensure!(texts == ["q"], "round {round}: the fork reads {texts:?}");
+                store.delete(&f).await.map_err(err)?;
+                store.delete(&p).await.map_err(err)?;
+            }
+            (Err(StorageError::NotFound { .. }), Ok(true)) => {}
+            _ => {
+                return Err(format!(
+                    "round {round}: a fork ({forked:?}) and a delete of its parent \
+                     ({deleted:?}) at once"
+                ));
+            }
+        }
+        for meta in store.list_all().await.map_err(err)? {
+            let id = cid(&meta.id)?;
+            store
+                .load(&id)
+                .await
+                .map_err(|e| format!("round {round}: `{id}` is listed but cannot be read: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Titles keep no control or format character, whether given at creation, to a fork or in
+/// an update.
+pub(super) async fn clean_titles<S: ConversationStore>(store: &S) -> CheckResult {
+    let (a, f) = (cid("title-a")?, cid("title-f")?);
+    let raw = "Q3\u{1b}[2J\u{0}review\u{202e}fdp.exe";
+    let made = store
+        .create(
+            &a,
+            NewConversation {
+                title: Some(raw.into()),
+                ..NewConversation::default()
+            },
+        )
+        .await
+        .map_err(err)?;
+    let clean = "Q3 [2J review fdp.exe";
+    ensure!(
+        made.title.as_deref() == Some(clean),
+        "a title at creation: {:?}",
+        made.title
+    );
+    let read = store.metadata(&a).await.map_err(err)?;
+    ensure!(
+        read.title.as_deref() == Some(clean),
+        "a title read back: {:?}",
+        read.title
+    );
+    let forked = store
+        .fork(
+            &a,
+            0,
+            &f,
+            NewConversation {
+                title: Some("edit\u{9b}31m".into()),
+                ..NewConversation::default()
+            },
+        )
+        .await
+        .map_err(err)?;
+    ensure!(
+        forked.title.as_deref() == Some("edit 31m"),
+        "a fork's title: {:?}",
+        forked.title
+    );
+    let updated = store
+        .update_metadata(
+            &a,
+            crate::store::MetaUpdate {
+                title: Some("\u{2066}new\u{7}".into()),
+                mode: None,
+            },
+        )
+        .await
+        .map_err(err)?;
+    ensure!(
+        updated.title.as_deref() == Some("new"),
+        "an updated title: {:?}",
+        updated.title
+    );
+    let listed = store.list_all().await.map_err(err)?;
+    ensure!(
+        listed
+            .iter()
+            .filter_map(|m| m.title.as_deref())
+            .all(|t| !t.chars().any(crate::is_hidden_char)),
+        "the list: {listed:?}"
+    );
+    Ok(())
+}

@@ -49,6 +49,33 @@ fn cid(id: &str) -> std::result::Result<ConversationId, String> {
     ConversationId::new(id).map_err(err)
 }
 
+/// Runs `a` and `b` at once (each going on while the other waits) and gives both results.
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    use std::task::Poll;
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut ra, mut rb) = (None, None);
+    std::future::poll_fn(|cx| {
+        if ra.is_none()
+            && let Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            ra = Some(v);
+        }
+        if rb.is_none()
+            && let Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            rb = Some(v);
+        }
+        match (ra.take(), rb.take()) {
+            (Some(x), Some(y)) => Poll::Ready((x, y)),
+            (x, y) => {
+                (ra, rb) = (x, y);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
 // After `ensure!`, which the workspace checks use too.
 mod files;
 mod forks;
@@ -73,6 +100,8 @@ pub const CHECKS: &[&str] = &[
     "entry_kinds_round_trip",
     "forks",
     "search",
+    "fork_delete_race",
+    "clean_titles",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -98,6 +127,8 @@ where
             "cancel_requests" => cancel_requests(&store).await,
             "forks" => forks::forks(&store, &clock).await,
             "search" => forks::search(&store).await,
+            "fork_delete_race" => forks::fork_delete_race(&store).await,
+            "clean_titles" => forks::clean_titles(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;

@@ -68,7 +68,7 @@ impl FileStore {
             .and_then(|()| file.sync_all())
             .map_err(|e| StorageError::io("writing", tmp_log, e))?;
         let meta = MetaFile {
-            title: new.title,
+            title: crate::text::clean_title_opt(new.title),
             mode: new.mode,
             parent: new.parent,
             created_ms: now,

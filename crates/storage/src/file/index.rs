@@ -2,7 +2,7 @@
 //! the files when it is missing or unreadable; and the per-conversation `.meta.json` files.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 
 use serde::{Deserialize, Serialize};
@@ -102,13 +102,7 @@ impl FileStore {
         change: impl FnOnce(&mut BTreeMap<String, IndexRow>) -> Result<()>,
     ) -> Result<()> {
         let mut cache = lock(&self.inner.index);
-        let lock_path = self.inner.root.join("index.lock");
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StorageError::io("opening", &lock_path, e))?;
+        let (lock_file, lock_path) = self.lock_file("index.lock")?;
         let _flock = FileLock::exclusive(&lock_file, &lock_path)?;
         let mut rows = match self.read_index_file()? {
             Some(rows) => rows,
@@ -274,7 +268,7 @@ impl FileStore {
     pub(super) fn meta_of(id: &str, row: &IndexRow) -> ConversationMeta {
         ConversationMeta {
             id: id.to_owned(),
-            title: row.meta.title.clone(),
+            title: crate::text::clean_title_opt(row.meta.title.clone()),
             mode: row.meta.mode,
             parent: row.meta.parent.clone(),
             created_ms: row.meta.created_ms,

@@ -13,6 +13,7 @@
 //! conversations/<id>/files/     the conversation's workspace (see [`FileWorkspace`])
 //! index.json                    cached last_seq / size / updated of every conversation
 //! index.lock                    the lock every change of index.json is made under
+//! forks.lock                    the lock a fork and a delete take (one waits for the other)
 //! ```
 //!
 //! A damaged line in the middle of a log is quarantined in place: kept, reported by each load,
@@ -314,7 +315,7 @@ impl FileStore {
         self.claim_log(id)?;
         let now = self.now();
         let meta = MetaFile {
-            title: new.title,
+            title: crate::text::clean_title_opt(new.title),
             mode: new.mode,
             parent: new.parent,
             created_ms: now,
@@ -410,6 +411,21 @@ impl FileStore {
         Ok(loaded)
     }
 
+    /// Opens (creating it) the lock file `name` under the root: `index.lock`, or `forks.lock`,
+    /// which a fork holds from the check of its parent until its metadata file names that
+    /// parent, and a delete from its check for forks until the log is gone — so a fork and a
+    /// delete of its parent, in this process or another, never both succeed.
+    pub(super) fn lock_file(&self, name: &str) -> Result<(File, PathBuf)> {
+        let path = self.inner.root.join(name);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StorageError::io("opening", &path, e))?;
+        Ok((file, path))
+    }
+
     /// The conversations forked from `id`.
     fn forks_of(&self, id: &str) -> Result<Vec<String>> {
         let mut forks = Vec::new();
@@ -433,6 +449,8 @@ impl FileStore {
         child: &ConversationId,
         new: NewConversation,
     ) -> Result<ConversationMeta> {
+        let (lock_file, lock_path) = self.lock_file("forks.lock")?;
+        let _forks = FileLock::exclusive(&lock_file, &lock_path)?;
         let row = self.row(parent.as_str())?;
         crate::store::check_fork_point(
             parent,
@@ -442,7 +460,7 @@ impl FileStore {
         self.claim_log(child)?;
         let now = self.now();
         let meta = MetaFile {
-            title: new.title.or_else(|| row.meta.title.clone()),
+            title: crate::text::clean_title_opt(new.title.or_else(|| row.meta.title.clone())),
             mode: new.mode.or(row.meta.mode),
             parent: new.parent,
             created_ms: now,
@@ -466,6 +484,8 @@ impl FileStore {
     }
 
     fn delete_blocking(&self, id: &str) -> Result<bool> {
+        let (lock_file, lock_path) = self.lock_file("forks.lock")?;
+        let _forks = FileLock::exclusive(&lock_file, &lock_path)?;
         let forks = self.forks_of(id)?;
         if !forks.is_empty() {
             return Err(StorageError::HasForks {
@@ -526,7 +546,9 @@ impl FileStore {
             match self.row(id) {
                 Ok(row) => items.push(Self::meta_of(id, &row)),
                 Err(StorageError::NotFound { .. }) => {}
-                Err(e) => return Err(e),
+                // One conversation that cannot be read never takes the list down: it is left
+                // out, and the store says why.
+                Err(e) => self.warn(format!("conversation `{id}` is left out of the list: {e}")),
             }
         }
         Ok(ListPage { items, next })
@@ -738,7 +760,7 @@ impl ConversationStore for FileStore {
             let mut row = this.row(id.as_str())?;
             let mut meta = this.read_meta(id.as_str())?;
             if let Some(title) = update.title {
-                meta.title = Some(title);
+                meta.title = Some(crate::text::clean_title(&title));
             }
             if let Some(mode) = update.mode {
                 meta.mode = Some(mode);

@@ -124,7 +124,7 @@ impl PostgresStore {
             })?;
         let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
         crate::store::check_fork_point(parent, at_seq, last)?;
-        let title: Option<String> = new.title.or_else(|| row.get(1));
+        let title = crate::text::clean_title_opt(new.title.or_else(|| row.get(1)));
         let mode: Option<String> = mode_text(new.mode)
             .map(str::to_owned)
             .or_else(|| row.get(2));

@@ -194,7 +194,7 @@ fn mode_of(text: Option<String>) -> Option<Mode> {
 fn meta_of(row: &tokio_postgres::Row) -> ConversationMeta {
     ConversationMeta {
         id: row.get("id"),
-        title: row.get("title"),
+        title: crate::text::clean_title_opt(row.get("title")),
         mode: mode_of(row.get("mode")),
         parent: row.get("parent"),
         created_ms: row.get("created_ms"),
@@ -386,7 +386,7 @@ impl ConversationStore for PostgresStore {
                 ),
                 &[
                     &id.as_str(),
-                    &new.title,
+                    &crate::text::clean_title_opt(new.title),
                     &mode_text(new.mode),
                     &new.parent,
                     &now,
@@ -552,7 +552,12 @@ impl ConversationStore for PostgresStore {
                          updated_ms = GREATEST(updated_ms, $4)
                      WHERE id = $1 RETURNING {META_COLUMNS}"
                 ),
-                &[&id.as_str(), &update.title, &mode_text(update.mode), &now],
+                &[
+                    &id.as_str(),
+                    &crate::text::clean_title_opt(update.title),
+                    &mode_text(update.mode),
+                    &now,
+                ],
             )
             .await
             .map_err(db)?
@@ -690,30 +695,41 @@ impl ConversationStore for PostgresStore {
 
     async fn delete(&self, id: &ConversationId) -> Result<bool> {
         let client = self.client().await?;
-        let forks: Vec<String> = client
-            .query(
-                "SELECT id FROM ba_conversations WHERE fork_parent = $1 ORDER BY id",
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(db)?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let forks_of = async |client: &deadpool_postgres::Object| -> Result<Vec<String>> {
+            Ok(client
+                .query(
+                    "SELECT id FROM ba_conversations WHERE fork_parent = $1 ORDER BY id",
+                    &[&id.as_str()],
+                )
+                .await
+                .map_err(db)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
+        };
+        let has_forks = |forks| StorageError::HasForks {
+            id: id.to_string(),
+            forks,
+        };
+        let forks = forks_of(&client).await?;
         if !forks.is_empty() {
-            return Err(StorageError::HasForks {
-                id: id.to_string(),
-                forks,
-            });
+            return Err(has_forks(forks));
         }
-        // A fork made meanwhile holds the parent by its foreign key: the delete fails then.
-        let n = client
+        // A fork made meanwhile holds the parent by its foreign key: the delete fails then,
+        // and is refused like one that saw the fork.
+        let n = match client
             .execute(
                 "DELETE FROM ba_conversations WHERE id = $1",
                 &[&id.as_str()],
             )
             .await
-            .map_err(db)?;
+        {
+            Ok(n) => n,
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                return Err(has_forks(forks_of(&client).await?));
+            }
+            Err(e) => return Err(db(e)),
+        };
         // Its files went with it (the foreign keys cascade); so go the copies made here.
         self.workspace.forget_cached(id.as_str());
         Ok(n > 0)

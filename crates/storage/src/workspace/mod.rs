@@ -370,6 +370,47 @@ const MAX_NAME: usize = 255;
 /// The longest media type kept, in bytes.
 const MAX_MEDIA_TYPE: usize = 127;
 
+/// The longest description of a file kept, in bytes.
+pub const MAX_DESCRIPTION: usize = 4096;
+
+/// `type/subtype` of a media type, lower case, without parameters.
+fn essence(media_type: &str) -> String {
+    media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The media type a file named `name` is kept and served with when `given` was declared for
+/// it (by whoever sent it): the declared type when it is well formed and passive, else the
+/// type of the name's extension. A declared type a browser would run (HTML, SVG, XML, script:
+/// [`is_active_media_type`]) is kept only when the name says the same, so a `.png` declared
+/// `text/html` is an `image/png`.
+pub fn media_type_of(name: &str, given: Option<&str>) -> String {
+    let by_name = ba_protocol::media_type_for(name);
+    given
+        .map(str::trim)
+        .filter(|m| is_media_type(m))
+        .filter(|m| !is_active_media_type(m) || essence(m) == essence(by_name))
+        .map_or_else(|| by_name.to_owned(), str::to_owned)
+}
+
+/// Whether a browser given `media_type` would run something in it rather than show it: HTML,
+/// XHTML, SVG and every XML type (which can carry XSLT and scripts), JavaScript, and the
+/// multipart and plug-in types.
+pub fn is_active_media_type(media_type: &str) -> bool {
+    let essence = essence(media_type);
+    let (kind, sub) = essence.split_once('/').unwrap_or((essence.as_str(), ""));
+    matches!(sub, "html" | "xml" | "xsl" | "xslt")
+        || sub.ends_with("+xml")
+        || sub.contains("javascript")
+        || sub.contains("ecmascript")
+        || sub.contains("shockwave")
+        || kind == "multipart"
+}
+
 /// A [`NewFile`] checked and cleaned, ready for a backend.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
@@ -413,11 +454,14 @@ impl Prepared {
             (_, None) => None,
         };
         let name = clean_name(&file.name)?;
-        let media_type = file
-            .media_type
-            .map(|m| m.trim().to_owned())
-            .filter(|m| is_media_type(m))
-            .unwrap_or_else(|| ba_protocol::media_type_for(&name).to_owned());
+        if file.description.len() > MAX_DESCRIPTION {
+            return Err(StorageError::TooLarge {
+                what: format!("the description of `{name}`"),
+                size: file.description.len() as u64,
+                limit: MAX_DESCRIPTION as u64,
+            });
+        }
+        let media_type = media_type_of(&name, file.media_type.as_deref());
         Ok(Self {
             kind: file.kind,
             id,
@@ -444,13 +488,11 @@ impl Prepared {
     }
 }
 
-/// The last path component of `name`, control characters replaced by `_`, trimmed.
+/// The last path component of `name`, each run of control and format characters replaced by
+/// `_` ([`crate::is_hidden_char`]), trimmed.
 fn clean_name(name: &str) -> Result<String> {
     let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    let cleaned: String = last
-        .chars()
-        .map(|c| if c.is_control() { '_' } else { c })
-        .collect();
+    let cleaned = crate::text::replace_hidden(last, '_');
     let cleaned = cleaned.trim();
     if cleaned.is_empty() || cleaned == "." || cleaned == ".." {
         return Err(StorageError::invalid(
@@ -578,6 +620,52 @@ mod tests {
             assert!(Prepared::new(NewFile::code(bad, "x.py")).is_err(), "{bad}");
         }
         assert!(Prepared::new(NewFile::code("code_upload_001", "x.py")).is_ok());
+    }
+
+    #[test]
+    fn a_given_type_never_makes_a_file_active() {
+        let typed = |name: &str, given: &str| {
+            Prepared::new(NewFile::upload(name, "").with_media_type(given))
+                .unwrap()
+                .media_type
+        };
+        assert_eq!(typed("chart.png", "text/html"), "image/png");
+        assert_eq!(typed("chart.png", "image/svg+xml"), "image/png");
+        assert_eq!(
+            typed("notes", "application/xhtml+xml"),
+            "application/octet-stream"
+        );
+        assert_eq!(typed("a.csv", "text/javascript"), "text/csv");
+        assert_eq!(
+            typed("page.html", "text/html; charset=utf-8"),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(typed("data", "text/csv"), "text/csv");
+        for active in [
+            "text/html",
+            "image/svg+xml",
+            "text/xml",
+            "application/x-javascript",
+        ] {
+            assert!(is_active_media_type(active), "{active}");
+        }
+        for passive in ["text/csv", "image/png", "application/json", "text/plain"] {
+            assert!(!is_active_media_type(passive), "{passive}");
+        }
+    }
+
+    #[test]
+    fn names_lose_format_characters_and_descriptions_are_bounded() {
+        let p = Prepared::new(NewFile::upload("report\u{202e}xsl.exe", "")).unwrap();
+        assert_eq!(p.name, "report_xsl.exe");
+        let p = Prepared::new(NewFile::upload("a\u{1b}[2Jb\u{0}.csv", "")).unwrap();
+        assert_eq!(p.name, "a_[2Jb_.csv");
+        let long = "d".repeat(MAX_DESCRIPTION + 1);
+        assert!(matches!(
+            Prepared::new(NewFile::upload("a.csv", long)),
+            Err(StorageError::TooLarge { .. })
+        ));
+        assert!(Prepared::new(NewFile::upload("a.csv", "d".repeat(MAX_DESCRIPTION))).is_ok());
     }
 
     #[test]
