@@ -1,7 +1,7 @@
 //! Other paths from a conversation: a fork (a new conversation whose history is another's up
 //! to a cut) and a rewind (the entries after a point leave the history the model sees).
 
-use ba_protocol::LogEntry;
+use ba_protocol::{LogEntry, LogRole};
 use ba_storage::{ConversationId, ConversationStore as _, NewConversation};
 
 use crate::agent::{Agent, AgentError};
@@ -10,7 +10,8 @@ impl Agent {
     /// A new conversation whose history is `id`'s up to entry `at_seq` (see
     /// [`ba_storage::ConversationStore::fork`]): the parent is not copied and not changed, and
     /// the files it had at the cut are the fork's too ([`ba_storage::fork_with_files`]). Its
-    /// title and mode are the parent's.
+    /// mode is the parent's, and so is its title when the history it shares holds a question;
+    /// a fork before the first question (its edit) is named by the question asked in it.
     ///
     /// # Errors
     /// The store's (`NotFound`, a cut past the end).
@@ -20,14 +21,16 @@ impl Agent {
         at_seq: u64,
     ) -> Result<ConversationId, AgentError> {
         let child = ConversationId::random();
-        ba_storage::fork_with_files(
-            self.inner.store.as_ref(),
-            id,
-            at_seq,
-            &child,
-            NewConversation::default(),
-        )
-        .await?;
+        let shared = self.inner.store.load(id).await?.entries;
+        let asked = ba_storage::after_rewinds(shared).iter().any(|s| {
+            s.seq <= at_seq && s.entry.role == LogRole::User && s.entry.records.kind.is_none()
+        });
+        // An empty title is an untitled conversation: the first run names it.
+        let new = NewConversation {
+            title: (!asked).then(String::new),
+            ..NewConversation::default()
+        };
+        ba_storage::fork_with_files(self.inner.store.as_ref(), id, at_seq, &child, new).await?;
         Ok(child)
     }
 

@@ -417,6 +417,25 @@ pub fn seq_of(entries: &[Value], role: &str, prefix: &str) -> u64 {
         .unwrap()
 }
 
+/// The `seq` of the first entry whose role is `role` and whose text starts with `prefix`, once
+/// `server` lists it: a run holds the conversation before its question is appended.
+pub async fn seq_when(server: &Served, id: &str, role: &str, prefix: &str) -> u64 {
+    tokio::time::timeout(LIMIT, async {
+        loop {
+            let entries = server.entries(id).await;
+            let found = entries
+                .iter()
+                .any(|e| e["entry"]["role"] == role && entry_text(e).starts_with(prefix));
+            if found {
+                return seq_of(&entries, role, prefix);
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {role} entry starting {prefix:?} appeared"))
+}
+
 /// The text blocks of a transcript entry, joined.
 pub fn entry_text(e: &Value) -> String {
     match &e["entry"]["content"] {

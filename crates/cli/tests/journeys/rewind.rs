@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::approval::{append_config, node_id, run_workflow};
-use crate::day::{Day, Person, Served, analyst, answer, seq_of, workflow};
+use crate::day::{Day, Person, Served, analyst, answer, seq_of, seq_when, workflow};
 
 /// Rewinds `id` to `to_seq`: the status and body.
 async fn rewind(server: &Served, id: &str, to_seq: u64) -> (u16, serde_json::Value) {
@@ -136,7 +136,7 @@ async fn rewind_x_second_server() {
         )
         .await;
     b.running(&id).await;
-    let before = seq_of(&b.entries(&id).await, "user", "[hold]") - 1;
+    let before = seq_when(&b, &id, "user", "[hold]").await - 1;
     // While a run of A holds the conversation, a rewind through B is refused.
     let (status, body) = rewind(&b, &id, before).await;
     assert_eq!(status, 409, "{body}");
@@ -200,7 +200,7 @@ async fn rewind_x_cancel() {
         )
         .await;
     server.running(&id).await;
-    let before = seq_of(&server.entries(&id).await, "user", "[hold]") - 1;
+    let before = seq_when(&server, &id, "user", "[hold]").await - 1;
     let (status, body) = rewind(&server, &id, before).await;
     assert_eq!(
         status, 409,
