@@ -99,9 +99,10 @@ impl ModelClient for Server {
     }
 }
 
-/// About 700 local tokens of sales notes, different for each `n`.
+/// About 550 local tokens of sales notes, different for each `n`: one fits the learned
+/// window beside the system prompt and the quarter kept for the answer; six do not.
 fn notes(n: usize) -> String {
-    (0..40)
+    (0..30)
         .map(|i| {
             format!(
                 "Week {i} of batch {n}: the West region sold {} units at {} dollars. ",
@@ -127,7 +128,11 @@ async fn agent(dir: &std::path::Path, server: Arc<Server>, budget: ContextBudget
 }
 
 async fn ask(agent: &Agent, id: &ConversationId, text: String) -> RunStatus {
-    agent.send(id, Input::message(text)).finish().await.status
+    let summary = agent.send(id, Input::message(text)).finish().await;
+    if let Some(error) = &summary.error {
+        eprintln!("the run ended with: {error}");
+    }
+    summary.status
 }
 
 async fn conversation(agent: &Agent) -> ConversationId {
@@ -139,6 +144,20 @@ async fn conversation(agent: &Agent) -> ConversationId {
         })
         .await
         .unwrap()
+}
+
+/// The failed calls of the conversation and the windows it learned, for a failure's message.
+async fn failures(agent: &Agent, id: &ConversationId) -> Vec<String> {
+    log(agent, id)
+        .await
+        .iter()
+        .filter_map(|e| {
+            e.llm_error
+                .as_ref()
+                .map(|err| format!("{:?}: {}", err.kind, err.message))
+                .or_else(|| e.records.window.as_ref().map(|w| format!("{w:?}")))
+        })
+        .collect()
 }
 
 async fn log(agent: &Agent, id: &ConversationId) -> Vec<LogEntry> {
@@ -160,7 +179,12 @@ async fn a_refused_request_teaches_the_window_which_the_conversation_keeps() {
     assert_eq!(ask(&agent, &id, notes(0)).await, RunStatus::Answered);
     for n in 1..=5 {
         let status = ask(&agent, &id, notes(n)).await;
-        assert_eq!(status, RunStatus::Answered, "follow-up {n}");
+        assert_eq!(
+            status,
+            RunStatus::Answered,
+            "follow-up {n}: {:#?}",
+            failures(&agent, &id).await
+        );
     }
     // Refused once, when the conversation outgrew the window; never again after.
     let refusals = server.refusals.lock().unwrap().clone();
@@ -209,6 +233,11 @@ async fn the_calibrated_budget_fits_a_window_the_local_count_overflows() {
     assert_eq!(*server.refusals.lock().unwrap(), Vec::<u64>::new());
     let report = agent.report(&id).await.unwrap();
     let calibration = report.calibration.unwrap();
-    assert!((calibration.ratio - RATIO).abs() < 0.05, "{calibration:?}");
+    // The server also counts the tool definitions, which the local count of the window leaves
+    // out: the calibration takes them in, a little over the tokenizers' ratio.
+    assert!(
+        (RATIO..RATIO * 1.15).contains(&calibration.ratio),
+        "{calibration:?}"
+    );
     assert!(report.window.is_none());
 }
