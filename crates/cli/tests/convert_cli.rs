@@ -388,9 +388,7 @@ fn a_responses_answer_and_its_stream_convert_alike() {
 /// OpenAI's published schema of a Responses request (`CreateResponse`), from the shared
 /// fixtures; `None` (a skip, or a failure under CI) when they are missing.
 fn create_response_schema() -> Option<jsonschema::Validator> {
-    let path = ba_testkit::fixture("wire/openai/schemas-responses/CreateResponse.schema.json")?;
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = ba_testkit::openai_responses_schema("CreateResponse")?;
     Some(jsonschema::validator_for(&schema).unwrap())
 }
 

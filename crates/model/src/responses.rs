@@ -121,9 +121,12 @@ impl ResponsesClient {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
+                // `strict` said outright: the published schema requires it, and strict
+                // validation (every property required, no others) is not what the tools'
+                // schemas are written for.
                 .map(|t| {
                     json!({"type": "function", "name": t.name, "description": t.description,
-                           "parameters": t.input_schema})
+                           "parameters": t.input_schema, "strict": false})
                 })
                 .collect();
             extra.insert("tools".to_owned(), Value::Array(tools));
@@ -472,7 +475,7 @@ mod tests {
         );
         assert_eq!(
             body["tools"],
-            json!([{"type": "function", "name": "calc", "description": "Adds.", "parameters": {"type": "object"}}])
+            json!([{"type": "function", "name": "calc", "description": "Adds.", "parameters": {"type": "object"}, "strict": false}])
         );
         assert_eq!(body["store"], false);
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));

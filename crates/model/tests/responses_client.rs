@@ -273,8 +273,7 @@ async fn a_server_that_answers_a_stream_request_with_one_json_body_is_read_whole
 /// (`CreateResponse`, in the shared fixtures), as `path: error` lines; `None` (a skip, or a
 /// failure under CI) when the fixtures are missing.
 fn create_response_errors(bodies: &[(String, Value)]) -> Option<Vec<String>> {
-    let path = ba_testkit::fixture("wire/openai/schemas-responses/CreateResponse.schema.json")?;
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = ba_testkit::openai_responses_schema("CreateResponse")?;
     let validator = jsonschema::validator_for(&schema).unwrap();
     let mut errors = Vec::new();
     for (name, body) in bodies {
