@@ -146,6 +146,58 @@ fn a_plain_question_is_answered_with_the_servers_usage_and_window() {
         report["calibration"]["ratio"].as_f64() > Some(0.0),
         "{report:#}"
     );
+    eprintln!(
+        "a plain question: input_tokens {} output_tokens {} (server's usage), window used {} of \
+         {WINDOW}, calibration {}",
+        metrics["input_tokens"], metrics["output_tokens"], context["used"], report["calibration"]
+    );
+}
+
+/// The server's count of `text` (`POST /tokenize`).
+fn server_tokens(url: &str, text: &str) -> usize {
+    let body: Value = runtime().block_on(async {
+        reqwest::Client::new()
+            .post(format!("{url}/tokenize"))
+            .json(&serde_json::json!({ "content": text }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    body["tokens"]
+        .as_array()
+        .unwrap_or_else(|| panic!("/tokenize answered {body}"))
+        .len()
+}
+
+#[test]
+fn the_calibration_follows_the_servers_tokenizer_not_the_local_one() {
+    let Some(url) = server() else { return };
+    // The same business prose, counted by the server's tokenizer and by cl100k.
+    let text = long_text(3, 800);
+    let server = server_tokens(&url, &text);
+    let local = ba_context::Encoding::Cl100kBase.count(&text);
+    let truth = server as f64 / local as f64;
+    eprintln!(
+        "{} words: {server} tokens by the server's tokenizer, {local} by cl100k (ratio {truth:.3})",
+        text.split_whitespace().count()
+    );
+    // A conversation on such text: the calibration the log keeps is the server's ratio, as
+    // its reported prompt tokens measured it, not the 1.0 the local count assumes.
+    let home = tempfile::tempdir().unwrap();
+    let config = config(home.path(), &url, "");
+    let task = format!("{text}\nWhich region sold most?");
+    let (id, _) = run_json(&config, &["--mode", "chat", "--task", &task]);
+    let ratio = inspect(&config, &id)["calibration"]["ratio"]
+        .as_f64()
+        .unwrap();
+    eprintln!("calibration after one call: {ratio:.3}");
+    assert!(
+        (ratio - truth).abs() < 0.15 * truth,
+        "calibration {ratio} against the tokenizers' {truth}"
+    );
 }
 
 fn inspect(config: &Path, id: &str) -> Value {
