@@ -107,9 +107,17 @@ fn log_of(home: &Path, id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The compatible client as the configuration above makes it, with its timeouts.
 fn client(url: &str) -> OpenAiClient {
+    let slow = Duration::from_secs(900);
     OpenAiClient::compat(None)
         .unwrap()
+        .with_http(
+            ba_model::HttpConfig::default()
+                .with_request_timeout(slow)
+                .with_idle_timeout(slow)
+                .with_call_timeout(slow * 2),
+        )
         .with_base_url(format!("{url}/v1"))
         .unwrap()
 }
