@@ -85,6 +85,7 @@ fn recording() -> Vec<ReplayTurn> {
         output_tokens: 50,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
+        estimated: false,
     };
     (1..=ROUNDS)
         .map(|round| {

@@ -283,8 +283,12 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn ConversationStore>,
     /// The conversations' files: uploads, saved code, spilled data, outputs.
     pub(crate) workspace: Option<Arc<dyn Workspace>>,
-    /// Builds every window: the strategy's pipeline and the one token cache.
-    pub(crate) builder: ContextBuilder,
+    /// Builds every window of the configured budget: the strategy's pipeline and the one token
+    /// cache.
+    pub(crate) builder: Arc<ContextBuilder>,
+    /// Builders of the budgets a conversation's learned window or calibration gives, made like
+    /// `builder` (see `run::window`).
+    pub(crate) builders: std::sync::Mutex<Vec<(ba_context::ContextBudget, Arc<ContextBuilder>)>>,
     /// Where spilled tool data goes, and the full output of a long result the window may later
     /// show as a preview or a trace.
     pub(crate) sink: Option<Arc<dyn DataSink>>,
@@ -554,13 +558,13 @@ impl AgentBuilder {
                     message: format!("strategy: {e}"),
                 }
             })?;
-        let builder = ContextBuilder::new(
+        let builder = Arc::new(ContextBuilder::new(
             self.prompts.parts(),
             self.settings.builder,
             self.settings.budget,
             pipeline,
             MessageCounter::new(tokenizer),
-        );
+        ));
         let holder = format!(
             "{}, pid {} on {}",
             self.settings.holder,
@@ -578,6 +582,7 @@ impl AgentBuilder {
             workspace: self.workspace.or_else(|| store.workspace()),
             store,
             builder,
+            builders: std::sync::Mutex::default(),
             sink,
             summarizer: self.summarizer,
             live: Arc::default(),
@@ -826,6 +831,22 @@ fn host_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty() && h.len() <= 64 && !h.contains(char::is_control))
         .unwrap_or_else(|| "localhost".to_owned())
+}
+
+impl Inner {
+    /// A builder like the agent's own (prompts, strategy, tokenizer) for another budget.
+    pub(crate) fn make_builder(&self, budget: ba_context::ContextBudget) -> ContextBuilder {
+        // The strategy's name was checked when the agent was built.
+        let pipeline = Pipeline::named(&self.settings.strategy, self.summarizer.clone())
+            .unwrap_or_else(|_| Pipeline::new(Vec::new()));
+        ContextBuilder::new(
+            self.prompts.parts(),
+            self.settings.builder,
+            budget,
+            pipeline,
+            MessageCounter::new(tokenizer_for(&self.settings.model)),
+        )
+    }
 }
 
 /// The tokenizer of `model`; `cl100k_base` for a model the context crate does not know.

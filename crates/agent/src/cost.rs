@@ -146,6 +146,7 @@ mod tests {
             output_tokens: 100_000,
             cache_read_tokens: 2_000_000,
             cache_write_tokens: 0,
+            estimated: false,
         };
         // 3 + 1.5 + 0.6
         assert_eq!(p.cost(Some("claude-sonnet-4-20250514"), &usage), Some(5.1));

@@ -82,6 +82,8 @@ pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money};
-pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
+pub use run::{
+    Calibration, CancelOutcome, NO_SUMMARY, Run, RunCanceller, calibration, window_record,
+};
 pub use sources::{SourceSnapshot, ToolSource};
 pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec, shown_inputs};

@@ -110,6 +110,15 @@ pub struct ConversationReport {
     /// Every workflow run of the conversation, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workflow_runs: Vec<WorkflowRunReport>,
+    /// Model calls whose token figures are the client's own count (the server reported none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub estimated_calls: u64,
+    /// The window the conversation's requests are sized to since a server named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<ba_protocol::WindowRecord>,
+    /// How the latest model's server counts against the local count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::Calibration>,
     /// What the history holds now, when rewinds took entries back (the figures above count
     /// every entry of the log: every call made and paid for, taken back or not). Absent when
     /// the log has no rewind, the history being the whole log.
@@ -314,6 +323,12 @@ impl ConversationReport {
             }
         }
         r.approvals_requested = requested.len() as u64;
+        r.estimated_calls = entries
+            .iter()
+            .filter(|e| e.records.usage.is_some_and(|u| u.estimated))
+            .count() as u64;
+        r.window = crate::window_record(entries).cloned();
+        r.calibration = crate::calibration(entries);
         let input = r.input_tokens + r.cache_read_tokens + r.cache_write_tokens;
         if input > 0 {
             r.cache_read_share = r.cache_read_tokens as f64 / input as f64;
@@ -398,6 +413,30 @@ impl ConversationReport {
             self.cache_write_tokens,
             self.cache_read_share * 100.0
         );
+        if self.estimated_calls > 0 {
+            let _ = writeln!(
+                out,
+                "  {} of the calls' token figures are the client's count: the server reported none",
+                self.estimated_calls
+            );
+        }
+        if let Some(w) = &self.window {
+            let refused = w
+                .refused_tokens
+                .map_or_else(String::new, |r| format!(" after refusing {r}"));
+            let _ = writeln!(
+                out,
+                "  context window: {} tokens, as the server said{refused}",
+                w.tokens
+            );
+        }
+        if let Some(c) = &self.calibration {
+            let _ = writeln!(
+                out,
+                "  calibration: {} counts {:.2} tokens for each local one (over {} calls)",
+                c.model, c.ratio, c.calls
+            );
+        }
         match (self.cost_usd, self.unpriced_calls) {
             (Some(cost), 0) => {
                 let _ = writeln!(out, "  cost: {}", money(cost));

@@ -384,6 +384,9 @@ async fn open_conversation(
         None => (None, 0),
     };
     let client = config.client(played)?;
+    let mut config = config.clone();
+    config.learn_window(&*client).await;
+    let config = &config;
     let mcp = start_mcp(config, &extensions).await?;
     let agent = config.agent(
         front_end,

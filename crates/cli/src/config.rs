@@ -80,8 +80,13 @@ pub(crate) struct Config {
     pub web_reader: Option<bool>,
     /// `native` or `structured`.
     pub response_mode: Option<ResponseMode>,
-    /// The model's context window in tokens.
+    /// The model's context window in tokens; when left out, the window the server says it
+    /// serves ([`Config::learn_window`]), or the agent's default.
     pub context_window: Option<usize>,
+    /// The window the model's server said it serves, asked when `context_window` is not
+    /// given; never read from the file.
+    #[serde(skip)]
+    pub served_window: Option<usize>,
     /// Tokens kept for the answer.
     pub reserve: Option<usize>,
     /// The compression strategy.
@@ -495,8 +500,16 @@ impl Config {
                 if let Some(n) = self.max_rounds {
                     s.max_rounds = n;
                 }
-                if let Some(n) = self.max_tokens {
-                    s.max_tokens = n;
+                match self.max_tokens {
+                    Some(n) => s.max_tokens = n,
+                    // A server's window holds the prompt and the answer: the answer's cap is
+                    // what the budget keeps for it (a server like vLLM refuses a request whose
+                    // prompt and cap pass its window).
+                    None if self.context_window.is_none() && self.served_window.is_some() => {
+                        let reserve = s.budget.reserved_for_response;
+                        s.max_tokens = s.max_tokens.min(u32::try_from(reserve).unwrap_or(u32::MAX));
+                    }
+                    None => {}
                 }
                 if let Some(stream) = self.stream {
                     s.stream = stream;

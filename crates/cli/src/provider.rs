@@ -92,7 +92,13 @@ impl Config {
                     compat
                         .then(ba_model::OpenAiCompat::server)
                         .unwrap_or_default(),
-                );
+                )
+                // An answer without usage is counted with the model's tokenizer.
+                .with_token_counter(Arc::new(
+                    ba_context::ModelTokenizer::for_model(&self.default_model()).unwrap_or_else(
+                        || ba_context::ModelTokenizer::exact(ba_context::Encoding::Cl100kBase),
+                    ),
+                ));
                 match &self.base_url {
                     Some(url) => Arc::new(client.with_base_url(url.clone())?),
                     None => Arc::new(client),
@@ -141,11 +147,46 @@ impl Config {
         }
     }
 
-    /// `context_window` and `reserve` over `default`, as the agent's own strategies see them.
+    /// `context_window` and `reserve` over `default`, as the agent's own strategies see them;
+    /// without `context_window`, the window the server said it serves.
     fn window(&self, default: ContextBudget) -> ContextBudget {
-        match self.context_window {
-            Some(total) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
-            None => default,
+        match (self.context_window, self.served_window) {
+            (Some(total), _) => ContextBudget::new(total, self.reserve.unwrap_or(total / 16)),
+            // A local server's window is small: a sixteenth would cut every answer short, so
+            // a quarter of it, up to 4096 tokens, is kept for the answer.
+            (None, Some(total)) => ContextBudget::new(
+                total,
+                self.reserve
+                    .unwrap_or_else(|| (total / 4).min(4096).max(total / 16)),
+            ),
+            (None, None) => default,
+        }
+    }
+
+    /// Asks the model's server for its window when the configuration gives none (llama.cpp's
+    /// `/props`, a model list's metadata) and keeps it in `served_window`; says on stderr
+    /// which window the requests are sized to when it is neither given nor served.
+    pub(crate) async fn learn_window(&mut self, client: &dyn ModelClient) {
+        if self.context_window.is_some() || self.served_window.is_some() {
+            return;
+        }
+        let model = self.default_model();
+        match client.context_window(&model).await {
+            Some(n) => {
+                self.served_window = usize::try_from(n).ok();
+                tracing::info!(window = n, model = %model, "context window served by the model's server");
+            }
+            // Only a server of one's own is expected to say; the public APIs' windows are
+            // the defaults' business.
+            None if self.base_url.is_some() => {
+                let default = ba_agent::AgentSettings::default().budget.total;
+                eprintln!(
+                    "note: the server at {} did not say its context window; requests are sized \
+                     to {default} tokens (set context_window in the configuration)",
+                    self.base_url.as_deref().unwrap_or_default()
+                );
+            }
+            None => {}
         }
     }
 

@@ -121,9 +121,11 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             }
             let extensions = Extensions::gather(&config, ext)?;
             mcp = crate::agent::start_mcp(&config, &extensions).await?;
+            let client = config.client(0)?;
+            config.learn_window(&*client).await;
             let agent = config.agent(
                 "ba-agent serve",
-                config.client(0)?,
+                client,
                 config.shared_store().await?,
                 &extensions.skill_roots,
                 mcp.as_ref(),

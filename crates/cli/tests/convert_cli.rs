@@ -384,3 +384,67 @@ fn a_responses_answer_and_its_stream_convert_alike() {
     );
     assert!(err.contains("input[0]") && err.contains("call_id"), "{err}");
 }
+
+/// OpenAI's published schema of a Responses request (`CreateResponse`), from the shared
+/// fixtures; `None` (a skip, or a failure under CI) when they are missing.
+fn create_response_schema() -> Option<jsonschema::Validator> {
+    let schema = ba_testkit::openai_responses_schema("CreateResponse")?;
+    Some(jsonschema::validator_for(&schema).unwrap())
+}
+
+/// Every place `body` breaks the schema, as `path: error` lines.
+fn schema_errors(validator: &jsonschema::Validator, body: &serde_json::Value) -> Vec<String> {
+    validator
+        .iter_errors(body)
+        .map(|e| {
+            let text = e.to_string();
+            format!(
+                "{}: {}",
+                e.instance_path(),
+                text.chars().take(200).collect::<String>()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn convert_to_responses_of_every_fixture_session_meets_the_published_schema() {
+    let Some(validator) = create_response_schema() else {
+        return;
+    };
+    let Some(dir) = ba_testkit::fixture("transcripts/spotter") else {
+        return;
+    };
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    sessions.sort();
+    assert!(sessions.len() >= 8, "{sessions:?}");
+    let mut checked_assistant_turns = 0;
+    for session in &sessions {
+        let out = run(
+            &["convert", "--to", "responses", session.to_str().unwrap()],
+            None,
+        );
+        let body: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let errors = schema_errors(&validator, &body);
+        assert!(
+            errors.is_empty(),
+            "{}: {} error(s), first: {:#?}",
+            session.display(),
+            errors.len(),
+            &errors[..errors.len().min(5)]
+        );
+        // The assistant's text turns go as input messages with string content: no id or
+        // status to invent, and what every server accepts.
+        for item in body["input"].as_array().unwrap() {
+            if item["role"] == "assistant" {
+                assert!(item["content"].is_string(), "{item:#}");
+                checked_assistant_turns += 1;
+            }
+        }
+    }
+    assert!(checked_assistant_turns > 100, "{checked_assistant_turns}");
+}

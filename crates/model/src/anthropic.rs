@@ -557,6 +557,7 @@ fn usage(u: &AnthropicUsage) -> Usage {
         output_tokens: u.output_tokens,
         cache_read_tokens: u.cache_read_input_tokens.unwrap_or(0),
         cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
+        estimated: false,
     }
 }
 

@@ -26,8 +26,8 @@ use super::StopReason;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OpenAiCompat {
-    /// Ask streams for a final usage chunk (`stream_options: {include_usage: true}`); some
-    /// servers refuse the field.
+    /// Ask streams for a final usage chunk (`stream_options: {include_usage: true}`). A server
+    /// that refuses the field is asked again without it, and never again by the same client.
     pub stream_usage: bool,
     /// Send a thinking budget as `reasoning_effort`.
     pub reasoning_effort: bool,
@@ -51,11 +51,14 @@ impl OpenAiCompat {
         }
     }
 
-    /// The `compat` profile for other servers: no `stream_options`, no `prompt_cache_key`, no
-    /// `reasoning_effort`; the cap as `max_tokens`. A missing usage reads as zero.
+    /// The `compat` profile for other servers: no `prompt_cache_key`, no `reasoning_effort`;
+    /// the cap as `max_tokens`; usage asked for in streams (llama.cpp's server, vLLM and
+    /// Ollama send it, with the cached prompt tokens) until the server refuses the field. An
+    /// answer without usage reports llama.cpp's `timings`, or else the client's own count
+    /// marked estimated: never zero.
     pub const fn server() -> Self {
         Self {
-            stream_usage: false,
+            stream_usage: true,
             reasoning_effort: false,
             prompt_cache_key: Some(false),
             max_completion_tokens: false,

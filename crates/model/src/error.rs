@@ -69,6 +69,21 @@ fn bounded(text: String, max: usize) -> String {
     )
 }
 
+fn overflow_text(
+    provider: &str,
+    limit: Option<u64>,
+    requested: Option<u64>,
+    message: &str,
+) -> String {
+    let size = match (requested, limit) {
+        (Some(r), Some(l)) => format!(" ({r} tokens for a window of {l})"),
+        (None, Some(l)) => format!(" (a window of {l} tokens)"),
+        (Some(r), None) => format!(" ({r} tokens)"),
+        (None, None) => String::new(),
+    };
+    format!("the request did not fit the {provider} model's context window{size}: {message}")
+}
+
 /// Which timeout fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutPhase {
@@ -153,6 +168,19 @@ pub enum ModelError {
         status: u16,
         /// The provider's error type (`invalid_request_error`, …), or `unknown`.
         error_type: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// The request did not fit the model's context window: retrying it as it is will not
+    /// help, a shorter one may.
+    #[error("{}", overflow_text(provider, *limit, *requested, message))]
+    ContextOverflow {
+        /// Provider name.
+        provider: String,
+        /// The window, in the server's tokens, when the server named it.
+        limit: Option<u64>,
+        /// The tokens of the refused request, when the server named them.
+        requested: Option<u64>,
         /// The provider's message.
         message: String,
     },
@@ -247,6 +275,7 @@ impl ModelError {
             Self::RateLimited { .. } => LlmErrorKind::RateLimited,
             Self::Server { .. } => LlmErrorKind::Server,
             Self::StreamCut { .. } => LlmErrorKind::StreamCut,
+            Self::ContextOverflow { .. } => LlmErrorKind::ContextOverflow,
             Self::InvalidResponse { .. } | Self::TooLarge { .. } => LlmErrorKind::InvalidResponse,
             Self::Replayed { error, .. } => error.kind,
             Self::Rejected { .. }
@@ -381,5 +410,19 @@ mod tests {
         assert_eq!(rejected.kind(), LlmErrorKind::Other);
         assert!(!rejected.is_transient());
         assert!(rejected.partial_output().is_none());
+        let overflow = ModelError::ContextOverflow {
+            provider: "openai".into(),
+            limit: Some(4096),
+            requested: Some(10862),
+            message: "request (10862 tokens) exceeds the available context size".into(),
+        };
+        assert_eq!(overflow.kind(), LlmErrorKind::ContextOverflow);
+        assert!(!overflow.is_transient());
+        assert!(
+            overflow.to_string().contains(
+                "did not fit the openai model's context window (10862 tokens for a window of 4096)"
+            ),
+            "{overflow}"
+        );
     }
 }

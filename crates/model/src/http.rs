@@ -329,6 +329,15 @@ impl Transport {
             .unwrap_or_default();
         let (error_type, message) = provider_error(&body);
         let provider = self.provider.to_owned();
+        if let Some(overflow) = super::overflow::read(status, &body) {
+            let error = ModelError::ContextOverflow {
+                provider,
+                limit: overflow.limit,
+                requested: overflow.requested,
+                message,
+            };
+            return (error, Some(false));
+        }
         let error = match status {
             429 => ModelError::RateLimited {
                 provider,
@@ -352,6 +361,95 @@ impl Transport {
         };
         (error, should_retry)
     }
+}
+
+/// The most bytes of a server's description (`/props`, the model list) read.
+const MAX_DESCRIPTION_BYTES: u64 = 1024 * 1024;
+
+impl Transport {
+    /// A JSON document from `url` by GET, read within a short bound and without retries: a
+    /// server that has no such document, or says nothing readable, gives `None`.
+    async fn description(&self, url: &str, key: Option<&ApiKey>) -> Option<Value> {
+        let bound = self.config.request_timeout.min(Duration::from_secs(10));
+        let deadline = Instant::now() + bound;
+        let mut builder = self.client.get(url);
+        if let Some(key) = key {
+            builder = builder.header(
+                reqwest::header::AUTHORIZATION,
+                key.header_value("Bearer ", self.provider).ok()?,
+            );
+        }
+        let response = tokio::time::timeout_at(deadline, builder.send())
+            .await
+            .ok()?
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let limited = Self {
+            config: self.config.with_max_response_bytes(MAX_DESCRIPTION_BYTES),
+            ..self.clone()
+        };
+        let text = limited.body_text(response, deadline).await.ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// The context window an OpenAI-compatible server at `base_url` gives `model`: llama.cpp's
+    /// `/props` (the window it was started with), else the model list's metadata (vLLM's
+    /// `max_model_len`, the `context_length` or `context_window` other servers give).
+    pub(crate) async fn served_window(
+        &self,
+        base_url: &str,
+        key: Option<&ApiKey>,
+        model: &str,
+    ) -> Option<u64> {
+        // `/props` sits at the server's root, beside `/v1`.
+        let root = base_url.strip_suffix("/v1").unwrap_or(base_url);
+        if let Some(props) = self.description(&format!("{root}/props"), key).await
+            && let Some(n) = props_window(&props)
+        {
+            return Some(n);
+        }
+        let models = self.description(&format!("{base_url}/models"), key).await?;
+        models_window(&models, model)
+    }
+}
+
+/// The window in llama.cpp's `/props`: the slots' `n_ctx`.
+fn props_window(props: &Value) -> Option<u64> {
+    props
+        .get("default_generation_settings")
+        .and_then(|s| s.get("n_ctx"))
+        .or_else(|| props.get("n_ctx"))
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+}
+
+/// The window a model list gives `model` (or its only model).
+fn models_window(models: &Value, model: &str) -> Option<u64> {
+    let list = models
+        .get("data")
+        .or_else(|| models.get("models"))
+        .and_then(Value::as_array)?;
+    let entry = list
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (list.len() == 1).then(|| &list[0]))?;
+    [
+        "max_model_len",
+        "context_length",
+        "context_window",
+        "max_context_length",
+    ]
+    .iter()
+    .find_map(|k| entry.get(*k).and_then(Value::as_u64))
+    .or_else(|| {
+        entry
+            .get("meta")
+            .and_then(|m| m.get("n_ctx"))
+            .and_then(Value::as_u64)
+    })
+    .filter(|n| *n > 0)
 }
 
 /// The error type and message of a provider error body (`{"error": {"type", "message"}}` for
@@ -419,6 +517,23 @@ mod tests {
     fn missing_key_names_the_variable() {
         let err = ApiKey::from_env("BA_AGENT_TEST_SURELY_UNSET_KEY", "anthropic").unwrap_err();
         assert!(err.to_string().contains("BA_AGENT_TEST_SURELY_UNSET_KEY"));
+    }
+
+    #[test]
+    fn windows_are_read_from_props_and_model_lists() {
+        let props = serde_json::json!({"default_generation_settings": {"n_ctx": 4096},
+                                       "total_slots": 4});
+        assert_eq!(props_window(&props), Some(4096));
+        assert_eq!(props_window(&serde_json::json!({"n_ctx": 0})), None);
+        let vllm = serde_json::json!({"object": "list", "data": [
+            {"id": "a", "max_model_len": 32768}, {"id": "b", "max_model_len": 8192}]});
+        assert_eq!(models_window(&vllm, "b"), Some(8192));
+        assert_eq!(models_window(&vllm, "c"), None);
+        // llama.cpp's list gives the training window only, which is not the server's.
+        let llama = serde_json::json!({"data": [{"id": "m", "meta": {"n_ctx_train": 8192}}]});
+        assert_eq!(models_window(&llama, "other-name"), None);
+        let one = serde_json::json!({"data": [{"id": "m", "context_length": 131072}]});
+        assert_eq!(models_window(&one, "other-name"), Some(131_072));
     }
 
     #[test]

@@ -70,6 +70,8 @@ mod error;
 mod http;
 #[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "http")]
+mod overflow;
 #[cfg(feature = "replay")]
 mod replay;
 #[cfg(feature = "openai")]
@@ -334,6 +336,14 @@ pub trait ModelClient: Send + Sync {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         self.complete_streaming(request, &mut |_| {}).await
     }
+
+    /// The context window the server gives `model`, in its own tokens, when it says so
+    /// (llama.cpp's `/props`, a model list's metadata); `None` when it does not, or cannot be
+    /// asked. Asking costs a request or two: callers ask once.
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        let _ = model;
+        None
+    }
 }
 
 #[async_trait]
@@ -348,6 +358,9 @@ impl<T: ModelClient + ?Sized> ModelClient for Arc<T> {
     ) -> Result<ModelResponse, ModelError> {
         (**self).complete_streaming(request, on_delta).await
     }
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        (**self).context_window(model).await
+    }
 }
 
 #[async_trait]
@@ -361,6 +374,60 @@ impl<T: ModelClient + ?Sized> ModelClient for Box<T> {
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
         (**self).complete_streaming(request, on_delta).await
+    }
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        (**self).context_window(model).await
+    }
+}
+
+/// The client's own count of a call's tokens, for an answer whose provider reported none:
+/// the request's system prompt, messages and tools, and the answer, counted by `counter`,
+/// marked [`Usage::estimated`].
+pub(crate) fn estimated_usage(
+    counter: &dyn ba_protocol::TokenCounter,
+    request: &ModelRequest,
+    answer: &Message,
+) -> Usage {
+    // Per message: the role and the separators around it, as OpenAI documents for its
+    // tiktoken-based models.
+    const MESSAGE_OVERHEAD: usize = 4;
+    let mut input = request
+        .system
+        .as_deref()
+        .map_or(0, |s| counter.count(s) + MESSAGE_OVERHEAD);
+    for entry in request.context_entries() {
+        input += MESSAGE_OVERHEAD + counter.count(&entry.text());
+        for call in entry.calls() {
+            input += counter.count(&call.function.name) + counter.count(&call.function.arguments);
+        }
+        if let Some(err) = &entry.llm_error {
+            input += counter.count(&err.message);
+            input += err
+                .partial_output
+                .as_deref()
+                .map_or(0, |p| counter.count(p));
+        }
+    }
+    for tool in &request.tools {
+        input += counter.count(&tool.name) + counter.count(&tool.description);
+        input += counter.count(&tool.input_schema.to_string());
+    }
+    let mut output = 0;
+    for block in &answer.content {
+        output += match block {
+            ba_protocol::ContentBlock::Text(t) => counter.count(&t.text),
+            ba_protocol::ContentBlock::Thinking(t) => counter.count(&t.thinking),
+            ba_protocol::ContentBlock::ToolUse(u) => {
+                counter.count(&u.name) + counter.count(&u.input.to_string())
+            }
+            _ => 0,
+        };
+    }
+    Usage {
+        input_tokens: input as u64,
+        output_tokens: output as u64,
+        estimated: true,
+        ..Usage::default()
     }
 }
 

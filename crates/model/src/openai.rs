@@ -1,6 +1,8 @@
 //! The OpenAI Chat Completions client, for OpenAI and any compatible server.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use ba_protocol::convert::log_to_openai;
@@ -16,7 +18,7 @@ use super::error::{ModelError, PartialOutput, PartialToolCall};
 use super::http::{ApiKey, HttpConfig, Transport};
 use super::sse::{StreamState, read_stream};
 use super::{DeltaSink, ModelClient, ModelRequest, ModelResponse, StreamDelta};
-use ba_protocol::Usage;
+use ba_protocol::{ApproxCounter, TokenCounter, Usage};
 
 const PROVIDER: &str = "openai";
 
@@ -39,6 +41,19 @@ pub struct OpenAiClient {
     key: Option<ApiKey>,
     base_url: String,
     compat: OpenAiCompat,
+    /// Set once the server refused `stream_options`: later streams go without it.
+    refuses_stream_usage: Arc<AtomicBool>,
+    counter: Counter,
+}
+
+/// The counter of the usage estimated for answers that came without one.
+#[derive(Clone)]
+struct Counter(Arc<dyn TokenCounter>);
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name())
+    }
 }
 
 impl OpenAiClient {
@@ -55,6 +70,8 @@ impl OpenAiClient {
             key,
             base_url: Self::DEFAULT_BASE_URL.to_owned(),
             compat: OpenAiCompat::openai(),
+            refuses_stream_usage: Arc::default(),
+            counter: Counter(Arc::new(ApproxCounter)),
         })
     }
 
@@ -123,6 +140,17 @@ impl OpenAiClient {
         self
     }
 
+    /// The counter of the usage reported for an answer that came without one (marked
+    /// [`Usage::estimated`]); a rough four-bytes-a-token count unless set.
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Counter(counter);
+        self
+    }
+
+    fn asks_stream_usage(&self) -> bool {
+        self.compat.stream_usage && !self.refuses_stream_usage.load(Ordering::Relaxed)
+    }
+
     fn sends_cache_key(&self) -> bool {
         self.compat
             .prompt_cache_key
@@ -168,7 +196,7 @@ impl OpenAiClient {
         }
         if request.stream {
             extra.insert("stream".to_owned(), Value::Bool(true));
-            if self.compat.stream_usage {
+            if self.asks_stream_usage() {
                 extra.insert("stream_options".to_owned(), json!({"include_usage": true}));
             }
         }
@@ -194,14 +222,32 @@ impl ModelClient for OpenAiClient {
         request: &ModelRequest,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        let body = self.request_body(request);
         let url = format!("{}/chat/completions", self.base_url);
-        let (response, retries, deadline, call_deadline) = self
+        let body = self.request_body(request);
+        let sent = match self
             .transport
             .send_bearer(&url, self.key.as_ref(), &body)
-            .await?;
-        if request.stream && Transport::streams(&response) {
-            return read_stream(
+            .await
+        {
+            Err(ModelError::Rejected { message, .. })
+                if body.get("stream_options").is_some() && names_stream_usage(&message) =>
+            {
+                // Learnt once for this client: the server takes no `stream_options`.
+                tracing::info!(
+                    base_url = %self.base_url,
+                    "the server refused stream_options; streams go on without it"
+                );
+                self.refuses_stream_usage.store(true, Ordering::Relaxed);
+                let body = self.request_body(request);
+                self.transport
+                    .send_bearer(&url, self.key.as_ref(), &body)
+                    .await
+            }
+            other => other,
+        };
+        let (response, retries, deadline, call_deadline) = sent?;
+        let mut answer = if request.stream && Transport::streams(&response) {
+            read_stream(
                 &self.transport,
                 response,
                 OpenAiStream::default(),
@@ -209,17 +255,48 @@ impl ModelClient for OpenAiClient {
                 retries,
                 call_deadline,
             )
-            .await;
+            .await?
+        } else {
+            let mut value: Value = self
+                .transport
+                .body_json(response, deadline, "a chat completion")
+                .await?;
+            compat::lenient_response(&mut value);
+            let parsed: ChatResponse = serde_json::from_value(value)
+                .map_err(|e| invalid(format!("the body is not a chat completion: {e}")))?;
+            to_response(parsed, retries, Vec::new())?
+        };
+        if answer.usage == Usage::default() {
+            answer.usage = super::estimated_usage(&*self.counter.0, request, &answer.message);
         }
-        let mut value: Value = self
-            .transport
-            .body_json(response, deadline, "a chat completion")
-            .await?;
-        compat::lenient_response(&mut value);
-        let parsed: ChatResponse = serde_json::from_value(value)
-            .map_err(|e| invalid(format!("the body is not a chat completion: {e}")))?;
-        to_response(parsed, retries, Vec::new())
+        Ok(answer)
     }
+
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        self.transport
+            .served_window(&self.base_url, self.key.as_ref(), model)
+            .await
+    }
+}
+
+/// Whether a refusal names the field that asks for a stream's usage.
+fn names_stream_usage(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("stream_options") || message.contains("include_usage")
+}
+
+/// The token figures llama.cpp's server gives in `timings` when no usage was asked for:
+/// prompt tokens evaluated (`prompt_n`), read from its cache (`cache_n`) and written
+/// (`predicted_n`).
+fn usage_of_timings(timings: &Value) -> Option<Usage> {
+    let n = |k: &str| timings.get(k).and_then(Value::as_u64);
+    let usage = Usage {
+        input_tokens: n("prompt_n")?,
+        output_tokens: n("predicted_n")?,
+        cache_read_tokens: n("cache_n").unwrap_or(0),
+        ..Usage::default()
+    };
+    (usage != Usage::default()).then_some(usage)
 }
 
 /// The reasoning text compatible servers stream beside the content.
@@ -252,7 +329,12 @@ fn to_response(
     Ok(ModelResponse {
         message: message.with_id(parsed.id.clone()),
         stop_reason: compat::stop_reason(choice.finish_reason.as_deref(), made_calls),
-        usage: parsed.usage.as_ref().map(usage).unwrap_or_default(),
+        usage: parsed
+            .usage
+            .as_ref()
+            .map(usage)
+            .or_else(|| parsed.extra.get("timings").and_then(usage_of_timings))
+            .unwrap_or_default(),
         id: parsed.id,
         model: parsed.model,
         retries,
@@ -321,7 +403,7 @@ fn usage(u: &ChatUsage) -> Usage {
         input_tokens: u.prompt_tokens.saturating_sub(cached),
         output_tokens: u.completion_tokens,
         cache_read_tokens: cached,
-        cache_write_tokens: 0,
+        ..Usage::default()
     }
 }
 
@@ -334,6 +416,8 @@ struct OpenAiStream {
     calls: BTreeMap<usize, PartialToolCall>,
     announced: BTreeMap<usize, bool>,
     finish_reason: Option<String>,
+    /// llama.cpp's `timings` of the last chunk that had them.
+    timings: Option<Value>,
 }
 
 impl StreamState for OpenAiStream {
@@ -345,7 +429,16 @@ impl StreamState for OpenAiStream {
         let mut value: Value = serde_json::from_str(data)
             .map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
         if let Some(error) = value.get("error") {
-            let (kind, message) = super::http::provider_error(&json!({"error": error}).to_string());
+            let body = json!({"error": error}).to_string();
+            let (kind, message) = super::http::provider_error(&body);
+            if let Some(overflow) = super::overflow::read(400, &body) {
+                return Err(ModelError::ContextOverflow {
+                    provider: PROVIDER.to_owned(),
+                    limit: overflow.limit,
+                    requested: overflow.requested,
+                    message,
+                });
+            }
             return Err(ModelError::Server {
                 provider: PROVIDER.to_owned(),
                 status: 500,
@@ -353,6 +446,9 @@ impl StreamState for OpenAiStream {
                 attempts: 1,
                 partial: None,
             });
+        }
+        if let Some(timings) = value.get("timings") {
+            self.timings = Some(timings.clone());
         }
         self.lenient.chunk(&mut value);
         let chunk: ChatChunk = serde_json::from_value(value).map_err(|e| {
@@ -465,7 +561,12 @@ impl StreamState for OpenAiStream {
             message: e.to_string(),
             partial: Box::default(),
         })?;
-        let response = to_response(accumulated.message, retries, accumulated.problems)?;
+        let mut response = to_response(accumulated.message, retries, accumulated.problems)?;
+        if response.usage == Usage::default()
+            && let Some(usage) = self.timings.as_ref().and_then(usage_of_timings)
+        {
+            response.usage = usage;
+        }
         if response.message.content.is_empty() && response.usage == Usage::default() {
             return Err(ModelError::InvalidResponse {
                 provider: PROVIDER.to_owned(),
@@ -538,7 +639,8 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 7,
                 cache_read_tokens: 60,
-                cache_write_tokens: 0
+                cache_write_tokens: 0,
+                estimated: false,
             }
         );
     }

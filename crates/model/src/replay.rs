@@ -270,7 +270,7 @@ impl ModelClient for ReplayClient {
             }
         }
         let usage = if recorded.usage == Usage::default() {
-            estimated_usage(&*self.counter, request, &recorded.message)
+            super::estimated_usage(&*self.counter, request, &recorded.message)
         } else {
             recorded.usage
         };
@@ -283,54 +283,6 @@ impl ModelClient for ReplayClient {
             retries: 0,
             problems: Vec::new(),
         })
-    }
-}
-
-/// Per-message overhead of the chat formats (role and separators), as OpenAI documents it for
-/// its tiktoken-based models.
-const MESSAGE_OVERHEAD: usize = 4;
-
-/// Token figures for a turn recorded without them: the request's system prompt, messages and
-/// tools, and the answer, counted by `counter` (the figures a provider would bill, near enough
-/// for a report; never sent anywhere).
-fn estimated_usage(counter: &dyn TokenCounter, request: &ModelRequest, answer: &Message) -> Usage {
-    let mut input = request
-        .system
-        .as_deref()
-        .map_or(0, |s| counter.count(s) + MESSAGE_OVERHEAD);
-    for entry in request.context_entries() {
-        input += MESSAGE_OVERHEAD + counter.count(&entry.text());
-        for call in entry.calls() {
-            input += counter.count(&call.function.name) + counter.count(&call.function.arguments);
-        }
-        if let Some(err) = &entry.llm_error {
-            input += counter.count(&err.message);
-            input += err
-                .partial_output
-                .as_deref()
-                .map_or(0, |p| counter.count(p));
-        }
-    }
-    for tool in &request.tools {
-        input += counter.count(&tool.name) + counter.count(&tool.description);
-        input += counter.count(&tool.input_schema.to_string());
-    }
-    let mut output = 0;
-    for block in &answer.content {
-        output += match block {
-            ContentBlock::Text(t) => counter.count(&t.text),
-            ContentBlock::Thinking(t) => counter.count(&t.thinking),
-            ContentBlock::ToolUse(u) => {
-                counter.count(&u.name) + counter.count(&u.input.to_string())
-            }
-            _ => 0,
-        };
-    }
-    Usage {
-        input_tokens: input as u64,
-        output_tokens: output as u64,
-        cache_read_tokens: 0,
-        cache_write_tokens: 0,
     }
 }
 

@@ -121,9 +121,12 @@ impl ResponsesClient {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
+                // `strict` said outright: the published schema requires it, and strict
+                // validation (every property required, no others) is not what the tools'
+                // schemas are written for.
                 .map(|t| {
                     json!({"type": "function", "name": t.name, "description": t.description,
-                           "parameters": t.input_schema})
+                           "parameters": t.input_schema, "strict": false})
                 })
                 .collect();
             extra.insert("tools".to_owned(), Value::Array(tools));
@@ -201,6 +204,12 @@ impl ModelClient for ResponsesClient {
             .body_json(response, deadline, "a response")
             .await?;
         to_response(parsed, retries, Vec::new())
+    }
+
+    async fn context_window(&self, model: &str) -> Option<u64> {
+        self.transport
+            .served_window(&self.base_url, self.key.as_ref(), model)
+            .await
     }
 }
 
@@ -305,6 +314,7 @@ fn usage(u: &ResponsesUsage) -> Usage {
         output_tokens: u.output_tokens,
         cache_read_tokens: cached,
         cache_write_tokens: 0,
+        estimated: false,
     }
 }
 
@@ -465,7 +475,7 @@ mod tests {
         );
         assert_eq!(
             body["tools"],
-            json!([{"type": "function", "name": "calc", "description": "Adds.", "parameters": {"type": "object"}}])
+            json!([{"type": "function", "name": "calc", "description": "Adds.", "parameters": {"type": "object"}, "strict": false}])
         );
         assert_eq!(body["store"], false);
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
@@ -492,7 +502,8 @@ mod tests {
                 input_tokens: 294,
                 output_tokens: 412,
                 cache_read_tokens: 1536,
-                cache_write_tokens: 0
+                cache_write_tokens: 0,
+                estimated: false,
             }
         );
     }

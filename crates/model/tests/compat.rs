@@ -84,6 +84,18 @@ fn answer(id: &str, model: &str, blocks: Vec<ContentBlock>) -> ModelResponse {
     }
 }
 
+/// The answer with its usage checked to be the client's own estimate (the server sent none),
+/// then left out of the comparison.
+fn estimated(mut response: ModelResponse) -> ModelResponse {
+    let usage = response.usage;
+    assert!(
+        usage.estimated && usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+    response.usage = Usage::default();
+    response
+}
+
 /// The calls announced and the tool input streamed, call by call.
 fn streamed_calls(deltas: &[StreamDelta]) -> Vec<(String, String, String)> {
     let mut calls: Vec<(usize, String, String, String)> = Vec::new();
@@ -124,7 +136,9 @@ async fn compat_requests_leave_out_what_servers_refuse() {
     let body = &received.body;
     assert_eq!(received.path, "/chat/completions");
     assert!(received.header("authorization").is_none());
-    for field in ["stream_options", "prompt_cache_key", "reasoning_effort"] {
+    // Usage is asked for: llama.cpp's server, vLLM and Ollama send it.
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    for field in ["prompt_cache_key", "reasoning_effort"] {
         assert!(body.get(field).is_none(), "{field} sent: {body:#}");
     }
     assert!(body.get("max_completion_tokens").is_none(), "{body:#}");
@@ -148,7 +162,7 @@ async fn the_default_client_still_asks_streams_for_usage() {
         OpenAiCompat::openai()
     );
     let mut profile = OpenAiCompat::server();
-    profile.stream_usage = true;
+    profile.stream_usage = false;
     let client = |url: &str| {
         OpenAiClient::new(None)
             .unwrap()
@@ -157,10 +171,7 @@ async fn the_default_client_still_asks_streams_for_usage() {
             .unwrap()
     };
     let (_, _, received) = exchange(sse("vllm_reasoning_tool_call.sse"), client, true).await;
-    assert_eq!(
-        received.body["stream_options"],
-        json!({"include_usage": true})
-    );
+    assert!(received.body.get("stream_options").is_none());
     assert!(received.body.get("reasoning_effort").is_none());
 }
 
@@ -168,7 +179,7 @@ async fn the_default_client_still_asks_streams_for_usage() {
 async fn vllm_reasoning_then_a_call_whose_arguments_come_whole_and_no_usage() {
     let (response, deltas, _) = exchange(sse("vllm_reasoning_tool_call.sse"), compat, true).await;
     assert_eq!(
-        response,
+        estimated(response),
         answer(
             "chatcmpl-b7e1c0",
             "Qwen/Qwen3-8B",
@@ -211,6 +222,7 @@ async fn llama_cpp_ids_and_names_repeated_in_every_delta_are_taken_once() {
         output_tokens: 31,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
+        estimated: false,
     };
     assert_eq!(response, expected);
     assert_eq!(
@@ -227,7 +239,7 @@ async fn llama_cpp_ids_and_names_repeated_in_every_delta_are_taken_once() {
 async fn ollama_reasoning_and_object_arguments_without_index_under_stop() {
     let (response, deltas, _) = exchange(sse("ollama_object_arguments.sse"), compat, true).await;
     assert_eq!(
-        response,
+        estimated(response),
         answer(
             "chatcmpl-317",
             "qwen3:8b",
@@ -255,7 +267,7 @@ async fn a_non_streamed_answer_with_object_arguments_and_no_usage() {
     assert!(deltas.is_empty());
     assert!(received.body.get("stream").is_none());
     assert_eq!(
-        response,
+        estimated(response),
         answer(
             "chatcmpl-582",
             "llama3.1:8b",
@@ -278,7 +290,7 @@ async fn two_parallel_calls_without_ids_get_stable_ones() {
     // Streamed, one call a chunk without index, and ended by [DONE] alone.
     let (response, deltas, _) = exchange(sse("parallel_without_ids.sse"), compat, true).await;
     assert_eq!(
-        response,
+        estimated(response),
         answer("chatcmpl-9001", "local-model", calls("chatcmpl-9001"))
     );
     assert_eq!(
@@ -305,6 +317,7 @@ async fn two_parallel_calls_without_ids_get_stable_ones() {
         output_tokens: 20,
         cache_read_tokens: 0,
         cache_write_tokens: 0,
+        estimated: false,
     };
     assert_eq!(response, expected);
 }
@@ -316,5 +329,150 @@ async fn a_text_answer_ended_by_done_alone_ends_the_turn() {
     let (response, _, _) = exchange(Reply::sse(text, 64, End::Close), compat, true).await;
     let mut expected = answer("c7", "m", vec![ContentBlock::text("Hi.")]);
     expected.stop_reason = StopReason::EndTurn;
-    assert_eq!(response, expected);
+    assert_eq!(estimated(response), expected);
+}
+
+/// One llama.cpp stream chunk of text.
+fn llama_chunk(text: &str, finish: Option<&str>, extra: Value) -> String {
+    let mut chunk = json!({"id": "chatcmpl-l1", "object": "chat.completion.chunk",
+        "model": "smollm2", "choices": [{"index": 0, "delta": {"content": text},
+        "finish_reason": finish}]});
+    if let (Value::Object(chunk), Value::Object(extra)) = (&mut chunk, extra) {
+        chunk.extend(extra);
+    }
+    format!("data: {chunk}\n\n")
+}
+
+#[tokio::test]
+async fn llama_cpp_usage_and_cached_prompt_tokens_are_read_from_its_last_chunk() {
+    // What llama-server sends when asked for `include_usage`: a last chunk with no choice.
+    let text = llama_chunk("Hello", None, json!({}))
+        + &llama_chunk("", Some("stop"), json!({}))
+        + "data: {\"id\":\"chatcmpl-l1\",\"object\":\"chat.completion.chunk\",\"model\":\"smollm2\",\"choices\":[],\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":230,\"total_tokens\":232,\"prompt_tokens_details\":{\"cached_tokens\":200}},\"timings\":{\"cache_n\":200,\"prompt_n\":30,\"predicted_n\":2}}\n\n\
+        data: [DONE]\n\n";
+    let (response, _, received) = exchange(Reply::sse(&text, 41, End::Close), compat, true).await;
+    assert_eq!(
+        received.body["stream_options"],
+        json!({"include_usage": true})
+    );
+    assert_eq!(
+        response.usage,
+        Usage {
+            input_tokens: 30,
+            output_tokens: 2,
+            cache_read_tokens: 200,
+            cache_write_tokens: 0,
+            estimated: false,
+        }
+    );
+}
+
+#[tokio::test]
+async fn llama_cpp_timings_give_the_usage_when_none_was_asked_for() {
+    let text = llama_chunk("Hello", None, json!({}))
+        + &llama_chunk(
+            "",
+            Some("stop"),
+            json!({"timings": {"cache_n": 12, "prompt_n": 40, "predicted_n": 3}}),
+        )
+        + "data: [DONE]\n\n";
+    let (response, _, _) = exchange(Reply::sse(&text, 41, End::Close), compat, true).await;
+    assert_eq!(
+        response.usage,
+        Usage {
+            input_tokens: 40,
+            output_tokens: 3,
+            cache_read_tokens: 12,
+            cache_write_tokens: 0,
+            estimated: false,
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_stream_options_is_asked_again_without_it_and_never_again() {
+    let refusal = Reply::json(
+        400,
+        r#"{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}"#,
+    );
+    let text = llama_chunk("Hi.", Some("stop"), json!({})) + "data: [DONE]\n\n";
+    let server = MockServer::start(vec![
+        refusal,
+        Reply::sse(&text, 64, End::Close),
+        Reply::sse(&text, 64, End::Close),
+    ])
+    .await;
+    let client = compat(&server.base_url);
+    let first = client.complete(&request(true)).await.unwrap();
+    assert_eq!(first.message.text(), "Hi.");
+    // No usage came: the client's own count, marked, never zero.
+    assert!(
+        first.usage.estimated && first.usage.input_tokens > 0,
+        "{:?}",
+        first.usage
+    );
+    client.complete(&request(true)).await.unwrap();
+    let sent: Vec<bool> = server
+        .received()
+        .iter()
+        .map(|r| r.body.get("stream_options").is_some())
+        .collect();
+    assert_eq!(sent, [true, false, false]);
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_one_typed_error_carrying_the_window() {
+    let llama = Reply::json(
+        400,
+        r#"{"error":{"code":400,"message":"request (10862 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":10862,"n_ctx":4096}}"#,
+    );
+    let server = MockServer::start(vec![llama]).await;
+    let err = compat(&server.base_url)
+        .complete(&request(true))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ba_protocol::LlmErrorKind::ContextOverflow,
+        "{err}"
+    );
+    match &err {
+        ba_model::ModelError::ContextOverflow {
+            limit, requested, ..
+        } => assert_eq!((*limit, *requested), (Some(4096), Some(10862))),
+        other => panic!("{other:?}"),
+    }
+    // Not retried: the same request cannot fit.
+    assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn the_window_is_learned_from_llama_cpp_props_or_the_model_list() {
+    let props = Reply::json(
+        200,
+        r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":4,"model_path":"m.gguf"}"#,
+    );
+    let server = MockServer::start(vec![props]).await;
+    let client = OpenAiClient::compat(None)
+        .unwrap()
+        .with_base_url(format!("{}/v1", server.base_url))
+        .unwrap();
+    assert_eq!(client.context_window("smollm2").await, Some(4096));
+    let received = server.received();
+    assert_eq!(
+        (received[0].method.as_str(), received[0].path.as_str()),
+        ("GET", "/props")
+    );
+    // vLLM has no `/props`; its model list says `max_model_len`.
+    let models = Reply::json(
+        200,
+        r#"{"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model","max_model_len":32768}]}"#,
+    );
+    let server = MockServer::start(vec![Reply::json(404, "{}"), models]).await;
+    let client = compat(&format!("{}/v1", server.base_url));
+    assert_eq!(client.context_window("Qwen/Qwen3-8B").await, Some(32768));
+    assert_eq!(server.received()[1].path, "/v1/models");
+    // A server that says nothing: no window.
+    let server = MockServer::start(vec![Reply::json(404, "{}"), Reply::json(404, "{}")]).await;
+    assert_eq!(compat(&server.base_url).context_window("m").await, None);
 }

@@ -221,7 +221,8 @@ async fn applied_edits_are_logged_from_answers_and_streams() {
             input_tokens: 120,
             output_tokens: 42,
             cache_read_tokens: 0,
-            cache_write_tokens: 0
+            cache_write_tokens: 0,
+            estimated: false,
         }
     );
     assert_eq!(cleared(&events), [logged.clone(), logged]);

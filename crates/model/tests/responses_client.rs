@@ -268,3 +268,104 @@ async fn a_server_that_answers_a_stream_request_with_one_json_body_is_read_whole
     assert!(deltas.is_empty(), "no stream, no deltas");
     assert_eq!(server.received()[0].body["stream"], true);
 }
+
+/// Every place `body` breaks OpenAI's published schema of a Responses request
+/// (`CreateResponse`, in the shared fixtures), as `path: error` lines; `None` (a skip, or a
+/// failure under CI) when the fixtures are missing.
+fn create_response_errors(bodies: &[(String, Value)]) -> Option<Vec<String>> {
+    let schema = ba_testkit::openai_responses_schema("CreateResponse")?;
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut errors = Vec::new();
+    for (name, body) in bodies {
+        for e in validator.iter_errors(body) {
+            let text: String = e.to_string().chars().take(200).collect();
+            errors.push(format!("{name} {}: {text}", e.instance_path()));
+        }
+    }
+    Some(errors)
+}
+
+#[tokio::test]
+async fn every_request_body_the_client_writes_meets_the_published_schema() {
+    let server = MockServer::start(vec![Reply::json(
+        200,
+        &data("response-parallel-calls.json"),
+    )])
+    .await;
+    let client = client(&server);
+    // A conversation the API answered (reasoning, text, two calls), its results, and the next
+    // question: the answer goes back as the log kept it.
+    let answer = client.complete(&request(false)).await.unwrap();
+    let mut stamp = SequentialStamp::new("e", "2025-03-01T10:00:00Z");
+    let mut entries = request(false).entries;
+    entries.extend(answer.to_log_entries(&mut stamp).unwrap());
+    for call in answer.message.tool_uses() {
+        let mut result =
+            LogEntry::new(format!("r-{}", call.id), LogRole::Tool, "t").with_text("[[1200.5]]");
+        result.tool_call_id = Some(call.id.clone());
+        entries.push(result);
+    }
+    entries.push(LogEntry::new("u2", LogRole::User, "t").with_text("And for LATAM?"));
+    let follow_up = ModelRequest::new("gpt-5", entries)
+        .with_system("You are a business analyst.")
+        .with_tools(request(false).tools)
+        .with_thinking_budget(4000)
+        .with_stream(true);
+    let mut bodies = vec![("follow-up".to_owned(), client.request_body(&follow_up))];
+    // A conversation that came from Anthropic: its assistant turns have no ids to send.
+    let mut stamp = SequentialStamp::new("a", "2025-03-01T10:00:00Z");
+    let anthropic = ba_protocol::anthropic::AnthropicRequest::from_json_value(json!({
+        "system": "You are a business analyst.",
+        "messages": [
+            {"role": "user", "content": "Total sales in March?"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Querying the database."},
+                {"type": "tool_use", "id": "toolu_1", "name": "query_database",
+                 "input": {"sql": "SELECT SUM(amount) FROM sales"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "[[48210.5]]"}]},
+            {"role": "assistant", "content": "March sales were 48,210.50."},
+            {"role": "user", "content": "And April?"}
+        ]
+    }))
+    .unwrap();
+    let entries = ba_protocol::convert::anthropic_to_log(&anthropic, &mut stamp)
+        .unwrap()
+        .value;
+    let body = client.request_body(&ModelRequest::new("gpt-5", entries));
+    let assistant: Vec<&Value> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["role"] == "assistant")
+        .collect();
+    assert_eq!(
+        assistant,
+        [
+            &json!({"type": "message", "role": "assistant", "content": "Querying the database."}),
+            &json!({"type": "message", "role": "assistant", "content": "March sales were 48,210.50."})
+        ]
+    );
+    bodies.push(("from-anthropic".to_owned(), body));
+    // Claude Code sessions of the shared fixtures.
+    for name in ["short.jsonl", "tool_heavy.jsonl", "subagent.jsonl"] {
+        let Some(path) = ba_testkit::fixture(&format!("transcripts/spotter/{name}")) else {
+            return;
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        let entries = ba_protocol::claude_code::session_to_log(&text).value;
+        bodies.push((
+            name.to_owned(),
+            client.request_body(&ModelRequest::new("gpt-5", entries)),
+        ));
+    }
+    let Some(errors) = create_response_errors(&bodies) else {
+        return;
+    };
+    assert!(
+        errors.is_empty(),
+        "{} error(s): {:#?}",
+        errors.len(),
+        &errors[..errors.len().min(8)]
+    );
+}

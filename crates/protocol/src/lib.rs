@@ -93,7 +93,7 @@ pub use message::{Message, Role};
 pub use records::{
     AttachmentRecord, COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord,
     DropReason, Dropped, EntryKind, EntryRecords, ModelRecord, RewindRecord, ServerInventoryRecord,
-    ServerRecord, SkillActivationRecord, Usage, WindowItem,
+    ServerRecord, SkillActivationRecord, Usage, WindowItem, WindowRecord,
 };
 pub use round::{ConversationRound, RoundStatus};
 pub use skill::{

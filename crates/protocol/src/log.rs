@@ -95,6 +95,8 @@ pub enum LlmErrorKind {
     InvalidResponse,
     /// The user stopped the call; the text streamed until then is kept.
     Cancelled,
+    /// The request did not fit the model's context window.
+    ContextOverflow,
     /// Anything else.
     Other,
 }

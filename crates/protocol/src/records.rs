@@ -48,6 +48,9 @@ pub enum EntryKind {
     /// The entries after a point leave the history the model sees (hidden; in `rewind`). They
     /// stay in the log: a fork at the entry before the rewind brings them back.
     Rewind,
+    /// The context window the conversation's requests are sized to changed (hidden; in
+    /// `window`): a server refused a request as too long and said its size.
+    Window,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -64,6 +67,21 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// Input tokens written to the prompt cache.
     pub cache_write_tokens: u64,
+    /// The figures are the client's own count, not the provider's: the provider reported
+    /// none (a local server asked for no usage, say).
+    #[serde(skip_serializing_if = "is_false")]
+    pub estimated: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Usage {
+    /// Every prompt token of the call: billed, read from and written to the cache.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
 }
 
 /// Who answered a model call.
@@ -421,9 +439,29 @@ pub struct EntryRecords {
     /// On an entry of a workflow run: the run started, or a node completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow: Option<Box<crate::WorkflowRecord>>,
+    /// On an entry of kind [`EntryKind::Window`]: the window later requests are sized to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowRecord>,
     /// On a user message: the files the person attached to it, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<AttachmentRecord>>,
+}
+
+/// The context window of a conversation, learned from the server: later requests of the
+/// conversation are sized to it, whatever the configuration said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WindowRecord {
+    /// The window, in the server's tokens.
+    pub tokens: u64,
+    /// The model it is the window of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The tokens of the request the server refused, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_tokens: Option<u64>,
+    /// The window the request was sized to before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u64>,
 }
 
 /// A file attached to a user message, as the person attached it: the message's text block is
@@ -450,7 +488,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 24] = [
+pub(crate) const RECORD_KEYS: [&str; 25] = [
     "kind",
     "round",
     "usage",
@@ -474,6 +512,7 @@ pub(crate) const RECORD_KEYS: [&str; 24] = [
     "hook",
     "rewind",
     "workflow",
+    "window",
     "attachments",
 ];
 
@@ -534,6 +573,7 @@ impl EntryRecords {
             "hook" => object(&mut self.hook, value),
             "rewind" => object(&mut self.rewind, value),
             "workflow" => object(&mut self.workflow, value),
+            "window" => object(&mut self.window, value),
             "attachments" => put(&mut self.attachments, value),
             _ => Err(value),
         }
@@ -565,6 +605,7 @@ impl EntryRecords {
             "hook" => self.hook.is_some(),
             "rewind" => self.rewind.is_some(),
             "workflow" => self.workflow.is_some(),
+            "window" => self.window.is_some(),
             "attachments" => self.attachments.is_some(),
             _ => false,
         }
@@ -605,6 +646,7 @@ impl EntryRecords {
         opt(m, "hook", &self.hook)?;
         opt(m, "rewind", &self.rewind)?;
         opt(m, "workflow", &self.workflow)?;
+        opt(m, "window", &self.window)?;
         opt(m, "attachments", &self.attachments)
     }
 }

@@ -337,6 +337,62 @@ pub fn fixture(relative: &str) -> Option<PathBuf> {
     }
 }
 
+/// One of OpenAI's published JSON Schemas of the Responses API in the shared fixtures
+/// (`CreateResponse`, `Response`, `ResponseStreamEvent`); `None` (after a "skipping" message)
+/// when absent, a panic under CI.
+///
+/// The documents declare draft 2020-12 but keep one recursion in draft 2019-09's words
+/// (`$recursiveAnchor` on `CompoundFilter`, `$recursiveRef` in its filters), which a 2020-12
+/// validator refuses to compile; it is rewritten as the plain reference it stands for, so the
+/// nested filters are checked rather than waved through.
+pub fn openai_responses_schema(name: &str) -> Option<Value> {
+    let path = fixture(&format!("wire/openai/schemas-responses/{name}.schema.json"))?;
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut schema: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    recursion_as_references(&mut schema, None);
+    Some(schema)
+}
+
+/// Drops `$recursiveAnchor` and points each `$recursiveRef: "#"` at the definition holding
+/// the nearest anchor above it.
+fn recursion_as_references(value: &mut Value, anchor: Option<&str>) {
+    match value {
+        Value::Object(map) => {
+            if map.get("$recursiveRef").is_some_and(|r| r == "#") {
+                map.remove("$recursiveRef");
+                let target = anchor.map_or_else(|| "#".to_owned(), |a| format!("#/$defs/{a}"));
+                map.insert("$ref".to_owned(), Value::String(target));
+            }
+            map.remove("$recursiveAnchor");
+            for (key, child) in map.iter_mut() {
+                if key == "$defs" {
+                    if let Value::Object(defs) = child {
+                        for (name, def) in defs.iter_mut() {
+                            let anchored = def.get("$recursiveAnchor") == Some(&Value::Bool(true));
+                            let inner = if anchored {
+                                Some(name.as_str())
+                            } else {
+                                anchor
+                            };
+                            recursion_as_references(def, inner);
+                        }
+                    }
+                } else {
+                    recursion_as_references(child, anchor);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                recursion_as_references(item, anchor);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Whether `program` runs (`program --version` succeeds); when it does not, `false` after a
 /// "skipping" message, or a panic naming it under CI.
 pub fn require_tool(program: &str) -> bool {

@@ -83,11 +83,23 @@ impl Runner {
         let debug = &built.debug;
         if self.options.context_status {
             let usage = debug.usage;
+            // The meter reads in the server's tokens: the window it was sized to (learned or
+            // configured), and the local count scaled by the calibration.
+            let budget = self.budget();
+            let window = super::window::window_record(self.history.all())
+                .and_then(|w| usize::try_from(w.tokens).ok())
+                .unwrap_or(self.inner.settings.budget.total);
+            let scale = window as f64 / budget.total.max(1) as f64;
+            let used = (usage.used as f64 * scale).round() as usize;
             self.emit(AgentEvent::ContextStatus {
                 round: self.round,
-                used: usage.used,
-                total: usage.total,
-                percent: usage.percent,
+                used,
+                total: window,
+                percent: if window == 0 {
+                    0.0
+                } else {
+                    used as f64 * 100.0 / window as f64
+                },
                 status: if debug.compressed {
                     crate::events::ContextLevel::Compressing
                 } else {
@@ -105,7 +117,7 @@ impl Runner {
             dropped: debug.dropped.len(),
             skills_reinjected: reinjected,
         };
-        let total = inner.settings.budget.total;
+        let total = self.budget().total;
         let usage = if total == 0 {
             0.0
         } else {
@@ -121,12 +133,8 @@ impl Runner {
     }
 
     async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext, Stop> {
-        Ok(self
-            .inner
-            .builder
-            .build(request)
-            .await
-            .map_err(AgentError::from)?)
+        let builder = self.inner.builder_for(self.budget());
+        Ok(builder.build(request).await.map_err(AgentError::from)?)
     }
 
     /// The instructions of `skills` as system sections, each cut to the per-skill cap, all

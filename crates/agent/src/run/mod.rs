@@ -20,7 +20,10 @@ pub(crate) use task::{Launch, run, take_lease};
 
 pub(crate) use context::preview;
 mod tools;
+mod window;
 mod workflow;
+
+pub use window::{Calibration, calibration, window_record};
 
 use std::sync::Arc;
 
@@ -215,6 +218,9 @@ pub(crate) struct Runner {
     /// The run's lease (owned by its task, which lets it go before `Finished`): looked at
     /// before every write.
     pub(crate) lease: std::sync::Weak<ba_storage::RunLease>,
+    /// Set while a round is sent again after the server refused it as too long: it is sent
+    /// again once.
+    pub(crate) overflow_retry: bool,
 }
 
 impl Runner {
@@ -584,6 +590,12 @@ impl Runner {
         let built = self.build_context(&active).await?;
         self.usage = built.usage;
         let settings = &self.inner.settings;
+        // A learned window holds the answer too: its cap is what the budget keeps for it.
+        let reserve = u32::try_from(self.budget().reserved_for_response).unwrap_or(u32::MAX);
+        let max_tokens = match window::window_record(self.history.all()) {
+            Some(_) => settings.max_tokens.min(reserve.max(1)),
+            None => settings.max_tokens,
+        };
         let mut request = ModelRequest::new(model, built.entries)
             .with_system(built.system)
             .with_tools(self.tool_specs())
@@ -591,7 +603,7 @@ impl Runner {
                 stable_entries: built.stable,
                 key: Some(self.id.to_string()),
             })
-            .with_max_tokens(settings.max_tokens)
+            .with_max_tokens(max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;
         let round = self.round;
@@ -647,6 +659,22 @@ impl Runner {
                 .record("retries", response.retries),
         };
         drop(call_span);
+        if let Some(Err(ba_model::ModelError::ContextOverflow {
+            limit, requested, ..
+        })) = &result
+            && !std::mem::replace(&mut self.overflow_retry, true)
+        {
+            // The server said its window: keep it for the conversation, and send the round
+            // again in a window built (and compressed) for it, once.
+            let (limit, requested) = (*limit, *requested);
+            let learned = self.learn_window(limit, requested, &request.model).await?;
+            if learned {
+                let again = Box::pin(self.round_once()).await;
+                self.overflow_retry = false;
+                return again;
+            }
+        }
+        self.overflow_retry = false;
         match result {
             None => self.call_cancelled(partial, built.record).await,
             Some(Err(err)) => self.model_failed(err, built.record).await,

@@ -290,6 +290,7 @@ impl Runner {
             lease_lost: Arc::default(),
             lease: std::sync::Weak::new(),
             stop_continues: 0,
+            overflow_retry: false,
             untitled: false,
             title_task: None,
             workflow: None,

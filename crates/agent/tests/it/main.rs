@@ -24,4 +24,5 @@ mod skill_activation;
 mod spans;
 mod titles;
 mod tool_adapters;
+mod windows;
 mod workflows;

@@ -40,6 +40,9 @@ const INSTRUCTIONS_MARK: &str = "_instructions";
 const UNTYPED_MARK: &str = "_untyped";
 /// Marks an assistant message whose content was a string, not parts.
 const STRING_MARK: &str = "_string";
+/// Marks an assistant message read as parts without the `id` an output message has: it goes
+/// back as it came (a text-only turn written here without an id goes as a string).
+const PARTS_MARK: &str = "_parts";
 
 /// Converts a Responses request's conversation (`instructions` and `input`) to log entries.
 /// Lossless for those two; other request fields are listed as losses.
@@ -198,8 +201,14 @@ pub fn items_to_log(items: &[ResponseItem], stamp: &mut dyn Stamp) -> Result<Vec
                 }
                 a.has_message = true;
                 let mut fields = item_fields(m).unwrap_or_default();
-                if let MessageContent::Text(_) = &m.content {
-                    fields.insert(STRING_MARK.to_owned(), Value::Bool(true));
+                match &m.content {
+                    MessageContent::Text(_) => {
+                        fields.insert(STRING_MARK.to_owned(), Value::Bool(true));
+                    }
+                    MessageContent::Parts(_) if !m.extra.contains_key("id") => {
+                        fields.insert(PARTS_MARK.to_owned(), Value::Bool(true));
+                    }
+                    MessageContent::Parts(_) => {}
                 }
                 if !fields.is_empty() {
                     a.entry
@@ -486,8 +495,14 @@ fn assistant_items(
     let mut first = true;
     let mut flush = |message: &mut Option<MessageItem>, items: &mut Vec<ResponseItem>| {
         if let Some(mut m) = message.take() {
+            let as_read = m.extra.remove(PARTS_MARK).is_some();
             if std::mem::take(&mut first) && as_string {
                 m.content = as_plain_string(m.content);
+            }
+            // An output message needs the `id` and `status` only the API gives it; a turn
+            // without them is sent as an input message, which every server takes.
+            if !as_read && !m.extra.contains_key("id") {
+                m.content = as_input_text(m.content);
             }
             items.push(ResponseItem::Message(m));
         }
@@ -563,6 +578,31 @@ fn input_parts(blocks: &[ContentBlock], path: &str, losses: &mut Vec<Loss>) -> V
             block_to_part(b, "input_text", &format!("{path}.content[{j}]"), losses)
         })
         .collect()
+}
+
+/// Plain `output_text` parts (nothing but their text) as one string, paragraphs apart;
+/// anything else as it is.
+fn as_input_text(content: MessageContent) -> MessageContent {
+    let MessageContent::Parts(parts) = &content else {
+        return content;
+    };
+    let texts: Option<Vec<&str>> = parts
+        .iter()
+        .map(|p| {
+            let plain = p.get("type").and_then(Value::as_str) == Some("output_text")
+                && p.get("annotations")
+                    .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty))
+                && p.keys()
+                    .all(|k| matches!(k.as_str(), "type" | "text" | "annotations"));
+            plain
+                .then(|| p.get("text").and_then(Value::as_str))
+                .flatten()
+        })
+        .collect();
+    match texts {
+        Some(texts) if !texts.is_empty() => MessageContent::Text(texts.join("\n\n")),
+        _ => content,
+    }
 }
 
 /// One plain `output_text` part back to the string it was read from.
