@@ -6,7 +6,10 @@
 )]
 //! Against a real model server: llama.cpp's `llama-server` serving SmolLM2-135M-Instruct with a
 //! 4096-token window, as `.ci/llama.sh` starts it (its address in `BA_AGENT_TEST_LLAMA_URL`).
-//! Without the variable every test here skips with a message; under `CI=true` they fail.
+//! Every test is `#[ignore]`d: CI does not start the server yet (compiling llama.cpp adds about
+//! ten minutes to a fresh machine, and the long tests take far longer on a small one). Run them
+//! with `cargo test -p ba-cli --test real_server -- --ignored` after `eval "$(bash
+//! .ci/llama.sh)"`; without the variable they skip with a message, and under `CI=true` they fail.
 //!
 //! The model is small and weak: the tests assert the mechanics — an answer, the server's usage,
 //! the window learned from the server, a cancelled stream's slot freed, eight conversations at
@@ -135,6 +138,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_plain_question_is_answered_with_the_servers_usage_and_window() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -189,6 +193,7 @@ fn server_tokens(url: &str, text: &str) -> usize {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn the_calibration_follows_the_servers_tokenizer_not_the_local_one() {
     let Some(url) = server() else { return };
     // The same business prose, counted by the server's tokenizer and by cl100k.
@@ -261,6 +266,7 @@ fn batch(n: usize) -> String {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn six_long_follow_ups_in_one_conversation_each_end_with_an_answer() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -303,6 +309,7 @@ fn windows_in(home: &Path, id: &str) -> Vec<Value> {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_window_configured_too_large_is_learned_from_the_servers_refusal() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -343,6 +350,7 @@ fn a_window_configured_too_large_is_learned_from_the_servers_refusal() {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn the_chat_agent_and_run_modes_each_end_with_an_answer() {
     let Some(url) = server() else { return };
     for mode in ["chat", "agent", "run"] {
@@ -361,6 +369,7 @@ fn the_chat_agent_and_run_modes_each_end_with_an_answer() {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn eight_conversations_at_once_are_each_answered() {
     let Some(url) = server() else { return };
     let client: Arc<dyn ModelClient> = Arc::new(client(&url));
@@ -404,6 +413,7 @@ async fn slots(http: &reqwest::Client, url: &str) -> Vec<Value> {
 }
 
 #[test]
+#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_cancelled_stream_frees_its_slot() {
     let Some(url) = server() else { return };
     let client: Arc<dyn ModelClient> = Arc::new(client(&url));
