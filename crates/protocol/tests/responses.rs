@@ -291,7 +291,7 @@ fn anthropic_thinking_is_named_toward_responses() {
     assert_eq!(
         serde_json::to_value(&out.value.input).unwrap(),
         json!([{"type": "message", "role": "user", "content": "hi"},
-               {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hello", "annotations": []}]}])
+               {"type": "message", "role": "assistant", "content": "hello"}])
     );
     // Chat → Responses: plain text stays plain.
     let chat = ba_protocol::openai::ChatRequest::from_json(

@@ -39,7 +39,16 @@ pub struct Calibration {
 
 /// The calibration of the model of the latest answered call: its server's prompt tokens over
 /// the window's local count, summed over its latest calls whose usage the server reported.
+/// The window's count leaves out the tool definitions the server counts; see
+/// [`calibration_with_tools`] for the ratio the budget uses.
 pub fn calibration(log: &[LogEntry]) -> Option<Calibration> {
+    calibration_with_tools(log, 0)
+}
+
+/// [`calibration`] with `tool_tokens` (the local count of the tool definitions sent with each
+/// call) added to each call's local count: the server counts the definitions in its prompt
+/// tokens, and a ratio without them would shrink the messages' budget by the tools' share.
+pub(crate) fn calibration_with_tools(log: &[LogEntry], tool_tokens: usize) -> Option<Calibration> {
     let answered = |e: &&LogEntry| {
         let r = &e.records;
         let reported = r
@@ -60,7 +69,11 @@ pub fn calibration(log: &[LogEntry]) -> Option<Calibration> {
             continue;
         }
         server += e.records.usage.map_or(0, |u| u.prompt_tokens());
-        local += e.records.context.as_ref().map_or(0, |c| c.used as u64);
+        local += e
+            .records
+            .context
+            .as_ref()
+            .map_or(0, |c| (c.used + tool_tokens) as u64);
         calls += 1;
         if calls == CALIBRATION_CALLS {
             break;
@@ -83,7 +96,11 @@ pub fn window_record(log: &[LogEntry]) -> Option<&WindowRecord> {
 
 /// The budget of the next request, in the local count: the window (the log's, or the
 /// configured `base`), shrunk (or grown) by the calibration.
-pub(crate) fn budget_for(base: ContextBudget, log: &[LogEntry]) -> ContextBudget {
+pub(crate) fn budget_for(
+    base: ContextBudget,
+    log: &[LogEntry],
+    tool_tokens: usize,
+) -> ContextBudget {
     let (total, reserve) = match window_record(log) {
         Some(w) => {
             let total = usize::try_from(w.tokens).unwrap_or(usize::MAX);
@@ -91,7 +108,7 @@ pub(crate) fn budget_for(base: ContextBudget, log: &[LogEntry]) -> ContextBudget
         }
         None => (base.total, base.reserved_for_response),
     };
-    let scale = calibration(log).map_or(1.0, |c| {
+    let scale = calibration_with_tools(log, tool_tokens).map_or(1.0, |c| {
         // In steps of 1/64, so a ratio that wobbles does not make a new budget every call.
         (c.ratio * (1.0 + CALIBRATION_MARGIN) * 64.0).ceil() / 64.0
     });
@@ -125,7 +142,9 @@ impl crate::agent::Inner {
 impl Runner {
     /// The budget of this run's next window.
     pub(super) fn budget(&self) -> ContextBudget {
-        budget_for(self.inner.settings.budget, self.history.all())
+        let tools = serde_json::to_string(&self.specs).unwrap_or_default();
+        let tool_tokens = self.inner.builder.counter().text(&tools);
+        budget_for(self.inner.settings.budget, self.history.all(), tool_tokens)
     }
 
     /// Keeps the window a server named when it refused a request as too long, for the rest of
@@ -210,7 +229,7 @@ mod tests {
     fn the_budget_holds_the_window_in_the_servers_tokens() {
         let base = ContextBudget::new(200_000, 8_192);
         // No record and no calibration: the configured budget.
-        assert_eq!(budget_for(base, &[]), base);
+        assert_eq!(budget_for(base, &[], 0), base);
         let mut window = LogEntry::new("w", LogRole::System, "t");
         window.records.window = Some(WindowRecord {
             tokens: 4096,
@@ -219,13 +238,26 @@ mod tests {
             previous: Some(200_000),
         });
         let log = vec![window.clone()];
-        let budget = budget_for(base, &log);
+        let budget = budget_for(base, &log, 0);
         assert_eq!((budget.total, budget.reserved_for_response), (4096, 1024));
         // A server that counts 1.3 tokens for each local one: the local budget is smaller,
         // so a window counted locally at the budget is within the server's 4096.
         let log = vec![window, answered(1_300, 1_000, "smollm2", false)];
-        let budget = budget_for(base, &log);
+        let budget = budget_for(base, &log, 0);
         assert!(budget.total < 4096 * 100 / 130, "{budget:?}");
         assert!((budget.total as f64) * 1.3 > 4096.0 * 0.9, "{budget:?}");
+    }
+
+    #[test]
+    fn the_tool_definitions_the_server_counts_do_not_shrink_the_messages_budget() {
+        let base = ContextBudget::new(10_000, 1_000);
+        // The server counted 2 300 tokens where the window counted 1 000 and the tool
+        // definitions another 1 000: its tokenizer counts 1.15 of ours, not 2.3.
+        let log = vec![answered(2_300, 1_000, "m", false)];
+        let without = budget_for(base, &log, 0);
+        let with = budget_for(base, &log, 1_000);
+        assert!(without.total < 10_000 * 10 / 23, "{without:?}");
+        assert!(with.total > 10_000 * 100 / 125, "{with:?}");
+        assert!(with.total < 10_000 * 100 / 115, "{with:?}");
     }
 }

@@ -52,17 +52,20 @@ fn next_page(text: &str) -> Option<Value> {
     serde_json::from_str(&text[at..end]).ok()
 }
 
+/// The model's server reports no prompt count, so the budget stays the configured one in the
+/// local count (the calibration to a server's count is tested in `windows.rs`): the window
+/// of the question is the one this test sizes.
 async fn model() -> ScriptedModel {
     ScriptedModel::builder()
         .rule(
             "read the table when asked to",
             |r| r.last_user_text().contains("Read the items") && r.tool_results().is_empty(),
-            |_| Turn::call("items", json!({})),
+            |_| Turn::call("items", json!({})).with_usage(0, 1),
         )
         .rule(
             "say the table was read",
             |r| r.last_result().is_some_and(|t| t.name == "items"),
-            |_| Turn::text("I read the items table."),
+            |_| Turn::text("I read the items table.").with_usage(0, 1),
         )
         .rule(
             "answer from the window when the figure is in it",
@@ -74,7 +77,7 @@ async fn model() -> ScriptedModel {
                     .chars()
                     .take_while(|c| c.is_ascii_digit() || *c == '.')
                     .collect();
-                Turn::text(format!("Item 173 is worth {figure}."))
+                Turn::text(format!("Item 173 is worth {figure}.")).with_usage(0, 1)
             },
         )
         .rule(
@@ -89,6 +92,7 @@ async fn model() -> ScriptedModel {
                     "recall",
                     page.unwrap_or_else(|| json!({"entry": recall_reference(r).unwrap()})),
                 )
+                .with_usage(0, 1)
             },
         )
         .start()
