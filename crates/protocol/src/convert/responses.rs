@@ -580,8 +580,8 @@ fn input_parts(blocks: &[ContentBlock], path: &str, losses: &mut Vec<Loss>) -> V
         .collect()
 }
 
-/// One plain `output_text` part (nothing but its text) as its string; anything else as it is
-/// (several parts stay apart, so the turn reads back as the blocks it was).
+/// Plain `output_text` parts (nothing but their text) as one string, paragraphs apart;
+/// anything else as it is.
 fn as_input_text(content: MessageContent) -> MessageContent {
     let MessageContent::Parts(parts) = &content else {
         return content;
@@ -600,7 +600,7 @@ fn as_input_text(content: MessageContent) -> MessageContent {
         })
         .collect();
     match texts {
-        Some(texts) if texts.len() == 1 => MessageContent::Text(texts[0].to_owned()),
+        Some(texts) if !texts.is_empty() => MessageContent::Text(texts.join("\n\n")),
         _ => content,
     }
 }
