@@ -21,10 +21,13 @@ impl Agent {
         at_seq: u64,
     ) -> Result<ConversationId, AgentError> {
         let child = ConversationId::random();
-        let shared = self.inner.store.load(id).await?.entries;
-        let asked = ba_storage::after_rewinds(shared).iter().any(|s| {
-            s.seq <= at_seq && s.entry.role == LogRole::User && s.entry.records.kind.is_none()
-        });
+        // The history the fork shares: the entries up to the cut, with the rewinds among them
+        // (one after the cut is the parent's alone).
+        let mut shared = self.inner.store.load(id).await?.entries;
+        shared.retain(|s| s.seq <= at_seq);
+        let asked = ba_storage::after_rewinds(shared)
+            .iter()
+            .any(|s| s.entry.role == LogRole::User && s.entry.records.kind.is_none());
         // An empty title is an untitled conversation: the first run names it.
         let new = NewConversation {
             title: (!asked).then(String::new),

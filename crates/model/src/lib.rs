@@ -383,6 +383,7 @@ impl<T: ModelClient + ?Sized> ModelClient for Box<T> {
 /// The client's own count of a call's tokens, for an answer whose provider reported none:
 /// the request's system prompt, messages and tools, and the answer, counted by `counter`,
 /// marked [`Usage::estimated`].
+#[cfg(any(feature = "openai", feature = "replay"))]
 pub(crate) fn estimated_usage(
     counter: &dyn ba_protocol::TokenCounter,
     request: &ModelRequest,

@@ -197,6 +197,8 @@ pub(crate) struct Runner {
     /// The tool list every request of this run opens with (the runtime's tools and
     /// `activate_skill`), fixed when the run started.
     pub(crate) specs: Vec<ToolSpec>,
+    /// The local count of `specs` (see `offer_tools`).
+    pub(crate) spec_tokens: usize,
     /// The skills catalogue of this run's system prompt, rendered when it started (a reload
     /// of the skills shows in the next run).
     pub(crate) catalogue: Option<String>,
@@ -387,7 +389,7 @@ impl Runner {
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
-        self.specs = self.tools.specs(self.mode);
+        self.offer_tools();
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
@@ -396,7 +398,7 @@ impl Runner {
         });
         let begun = self.take_input(input).await?;
         // A workflow's start puts the conversation in run mode, whose list may differ.
-        self.specs = self.tools.specs(self.mode);
+        self.offer_tools();
         match begun {
             Begun::Pending(calls) => self.rounds(calls).await,
             Begun::Answered(summary) => Ok(*summary),

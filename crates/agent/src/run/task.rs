@@ -262,6 +262,7 @@ impl Runner {
         let tools = inner.sources.for_run(&inner.runtime);
         // The list for the conversation's mode is taken when the run has read it.
         let specs = tools.specs(ba_protocol::Mode::default());
+        let spec_tokens = super::window::spec_tokens(&inner, &specs);
         let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
         let files = match &inner.workspace {
             Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
@@ -284,6 +285,7 @@ impl Runner {
             usage: 0.0,
             tools,
             specs,
+            spec_tokens,
             catalogue,
             files,
             scope: Arc::default(),

@@ -116,6 +116,12 @@ pub(crate) fn budget_for(
     ContextBudget::new(local(total), local(reserve)).with_thresholds(base.trigger, base.target)
 }
 
+/// The local count of tool definitions, as they are sent (their JSON).
+pub(super) fn spec_tokens(inner: &crate::agent::Inner, specs: &[ba_protocol::ToolSpec]) -> usize {
+    let json = serde_json::to_string(specs).unwrap_or_default();
+    inner.builder.counter().text(&json)
+}
+
 impl crate::agent::Inner {
     /// The builder of windows for `budget`: the agent's own for its configured budget, else
     /// one made like it (same prompts, strategy and tokenizer) and kept for the next calls.
@@ -142,9 +148,18 @@ impl crate::agent::Inner {
 impl Runner {
     /// The budget of this run's next window.
     pub(super) fn budget(&self) -> ContextBudget {
-        let tools = serde_json::to_string(&self.specs).unwrap_or_default();
-        let tool_tokens = self.inner.builder.counter().text(&tools);
-        budget_for(self.inner.settings.budget, self.history.all(), tool_tokens)
+        budget_for(
+            self.inner.settings.budget,
+            self.history.all(),
+            self.spec_tokens,
+        )
+    }
+
+    /// Takes the tool list of the run's mode and its local count, once: the calibration adds
+    /// the count to each call's window, as the server counts the definitions in its prompt.
+    pub(super) fn offer_tools(&mut self) {
+        self.specs = self.tools.specs(self.mode);
+        self.spec_tokens = spec_tokens(&self.inner, &self.specs);
     }
 
     /// Keeps the window a server named when it refused a request as too long, for the rest of

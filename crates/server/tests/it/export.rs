@@ -124,19 +124,7 @@ fn png() -> Vec<u8> {
 
 /// Uploads `bytes` as `name` to conversation `id`; the upload's id.
 async fn upload(api: &Api<'_>, id: &str, name: &str, bytes: &[u8]) -> String {
-    let (kind, body) = ba_testkit::files::multipart_file(name, bytes);
-    let r = api
-        .http
-        .post(
-            api.server
-                .url(&format!("/api/v1/conversations/{id}/uploads")),
-        )
-        .bearer_auth(crate::harness::TOKEN)
-        .header("Content-Type", kind)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = api.upload(id, name, bytes).await;
     assert_eq!(r.status(), 201);
     r.json::<serde_json::Value>().await.unwrap()["id"]
         .as_str()

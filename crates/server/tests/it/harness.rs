@@ -364,23 +364,14 @@ impl<'a> Api<'a> {
 
     /// Uploads `bytes` as the file `name` of `conv`, a multipart form as the page sends it.
     pub async fn upload(&self, conv: &str, name: &str, bytes: &[u8]) -> reqwest::Response {
-        let boundary = "B0undary";
-        let mut body = format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\n"
-        )
-        .into_bytes();
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let (kind, body) = ba_testkit::files::multipart_file(name, bytes);
         self.http
             .post(
                 self.server
                     .url(&format!("/api/v1/conversations/{conv}/uploads")),
             )
             .bearer_auth(TOKEN)
-            .header(
-                "Content-Type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
+            .header("Content-Type", kind)
             .body(body)
             .send()
             .await
