@@ -12,8 +12,8 @@ use ba_storage::{ConversationId, ConversationStore, NewConversation};
 use ba_storage::{FileMeta, NewFile};
 use futures::StreamExt;
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::mcp::{ExtOpts, Extensions};
 use crate::out::{out, outln};
 use crate::print::Printer;
@@ -81,7 +81,7 @@ impl ChatArgs {
     }
 }
 
-/// Modes (O3).
+/// Modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ModeArg {
     /// Plain chat.

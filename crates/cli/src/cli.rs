@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use ba_builtins::run_python::sandbox;
 use clap::{Parser, Subcommand};
 
+use crate::exit::{CliError, message};
 use crate::mcp::ExtOpts;
 use crate::{
     agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, workflows,
@@ -89,31 +90,6 @@ impl Command {
     }
 }
 
-/// An error that carries its exit code.
-#[derive(Debug)]
-pub(crate) struct CliError {
-    pub(crate) code: u8,
-    pub(crate) error: anyhow::Error,
-}
-
-impl CliError {
-    /// Bad input or usage: exit 2.
-    pub(crate) fn input(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            code: 2,
-            error: error.into(),
-        }
-    }
-}
-
-impl From<anyhow::Error> for CliError {
-    fn from(error: anyhow::Error) -> Self {
-        Self::input(error)
-    }
-}
-
-pub(crate) type CliResult = Result<ExitCode, CliError>;
-
 pub(crate) fn main() -> ExitCode {
     // `ba-agent sandbox-exec …` is run_python's sandbox helper (a private protocol with
     // ba_builtins::run_python::sandbox): it confines itself and execs the interpreter. It is
@@ -165,22 +141,4 @@ pub(crate) fn main() -> ExitCode {
             ExitCode::from(err.code)
         }
     }
-}
-
-/// The error and its causes on one line, each said once: a cause whose text a message above
-/// it already holds (an I/O error quoted by the store's error and then chained as its source)
-/// is left out.
-pub(crate) fn message(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
 }

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use ba_protocol::LogEntry;
 use ba_protocol::convert::{log_to_anthropic, log_to_openai, log_to_responses};
 
-use crate::cli::CliResult;
+use crate::exit::CliResult;
 use crate::input::{self, InputFormat};
 
 /// Output formats of `convert`.

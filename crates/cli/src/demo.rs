@@ -1,7 +1,7 @@
 //! The offline demo: a recorded business-analysis session played against the real built-in
 //! tools, a real file store and a project-written skill, all set up in one folder.
 //!
-//! The recording ([`RECORDING`]) is in the structured-JSON mode of seed 003: the model activates
+//! The recording ([`RECORDING`]) is in the structured-JSON mode: the model activates
 //! the `sales-report` skill, reads the targets sheet of the sales workbook and queries the
 //! quarterly actuals in parallel, breaks West's Q3 down by product and month, computes the
 //! growth figures with `run_python`, and answers with a report that cites the saved code as a

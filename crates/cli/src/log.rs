@@ -13,8 +13,8 @@ use ba_storage::{ConversationId, ConversationStore, FileStore, FileStoreOptions,
 use ba_storage::{broken_pairs, duplicate_ids, orphan_workspaces};
 use ba_storage::{read_claude_code, read_codex, store_imported};
 
-use crate::cli::{CliError, CliResult};
 use crate::convert::{self, OutputFormat};
+use crate::exit::{CliError, CliResult};
 use crate::out::shown;
 
 /// Formats `log import` reads.
@@ -154,244 +154,266 @@ fn out(text: &str) -> Result<(), CliError> {
 
 async fn run_async(cmd: Command) -> CliResult {
     match cmd {
-        Command::Import { from, file, store } => {
-            let imported = match from {
-                ImportFormat::ClaudeCode => read_claude_code(&file),
-                ImportFormat::Codex => read_codex(&file),
+        Command::Import { from, file, store } => import(from, file, store).await,
+        Command::Export { conv, to, store } => export(conv, to, store).await,
+        Command::List { store } => list(store).await,
+        Command::Show { conv, store } => show(conv, store).await,
+        Command::Fork { conv, at, store } => fork(conv, at, store).await,
+        Command::Verify { conv, store } => verify(conv, store).await,
+    }
+}
+
+/// `log import`: a session file into new conversations (its subagents beside it); prints the
+/// main one's id.
+async fn import(from: ImportFormat, file: PathBuf, store: StoreArg) -> CliResult {
+    let imported = match from {
+        ImportFormat::ClaudeCode => read_claude_code(&file),
+        ImportFormat::Codex => read_codex(&file),
+    }
+    .map_err(CliError::input)?;
+    if imported.main.entries.is_empty() {
+        return Err(CliError::input(anyhow!(
+            "{}: no conversation records found (is it a {} file?)",
+            file.display(),
+            match from {
+                ImportFormat::ClaudeCode => "Claude Code session",
+                ImportFormat::Codex => "Codex rollout",
             }
-            .map_err(CliError::input)?;
-            if imported.main.entries.is_empty() {
-                return Err(CliError::input(anyhow!(
-                    "{}: no conversation records found (is it a {} file?)",
-                    file.display(),
-                    match from {
-                        ImportFormat::ClaudeCode => "Claude Code session",
-                        ImportFormat::Codex => "Codex rollout",
-                    }
-                )));
-            }
-            let store = open(&store)?;
-            let ids = store_imported(&store, &imported, None)
-                .await
-                .map_err(|e| CliError::input(anyhow!(e)))?;
-            for conv in std::iter::once(&imported.main).chain(&imported.subagents) {
-                for loss in &conv.losses {
-                    eprintln!(
-                        "dropped: {}: {}: {}",
-                        conv.source.display(),
-                        shown(&loss.path),
-                        shown(&loss.what)
-                    );
-                }
-                // Imported as they are, but named: `log verify` reports them again.
-                for b in broken_pairs(&conv.entries) {
-                    eprintln!(
-                        "warning: {}: entry {}: {}",
-                        conv.source.display(),
-                        b.position,
-                        shown(&b.message)
-                    );
-                }
-                for d in duplicate_ids(&conv.entries) {
-                    eprintln!(
-                        "warning: {}: entry {}: id `{}` repeats entry {}",
-                        conv.source.display(),
-                        d.position,
-                        shown(&d.id),
-                        d.first
-                    );
-                }
-            }
-            for (id, sub) in ids.iter().skip(1).zip(&imported.subagents) {
-                eprintln!(
-                    "subagent: {id} ({} entries from {})",
-                    sub.entries.len(),
-                    sub.source.display()
-                );
-            }
-            let main = ids
-                .first()
-                .ok_or_else(|| CliError::input(anyhow!("nothing imported")))?;
-            out(&format!("{main}\n"))?;
+        )));
+    }
+    let store = open(&store)?;
+    let ids = store_imported(&store, &imported, None)
+        .await
+        .map_err(|e| CliError::input(anyhow!(e)))?;
+    for conv in std::iter::once(&imported.main).chain(&imported.subagents) {
+        for loss in &conv.losses {
+            eprintln!(
+                "dropped: {}: {}: {}",
+                conv.source.display(),
+                shown(&loss.path),
+                shown(&loss.what)
+            );
         }
-        Command::Export { conv, to, store } => {
-            let id = conv_id(&conv)?;
-            let loaded = open_read(&store)?
-                .load(&id)
-                .await
-                .map_err(CliError::input)?;
-            for d in &loaded.diagnostics {
-                eprintln!("warning: {conv}: {d}");
-            }
-            let (text, losses) = convert::render(&loaded.into_entries(), to)?;
-            for loss in losses {
-                eprintln!("lost: {}: {}", shown(&loss.path), shown(&loss.what));
-            }
-            out(&text)?;
+        // Imported as they are, but named: `log verify` reports them again.
+        for b in broken_pairs(&conv.entries) {
+            eprintln!(
+                "warning: {}: entry {}: {}",
+                conv.source.display(),
+                b.position,
+                shown(&b.message)
+            );
         }
-        Command::List { store } => {
-            let metas = match open_existing(&store)? {
-                Some(store) => store.list_all().await.map_err(CliError::input)?,
-                // No store yet: nothing to list, and nothing created.
-                None => Vec::new(),
-            };
-            let mut text = String::new();
-            for m in metas {
-                text.push_str(&format!(
-                    "{}\t{}\t{}\t{}\n",
-                    m.id,
-                    m.last_seq,
-                    rfc3339(m.updated_ms),
-                    shown(m.title.as_deref().unwrap_or_default())
-                ));
-            }
-            out(&text)?;
+        for d in duplicate_ids(&conv.entries) {
+            eprintln!(
+                "warning: {}: entry {}: id `{}` repeats entry {}",
+                conv.source.display(),
+                d.position,
+                shown(&d.id),
+                d.first
+            );
         }
-        Command::Show { conv, store } => {
-            let id = conv_id(&conv)?;
-            let loaded = open_read(&store)?
-                .load(&id)
-                .await
-                .map_err(CliError::input)?;
-            for d in &loaded.diagnostics {
-                eprintln!("warning: {conv}: {d}");
-            }
-            let mut text = String::new();
-            for s in &loaded.entries {
-                let e = &s.entry;
-                let mut line = format!("{:>4} {:<9}", s.seq, e.role.as_str());
-                if let Some(call) = &e.tool_call_id {
-                    line.push_str(&format!(" [result {call}]"));
-                }
-                for c in e.calls() {
-                    line.push_str(&format!(" [call {} {}]", c.id, c.function.name));
-                }
-                if !e.include_in_context {
-                    line.push_str(" [ui]");
-                }
-                let body = e.text();
-                let first = body.lines().next().unwrap_or("");
-                let mut short: String = first.chars().take(100).collect();
-                if short.len() < body.len() {
-                    short.push('…');
-                }
-                if !short.is_empty() {
-                    line.push(' ');
-                    line.push_str(&shown(&short));
-                }
-                text.push_str(line.trim_end());
-                text.push('\n');
-            }
-            out(&text)?;
+    }
+    for (id, sub) in ids.iter().skip(1).zip(&imported.subagents) {
+        eprintln!(
+            "subagent: {id} ({} entries from {})",
+            sub.entries.len(),
+            sub.source.display()
+        );
+    }
+    let main = ids
+        .first()
+        .ok_or_else(|| CliError::input(anyhow!("nothing imported")))?;
+    out(&format!("{main}\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log export`: a conversation as a request body.
+async fn export(conv: String, to: OutputFormat, store: StoreArg) -> CliResult {
+    let id = conv_id(&conv)?;
+    let loaded = open_read(&store)?
+        .load(&id)
+        .await
+        .map_err(CliError::input)?;
+    for d in &loaded.diagnostics {
+        eprintln!("warning: {conv}: {d}");
+    }
+    let (text, losses) = convert::render(&loaded.into_entries(), to)?;
+    for loss in losses {
+        eprintln!("lost: {}: {}", shown(&loss.path), shown(&loss.what));
+    }
+    out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log list`: one conversation a line; an absent store lists nothing and stays absent.
+async fn list(store: StoreArg) -> CliResult {
+    let metas = match open_existing(&store)? {
+        Some(store) => store.list_all().await.map_err(CliError::input)?,
+        // No store yet: nothing to list, and nothing created.
+        None => Vec::new(),
+    };
+    let mut text = String::new();
+    for m in metas {
+        text.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            m.id,
+            m.last_seq,
+            rfc3339(m.updated_ms),
+            shown(m.title.as_deref().unwrap_or_default())
+        ));
+    }
+    out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log show`: one entry a line, its first line cut at 100 characters.
+async fn show(conv: String, store: StoreArg) -> CliResult {
+    let id = conv_id(&conv)?;
+    let loaded = open_read(&store)?
+        .load(&id)
+        .await
+        .map_err(CliError::input)?;
+    for d in &loaded.diagnostics {
+        eprintln!("warning: {conv}: {d}");
+    }
+    let mut text = String::new();
+    for s in &loaded.entries {
+        let e = &s.entry;
+        let mut line = format!("{:>4} {:<9}", s.seq, e.role.as_str());
+        if let Some(call) = &e.tool_call_id {
+            line.push_str(&format!(" [result {call}]"));
         }
-        Command::Fork { conv, at, store } => {
-            let parent = conv_id(&conv)?;
-            let store = open_read(&store)?;
-            let child = ConversationId::random();
-            let meta = ba_storage::fork_with_files(
-                &store,
-                &parent,
-                at,
-                &child,
-                ba_storage::NewConversation::default(),
-            )
-            .await
-            .map_err(CliError::input)?;
-            out(&format!(
-                "forked {parent} at entry {at} ({} entries shared)\n{}\n",
-                meta.last_seq, meta.id
-            ))?;
+        for c in e.calls() {
+            line.push_str(&format!(" [call {} {}]", c.id, c.function.name));
         }
-        Command::Verify { conv, store } => {
-            let id = conv_id(&conv)?;
-            let store = open_read(&store)?;
-            let mut text = String::new();
-            let mut problems = 0;
-            let mut report = |text: &mut String, line: String| {
-                problems += 1;
-                text.push_str(&line);
-                text.push('\n');
-            };
-            // A fork reads its history from its parent: the link first.
-            let meta = store.metadata(&id).await.map_err(CliError::input)?;
-            if let Some(fork) = &meta.fork {
-                let parent = conv_id(&fork.parent)?;
-                match store.metadata(&parent).await {
-                    Ok(p) if p.last_seq < fork.at_seq => report(
-                        &mut text,
-                        format!(
-                            "broken fork: cut at entry {} of {}, which has {} entries",
-                            fork.at_seq, fork.parent, p.last_seq
-                        ),
-                    ),
-                    Ok(_) => {}
-                    Err(e) => {
-                        report(
-                            &mut text,
-                            format!(
-                                "broken fork: its parent {} cannot be read: {e}",
-                                fork.parent
-                            ),
-                        );
-                        text.push_str(&format!("{conv}: {problems} problem(s)\n"));
-                        out(&text)?;
-                        return Ok(ExitCode::from(1));
-                    }
-                }
-            }
-            let loaded = store.load(&id).await.map_err(CliError::input)?;
-            if let Some(why) = store.metadata_problem(&id).await.map_err(CliError::input)? {
-                report(&mut text, format!("unfinished: {why}"));
-            }
-            for d in &loaded.diagnostics {
-                report(&mut text, format!("{}: {d}", kind_name(d.kind)));
-            }
-            if loaded.entries.is_empty() && loaded.diagnostics.is_empty() {
-                report(
-                    &mut text,
-                    "empty: the conversation holds no entries".to_owned(),
-                );
-            }
-            // Pairs and ids are checked on the history as it stands: a rewind may leave a call
-            // without its result in the part it took back.
-            let history = ba_storage::after_rewinds(loaded.entries.clone());
-            let entries: Vec<_> = history.iter().map(|s| s.entry.clone()).collect();
-            let seq_of = |position: usize| history.get(position - 1).map_or(0, |s| s.seq);
-            for b in broken_pairs(&entries) {
-                report(
-                    &mut text,
-                    format!("broken pair: entry {}: {}", seq_of(b.position), b.message),
-                );
-            }
-            for d in duplicate_ids(&entries) {
+        if !e.include_in_context {
+            line.push_str(" [ui]");
+        }
+        let body = e.text();
+        let first = body.lines().next().unwrap_or("");
+        let mut short: String = first.chars().take(100).collect();
+        if short.len() < body.len() {
+            short.push('…');
+        }
+        if !short.is_empty() {
+            line.push(' ');
+            line.push_str(&shown(&short));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log fork`: a new conversation sharing CONV's history up to entry `at`.
+async fn fork(conv: String, at: u64, store: StoreArg) -> CliResult {
+    let parent = conv_id(&conv)?;
+    let store = open_read(&store)?;
+    let child = ConversationId::random();
+    let meta = ba_storage::fork_with_files(
+        &store,
+        &parent,
+        at,
+        &child,
+        ba_storage::NewConversation::default(),
+    )
+    .await
+    .map_err(CliError::input)?;
+    out(&format!(
+        "forked {parent} at entry {at} ({} entries shared)\n{}\n",
+        meta.last_seq, meta.id
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `log verify`: every problem found, one a line; exit 1 when there is any.
+async fn verify(conv: String, store: StoreArg) -> CliResult {
+    let id = conv_id(&conv)?;
+    let store = open_read(&store)?;
+    let mut text = String::new();
+    let mut problems = 0;
+    let mut report = |text: &mut String, line: String| {
+        problems += 1;
+        text.push_str(&line);
+        text.push('\n');
+    };
+    // A fork reads its history from its parent: the link first.
+    let meta = store.metadata(&id).await.map_err(CliError::input)?;
+    if let Some(fork) = &meta.fork {
+        let parent = conv_id(&fork.parent)?;
+        match store.metadata(&parent).await {
+            Ok(p) if p.last_seq < fork.at_seq => report(
+                &mut text,
+                format!(
+                    "broken fork: cut at entry {} of {}, which has {} entries",
+                    fork.at_seq, fork.parent, p.last_seq
+                ),
+            ),
+            Ok(_) => {}
+            Err(e) => {
                 report(
                     &mut text,
                     format!(
-                        "duplicate id: entry {}: id `{}` is already used by entry {}",
-                        seq_of(d.position),
-                        d.id,
-                        seq_of(d.first)
+                        "broken fork: its parent {} cannot be read: {e}",
+                        fork.parent
                     ),
                 );
-            }
-            // Files left behind by a conversation that is gone (a delete cut short): store-wide.
-            for orphan in orphan_workspaces(&store).await.map_err(CliError::input)? {
-                report(
-                    &mut text,
-                    format!(
-                        "orphan files: the workspace of conversation {orphan}, which does not exist"
-                    ),
-                );
-            }
-            text.push_str(&format!(
-                "{conv}: {} entries, {problems} problem(s)\n",
-                loaded.entries.len()
-            ));
-            out(&text)?;
-            if problems > 0 {
+                text.push_str(&format!("{conv}: {problems} problem(s)\n"));
+                out(&text)?;
                 return Ok(ExitCode::from(1));
             }
         }
+    }
+    let loaded = store.load(&id).await.map_err(CliError::input)?;
+    if let Some(why) = store.metadata_problem(&id).await.map_err(CliError::input)? {
+        report(&mut text, format!("unfinished: {why}"));
+    }
+    for d in &loaded.diagnostics {
+        report(&mut text, format!("{}: {d}", kind_name(d.kind)));
+    }
+    if loaded.entries.is_empty() && loaded.diagnostics.is_empty() {
+        report(
+            &mut text,
+            "empty: the conversation holds no entries".to_owned(),
+        );
+    }
+    // Pairs and ids are checked on the history as it stands: a rewind may leave a call
+    // without its result in the part it took back.
+    let history = ba_storage::after_rewinds(loaded.entries.clone());
+    let entries: Vec<_> = history.iter().map(|s| s.entry.clone()).collect();
+    let seq_of = |position: usize| history.get(position - 1).map_or(0, |s| s.seq);
+    for b in broken_pairs(&entries) {
+        report(
+            &mut text,
+            format!("broken pair: entry {}: {}", seq_of(b.position), b.message),
+        );
+    }
+    for d in duplicate_ids(&entries) {
+        report(
+            &mut text,
+            format!(
+                "duplicate id: entry {}: id `{}` is already used by entry {}",
+                seq_of(d.position),
+                d.id,
+                seq_of(d.first)
+            ),
+        );
+    }
+    // Files left behind by a conversation that is gone (a delete cut short): store-wide.
+    for orphan in orphan_workspaces(&store).await.map_err(CliError::input)? {
+        report(
+            &mut text,
+            format!("orphan files: the workspace of conversation {orphan}, which does not exist"),
+        );
+    }
+    text.push_str(&format!(
+        "{conv}: {} entries, {problems} problem(s)\n",
+        loaded.entries.len()
+    ));
+    out(&text)?;
+    if problems > 0 {
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod cli;
 mod config;
 mod context;
 mod convert;
+mod exit;
 mod input;
 mod log;
 mod mcp;

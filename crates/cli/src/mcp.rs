@@ -17,8 +17,8 @@ use anyhow::{Context as _, anyhow, bail};
 use ba_mcp::{McpCallResult, McpError, McpManager, McpOptions, McpServerConfig, Plugin};
 use ba_skills::SkillRoot;
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::out::{out, outln};
 
 /// The flags every command that takes servers or plugins accepts (global: before or after the

@@ -11,8 +11,8 @@ use ba_export::{ExportError, Packaging, ReportFormat, export_report, write_besid
 use ba_storage::ConversationId;
 use clap::Args as ClapArgs;
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::out::out;
 
 /// Arguments of `report`.

@@ -10,8 +10,8 @@ use anyhow::{Context as _, anyhow, bail};
 use ba_cli::demo;
 use ba_server::{AppState, ServerConfig, Token};
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::mcp::{ExtOpts, Extensions};
 
 /// `ba-agent serve`.

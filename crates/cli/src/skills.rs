@@ -11,7 +11,7 @@ use ba_protocol::TokenCounter;
 use ba_skills::{Diagnostic, LoadOptions, SkillRoot, SkillSet};
 use serde_json::json;
 
-use crate::cli::{CliError, CliResult};
+use crate::exit::{CliError, CliResult};
 use crate::mcp::ExtOpts;
 
 /// The token counter for level costs: the exact `cl100k_base` encoding.

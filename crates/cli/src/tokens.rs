@@ -6,7 +6,7 @@ use anyhow::{Context as _, anyhow};
 use ba_context::{Encoding, MessageCounter, ModelTokenizer};
 use ba_protocol::TokenCounter as _;
 
-use crate::cli::CliResult;
+use crate::exit::CliResult;
 use crate::input::{self, InputFormat};
 use crate::out::outln;
 

@@ -13,8 +13,8 @@ use ba_storage::DataFileStore;
 use ba_tools::{ToolRegistry, ToolRuntime, ToolsConfig};
 use serde_json::{Value, json};
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::out::outln;
 
 /// `tools` subcommands.

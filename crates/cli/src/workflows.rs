@@ -11,8 +11,8 @@ use anyhow::{Context as _, anyhow};
 use ba_skills::{Next, WorkflowDef, WorkflowSet};
 use serde_json::json;
 
-use crate::cli::{CliError, CliResult};
 use crate::config::Config;
+use crate::exit::{CliError, CliResult};
 use crate::mcp::ExtOpts;
 use crate::skills::{diagnostics_json, emit, json_text, one_line};
 

@@ -1,4 +1,4 @@
-//! Budgets and usage (C2).
+//! Budgets and usage.
 
 use serde::Serialize;
 

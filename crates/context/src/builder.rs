@@ -1,4 +1,4 @@
-//! The context builder (C5–C6): the system prompt composed per mode, the session's file list,
+//! The context builder: the system prompt composed per mode, the session's file list,
 //! tool outputs as preview + path, read-file synopses, refocus reminders, then the budgeted
 //! window and its debug data.
 
@@ -67,7 +67,7 @@ pub struct ReadFile {
     pub synopsis: String,
 }
 
-/// Settings of the builder (seed 002 §7).
+/// Settings of the builder.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BuilderSettings {
     /// Entries logged since the last compaction, at most: more starts a compaction (a sliding

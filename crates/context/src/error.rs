@@ -56,7 +56,7 @@ pub enum ContextError {
         /// The budget.
         budget: usize,
     },
-    /// A strategy returned a window that breaks an invariant (C4); a bug in that strategy.
+    /// A strategy returned a window that breaks an invariant; a bug in that strategy.
     #[error("strategy `{strategy}` broke an invariant: {detail}")]
     Invariant {
         /// The strategy's name.

@@ -1,6 +1,6 @@
 //! # ba-context
 //!
-//! Token counting, context budgets, compression strategies and the context builder (SPEC §5).
+//! Token counting, context budgets, compression strategies and the context builder.
 //!
 //! Every item is at the root, one path each:
 //! - exact tiktoken encodings ([`Encoding`]: `cl100k_base`, `o200k_base`) that implement
@@ -8,16 +8,16 @@
 //!   ([`ModelTokenizer`]);
 //! - per-message counts with the OpenAI cookbook overhead, cached by entry id and content hash
 //!   ([`MessageCounter`]), so a counter kept between turns only encodes new or changed entries;
-//! - [`ContextBudget`] and [`ContextUsage`] (C2);
+//! - [`ContextBudget`] and [`ContextUsage`];
 //! - the log cut into units kept or dropped whole ([`Window`]: a tool group is the assistant
-//!   entry with its results), repair on read and the invariants (C4);
+//!   entry with its results), repair on read and the invariants;
 //! - the [`CompressionStrategy`] trait and its implementations: [`Truncate`], [`KeyMessages`],
-//!   [`ImportanceStrategy`], [`SummaryStrategy`] (through the [`Summarizer`] trait) and hybrid
-//!   (C3), and retrieval, which brings back the passages of what left the window most related
+//!   [`ImportanceStrategy`], [`SummaryStrategy`] (through the [`Summarizer`] trait) and hybrid,
+//!   and retrieval, which brings back the passages of what left the window most related
 //!   to the current task ([`RetrievalStrategy`], BM25 and optionally an [`Embedder`]), tried in
 //!   order until the window fits ([`Pipeline`]);
 //! - the per-mode system prompt, file list, refocus, read-file synopsis and debug data around
-//!   the pipeline ([`ContextBuilder`], C5–C6), and the compaction the log records, from which
+//!   the pipeline ([`ContextBuilder`]), and the compaction the log records, from which
 //!   later windows start ([`Effective`], [`record_window`]);
 //! - what a tool output is and which of its figures matter, each with its label
 //!   ([`read_output`]: tables, JSON and YAML documents, logs, tracebacks, prose), and what makes

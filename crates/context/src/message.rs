@@ -1,4 +1,4 @@
-//! Message counts (C1): the OpenAI cookbook overhead and a per-entry cache keyed by id and
+//! Message counts: the OpenAI cookbook overhead and a per-entry cache keyed by id and
 //! content hash, so a counter kept between turns only encodes the entries it has not seen.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Exact tiktoken encodings (C1) and the model → encoding map.
+//! Exact tiktoken encodings and the model → encoding map.
 //!
 //! Counting is the hot path, so [`Encoding::count`] has its own exact counter (the private
 //! `count` module): hand-written pre-tokenisers for the two split patterns, a bounded per-thread

@@ -1,5 +1,5 @@
 //! The window: the log cut into units that are kept or dropped whole, the repair on read and
-//! the invariants every strategy's output must meet (C4).
+//! the invariants every strategy's output must meet.
 
 use std::collections::{HashMap, HashSet};
 
@@ -429,7 +429,7 @@ impl Window {
         }
     }
 
-    /// Checks the invariants (C4) against a limit for the messages: every call has exactly
+    /// Checks the invariants against a limit for the messages: every call has exactly
     /// one result in its group, no result stands alone, the latest user message of `source`
     /// is kept, no non-summary system entry, and the window fits.
     pub fn check(

@@ -17,7 +17,7 @@ use crate::convert::{Converted, Loss, Stamp, message_to_log};
 use crate::log::{LogEntry, LogRole};
 
 /// Prefix of the system entry a compaction summary becomes: the summary class that compression
-/// keeps (C4).
+/// keeps.
 pub const SUMMARY_PREFIX: &str = "CONVERSATION_SUMMARY";
 
 /// Key of the entry's `anthropic` map that keeps a recorded response's metadata (`id`, `model`,

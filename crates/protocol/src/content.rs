@@ -1,4 +1,4 @@
-//! Content blocks (P2): the pieces a message is made of.
+//! Content blocks: the pieces a message is made of.
 //!
 //! Blocks follow the Anthropic Messages shape because it is the richest of the wire formats
 //! (thinking with signatures, tool use and results as blocks). Every block keeps the fields it

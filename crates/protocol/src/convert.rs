@@ -1,5 +1,5 @@
 //! Conversions between Anthropic Messages, OpenAI Chat Completions, the OpenAI Responses API
-//! and the log (P3).
+//! and the log.
 //!
 //! The log is the hub: both providers convert to it without loss, and from it to each other.
 //! Where the target cannot express something (thinking in OpenAI, `refusal` in Anthropic), the

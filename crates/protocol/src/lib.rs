@@ -5,22 +5,22 @@
 //! workspace builds on it.
 //!
 //! The log and message model is flat at the root, one path per item:
-//! - content blocks (P2): [`ContentBlock`], [`Content`] — text, thinking with signatures, tool use
+//! - content blocks: [`ContentBlock`], [`Content`] — text, thinking with signatures, tool use
 //!   and results, images; unknown block types survive as raw JSON;
-//! - the normalised [`Message`] (P1) and the conversation log entry [`LogEntry`] (P9), versioned
-//!   (P12, [`LOG_SCHEMA_VERSION`]), with the agent loop's typed records ([`EntryRecords`],
+//! - the normalised [`Message`] and the conversation log entry [`LogEntry`], versioned
+//!   ([`LOG_SCHEMA_VERSION`]), with the agent loop's typed records ([`EntryRecords`],
 //!   [`CompactionRecord`]);
-//! - tool calls and results (P4–P6: [`ToolSpec`], [`ToolCall`], [`ToolResult`]), skill
-//!   activation (P7: [`SkillActivationRequest`]), the ReAct round (P8: [`ConversationRound`]);
-//! - the structured model response (P10: [`StructuredResponse`]) and the API response (P11:
-//!   [`ApiResponse`]);
-//! - the [`TokenCounter`] seam that `ba-context` implements; conversation-level checks (P13:
-//!   [`validate_log`]); the media-type table ([`media_type_for`]).
+//! - tool calls and results ([`ToolSpec`], [`ToolCall`], [`ToolResult`]), skill
+//!   activation ([`SkillActivationRequest`]), the ReAct round ([`ConversationRound`]);
+//! - the structured model response ([`StructuredResponse`]) and the API response
+//!   ([`ApiResponse`]);
+//! - the [`TokenCounter`] seam that `ba-context` implements; conversation-level checks
+//!   ([`validate_log`]); the media-type table ([`media_type_for`]).
 //!
 //! Wire formats keep their namespace, since their names repeat across them:
 //! - [`anthropic`], [`openai`] (Chat Completions), [`responses`] (the OpenAI Responses API) —
 //!   provider wire types, each keeping unknown fields;
-//! - [`convert`] — Anthropic ⇄ log ⇄ Chat Completions ⇄ Responses (P3), reporting what a
+//! - [`convert`] — Anthropic ⇄ log ⇄ Chat Completions ⇄ Responses, reporting what a
 //!   target cannot express;
 //! - [`claude_code`] — Claude Code session transcripts → log entries; [`codex`] — Codex
 //!   rollouts → log entries;

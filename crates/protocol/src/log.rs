@@ -1,8 +1,8 @@
-//! The unified conversation log entry (P9) and its schema versions (P12).
+//! The unified conversation log entry and its schema versions.
 //!
 //! A log entry is a superset of an OpenAI Chat Completions message: one entry per OpenAI
 //! message (`assistant` with `tool_calls`, one `tool` entry per result), plus the UI extras,
-//! the context metadata and model failures of seed 002. What only Anthropic can express
+//! the context metadata and model failures. What only Anthropic can express
 //! (thinking with signatures, block order, `cache_control`, unknown blocks) is kept too, so
 //! that Anthropic → log → Anthropic and OpenAI → log → OpenAI are both lossless.
 
@@ -52,7 +52,7 @@ impl LogRole {
     }
 }
 
-/// The mode a conversation was in when an entry was written (O3).
+/// The mode a conversation was in when an entry was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -101,7 +101,7 @@ pub enum LlmErrorKind {
     Other,
 }
 
-/// A model failure, stored with whatever was streamed before it (O4).
+/// A model failure, stored with whatever was streamed before it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LlmError {
     /// What kind of failure.
@@ -268,7 +268,7 @@ pub struct LogEntry {
     pub agent_id: Option<String>,
     /// Context: false for UI-only entries that never go to the model. Default true.
     pub include_in_context: bool,
-    /// A model failure recorded on an assistant entry (O4).
+    /// A model failure recorded on an assistant entry.
     pub llm_error: Option<LlmError>,
     /// Whether this entry continues the provider message of the previous entry. `None` means
     /// the default rule: a `tool` entry after a `tool` entry shares its message.

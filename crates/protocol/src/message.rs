@@ -1,4 +1,4 @@
-//! Messages (P1): the normalised, provider-neutral form the pipeline works with.
+//! Messages: the normalised, provider-neutral form the pipeline works with.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};

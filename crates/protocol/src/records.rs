@@ -389,7 +389,7 @@ pub struct EntryRecords {
     /// What the context builder did for the call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextRecord>,
-    /// The processed final answer (P11).
+    /// The processed final answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_response: Option<Box<ApiResponse>>,
     /// What was wrong with an answer the provider ended properly (a tool input cut at

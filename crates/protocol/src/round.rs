@@ -1,4 +1,4 @@
-//! One user turn of the ReAct loop (P8).
+//! One user turn of the ReAct loop.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

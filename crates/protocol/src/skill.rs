@@ -1,4 +1,4 @@
-//! Skill activation types (P7).
+//! Skill activation types.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,7 +39,7 @@ pub struct SkillMessage {
     pub visibility: Visibility,
 }
 
-/// How an active skill changes the loop (S5).
+/// How an active skill changes the loop.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ContextModifier {
     /// When set, only these tools may run.
@@ -73,7 +73,7 @@ fn default_load_level() -> u8 {
     2
 }
 
-/// A request to activate a skill (S5, S6).
+/// A request to activate a skill.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SkillActivationRequest {
     /// The skill's name.
@@ -105,7 +105,7 @@ impl SkillActivationRequest {
     }
 }
 
-/// The result of activating a skill (S5).
+/// The result of activating a skill.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SkillActivationResult {
     /// Id of this activation, used to pop it.

@@ -1,4 +1,4 @@
-//! The structured model response (P10) and the API response built from it (P11), seed 003.
+//! The structured model response and the API response built from it.
 //!
 //! In structured-JSON mode the model answers with one JSON object: its analysis, its plan, the
 //! round, and an action — tool calls (at most six, run in parallel) or the final report.
@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::content::{JsonMap, kind_of};
 
-/// At most this many tool calls in one structured action (seed 003).
+/// At most this many tool calls in one structured action.
 pub const MAX_STRUCTURED_TOOL_CALLS: usize = 6;
 
 /// One tool call of a structured `tool_call` action.
@@ -26,7 +26,7 @@ pub struct StructuredToolCall {
     pub arguments: Value,
 }
 
-/// A code block the model wants saved (seed 003 §3).
+/// A code block the model wants saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CodeBlock {
     /// Id the report can reference with `<code_ref>`.
@@ -70,7 +70,7 @@ pub enum Action {
     },
 }
 
-/// The model's structured answer (P10).
+/// The model's structured answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StructuredResponse {
     /// Chain of thought: intent, risks, approach.
@@ -370,7 +370,7 @@ fn json_objects(text: &str) -> Vec<&str> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// API response (P11)
+// API response
 
 /// The action type of an API response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -461,7 +461,7 @@ pub struct SavedCode {
     pub char_count: usize,
 }
 
-/// Metadata of an API response (seed 003 §6).
+/// Metadata of an API response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiMetadata {
     /// Tool call or complete.
@@ -503,7 +503,7 @@ pub struct ApiMetadata {
     pub current_round: u32,
 }
 
-/// What the back end returns to the front end (P11).
+/// What the back end returns to the front end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiResponse {
     /// The report (placeholders for references), or empty while tools run.

@@ -1,4 +1,4 @@
-//! Conversation-level checks (P13): the rules a single message cannot check on its own.
+//! Conversation-level checks: the rules a single message cannot check on its own.
 
 use std::collections::{HashMap, HashSet};
 

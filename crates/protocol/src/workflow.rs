@@ -1,4 +1,4 @@
-//! What a workflow run (seed 002's run mode) writes into the log, so that its state — the
+//! What a workflow run (the run mode) writes into the log, so that its state — the
 //! node it is at, the outputs so far — is read back from the log alone after a crash, a
 //! restart, an approval pause or a rewind.
 

@@ -386,7 +386,7 @@ struct Message {
     seq: u64,
     appended_ms: i64,
     entry: LogEntry,
-    /// The processed API response of a final answer (seed 003 §六).
+    /// The processed API response of a final answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     api_response: Option<ba_protocol::ApiResponse>,
     /// The report of a Markdown final answer as sanitised HTML.

@@ -1,6 +1,6 @@
 //! # ba-server
 //!
-//! The HTTP API of the BA-Agent pipeline (seed 003's flow from the model's answer to a page):
+//! The HTTP API of the BA-Agent pipeline (the flow from the model's answer to a page):
 //! conversations, runs, one resumable SSE event stream per conversation, uploads, saved code and
 //! cancel, on axum. It is a front end of the loop (`ba-agent`): it holds an [`ba_agent::Agent`]
 //! and keeps no state the store does not, besides the runs in flight and a bounded ring of their

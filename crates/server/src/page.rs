@@ -1,4 +1,4 @@
-//! The page of seed 003, embedded in the binary: `GET /` (the HTML, with a fresh CSP nonce),
+//! The analyst's page, embedded in the binary: `GET /` (the HTML, with a fresh CSP nonce),
 //! `/page/app.js` and `/page/style.css` (our own code, no build step), and
 //! `/assets/echarts.min.js` when `cargo xtask assets` has fetched it. None of these needs the
 //! token: the page reads it from the URL fragment (`#token=…`, never sent to the server), takes

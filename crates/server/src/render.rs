@@ -20,7 +20,7 @@ pub(crate) fn markdown_html(text: &str) -> String {
         .to_string()
 }
 
-/// The sanitised HTML of a processed answer (seed 003 §六) whose report is Markdown; `None`
+/// The sanitised HTML of a processed answer whose report is Markdown; `None`
 /// for an HTML report or an empty one.
 pub(crate) fn response_html(api_response: &Value) -> Option<String> {
     let text = api_response.get("response")?.as_str()?;

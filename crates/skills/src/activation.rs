@@ -1,4 +1,4 @@
-//! The activation stack (S6): which skills are active, outermost first, with cycles and
+//! The activation stack: which skills are active, outermost first, with cycles and
 //! over-deep nesting refused before anything is loaded.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -1,4 +1,4 @@
-//! Finding skill folders (S1): every folder holding a `SKILL.md`, at any depth under a root.
+//! Finding skill folders: every folder holding a `SKILL.md`, at any depth under a root.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

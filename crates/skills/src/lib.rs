@@ -1,6 +1,6 @@
 //! # ba-skills
 //!
-//! Agent Skills (SPEC §4): discovery of `SKILL.md` folders, progressive disclosure, validation
+//! Agent Skills: discovery of `SKILL.md` folders, progressive disclosure, validation
 //! against the public Agent Skills format, the activation stack, per-conversation locks and the
 //! `activate_skill` meta-tool.
 //!

@@ -1,4 +1,4 @@
-//! Per-conversation serialization of skill injections (S7): a bounded table of async mutexes
+//! Per-conversation serialization of skill injections: a bounded table of async mutexes
 //! that never evicts a lock someone holds or waits for.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The `activate_skill` meta-tool (S5) as a plain type: its name, description and input schema
+//! The `activate_skill` meta-tool as a plain type: its name, description and input schema
 //! for the model, and the activation that turns a request into the messages to inject and the
 //! [`ContextModifier`] for the loop. The `Tool` adapter lives where the tools crate and this one
 //! meet (the agent crate), so the middle crates stay independent.

@@ -1,4 +1,4 @@
-//! Level 3 (S4): the files of a skill folder, listed at Level 2 and read on demand through a
+//! Level 3: the files of a skill folder, listed at Level 2 and read on demand through a
 //! reader that never leaves the folder.
 
 use std::io::Read as _;

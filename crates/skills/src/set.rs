@@ -751,7 +751,7 @@ fn build_index(roots: &[SkillRoot], options: &LoadOptions) -> Index {
     }
 }
 
-/// Strict validation (S8) of every skill under `roots`: each rule of the Agent Skills
+/// Strict validation of every skill under `roots`: each rule of the Agent Skills
 /// specification that a skill breaks is an error; unreadable skills are errors; name clashes
 /// and oversized bodies are warnings.
 pub fn validate<P: Into<PathBuf>>(

@@ -1,4 +1,4 @@
-//! The Agent Skills rules (S8), shared by the lenient loader (findings become warnings) and the
+//! The Agent Skills rules, shared by the lenient loader (findings become warnings) and the
 //! strict validator (findings become errors).
 
 use crate::diagnostic::Rule;

@@ -10,7 +10,7 @@ use ba_protocol::{LogEntry, LogRole, Mode};
 use serde_json::Value;
 
 use super::{Strategy, Wire, builder, read_conversation};
-use crate::cli::CliResult;
+use crate::exit::CliResult;
 use crate::input::InputFormat;
 use crate::out::outln;
 

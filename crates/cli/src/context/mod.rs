@@ -14,7 +14,7 @@ use ba_context::{BuilderSettings, ContextBuilder, PromptParts};
 use ba_context::{ContextBudget, ExtractiveSummarizer, MessageCounter, ModelTokenizer, Pipeline};
 use ba_protocol::{LogEntry, LogRole};
 
-use crate::cli::{CliError, CliResult};
+use crate::exit::{CliError, CliResult};
 use crate::input::{self, InputFormat};
 
 /// Subcommands of `context`.

@@ -17,7 +17,7 @@ use ba_model::{AnthropicClient, CacheHint, ModelRequest, OpenAiClient};
 use ba_protocol::{LogEntry, LogRole};
 
 use super::{Strategy, Wire, builder, read_conversation};
-use crate::cli::{CliError, CliResult};
+use crate::exit::{CliError, CliResult};
 use crate::out::outln;
 
 /// Arguments of `context replay`.
@@ -240,136 +240,198 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         )));
     }
     let budget = ContextBudget::new(args.budget, reserve);
-    let builder = builder(&conv.system, budget, args.strategy, tok)?;
     if let Some(dir) = &args.emit {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the folder {}", dir.display()))?;
     }
-    let mut log: Vec<LogEntry> = Vec::new();
-    let mut requests = Vec::new();
-    let mut compactions = 0;
-    let mut seen_user = false;
-    let mut items = ItemCounter {
-        tokenizer: tok,
-        seen: Default::default(),
+    let mut replay = Replay {
+        builder: builder(&conv.system, budget, args.strategy, tok)?,
+        system: conv.system.clone(),
+        args: &args,
+        log: Vec::new(),
+        requests: Vec::new(),
+        compactions: 0,
+        items: ItemCounter {
+            tokenizer: tok,
+            seen: Default::default(),
+        },
+        ours: Cost::default(),
+        whole: Cost::default(),
+        previous: None,
+        previous_whole: None,
     };
-    let (mut ours, mut whole) = (Cost::default(), Cost::default());
-    let mut previous: Option<Items> = None;
-    let mut previous_whole: Option<Items> = None;
+    let mut seen_user = false;
     for entry in &conv.entries {
-        let opens_turn = entry.role == LogRole::Assistant
-            && seen_user
-            && log
-                .iter()
-                .rev()
-                .find(|e| e.include_in_context && !matches!(e.role, LogRole::System))
-                .is_some_and(|e| matches!(e.role, LogRole::User | LogRole::Tool));
-        if opens_turn {
-            let task = log
-                .iter()
-                .rev()
-                .find(|e| e.role == LogRole::User && e.include_in_context)
-                .map(|e| e.text().into_owned());
-            let request = BuildRequest {
-                entries: &log,
-                task,
-                ..BuildRequest::default()
-            };
-            let built = block_on(builder.build_with_system(&request, conv.system.clone()))
-                .with_context(|| {
-                    format!(
-                        "{name}: the request before entry {} does not fit {} tokens",
-                        entry.id, args.budget
-                    )
-                })?;
-            let compacted = built.compaction.is_some();
-            let n = requests.len() + 1;
-            let model_request = ModelRequest::new("replay", built.entries.clone())
-                .with_system(built.system.clone())
-                .with_cache(CacheHint {
-                    stable_entries: built.stable,
-                    key: Some("replay".to_owned()),
-                });
-            let anthropic = AnthropicClient::request_body(&model_request);
-            if let Some(dir) = &args.emit {
-                let body = match args.to {
-                    Wire::Anthropic => anthropic.clone(),
-                    Wire::Openai => OpenAiClient::new(None)
-                        .map_err(anyhow::Error::from)?
-                        .request_body(&model_request),
-                    Wire::Responses => ba_model::ResponsesClient::new(None)
-                        .map_err(anyhow::Error::from)?
-                        .request_body(&model_request),
-                };
-                let path = dir.join(format!("{n:04}.json"));
-                std::fs::write(
-                    &path,
-                    serde_json::to_vec_pretty(&body).context("writing JSON")?,
-                )
-                .with_context(|| format!("writing {}", path.display()))?;
-            }
-            let this = items.items(&anthropic);
-            let hit = previous.as_ref().map_or(0, |p| cached(p, &this));
-            let request_tokens: usize = this.tokens.iter().sum();
-            ours.add(request_tokens, hit);
-            // The same request with no compression: the whole conversation so far.
-            let plain: Vec<LogEntry> = log.iter().filter(|e| !e.is_compaction()).cloned().collect();
-            let full = ModelRequest::new("replay", plain).with_system(conv.system.clone());
-            let full = items.items(&AnthropicClient::request_body(&full));
-            let full_hit = previous_whole.as_ref().map_or(0, |p| cached(p, &full));
-            let full_tokens: usize = full.tokens.iter().sum();
-            whole.add(full_tokens, full_hit);
-            previous_whole = Some(full);
-            requests.push(Request {
-                request: n,
-                before_entry: entry.id.clone(),
-                input_tokens: built.debug.usage.used,
-                compacted,
-                request_tokens,
-                cached_tokens: hit,
-                no_compression: (full_tokens, full_hit),
-            });
-            if let Some(record) = built.compaction.filter(|_| !args.stateless) {
-                compactions += 1;
-                log.push(record.into_entry(format!("compaction-{n}"), entry.created_at.clone()));
-            } else if compacted {
-                compactions += 1;
-            }
-            previous = Some(this);
+        if entry.role == LogRole::Assistant && seen_user && awaits_answer(&replay.log) {
+            replay.request_before(entry, name)?;
         }
         if entry.role == LogRole::User && entry.include_in_context {
             seen_user = true;
         }
-        log.push(entry.clone());
+        replay.log.push(entry.clone());
     }
-    let input: usize = requests.iter().map(|r| r.input_tokens).sum();
-    let (ours, whole) = (ours.finish(), whole.finish());
-    let totals = Totals {
-        requests: requests.len(),
-        compactions,
-        input_tokens: input,
-        uncached_vs_no_compression: share(ours.uncached_tokens, whole.uncached_tokens),
-        cost_vs_no_compression: if whole.cost > 0.0 {
-            ours.cost / whole.cost
-        } else {
-            0.0
-        },
-        cost: ours,
-        no_compression: whole,
-        budget: args.budget,
-        strategy: args.strategy.name(),
-        stateless: args.stateless,
-    };
+    let (requests, totals) = replay.finish();
     if args.json {
         let out = Output { requests, totals };
         outln!(
             "{}",
             serde_json::to_string_pretty(&out).context("writing JSON")?
         );
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        print_table(&requests, &totals);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the last entry the model reads is a question or a tool's result: the model's next
+/// turn is then a request of its own.
+fn awaits_answer(log: &[LogEntry]) -> bool {
+    log.iter()
+        .rev()
+        .find(|e| e.include_in_context && !matches!(e.role, LogRole::System))
+        .is_some_and(|e| matches!(e.role, LogRole::User | LogRole::Tool))
+}
+
+/// A conversation replayed request by request: the log as the loop would have kept it (with
+/// the compactions it would have recorded), and the costs of our requests beside those of the
+/// same requests with no compression.
+struct Replay<'a> {
+    builder: ba_context::ContextBuilder,
+    system: String,
+    args: &'a ReplayArgs,
+    log: Vec<LogEntry>,
+    requests: Vec<Request>,
+    compactions: usize,
+    items: ItemCounter,
+    ours: Cost,
+    whole: Cost,
+    previous: Option<Items>,
+    previous_whole: Option<Items>,
+}
+
+impl Replay<'_> {
+    /// Builds the request the model would have been sent before `entry` of the conversation
+    /// read from `name`, writes it out when asked, and adds it to the figures.
+    fn request_before(&mut self, entry: &LogEntry, name: &str) -> anyhow::Result<()> {
+        let task = self
+            .log
+            .iter()
+            .rev()
+            .find(|e| e.role == LogRole::User && e.include_in_context)
+            .map(|e| e.text().into_owned());
+        let request = BuildRequest {
+            entries: &self.log,
+            task,
+            ..BuildRequest::default()
+        };
+        let built = block_on(
+            self.builder
+                .build_with_system(&request, self.system.clone()),
+        )
+        .with_context(|| {
+            format!(
+                "{name}: the request before entry {} does not fit {} tokens",
+                entry.id, self.args.budget
+            )
+        })?;
+        let compacted = built.compaction.is_some();
+        let n = self.requests.len() + 1;
+        let model_request = ModelRequest::new("replay", built.entries.clone())
+            .with_system(built.system.clone())
+            .with_cache(CacheHint {
+                stable_entries: built.stable,
+                key: Some("replay".to_owned()),
+            });
+        let anthropic = AnthropicClient::request_body(&model_request);
+        if let Some(dir) = &self.args.emit {
+            emit(dir, n, self.args.to, &model_request, &anthropic)?;
+        }
+        let this = self.items.items(&anthropic);
+        let hit = self.previous.as_ref().map_or(0, |p| cached(p, &this));
+        let request_tokens: usize = this.tokens.iter().sum();
+        self.ours.add(request_tokens, hit);
+        // The same request with no compression: the whole conversation so far.
+        let plain: Vec<LogEntry> = self
+            .log
+            .iter()
+            .filter(|e| !e.is_compaction())
+            .cloned()
+            .collect();
+        let full = ModelRequest::new("replay", plain).with_system(self.system.clone());
+        let full = self.items.items(&AnthropicClient::request_body(&full));
+        let full_hit = self.previous_whole.as_ref().map_or(0, |p| cached(p, &full));
+        let full_tokens: usize = full.tokens.iter().sum();
+        self.whole.add(full_tokens, full_hit);
+        self.previous_whole = Some(full);
+        self.requests.push(Request {
+            request: n,
+            before_entry: entry.id.clone(),
+            input_tokens: built.debug.usage.used,
+            compacted,
+            request_tokens,
+            cached_tokens: hit,
+            no_compression: (full_tokens, full_hit),
+        });
+        if let Some(record) = built.compaction.filter(|_| !self.args.stateless) {
+            self.compactions += 1;
+            self.log
+                .push(record.into_entry(format!("compaction-{n}"), entry.created_at.clone()));
+        } else if compacted {
+            self.compactions += 1;
+        }
+        self.previous = Some(this);
+        Ok(())
+    }
+
+    /// The requests and their totals.
+    fn finish(self) -> (Vec<Request>, Totals) {
+        let input: usize = self.requests.iter().map(|r| r.input_tokens).sum();
+        let (ours, whole) = (self.ours.finish(), self.whole.finish());
+        let totals = Totals {
+            requests: self.requests.len(),
+            compactions: self.compactions,
+            input_tokens: input,
+            uncached_vs_no_compression: share(ours.uncached_tokens, whole.uncached_tokens),
+            cost_vs_no_compression: if whole.cost > 0.0 {
+                ours.cost / whole.cost
+            } else {
+                0.0
+            },
+            cost: ours,
+            no_compression: whole,
+            budget: self.args.budget,
+            strategy: self.args.strategy.name(),
+            stateless: self.args.stateless,
+        };
+        (self.requests, totals)
+    }
+}
+
+/// Writes request `n` as provider `to` would receive it into `dir` (`0001.json`, …).
+fn emit(
+    dir: &std::path::Path,
+    n: usize,
+    to: Wire,
+    request: &ModelRequest,
+    anthropic: &serde_json::Value,
+) -> anyhow::Result<()> {
+    let body = match to {
+        Wire::Anthropic => anthropic.clone(),
+        Wire::Openai => OpenAiClient::new(None)?.request_body(request),
+        Wire::Responses => ba_model::ResponsesClient::new(None)?.request_body(request),
+    };
+    let path = dir.join(format!("{n:04}.json"));
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&body).context("writing JSON")?,
+    )
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The requests one a line, then the totals beside those with no compression.
+fn print_table(requests: &[Request], totals: &Totals) {
     outln!("request  before entry                            input  compacted    cached");
-    for r in &requests {
+    for r in requests {
         let share = share(r.cached_tokens, r.request_tokens) * 100.0;
         outln!(
             "{:>7}  {:<36} {:>8}  {:<9}  {:>8} ({share:.1} %)",
@@ -406,5 +468,4 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         totals.uncached_vs_no_compression,
         totals.cost_vs_no_compression
     );
-    Ok(ExitCode::SUCCESS)
 }

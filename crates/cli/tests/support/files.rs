@@ -19,7 +19,7 @@ pub const TOKEN: &str = "files-journey-token";
 /// The boundary of the multipart bodies sent here.
 const BOUNDARY: &str = "ba-journey-boundary-7d1f";
 
-/// A configuration for `serve` against `model`, with answers in seed 003's structured form;
+/// A configuration for `serve` against `model`, with answers in the structured form;
 /// `extra` is more YAML (`max_rounds`, `database_url`, …).
 pub fn config(dir: &Path, model: &ScriptedModel, extra: &str) -> PathBuf {
     let path = dir.join("ba-agent.yaml");
@@ -87,7 +87,7 @@ pub fn multipart(name: &str, media: &str, bytes: &[u8], description: &str) -> (S
     (multipart_type(), body)
 }
 
-/// The final answer of seed 003's structured form, with `content` and `links`.
+/// The final answer in the structured form, with `content` and `links`.
 pub fn complete(content: &str, links: &[String]) -> Turn {
     Turn::text(
         json!({

@@ -1,4 +1,4 @@
-//! Importance levels (seed 001): old low-value entries become one-line previews, then whole
+//! Importance levels: old low-value entries become one-line previews, then whole
 //! units leave by level, lowest first.
 
 use async_trait::async_trait;

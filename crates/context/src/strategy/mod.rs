@@ -1,4 +1,4 @@
-//! Compression strategies (C3) behind one trait, chosen at construction.
+//! Compression strategies behind one trait, chosen at construction.
 
 mod importance;
 mod key_messages;

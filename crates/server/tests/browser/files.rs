@@ -74,7 +74,7 @@ fn output_ids(text: &str) -> Vec<String> {
     ids
 }
 
-/// Charts the upload with `run_python`, then answers in seed 003's structured form with the
+/// Charts the upload with `run_python`, then answers in the structured form with the
 /// outputs the observation named as download links.
 async fn analyst() -> ScriptedModel {
     ScriptedModel::builder()

@@ -1,4 +1,4 @@
-//! What a business analyst does all day: ask, read the answer in §七 order, click a
+//! What a business analyst does all day: ask, read the answer in the order of its seven components, click a
 //! recommended question, chart, upload, stop and continue, reload mid-run.
 
 use std::time::Duration;
@@ -304,7 +304,7 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
 
 pub const FULL: &str = "Show me every part of an answer.";
 
-/// A question answered in two rounds with every component of §七: a tool call, then a report
+/// A question answered in two rounds with every component of an answer: a tool call, then a report
 /// with a code block, recommended questions and a download link.
 pub fn full_answer() -> Vec<Value> {
     let call = serde_json::json!({"task_analysis": "Count the rows first.", "execution_plan": "R1: count; R2: report",
@@ -360,7 +360,7 @@ async fn every_component_the_sidebar_and_the_meter() {
     assert_eq!(
         found,
         serde_json::json!(ORDER),
-        "the seven components in §七 order, then export and cost"
+        "the seven components in the order of its seven components, then export and cost"
     );
     assert_eq!(
         js(&c, "return window.__raw").await,

@@ -637,8 +637,7 @@ pub async fn loaded(c: &Client) {
     .await;
 }
 
-/// The seven components of seed 003 §七, in their order.
-/// Seed 003 §七's seven components in their order, then what the page adds after them: the
+/// The seven components of an answer in their order, then what the page adds after them: the
 /// export buttons and the answer's cost line.
 pub const ORDER: [&str; 9] = [
     "task_analysis",

@@ -1,4 +1,4 @@
-//! Key-message extraction (seed 002 v1): tool groups stay whole or leave a trace, explainable
+//! Key-message extraction: tool groups stay whole or leave a trace, explainable
 //! scores choose what stays whole, and fallbacks degrade step by step, stopping as soon as the
 //! window fits. The budget is shared, not first-come: user messages keep their key sentences,
 //! but not at the cost of every trace's figures.
