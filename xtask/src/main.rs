@@ -143,18 +143,55 @@ fn fuzz(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `.ci/run` checks, with the same flags (the README's test command among them), minus
+/// the servers it installs and starts: tests that need one skip with a message unless
+/// `CI=true`.
 fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     codegen::generate(codegen::Mode::Check)?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--lib",
-        "--bins",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
-    cargo(&["test", "--workspace"])?;
+    cargo(&CI_CLIPPY)?;
+    cargo(&CI_TEST)?;
     load::run(&["--quick".to_owned()])
+}
+
+/// The lint pass of `.ci/run`.
+const CI_CLIPPY: [&str; 8] = [
+    "clippy",
+    "--workspace",
+    "--all-features",
+    "--lib",
+    "--bins",
+    "--",
+    "-D",
+    "warnings",
+];
+
+/// The README's test command, as `.ci/run` runs it.
+const CI_TEST: [&str; 4] = ["test", "--workspace", "--all-features", "--locked"];
+
+#[cfg(test)]
+mod tests {
+    use super::{CI_CLIPPY, CI_TEST, root};
+
+    /// `cargo xtask ci` runs what CI runs: the README's test command and `.ci/run`'s lint line,
+    /// word for word.
+    #[test]
+    fn ci_runs_the_readme_and_ci_commands() {
+        let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+        let script = std::fs::read_to_string(root().join(".ci/run")).expect(".ci/run");
+        let test = format!("cargo {}", CI_TEST.join(" "));
+        let clippy = format!("cargo {}", CI_CLIPPY.join(" "));
+        assert!(
+            readme.lines().any(|l| l.trim() == test),
+            "the README's test command is not `{test}`"
+        );
+        assert!(
+            script.lines().any(|l| l.trim() == test),
+            ".ci/run does not run `{test}`"
+        );
+        assert!(
+            script.lines().any(|l| l.trim() == clippy),
+            ".ci/run does not run `{clippy}`"
+        );
+    }
 }
