@@ -226,17 +226,21 @@ async fn an_upload_becomes_a_file_ref() {
 async fn stop_then_continue() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
+    // The first model call is held until the Stop is clicked: the run is surely going.
+    let latch = Latch::new(0);
     let server = Server::start(Options {
-        delay: Duration::from_millis(1500),
+        latch: Some(latch.clone()),
         ..Options::default()
     })
     .await;
     open_new(&c, &server).await;
     ask(&c, QUESTION).await;
     wait_for(&c, "Send to become Stop", "return document.querySelector('#send').textContent === 'Stop' && document.querySelector('.user')").await;
+    latch.arrived(1).await;
     click(&c, "#send").await;
     wait_for(&c, "Continue", "return !document.querySelector('#continue').hidden && document.querySelector('#send').textContent === 'Send'").await;
     screenshot(&c, "stopped.png").await;
+    latch.release(LET_THROUGH);
     click(&c, "#continue").await;
     wait_for(&c, "the final report", "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat')").await;
     assert_eq!(
@@ -264,14 +268,18 @@ async fn stop_then_continue() {
 async fn a_reload_mid_run_resumes_with_no_duplicate() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
+    // The first model call passes; the second waits until the page is back, so the run is
+    // still going when it reloads.
+    let latch = Latch::new(1);
     let server = Server::start(Options {
-        delay: Duration::from_millis(700),
+        latch: Some(latch.clone()),
         ..Options::default()
     })
     .await;
     open_new(&c, &server).await;
     ask(&c, QUESTION).await;
     a_tool_call_done(&c).await;
+    latch.arrived(2).await;
     // A draft typed meanwhile survives the reload.
     c.find(Locator::Css("#input"))
         .await
@@ -289,6 +297,7 @@ async fn a_reload_mid_run_resumes_with_no_duplicate() {
         js(&c, "return document.querySelector('#send').textContent").await,
         "Stop"
     );
+    latch.release(LET_THROUGH);
     wait_for(&c, "the final report", "return document.querySelector('.report') && document.querySelector('.report').textContent.includes('West beat')").await;
     // Every frame of the run is on the page once its end is: a duplicate would show by now.
     wait_for(
@@ -333,9 +342,11 @@ pub fn full_answer() -> Vec<Value> {
 async fn every_component_the_sidebar_and_the_meter() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
+    // The model waits until the sidebar has shown the run going.
+    let latch = Latch::new(0);
     let server = Server::start(Options {
         extra_turns: full_answer(),
-        delay: Duration::from_millis(300),
+        latch: Some(latch.clone()),
         ..Options::default()
     })
     .await;
@@ -350,6 +361,7 @@ async fn every_component_the_sidebar_and_the_meter() {
         "return document.querySelector('#conv-list .badge.running')",
     )
     .await;
+    latch.release(LET_THROUGH);
     wait_for(
         &c,
         "the download link",

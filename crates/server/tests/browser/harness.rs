@@ -40,13 +40,12 @@ pub const CHART_QUESTION: &str = "Chart the 2024 quarterly sales of every region
 pub static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The demo's model: the recorded turn whose expectation the request meets (after any
-/// `continue` the loop wrote), each call after `delay`; with `fallback`, a request no turn
-/// answers gets that structured final answer; with `gate`, each character of streamed text
-/// waits for a permit the test gives.
+/// `continue` the loop wrote); with `fallback`, a request no turn answers gets that structured
+/// final answer; with `gate`, each character of streamed text waits for a permit the test
+/// gives. It answers at once: a test that needs a run to stay open holds it on a [`Latch`].
 #[derive(Debug)]
 pub struct DemoModel {
     turns: Vec<ReplayTurn>,
-    delay: Duration,
     fallback: Option<String>,
     gate: Option<Arc<Semaphore>>,
 }
@@ -93,7 +92,6 @@ impl ModelClient for DemoModel {
         request: &ModelRequest,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<ModelResponse, ModelError> {
-        tokio::time::sleep(self.delay).await;
         let found = asked(request);
         let meets = |e: &ExpectedRequest| {
             (e.role.is_none() || e.role == found.role)
@@ -140,6 +138,9 @@ impl ModelClient for DemoModel {
         Ok(response)
     }
 }
+
+/// More model calls than any test's run makes: released at once, a run goes to its end.
+pub const LET_THROUGH: usize = 1_000;
 
 /// Holds model calls until the test lets them go: each call counts itself as arrived, then
 /// waits for a permit. A test opens it for the calls it wants answered at once and releases
@@ -260,7 +261,6 @@ pub fn call_turn(expect: Value, round: u32, calls: &[(&str, &str, Value)]) -> Va
 /// How a test server differs from the demo.
 #[derive(Default)]
 pub struct Options {
-    pub delay: Duration,
     pub extra_turns: Vec<Value>,
     pub fallback: Option<String>,
     /// Streamed text, a character a permit.
@@ -277,7 +277,7 @@ pub struct Options {
     pub prices: ba_agent::Prices,
     /// The workflows a run can start.
     pub workflows: ba_skills::WorkflowSet,
-    /// Model calls wait on this latch.
+    /// Model calls wait on this latch (release [`LET_THROUGH`] to let the rest of a run go).
     pub latch: Option<Arc<Latch>>,
     /// Tools the server has besides the demo's (or the analyst's).
     pub extra_tools: Vec<Arc<dyn Tool>>,
@@ -347,7 +347,6 @@ impl Server {
                             .unwrap()
                             .turns()
                             .to_vec(),
-                        delay: options.delay,
                         fallback: options.fallback,
                         gate: options.gate,
                     };

@@ -51,8 +51,10 @@ async fn cut_and_reconnect(c: &fantoccini::Client, server: &Server, id: &str) ->
 async fn a_dropped_connection_reconnects_with_its_last_event_id() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
+    // Each cut happens while a model call is held, so the run is surely still going.
+    let latch = Latch::new(1);
     let server = Server::start(Options {
-        delay: Duration::from_millis(600),
+        latch: Some(latch.clone()),
         proxy: true,
         ..Options::default()
     })
@@ -62,7 +64,9 @@ async fn a_dropped_connection_reconnects_with_its_last_event_id() {
         .observe(document.body, {attributes: true, attributeFilter: ['data-stream']}); return 1").await;
     ask(&c, QUESTION).await;
     a_tool_call_done(&c).await;
+    latch.arrived(2).await;
     let first = cut_and_reconnect(&c, &server, &id).await;
+    latch.release(1);
     // A cursor past the question: the entries the page has are not sent again.
     let seq: u64 = first.split('.').next().unwrap().parse().unwrap();
     assert!(seq >= 2, "Last-Event-ID {first:?}");
@@ -73,7 +77,9 @@ async fn a_dropped_connection_reconnects_with_its_last_event_id() {
         "return document.querySelectorAll('[data-call][data-state=done]').length >= 3",
     )
     .await;
+    latch.arrived(3).await;
     let second = cut_and_reconnect(&c, &server, &id).await;
+    latch.release(LET_THROUGH);
     let seq2: u64 = second.split('.').next().unwrap().parse().unwrap();
     assert!(seq2 > seq, "{first:?} then {second:?}");
     eprintln!("reconnected with Last-Event-ID {first} then {second}");
@@ -118,8 +124,10 @@ async fn a_dropped_connection_reconnects_with_its_last_event_id() {
 async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
+    // The run waits on its second model call until the page has been cut off.
+    let latch = Latch::new(1);
     let server = Server::start(Options {
-        delay: Duration::from_millis(300),
+        latch: Some(latch.clone()),
         proxy: true,
         ..Options::default()
     })
@@ -128,6 +136,7 @@ async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
     let id = open_new(&c, &server).await;
     ask(&c, QUESTION).await;
     a_tool_call_done(&c).await;
+    latch.arrived(2).await;
     proxy.refuse(true);
     assert!(proxy.cut() >= 1, "the event stream was not open");
     // The page keeps trying, waiting longer each time.
@@ -154,6 +163,7 @@ async fn an_outage_is_retried_with_growing_waits_and_caught_up_once() {
         "the wait does not grow as 1 s, 2 s: {gaps:?}"
     );
     assert!(gaps.iter().all(|&g| g <= 30.0), "{gaps:?}");
+    latch.release(LET_THROUGH);
     // Meanwhile the run goes on without the page, to its end; the page catches up once.
     let status = loop {
         let conv = server
