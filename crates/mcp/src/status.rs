@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum ServerState {
     /// Spawning, in the handshake or listing its tools.
     Starting,
@@ -140,4 +141,23 @@ pub struct ServerStatus {
 pub struct McpInventory {
     /// The servers, in configuration order.
     pub servers: Vec<ServerStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::IntoEnumIterator;
+
+    use super::ServerState;
+
+    /// `mcp list` and the status route print these names; serde writes the same.
+    #[test]
+    fn every_state_is_written_as_its_name() {
+        for state in ServerState::iter() {
+            assert_eq!(
+                serde_json::to_value(state).unwrap(),
+                serde_json::Value::from(state.as_str()),
+                "{state:?}"
+            );
+        }
+    }
 }

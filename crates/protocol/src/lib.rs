@@ -76,6 +76,8 @@ mod structured;
 mod tokens;
 mod tool;
 mod validate;
+#[cfg(test)]
+mod wire_names;
 mod workflow;
 
 pub use approval::{ApprovalDecision, ApprovalMode, Decision, PendingApproval, ToolApproval};

@@ -26,6 +26,7 @@ pub const LOG_SCHEMA_VERSION: u32 = 2;
 /// Role of a log entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum LogRole {
     /// Application instructions. Only summary-class system entries survive compression.
     System,
@@ -55,6 +56,7 @@ impl LogRole {
 /// The mode a conversation was in when an entry was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum Mode {
     /// Plain chat.
     #[default]

@@ -8,6 +8,7 @@ use crate::content::{Content, ContentBlock, ToolResultBlock, ToolUseBlock};
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum Role {
     /// The person, and tool results (which the Anthropic protocol sends as user messages).
     User,

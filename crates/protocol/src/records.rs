@@ -182,6 +182,7 @@ impl ServerInventoryRecord {
 /// Why an entry left a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum DropReason {
     /// `include_in_context` is false (UI-only entry).
     Excluded,

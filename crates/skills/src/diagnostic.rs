@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum Severity {
     /// The skill still works; the finding is worth fixing.
     Warning,
@@ -30,6 +31,7 @@ impl Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum Rule {
     /// A root folder does not exist or cannot be read.
     RootUnreadable,
@@ -204,5 +206,22 @@ impl fmt::Display for Diagnostic {
             self.rule,
             self.message
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ba_testkit::assert_wire_names;
+
+    use super::{Rule, Severity};
+    use crate::workflow::{InputType, OutputKind};
+
+    /// The rule ids and the workflow kinds are what files and scripts use.
+    #[test]
+    fn every_name_is_the_wire_name() {
+        assert_wire_names(Rule::as_str);
+        assert_wire_names(Severity::as_str);
+        assert_wire_names(InputType::as_str);
+        assert_wire_names(OutputKind::as_str);
     }
 }

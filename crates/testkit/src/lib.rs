@@ -532,6 +532,21 @@ pub fn answer(id: &str, blocks: &[Block<'_>], stop: &str, complete: bool) -> Str
     out
 }
 
+/// Asserts that every variant of `T` is written by serde as `name(variant)` and read back as
+/// itself: the names a wire enum gives (`as_str`) are the ones its JSON carries, for variants
+/// added later too (`T` derives `strum::EnumIter`, in tests only if it likes).
+pub fn assert_wire_names<T>(name: impl Fn(T) -> &'static str)
+where
+    T: strum::IntoEnumIterator + serde::Serialize + serde::de::DeserializeOwned,
+    T: Copy + PartialEq + std::fmt::Debug,
+{
+    for v in T::iter() {
+        let wire = serde_json::to_value(v).unwrap();
+        assert_eq!(wire, Value::from(name(v)), "{v:?}");
+        assert_eq!(serde_json::from_value::<T>(wire).unwrap(), v, "{v:?}");
+    }
+}
+
 /// Parser fuzzing without nightly: byte and structure mutations of valid inputs, driven by
 /// proptest, so a failure shrinks to a small input. `cargo xtask fuzz [--cases N]` runs the
 /// fuzz tests of every crate with `BA_AGENT_FUZZ_CASES` set; without it they run a short pass.

@@ -65,6 +65,7 @@ pub struct WorkflowInput {
 /// The type of a workflow input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum InputType {
     /// Any text.
     String,
@@ -160,6 +161,7 @@ pub struct NodeOutput {
 /// The kind of a node output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum OutputKind {
     /// A table of figures.
     Table,
