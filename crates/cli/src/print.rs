@@ -48,31 +48,6 @@ impl Printer {
             return;
         }
         match event {
-            AgentEvent::RunStarted { .. } | AgentEvent::Finished(_) => {}
-            AgentEvent::RoundStarted { round, model } => {
-                self.line(&format!("── Round {round} · {model}"));
-            }
-            AgentEvent::ContextCompressed {
-                tokens_before,
-                tokens_after,
-                strategies,
-                dropped,
-                skills_reinjected,
-                ..
-            } => {
-                let mut text = format!(
-                    "   ⇣ context compressed: {tokens_before} → {tokens_after} message tokens ({}), {dropped} entries left out",
-                    strategies.join(", ")
-                );
-                if !skills_reinjected.is_empty() {
-                    text.push_str(&format!(
-                        "; skill instructions kept: {}",
-                        skills_reinjected.join(", ")
-                    ));
-                }
-                self.line(&text);
-            }
-            AgentEvent::ThinkingDelta { .. } => {}
             AgentEvent::TextDelta { text, .. } if self.deltas => {
                 if !self.open_line {
                     out!("   ");
@@ -81,126 +56,15 @@ impl Printer {
                 crate::out::flush();
                 self.open_line = true;
             }
-            AgentEvent::ModelAnswered {
-                input_tokens,
-                output_tokens,
-                retries,
-                ..
-            } => {
-                let retries = if *retries > 0 {
-                    format!(", {retries} retries")
-                } else {
-                    String::new()
-                };
-                self.line(&format!(
-                    "   model: {input_tokens} tokens in, {output_tokens} out{retries}"
-                ));
-            }
-            AgentEvent::Plan { task_analysis, .. } => {
-                self.line(&format!("   thinking: {}", clip(task_analysis, 160)));
-            }
-            AgentEvent::ToolCallStarted {
-                name, arguments, ..
-            } => {
-                self.line(&format!(
-                    "   ⇢ {name} {}",
-                    clip(&arguments.to_string(), 140)
-                ));
-            }
-            AgentEvent::ToolResult {
-                name,
-                success,
-                observation,
-                data_ref,
-                duration_ms,
-                ..
-            } => {
-                let mark = if *success { "✓" } else { "✗" };
-                let mut text = format!(
-                    "   {mark} {name} ({duration_ms} ms): {}",
-                    clip(observation, 120)
-                );
-                if let Some(r) = data_ref {
-                    text.push_str(&format!(" [data: {r}]"));
-                }
-                self.line(&text);
-            }
-            AgentEvent::SkillActivated {
-                skill,
-                allowed_tools,
-                model,
-                ..
-            } => {
-                let mut text = format!("   ★ skill {skill} active");
-                if let Some(tools) = allowed_tools {
-                    text.push_str(&format!(" (tools: {})", tools.join(", ")));
-                }
-                if let Some(m) = model {
-                    text.push_str(&format!(" (model: {m})"));
-                }
-                self.line(&text);
-            }
             AgentEvent::FinalAnswer { .. } if self.open_line => {
                 outln!();
                 self.open_line = false;
             }
-            AgentEvent::Error {
-                kind,
-                message,
-                resumable,
-                ..
-            } => {
-                let hint = if *resumable {
-                    " (send `continue` to resume)"
-                } else {
-                    ""
-                };
-                self.line(&format!("   ! {kind}: {message}{hint}"));
+            _ => {
+                if let Some(line) = progress_line(event) {
+                    self.line(&line);
+                }
             }
-            AgentEvent::WorkflowStarted {
-                workflow,
-                inputs,
-                nodes,
-                ..
-            } => {
-                let inputs = ba_agent::shown_inputs(inputs);
-                let path: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
-                self.line(&format!(
-                    "▶ workflow {workflow} ({}): {}",
-                    inputs.join(", "),
-                    path.join(" → ")
-                ));
-            }
-            AgentEvent::NodeStarted { node, title, .. } => {
-                self.line(&format!("● node {node}: {title}"));
-            }
-            AgentEvent::NodeCompleted {
-                node,
-                outputs,
-                next,
-                ..
-            } => {
-                let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-                self.line(&format!(
-                    "✓ node {node} done ({}) → {}",
-                    names.join(", "),
-                    next.as_deref().unwrap_or("end")
-                ));
-            }
-            AgentEvent::WorkflowCompleted { workflow, .. } => {
-                self.line(&format!("■ workflow {workflow} complete"));
-            }
-            AgentEvent::Cancelled { partial_saved, .. } => {
-                let kept = if *partial_saved {
-                    "; the cut model call is in the log"
-                } else {
-                    ""
-                };
-                self.line(&format!(
-                    "   ! cancelled{kept} (`ba-agent run --resume ID` goes on from here)"
-                ));
-            }
-            _ => {}
         }
     }
 
@@ -237,5 +101,142 @@ impl Printer {
                 outln!("  - {q}");
             }
         }
+    }
+}
+
+/// The line of progress an event prints as; none for the events progress does not show (the
+/// run's start and end, thinking, streamed text and the answer, printed apart).
+fn progress_line(event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::RoundStarted { round, model } => Some(format!("── Round {round} · {model}")),
+        AgentEvent::ContextCompressed {
+            tokens_before,
+            tokens_after,
+            strategies,
+            dropped,
+            skills_reinjected,
+            ..
+        } => {
+            let mut text = format!(
+                "   ⇣ context compressed: {tokens_before} → {tokens_after} message tokens ({}), {dropped} entries left out",
+                strategies.join(", ")
+            );
+            if !skills_reinjected.is_empty() {
+                text.push_str(&format!(
+                    "; skill instructions kept: {}",
+                    skills_reinjected.join(", ")
+                ));
+            }
+            Some(text)
+        }
+        AgentEvent::ModelAnswered {
+            input_tokens,
+            output_tokens,
+            retries,
+            ..
+        } => {
+            let retries = if *retries > 0 {
+                format!(", {retries} retries")
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "   model: {input_tokens} tokens in, {output_tokens} out{retries}"
+            ))
+        }
+        AgentEvent::Plan { task_analysis, .. } => {
+            Some(format!("   thinking: {}", clip(task_analysis, 160)))
+        }
+        AgentEvent::ToolCallStarted {
+            name, arguments, ..
+        } => Some(format!("   ⇢ {name} {}", clip(&arguments.to_string(), 140))),
+        AgentEvent::ToolResult {
+            name,
+            success,
+            observation,
+            data_ref,
+            duration_ms,
+            ..
+        } => {
+            let mark = if *success { "✓" } else { "✗" };
+            let mut text = format!(
+                "   {mark} {name} ({duration_ms} ms): {}",
+                clip(observation, 120)
+            );
+            if let Some(r) = data_ref {
+                text.push_str(&format!(" [data: {r}]"));
+            }
+            Some(text)
+        }
+        AgentEvent::SkillActivated {
+            skill,
+            allowed_tools,
+            model,
+            ..
+        } => {
+            let mut text = format!("   ★ skill {skill} active");
+            if let Some(tools) = allowed_tools {
+                text.push_str(&format!(" (tools: {})", tools.join(", ")));
+            }
+            if let Some(m) = model {
+                text.push_str(&format!(" (model: {m})"));
+            }
+            Some(text)
+        }
+        AgentEvent::Error {
+            kind,
+            message,
+            resumable,
+            ..
+        } => {
+            let hint = if *resumable {
+                " (send `continue` to resume)"
+            } else {
+                ""
+            };
+            Some(format!("   ! {kind}: {message}{hint}"))
+        }
+        AgentEvent::WorkflowStarted {
+            workflow,
+            inputs,
+            nodes,
+            ..
+        } => {
+            let inputs = ba_agent::shown_inputs(inputs);
+            let path: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
+            Some(format!(
+                "▶ workflow {workflow} ({}): {}",
+                inputs.join(", "),
+                path.join(" → ")
+            ))
+        }
+        AgentEvent::NodeStarted { node, title, .. } => Some(format!("● node {node}: {title}")),
+        AgentEvent::NodeCompleted {
+            node,
+            outputs,
+            next,
+            ..
+        } => {
+            let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+            Some(format!(
+                "✓ node {node} done ({}) → {}",
+                names.join(", "),
+                next.as_deref().unwrap_or("end")
+            ))
+        }
+        AgentEvent::WorkflowCompleted { workflow, .. } => {
+            Some(format!("■ workflow {workflow} complete"))
+        }
+        AgentEvent::Cancelled { partial_saved, .. } => {
+            let kept = if *partial_saved {
+                "; the cut model call is in the log"
+            } else {
+                ""
+            };
+            Some(format!(
+                "   ! cancelled{kept} (`ba-agent run --resume ID` goes on from here)"
+            ))
+        }
+        _ => None,
     }
 }

@@ -535,50 +535,78 @@ fn same(a: f64, b: f64, terms: usize) -> bool {
     (a - b).abs() <= 0.006 * terms as f64 + 1e-9 * b.abs().max(1.0)
 }
 
-/// The key items of a table.
+/// The key items of a table: its title, header, footers and odd lines, then what sums it up
+/// (aggregate rows, an aggregate column's cells) or, when nothing does, its salient rows.
 fn table_items(t: &Table) -> Vec<KeyItem> {
-    let ncols = t.rows.iter().map(|r| r.cells.len()).max().unwrap_or(0);
-    // pandas prints `...` where it cut columns out: no value.
-    fn cell(r: &Row, c: usize) -> &str {
-        let v = r.cells.get(c).map_or("", String::as_str);
-        if v == "..." || v == "…" { "" } else { v }
+    let cols = Columns::read(t);
+    let mut items = frame_items(t);
+    if let [r] = t.rows.as_slice() {
+        items.extend(one_row_item(&cols, r));
+        return items;
     }
-    let values: Vec<Vec<Option<f64>>> = t
-        .rows
-        .iter()
-        .map(|r| (0..ncols).map(|c| number(cell(r, c))).collect())
-        .collect();
-    // A column is numeric when most of its filled cells are numbers; the first column is a
-    // label when it counts rows (pandas' index: 0, 1, 2, …).
-    let filled = |c: usize| t.rows.iter().filter(|r| !cell(r, c).is_empty()).count();
-    let numeric: Vec<bool> = (0..ncols)
-        .map(|c| {
-            let n = values.iter().filter(|v| v[c].is_some()).count();
-            n > 0 && n * 10 >= filled(c) * 6
-        })
-        .collect();
-    // pandas' index: an untitled first column of increasing whole numbers (cut in the middle
-    // when a long frame is printed), perhaps with a named row (`Total`) among them.
-    let counts_rows = |c: usize| {
-        let ints: Vec<f64> = values.iter().filter_map(|v| v[c]).collect();
-        c == 0
-            && t.header.first().is_none_or(String::is_empty)
-            && ints.len() >= 2
-            && ints.iter().all(|v| v.fract() == 0.0 && *v >= 0.0)
-            && ints.windows(2).all(|w| w[1] > w[0])
+    let col_score: Vec<i32> = (0..cols.n).map(|c| cols.aggregate_score(c)).collect();
+    let (row_score, flagged) = cols.row_scores();
+    let order_cols = |r: &Row| -> Vec<(String, String)> {
+        let mut figures: Vec<usize> = cols.figures().filter(|&c| !cell(r, c).is_empty()).collect();
+        figures.sort_by_key(|&c| (-col_score[c], std::cmp::Reverse(c)));
+        figures
+            .into_iter()
+            .map(|c| (cols.title(c), cell(r, c).to_owned()))
+            .collect()
     };
-    let label_col: Vec<bool> = (0..ncols)
-        .map(|c| !numeric[c] || (c == 0 && counts_rows(c)))
-        .collect();
-    let figure_col: Vec<bool> = (0..ncols).map(|c| numeric[c] && !label_col[c]).collect();
-    let title = |c: usize| {
-        let h = t.header.get(c).cloned().unwrap_or_default();
-        if h == "..." || h == "…" {
-            String::new()
+    let last_flagged = flagged.iter().rposition(|f| *f);
+    for (k, r) in t.rows.iter().enumerate() {
+        if flagged[k] {
+            let pairs = order_cols(r);
+            if pairs.is_empty() {
+                continue;
+            }
+            let best_col = pairs
+                .first()
+                .and_then(|(h, _)| (0..cols.n).find(|&c| cols.title(c) == *h))
+                .map_or(0, |c| col_score[c]);
+            items.push(KeyItem {
+                weight: 6 + row_score[k] + best_col / 2 + i32::from(Some(k) == last_flagged),
+                at: r.at,
+                why: "aggregate row",
+                label: cols.row_label(r),
+                pairs,
+                line: r.line.clone(),
+            });
         } else {
-            h
+            // An aggregate column's cell of an ordinary row.
+            for c in (0..cols.n).filter(|&c| col_score[c] >= 4) {
+                if cell(r, c).is_empty() {
+                    continue;
+                }
+                items.push(KeyItem {
+                    weight: 1 + col_score[c] / 3,
+                    at: r.at,
+                    why: "aggregate column",
+                    label: cols.row_label(r),
+                    pairs: vec![(cols.title(c), cell(r, c).to_owned())],
+                    line: r.line.clone(),
+                });
+            }
+            // Ordinary rows speak for a table only when nothing sums it up: then they are
+            // weighed as lines.
+            let w = line_salience(&r.line).total;
+            if w >= 3 && last_flagged.is_none() {
+                items.push(KeyItem::line(w, r.at, "row", &r.line));
+            }
         }
-    };
+    }
+    items
+}
+
+/// A cell as a value: pandas prints `...` where it cut columns out, which is none.
+fn cell(r: &Row, c: usize) -> &str {
+    let v = r.cells.get(c).map_or("", String::as_str);
+    if v == "..." || v == "…" { "" } else { v }
+}
+
+/// The lines around the rows: title, header, footers and lines unlike the rows.
+fn frame_items(t: &Table) -> Vec<KeyItem> {
     let mut items = Vec::new();
     if let Some((at, line)) = &t.title {
         items.push(KeyItem::line(2, *at, "title", line));
@@ -610,13 +638,111 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
             line,
         ));
     }
-    let row_label = |r: &Row| -> String {
-        // An index's numbers count rows; its names (`Total`) label them.
-        let label_cells: Vec<&str> = (0..ncols)
-            .filter(|&c| label_col[c])
+    items
+}
+
+/// A one-row result: its figures, last column first, under the row's label.
+fn one_row_item(cols: &Columns<'_>, r: &Row) -> Option<KeyItem> {
+    let pairs: Vec<(String, String)> = cols
+        .figures()
+        .rev()
+        .map(|c| (cols.title(c), cell(r, c).to_owned()))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let label = cols.row_label(r);
+    Some(KeyItem {
+        weight: 14,
+        at: r.at,
+        why: "one-row result",
+        label: if label == "(all)" {
+            String::new()
+        } else {
+            label
+        },
+        pairs,
+        line: r.line.clone(),
+    })
+}
+
+/// A table's columns as the key items read them: which hold labels and which figures.
+struct Columns<'t> {
+    table: &'t Table,
+    /// The widest row's cell count.
+    n: usize,
+    /// Each row's cells as numbers, where they read as one.
+    values: Vec<Vec<Option<f64>>>,
+    /// Cells with something in them, per column.
+    filled: Vec<usize>,
+    /// Whether the first column is pandas' index: untitled increasing whole numbers (cut in the
+    /// middle when a long frame is printed), perhaps with a named row (`Total`) among them.
+    index: bool,
+    label: Vec<bool>,
+    figure: Vec<bool>,
+}
+
+impl<'t> Columns<'t> {
+    fn read(t: &'t Table) -> Self {
+        let n = t.rows.iter().map(|r| r.cells.len()).max().unwrap_or(0);
+        let values: Vec<Vec<Option<f64>>> = t
+            .rows
+            .iter()
+            .map(|r| (0..n).map(|c| number(cell(r, c))).collect())
+            .collect();
+        let filled: Vec<usize> = (0..n)
+            .map(|c| t.rows.iter().filter(|r| !cell(r, c).is_empty()).count())
+            .collect();
+        // A column is numeric when most of its filled cells are numbers.
+        let numeric: Vec<bool> = (0..n)
+            .map(|c| {
+                let k = values.iter().filter(|v| v[c].is_some()).count();
+                k > 0 && k * 10 >= filled[c] * 6
+            })
+            .collect();
+        let index = n > 0 && {
+            let ints: Vec<f64> = values.iter().filter_map(|v| v[0]).collect();
+            t.header.first().is_none_or(String::is_empty)
+                && ints.len() >= 2
+                && ints.iter().all(|v| v.fract() == 0.0 && *v >= 0.0)
+                && ints.windows(2).all(|w| w[1] > w[0])
+        };
+        let label: Vec<bool> = (0..n).map(|c| !numeric[c] || (c == 0 && index)).collect();
+        let figure = (0..n).map(|c| numeric[c] && !label[c]).collect();
+        Self {
+            table: t,
+            n,
+            values,
+            filled,
+            index,
+            label,
+            figure,
+        }
+    }
+
+    /// The columns that hold figures, left to right.
+    fn figures(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        (0..self.n).filter(|&c| self.figure[c])
+    }
+
+    /// Column `c`'s title ("" for none, or for pandas' `...`).
+    fn title(&self, c: usize) -> String {
+        let h = self.table.header.get(c).cloned().unwrap_or_default();
+        if h == "..." || h == "…" {
+            String::new()
+        } else {
+            h
+        }
+    }
+
+    /// What a row is about: its label cells joined; an index's numbers count rows and are
+    /// left out, its names (`Total`) label them; "(all)" for a row whose labels are empty.
+    fn row_label(&self, r: &Row) -> String {
+        let label_cells: Vec<&str> = (0..self.n)
+            .filter(|&c| self.label[c])
             .map(|c| cell(r, c))
             .enumerate()
-            .filter(|(c, v)| !(*c == 0 && counts_rows(0) && number(v).is_some()))
+            .filter(|(c, v)| !(*c == 0 && self.index && number(v).is_some()))
             .map(|(_, v)| v)
             .collect();
         let said: Vec<&str> = label_cells
@@ -631,103 +757,89 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
                 .trim_matches(|c: char| c == '*' || c == '_')
                 .to_owned()
         }
-    };
-    if t.rows.len() == 1 {
-        let r = &t.rows[0];
-        let pairs: Vec<(String, String)> = (0..ncols)
-            .filter(|&c| figure_col[c])
-            .rev()
-            .map(|c| (title(c), cell(r, c).to_owned()))
-            .collect();
-        if !pairs.is_empty() {
-            let label = row_label(r);
-            items.push(KeyItem {
-                weight: 14,
-                at: r.at,
-                why: "one-row result",
-                label: if label == "(all)" {
-                    String::new()
-                } else {
-                    label
-                },
-                pairs,
-                line: r.line.clone(),
-            });
-        }
-        return items;
     }
-    // Aggregate columns: named like one, or the sum of the row's other figures.
-    let col_score: Vec<i32> = (0..ncols)
-        .map(|c| {
-            if !figure_col[c] {
-                return 0;
-            }
-            let mut s = 0;
-            if is_aggregate(&title(c)) {
-                s += 4;
-            }
-            let others: Vec<usize> = (0..ncols).filter(|&o| o != c && figure_col[o]).collect();
-            let checked: Vec<bool> = values
-                .iter()
-                .filter(|v| {
-                    v[c].is_some() && others.iter().filter(|&&o| v[o].is_some()).count() >= 2
-                })
-                .map(|v| {
-                    let sum: f64 = others.iter().filter_map(|&o| v[o]).sum();
-                    same(v[c].unwrap_or(0.0), sum, others.len())
-                })
-                .collect();
-            if checked.len() >= 2
-                && checked.iter().filter(|x| **x).count() * 10 >= checked.len() * 7
-            {
-                s += 5;
-            }
-            s
-        })
-        .collect();
-    // Aggregate rows: named like one, grouping cells left empty (ROLLUP), the sum of the rows
-    // above or of all the others, after a rule, fewer cells than the rows.
-    let usual_cells = {
-        let mut freq: std::collections::HashMap<usize, usize> = Default::default();
-        for r in &t.rows {
-            *freq
-                .entry(r.cells.iter().filter(|c| !c.is_empty()).count())
-                .or_default() += 1;
+
+    /// How much figure column `c` looks like an aggregate: named like one (4), the sum of
+    /// its row's other figures in most rows (5).
+    fn aggregate_score(&self, c: usize) -> i32 {
+        if !self.figure[c] {
+            return 0;
         }
-        freq.into_iter()
-            .max_by_key(|(k, n)| (*n, *k))
-            .map_or(0, |(k, _)| k)
-    };
-    let mut flagged = vec![false; t.rows.len()];
-    let mut row_score = vec![0i32; t.rows.len()];
-    for (k, r) in t.rows.iter().enumerate() {
         let mut s = 0;
-        if (0..ncols).any(|c| label_col[c] && is_aggregate(cell(r, c))) {
-            s += 6;
+        if is_aggregate(&self.title(c)) {
+            s += 4;
         }
-        let blank_groups = (0..ncols)
-            .filter(|&c| label_col[c] && !(c == 0 && counts_rows(c)))
-            .filter(|&c| cell(r, c).is_empty() && filled(c) * 10 >= t.rows.len() * 7)
-            .count();
-        if blank_groups > 0 && (0..ncols).any(|c| figure_col[c] && values[k][c].is_some()) {
+        let others: Vec<usize> = self.figures().filter(|&o| o != c).collect();
+        let checked: Vec<bool> = self
+            .values
+            .iter()
+            .filter(|v| v[c].is_some() && others.iter().filter(|&&o| v[o].is_some()).count() >= 2)
+            .map(|v| {
+                let sum: f64 = others.iter().filter_map(|&o| v[o]).sum();
+                same(v[c].unwrap_or(0.0), sum, others.len())
+            })
+            .collect();
+        if checked.len() >= 2 && checked.iter().filter(|x| **x).count() * 10 >= checked.len() * 7 {
             s += 5;
         }
-        if r.after_rule {
-            s += 3;
-        }
-        if r.cells.iter().filter(|c| !c.is_empty()).count() < usual_cells {
-            s += 1;
-        }
-        row_score[k] = s;
-        flagged[k] = s >= 5;
+        s
     }
-    for k in 0..t.rows.len() {
+
+    /// Each row's aggregate score and whether it is an aggregate row: named like one,
+    /// grouping cells left empty (ROLLUP), after a rule, fewer cells than the rows (first
+    /// pass); then the sum of all the other rows or of the rows since the previous aggregate.
+    fn row_scores(&self) -> (Vec<i32>, Vec<bool>) {
+        let rows = &self.table.rows;
+        let usual_cells = {
+            let mut freq: std::collections::HashMap<usize, usize> = Default::default();
+            for r in rows {
+                *freq
+                    .entry(r.cells.iter().filter(|c| !c.is_empty()).count())
+                    .or_default() += 1;
+            }
+            freq.into_iter()
+                .max_by_key(|(k, n)| (*n, *k))
+                .map_or(0, |(k, _)| k)
+        };
+        let mut flagged = vec![false; rows.len()];
+        let mut row_score = vec![0i32; rows.len()];
+        for (k, r) in rows.iter().enumerate() {
+            let mut s = 0;
+            if (0..self.n).any(|c| self.label[c] && is_aggregate(cell(r, c))) {
+                s += 6;
+            }
+            let blank_groups = (0..self.n)
+                .filter(|&c| self.label[c] && !(c == 0 && self.index))
+                .filter(|&c| cell(r, c).is_empty() && self.filled[c] * 10 >= rows.len() * 7)
+                .count();
+            if blank_groups > 0 && self.figures().any(|c| self.values[k][c].is_some()) {
+                s += 5;
+            }
+            if r.after_rule {
+                s += 3;
+            }
+            if r.cells.iter().filter(|c| !c.is_empty()).count() < usual_cells {
+                s += 1;
+            }
+            row_score[k] = s;
+            flagged[k] = s >= 5;
+        }
+        for k in 0..rows.len() {
+            row_score[k] += self.sum_score(k, &flagged);
+            flagged[k] = row_score[k] >= 5;
+        }
+        (row_score, flagged)
+    }
+
+    /// How much row `k`'s figures sum others up: all the other rows (or half of them, when
+    /// the total is among them) 6, the rows since the previous aggregate row 4.
+    fn sum_score(&self, k: usize, flagged: &[bool]) -> i32 {
         let mut best = 0;
-        for c in (0..ncols).filter(|&c| figure_col[c]) {
-            let Some(v) = values[k][c] else { continue };
-            let others: Vec<f64> = (0..t.rows.len())
+        for c in self.figures() {
+            let Some(v) = self.values[k][c] else { continue };
+            let others: Vec<f64> = (0..self.values.len())
                 .filter(|&o| o != k)
-                .filter_map(|o| values[o][c])
+                .filter_map(|o| self.values[o][c])
                 .collect();
             if others.len() >= 2 {
                 let sum: f64 = others.iter().sum();
@@ -742,7 +854,7 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
                 if flagged[o] {
                     break;
                 }
-                if let Some(x) = values[o][c] {
+                if let Some(x) = self.values[o][c] {
                     run.push(x);
                 }
             }
@@ -750,59 +862,6 @@ fn table_items(t: &Table) -> Vec<KeyItem> {
                 best = best.max(4);
             }
         }
-        row_score[k] += best;
-        flagged[k] = row_score[k] >= 5;
+        best
     }
-    let order_cols = |r: &Row| -> Vec<(String, String)> {
-        let mut cols: Vec<usize> = (0..ncols)
-            .filter(|&c| figure_col[c] && !cell(r, c).is_empty())
-            .collect();
-        cols.sort_by_key(|&c| (-col_score[c], std::cmp::Reverse(c)));
-        cols.into_iter()
-            .map(|c| (title(c), cell(r, c).to_owned()))
-            .collect()
-    };
-    let last_flagged = flagged.iter().rposition(|f| *f);
-    for (k, r) in t.rows.iter().enumerate() {
-        if flagged[k] {
-            let pairs = order_cols(r);
-            if pairs.is_empty() {
-                continue;
-            }
-            let best_col = pairs
-                .first()
-                .and_then(|(h, _)| (0..ncols).find(|&c| title(c) == *h))
-                .map_or(0, |c| col_score[c]);
-            items.push(KeyItem {
-                weight: 6 + row_score[k] + best_col / 2 + i32::from(Some(k) == last_flagged),
-                at: r.at,
-                why: "aggregate row",
-                label: row_label(r),
-                pairs,
-                line: r.line.clone(),
-            });
-        } else {
-            // An aggregate column's cell of an ordinary row.
-            for c in (0..ncols).filter(|&c| col_score[c] >= 4) {
-                if cell(r, c).is_empty() {
-                    continue;
-                }
-                items.push(KeyItem {
-                    weight: 1 + col_score[c] / 3,
-                    at: r.at,
-                    why: "aggregate column",
-                    label: row_label(r),
-                    pairs: vec![(title(c), cell(r, c).to_owned())],
-                    line: r.line.clone(),
-                });
-            }
-            // Ordinary rows speak for a table only when nothing sums it up: then they are
-            // weighed as lines.
-            let w = line_salience(&r.line).total;
-            if w >= 3 && last_flagged.is_none() {
-                items.push(KeyItem::line(w, r.at, "row", &r.line));
-            }
-        }
-    }
-    items
 }
