@@ -23,178 +23,223 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// encrypted content goes back to the Responses API, see [`crate::convert::log_to_responses`]).
 /// `event_msg` and `turn_context` records are listed as losses.
 pub fn rollout_to_log(text: &str) -> Converted<Vec<LogEntry>> {
-    let mut entries: Vec<LogEntry> = Vec::new();
-    let mut losses = Vec::new();
-    let mut skipped: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut loss = |line: usize, what: String| {
-        losses.push(Loss {
+    let mut rollout = Rollout::default();
+    for (i, line) in text.lines().enumerate() {
+        if !line.trim().is_empty() {
+            rollout.record(i + 1, line);
+        }
+    }
+    rollout.finish()
+}
+
+/// A rollout read so far: the entries, what could not be kept, and the records left out by
+/// kind.
+#[derive(Default)]
+struct Rollout {
+    entries: Vec<LogEntry>,
+    losses: Vec<Loss>,
+    skipped: std::collections::BTreeMap<String, usize>,
+}
+
+impl Rollout {
+    fn loss(&mut self, line: usize, what: String) {
+        self.losses.push(Loss {
             path: format!("line {line}"),
             what,
         });
-    };
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
+    }
+
+    /// Reads record `line` (line number `n`).
+    fn record(&mut self, n: usize, line: &str) {
         let record: Value = match serde_json::from_str(line) {
             Ok(v) => v,
-            Err(e) => {
-                loss(n, format!("not valid JSON ({e}); skipped"));
-                continue;
-            }
+            Err(e) => return self.loss(n, format!("not valid JSON ({e}); skipped")),
         };
-        let time = str_of(&record, "timestamp").unwrap_or("").to_owned();
-        let payload = record.get("payload").cloned().unwrap_or(Value::Null);
-        let new = |role| LogEntry::new(format!("codex-{n}"), role, time.clone());
+        let at = Place {
+            n,
+            time: str_of(&record, "timestamp").unwrap_or(""),
+        };
+        let payload = record.get("payload").unwrap_or(&Value::Null);
         match str_of(&record, "type").unwrap_or("") {
             "session_meta" => {
-                let mut e = new(LogRole::System);
+                let mut e = at.entry(LogRole::System);
                 e.content = Some(Content::Text(payload.to_string()));
                 e.part_type = Some("session_meta".to_owned());
                 e.include_in_context = false;
-                entries.push(e);
+                self.entries.push(e);
             }
             "compacted" => {
-                let summary = str_of(&payload, "message").unwrap_or("");
-                let mut e = new(LogRole::System);
+                let summary = str_of(payload, "message").unwrap_or("");
+                let mut e = at.entry(LogRole::System);
                 e.content = Some(Content::Text(format!("{SUMMARY_PREFIX}\n{summary}")));
                 e.part_type = Some("compact_summary".to_owned());
-                entries.push(e);
+                self.entries.push(e);
             }
-            "response_item" => {
-                let kind = str_of(&payload, "type").unwrap_or("");
-                match kind {
-                    "message" => {
-                        let role = match str_of(&payload, "role") {
-                            Some("user") => LogRole::User,
-                            Some("assistant") => LogRole::Assistant,
-                            Some("developer") => LogRole::Developer,
-                            Some("system") => LogRole::System,
-                            other => {
-                                loss(n, format!("message with role {other:?}; skipped"));
-                                continue;
-                            }
-                        };
-                        let content = codex_content(&payload, n, &mut loss);
-                        match entries.last_mut() {
-                            // The answer of a turn that began with reasoning.
-                            Some(last) if role == LogRole::Assistant && only_thinking(last) => {
-                                for block in content.into_blocks() {
-                                    push_block(last, block);
-                                }
-                            }
-                            _ => {
-                                let mut e = new(role);
-                                e.content = Some(content);
-                                entries.push(e);
-                            }
-                        }
-                    }
-                    "function_call" | "custom_tool_call" | "local_shell_call" => {
-                        let call_id = str_of(&payload, "call_id")
-                            .or_else(|| str_of(&payload, "id"))
-                            .unwrap_or("")
-                            .to_owned();
-                        let (name, arguments) = match kind {
-                            "function_call" => (
-                                str_of(&payload, "name").unwrap_or("").to_owned(),
-                                str_of(&payload, "arguments").unwrap_or("{}").to_owned(),
-                            ),
-                            "custom_tool_call" => {
-                                loss(
-                                    n,
-                                    "custom tool call input wrapped as {\"input\": …}".to_owned(),
-                                );
-                                let input = payload.get("input").cloned().unwrap_or(Value::Null);
-                                (
-                                    str_of(&payload, "name").unwrap_or("").to_owned(),
-                                    serde_json::json!({ "input": input }).to_string(),
-                                )
-                            }
-                            _ => (
-                                "local_shell".to_owned(),
-                                payload
-                                    .get("action")
-                                    .cloned()
-                                    .unwrap_or(Value::Null)
-                                    .to_string(),
-                            ),
-                        };
-                        let mut call = LogToolCall::new(call_id, name, &Value::Null);
-                        call.function.arguments = arguments;
-                        match entries.last_mut() {
-                            Some(last)
-                                if last.role == LogRole::Assistant && last.llm_error.is_none() =>
-                            {
-                                last.tool_calls.get_or_insert_with(Vec::new).push(call);
-                            }
-                            _ => {
-                                let mut e = new(LogRole::Assistant);
-                                e.tool_calls = Some(vec![call]);
-                                entries.push(e);
-                            }
-                        }
-                    }
-                    "function_call_output" | "custom_tool_call_output" => {
-                        let mut e = new(LogRole::Tool);
-                        e.tool_call_id = str_of(&payload, "call_id").map(str::to_owned);
-                        let output = payload.get("output").cloned().unwrap_or(Value::Null);
-                        let (text, success) = match output {
-                            Value::String(s) => (s, None),
-                            Value::Object(o) => (
-                                o.get("content")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_owned)
-                                    .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
-                                o.get("success").and_then(Value::as_bool),
-                            ),
-                            other => (other.to_string(), None),
-                        };
-                        e.content = Some(Content::Text(text));
-                        e.is_error = success.map(|ok| !ok);
-                        entries.push(e);
-                    }
-                    "reasoning" => match ResponseItem::from_value(payload.clone()) {
-                        // A Responses reasoning item: kept whole in a thinking block of the
-                        // assistant turn it opens, so it goes back to the Responses API.
-                        Ok(ResponseItem::Reasoning(r)) => {
-                            let block = reasoning_block(&r);
-                            match entries.last_mut() {
-                                Some(last) if only_thinking(last) => push_block(last, block),
-                                _ => {
-                                    let mut e = new(LogRole::Assistant);
-                                    e.content = Some(Content::Blocks(vec![block]));
-                                    entries.push(e);
-                                }
-                            }
-                        }
-                        _ => loss(
-                            n,
-                            "a reasoning item that cannot be read; skipped".to_owned(),
-                        ),
-                    },
-                    other => {
-                        *skipped.entry(format!("response_item {other}")).or_default() += 1;
-                    }
-                }
-            }
+            "response_item" => self.response_item(&at, payload),
             other => {
                 let other = if other.is_empty() { "untyped" } else { other };
-                *skipped.entry(other.to_owned()).or_default() += 1;
+                *self.skipped.entry(other.to_owned()).or_default() += 1;
             }
         }
     }
-    for (kind, count) in skipped {
-        losses.push(Loss {
-            path: "rollout".to_owned(),
-            what: format!("{count} `{kind}` record(s) are not conversation; left out"),
-        });
+
+    /// A `response_item` record: a message, a tool call or its output, or reasoning.
+    fn response_item(&mut self, at: &Place<'_>, payload: &Value) {
+        let kind = str_of(payload, "type").unwrap_or("");
+        match kind {
+            "message" => self.message(at, payload),
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                let call = self.call(at.n, kind, payload);
+                match self.entries.last_mut() {
+                    Some(last) if last.role == LogRole::Assistant && last.llm_error.is_none() => {
+                        last.tool_calls.get_or_insert_with(Vec::new).push(call);
+                    }
+                    _ => {
+                        let mut e = at.entry(LogRole::Assistant);
+                        e.tool_calls = Some(vec![call]);
+                        self.entries.push(e);
+                    }
+                }
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                self.entries.push(call_output(at, payload));
+            }
+            "reasoning" => match ResponseItem::from_value(payload.clone()) {
+                // A Responses reasoning item: kept whole in a thinking block of the assistant
+                // turn it opens, so it goes back to the Responses API.
+                Ok(ResponseItem::Reasoning(r)) => {
+                    let block = reasoning_block(&r);
+                    match self.entries.last_mut() {
+                        Some(last) if only_thinking(last) => push_block(last, block),
+                        _ => {
+                            let mut e = at.entry(LogRole::Assistant);
+                            e.content = Some(Content::Blocks(vec![block]));
+                            self.entries.push(e);
+                        }
+                    }
+                }
+                _ => self.loss(
+                    at.n,
+                    "a reasoning item that cannot be read; skipped".to_owned(),
+                ),
+            },
+            other => {
+                *self
+                    .skipped
+                    .entry(format!("response_item {other}"))
+                    .or_default() += 1;
+            }
+        }
     }
-    Converted {
-        value: entries,
-        losses,
+
+    /// A message item: an entry of its role, or the answer of a turn that began with
+    /// reasoning.
+    fn message(&mut self, at: &Place<'_>, payload: &Value) {
+        let role = match str_of(payload, "role") {
+            Some("user") => LogRole::User,
+            Some("assistant") => LogRole::Assistant,
+            Some("developer") => LogRole::Developer,
+            Some("system") => LogRole::System,
+            other => return self.loss(at.n, format!("message with role {other:?}; skipped")),
+        };
+        let content = codex_content(payload, at.n, &mut |n, what| self.loss(n, what));
+        match self.entries.last_mut() {
+            Some(last) if role == LogRole::Assistant && only_thinking(last) => {
+                for block in content.into_blocks() {
+                    push_block(last, block);
+                }
+            }
+            _ => {
+                let mut e = at.entry(role);
+                e.content = Some(content);
+                self.entries.push(e);
+            }
+        }
     }
+
+    /// The tool call of a `function_call`, `custom_tool_call` (its input wrapped, a loss) or
+    /// `local_shell_call` (its action as the arguments).
+    fn call(&mut self, n: usize, kind: &str, payload: &Value) -> LogToolCall {
+        let call_id = str_of(payload, "call_id")
+            .or_else(|| str_of(payload, "id"))
+            .unwrap_or("")
+            .to_owned();
+        let (name, arguments) = match kind {
+            "function_call" => (
+                str_of(payload, "name").unwrap_or("").to_owned(),
+                str_of(payload, "arguments").unwrap_or("{}").to_owned(),
+            ),
+            "custom_tool_call" => {
+                self.loss(
+                    n,
+                    "custom tool call input wrapped as {\"input\": …}".to_owned(),
+                );
+                let input = payload.get("input").cloned().unwrap_or(Value::Null);
+                (
+                    str_of(payload, "name").unwrap_or("").to_owned(),
+                    serde_json::json!({ "input": input }).to_string(),
+                )
+            }
+            _ => (
+                "local_shell".to_owned(),
+                payload
+                    .get("action")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+                    .to_string(),
+            ),
+        };
+        let mut call = LogToolCall::new(call_id, name, &Value::Null);
+        call.function.arguments = arguments;
+        call
+    }
+
+    fn finish(mut self) -> Converted<Vec<LogEntry>> {
+        for (kind, count) in self.skipped {
+            self.losses.push(Loss {
+                path: "rollout".to_owned(),
+                what: format!("{count} `{kind}` record(s) are not conversation; left out"),
+            });
+        }
+        Converted {
+            value: self.entries,
+            losses: self.losses,
+        }
+    }
+}
+
+/// Where an entry comes from: its record's line number (its id is `codex-<n>`) and time.
+struct Place<'a> {
+    n: usize,
+    time: &'a str,
+}
+
+impl Place<'_> {
+    fn entry(&self, role: LogRole) -> LogEntry {
+        LogEntry::new(format!("codex-{}", self.n), role, self.time.to_owned())
+    }
+}
+
+/// The tool entry of a call's output: its text (an object's `content`, else the object) and
+/// whether it failed, when the output says.
+fn call_output(at: &Place<'_>, payload: &Value) -> LogEntry {
+    let mut e = at.entry(LogRole::Tool);
+    e.tool_call_id = str_of(payload, "call_id").map(str::to_owned);
+    let output = payload.get("output").cloned().unwrap_or(Value::Null);
+    let (text, success) = match output {
+        Value::String(s) => (s, None),
+        Value::Object(o) => (
+            o.get("content")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
+            o.get("success").and_then(Value::as_bool),
+        ),
+        other => (other.to_string(), None),
+    };
+    e.content = Some(Content::Text(text));
+    e.is_error = success.map(|ok| !ok);
+    e
 }
 
 /// An assistant entry that holds nothing but thinking yet (a turn's reasoning, before its
