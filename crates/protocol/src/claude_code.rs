@@ -73,106 +73,48 @@ pub fn looks_like_session(text: &str) -> bool {
 /// (`include_in_context: false`). Lines that are not JSON and records that are not conversation
 /// are listed as losses with their line numbers or counts.
 pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
-    let mut entries: Vec<LogEntry> = Vec::new();
-    let mut losses = Vec::new();
-    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-    let mut assistant_by_message: HashMap<String, usize> = HashMap::new();
-    let mut tool_use_results = 0usize;
+    let mut session = Session::default();
     for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        if line.trim().is_empty() {
-            continue;
+        if !line.trim().is_empty() {
+            session.record(i + 1, line);
         }
+    }
+    session.finish()
+}
+
+/// A session read so far: the entries, what could not be kept, the records left out by kind,
+/// where each assistant message's entry is (later records of it merge there) and how many UI
+/// payloads of tool results were left out.
+#[derive(Default)]
+struct Session {
+    entries: Vec<LogEntry>,
+    losses: Vec<Loss>,
+    skipped: BTreeMap<String, usize>,
+    assistant_by_message: HashMap<String, usize>,
+    tool_use_results: usize,
+}
+
+impl Session {
+    fn loss(&mut self, line_no: usize, what: String) {
+        self.losses.push(Loss {
+            path: format!("line {line_no}"),
+            what,
+        });
+    }
+
+    /// Reads record `line` (line number `line_no`).
+    fn record(&mut self, line_no: usize, line: &str) {
         let record: Value = match serde_json::from_str(line) {
             Ok(v) => v,
-            Err(e) => {
-                losses.push(Loss {
-                    path: format!("line {line_no}"),
-                    what: format!("not valid JSON ({e}); skipped"),
-                });
-                continue;
-            }
+            Err(e) => return self.loss(line_no, format!("not valid JSON ({e}); skipped")),
         };
-        let kind = str_field(&record, "type").unwrap_or("").to_owned();
         let id = str_field(&record, "uuid")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("line-{line_no}"));
         let time = str_field(&record, "timestamp").unwrap_or("").to_owned();
         let mut stamp = RecordStamp { id, time, used: 0 };
-        match kind.as_str() {
-            "user" | "assistant" => {
-                if record.get("toolUseResult").is_some() {
-                    tool_use_results += 1;
-                }
-                let Some(message) = record.get("message").cloned() else {
-                    losses.push(Loss {
-                        path: format!("line {line_no}"),
-                        what: format!("`{kind}` record without `message`; skipped"),
-                    });
-                    continue;
-                };
-                let message = match serde_json::from_value::<AnthropicMessage>(message) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        losses.push(Loss {
-                            path: format!("line {line_no}"),
-                            what: format!("unreadable message ({e}); skipped"),
-                        });
-                        continue;
-                    }
-                };
-                if record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
-                    let mut e = LogEntry::new(stamp.next_id(), LogRole::System, stamp.now());
-                    e.content = Some(Content::Text(format!(
-                        "{SUMMARY_PREFIX}\n{}",
-                        message.content.to_text()
-                    )));
-                    e.part_type = Some("compact_summary".to_owned());
-                    entries.push(e);
-                    continue;
-                }
-                let message_id = message
-                    .extra
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                if kind == "assistant"
-                    && let Some(&at) = message_id
-                        .as_ref()
-                        .and_then(|mid| assistant_by_message.get(mid))
-                {
-                    merge_assistant(&mut entries[at], &message);
-                    continue;
-                }
-                // A recorded message carries the response's metadata (`id`, `model`, `usage`,
-                // `stop_reason`, …), which a request must not send back: keep it apart.
-                let mut message = message;
-                let response = std::mem::take(&mut message.extra);
-                let converted = match message_to_log(&message, &mut stamp) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        losses.push(Loss {
-                            path: format!("line {line_no}"),
-                            what: format!("{e}; skipped"),
-                        });
-                        continue;
-                    }
-                };
-                let first = entries.len();
-                for mut e in converted {
-                    if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
-                        e.part_type = Some("meta".to_owned());
-                    }
-                    entries.push(e);
-                }
-                if let Some(e) = entries.get_mut(first).filter(|_| !response.is_empty()) {
-                    e.anthropic
-                        .insert(RESPONSE_KEY.to_owned(), Value::Object(response));
-                }
-                if let (Some(mid), "assistant") = (message_id, kind.as_str()) {
-                    assistant_by_message.insert(mid, first);
-                }
-            }
+        match str_field(&record, "type").unwrap_or("") {
+            kind @ ("user" | "assistant") => self.message(line_no, kind, &record, &mut stamp),
             "system" => {
                 let subtype = str_field(&record, "subtype").unwrap_or("system").to_owned();
                 let mut e = LogEntry::new(stamp.next_id(), LogRole::System, stamp.now());
@@ -189,34 +131,97 @@ pub fn session_to_log(text: &str) -> Converted<Vec<LogEntry>> {
                 e.content = Some(Content::Text(text));
                 e.part_type = Some(subtype);
                 e.include_in_context = false;
-                entries.push(e);
+                self.entries.push(e);
             }
             other => {
-                *skipped
-                    .entry(if other.is_empty() {
-                        "untyped".to_owned()
-                    } else {
-                        other.to_owned()
-                    })
-                    .or_default() += 1;
+                let other = if other.is_empty() { "untyped" } else { other };
+                *self.skipped.entry(other.to_owned()).or_default() += 1;
             }
         }
     }
-    for (kind, count) in skipped {
-        losses.push(Loss {
-            path: "session".to_owned(),
-            what: format!("{count} `{kind}` record(s) are UI state, not conversation"),
-        });
+
+    /// A `user` or `assistant` record: a compaction summary, a later part of an assistant
+    /// message already read, or new entries.
+    fn message(&mut self, line_no: usize, kind: &str, record: &Value, stamp: &mut RecordStamp) {
+        if record.get("toolUseResult").is_some() {
+            self.tool_use_results += 1;
+        }
+        let Some(message) = record.get("message").cloned() else {
+            return self.loss(
+                line_no,
+                format!("`{kind}` record without `message`; skipped"),
+            );
+        };
+        let mut message = match serde_json::from_value::<AnthropicMessage>(message) {
+            Ok(m) => m,
+            Err(e) => return self.loss(line_no, format!("unreadable message ({e}); skipped")),
+        };
+        if record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+            let mut e = LogEntry::new(stamp.next_id(), LogRole::System, stamp.now());
+            e.content = Some(Content::Text(format!(
+                "{SUMMARY_PREFIX}\n{}",
+                message.content.to_text()
+            )));
+            e.part_type = Some("compact_summary".to_owned());
+            self.entries.push(e);
+            return;
+        }
+        let message_id = message
+            .extra
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if kind == "assistant"
+            && let Some(&at) = message_id
+                .as_ref()
+                .and_then(|mid| self.assistant_by_message.get(mid))
+        {
+            merge_assistant(&mut self.entries[at], &message);
+            return;
+        }
+        // A recorded message carries the response's metadata (`id`, `model`, `usage`,
+        // `stop_reason`, …), which a request must not send back: keep it apart.
+        let response = std::mem::take(&mut message.extra);
+        let converted = match message_to_log(&message, stamp) {
+            Ok(c) => c,
+            Err(e) => return self.loss(line_no, format!("{e}; skipped")),
+        };
+        let first = self.entries.len();
+        for mut e in converted {
+            if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
+                e.part_type = Some("meta".to_owned());
+            }
+            self.entries.push(e);
+        }
+        if let Some(e) = self.entries.get_mut(first).filter(|_| !response.is_empty()) {
+            e.anthropic
+                .insert(RESPONSE_KEY.to_owned(), Value::Object(response));
+        }
+        if let (Some(mid), "assistant") = (message_id, kind) {
+            self.assistant_by_message.insert(mid, first);
+        }
     }
-    if tool_use_results > 0 {
-        losses.push(Loss {
-            path: "session".to_owned(),
-            what: format!("{tool_use_results} `toolUseResult` UI payload(s) left out (the tool_result blocks are kept)"),
-        });
-    }
-    Converted {
-        value: entries,
-        losses,
+
+    fn finish(mut self) -> Converted<Vec<LogEntry>> {
+        for (kind, count) in self.skipped {
+            self.losses.push(Loss {
+                path: "session".to_owned(),
+                what: format!("{count} `{kind}` record(s) are UI state, not conversation"),
+            });
+        }
+        if self.tool_use_results > 0 {
+            self.losses.push(Loss {
+                path: "session".to_owned(),
+                what: format!(
+                    "{} `toolUseResult` UI payload(s) left out (the tool_result blocks are kept)",
+                    self.tool_use_results
+                ),
+            });
+        }
+        Converted {
+            value: self.entries,
+            losses: self.losses,
+        }
     }
 }
 
