@@ -309,10 +309,6 @@ impl RunPython {
             _ => None,
         };
         let seconds = args.timeout.min(self.config.max_timeout_secs);
-        let env_err = |message: String| BuiltinError::Environment {
-            tool: NAME,
-            message,
-        };
         let sandboxed = match helper {
             Some(helper) => Some((helper, self.interpreter().await?)),
             None => None,
@@ -332,17 +328,7 @@ impl RunPython {
             .scratch_parent
             .clone()
             .unwrap_or_else(std::env::temp_dir);
-        let scratch = tempfile::Builder::new()
-            .prefix("ba-python-")
-            .tempdir_in(&parent)
-            .map_err(|e| env_err(format!("cannot make a working folder: {e}")))?;
-        let script = scratch.path().join(SCRIPT);
-        tokio::fs::write(&script, &args.code)
-            .await
-            .map_err(|e| env_err(format!("cannot write the code to the working folder: {e}")))?;
-        tokio::fs::create_dir(scratch.path().join(OUTPUTS_DIR))
-            .await
-            .map_err(|e| env_err(format!("cannot make the outputs folder: {e}")))?;
+        let scratch = working_folder(&parent, &args.code).await?;
         let inputs = match files {
             Some(files) => copy_uploads(files, scratch.path()).await?,
             None => Inputs::default(),
@@ -352,7 +338,6 @@ impl RunPython {
             &python_roots,
             &[parent.clone(), std::env::temp_dir()],
         );
-
         let mut command = match sandboxed {
             Some((helper, interpreter)) => {
                 self.sandboxed_command(helper, interpreter, scratch.path(), seconds)?
@@ -360,94 +345,11 @@ impl RunPython {
             None => Command::new(&self.config.python),
         };
         let started = Instant::now();
-        let mut child = command
-            .args(["-I", "-B", "-X", "utf8", "-c", BOOT, PRELUDE])
-            .arg(&script)
-            .arg(self.config.allowed_modules.join(","))
-            .current_dir(scratch.path())
-            .env_clear()
-            .env("PATH", &self.config.path_env)
-            .env("HOME", scratch.path())
-            .env("TMPDIR", scratch.path())
-            .env("MPLBACKEND", "Agg")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|err| {
-                let program = command.as_std().get_program().to_owned();
-                match (err.kind(), helper) {
-                    (std::io::ErrorKind::NotFound, Some(_)) => BuiltinError::SandboxUnavailable {
-                        reason: format!(
-                            "the sandbox helper {} is missing",
-                            Path::new(&program).display()
-                        ),
-                    },
-                    (std::io::ErrorKind::NotFound, None) => BuiltinError::PythonMissing {
-                        program: self.config.python.display().to_string(),
-                    },
-                    _ => env_err(format!(
-                        "cannot start {}: {err}",
-                        Path::new(&program).display()
-                    )),
-                }
-            })?;
-        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(env_err("the child's output pipes were not opened".into()));
-        };
-        let limit = self.config.max_output_bytes;
-        let waited = tokio::time::timeout(Duration::from_secs(seconds), async {
-            let (out, err, status) = tokio::join!(
-                read_bounded(stdout, limit),
-                read_bounded(stderr, limit),
-                child.wait()
-            );
-            (out, err, status)
-        })
-        .await;
-        let Ok((out, err, status)) = waited else {
-            // Kill the group while the child is still unreaped, so its id cannot have been
-            // reused, then reap it.
-            kill_group(pgid);
-            let _ = child.kill().await;
-            return Err(BuiltinError::Timeout {
-                tool: NAME,
-                seconds,
-            });
-        };
-        // Anything the code left running in the background goes with it.
-        kill_group(pgid);
-        let status = status.map_err(|e| env_err(format!("waiting for python failed: {e}")))?;
+        let child = self.spawn(&mut command, scratch.path(), helper.is_some())?;
+        let (out, err, status) = wait_bounded(child, seconds, self.config.max_output_bytes).await?;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         if !status.success() {
-            // The helper's own failure, before the code ran (code that imitates it only
-            // misreports its own failure).
-            if helper.is_some()
-                && status.code() == Some(i32::from(SETUP_FAILED_STATUS))
-                && let Some(message) = err.text.strip_prefix(SETUP_FAILED_PREFIX)
-            {
-                return Err(BuiltinError::SandboxFailed {
-                    message: message.trim().to_owned(),
-                });
-            }
-            if status.signal() == Some(rustix::process::Signal::XCPU.as_raw()) {
-                return Err(BuiltinError::LimitExceeded {
-                    tool: NAME,
-                    limit: format!("CPU time limit of {} s", seconds + 1),
-                });
-            }
-            let status_text = match (status.code(), status.signal()) {
-                (Some(code), _) => code.to_string(),
-                (None, Some(signal)) => format!("killed by signal {signal}"),
-                (None, None) => "unknown".to_owned(),
-            };
-            return Err(BuiltinError::ScriptFailed {
-                status: status_text,
-                stderr: tail(&scrub.apply(&err.text), 2000),
-            });
+            return Err(failure(status, &err, helper.is_some(), seconds, &scrub));
         }
         let kept = self.keep_outputs(scratch.path(), files).await;
         let mut answer = json!({
@@ -470,6 +372,51 @@ impl RunPython {
             answer["not_kept"] = json!(not_kept);
         }
         Ok(answer)
+    }
+
+    /// Starts the interpreter on the script in `scratch` in a process group of its own, with
+    /// nothing of this process's environment; a missing program is named for what it is (the
+    /// sandbox helper when `sandboxed`, else python).
+    fn spawn(
+        &self,
+        command: &mut Command,
+        scratch: &Path,
+        sandboxed: bool,
+    ) -> Result<tokio::process::Child, BuiltinError> {
+        command
+            .args(["-I", "-B", "-X", "utf8", "-c", BOOT, PRELUDE])
+            .arg(scratch.join(SCRIPT))
+            .arg(self.config.allowed_modules.join(","))
+            .current_dir(scratch)
+            .env_clear()
+            .env("PATH", &self.config.path_env)
+            .env("HOME", scratch)
+            .env("TMPDIR", scratch)
+            .env("MPLBACKEND", "Agg")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|err| {
+                let program = command.as_std().get_program().to_owned();
+                match (err.kind(), sandboxed) {
+                    (std::io::ErrorKind::NotFound, true) => BuiltinError::SandboxUnavailable {
+                        reason: format!(
+                            "the sandbox helper {} is missing",
+                            Path::new(&program).display()
+                        ),
+                    },
+                    (std::io::ErrorKind::NotFound, false) => BuiltinError::PythonMissing {
+                        program: self.config.python.display().to_string(),
+                    },
+                    _ => env_err(format!(
+                        "cannot start {}: {err}",
+                        Path::new(&program).display()
+                    )),
+                }
+            })
     }
 
     /// The interpreter behind `config.python`, asked once.
@@ -630,6 +577,101 @@ fn kill_group(pgid: Option<i32>) {
 struct Captured {
     text: String,
     dropped: u64,
+}
+
+/// A failure of the tool's own environment (not of the code it runs).
+fn env_err(message: String) -> BuiltinError {
+    BuiltinError::Environment {
+        tool: NAME,
+        message,
+    }
+}
+
+/// A fresh working folder under `parent` holding the code as [`SCRIPT`] and an empty
+/// [`OUTPUTS_DIR`]; it goes when dropped.
+async fn working_folder(parent: &Path, code: &str) -> Result<tempfile::TempDir, BuiltinError> {
+    let scratch = tempfile::Builder::new()
+        .prefix("ba-python-")
+        .tempdir_in(parent)
+        .map_err(|e| env_err(format!("cannot make a working folder: {e}")))?;
+    tokio::fs::write(scratch.path().join(SCRIPT), code)
+        .await
+        .map_err(|e| env_err(format!("cannot write the code to the working folder: {e}")))?;
+    tokio::fs::create_dir(scratch.path().join(OUTPUTS_DIR))
+        .await
+        .map_err(|e| env_err(format!("cannot make the outputs folder: {e}")))?;
+    Ok(scratch)
+}
+
+/// The child's output (each stream bounded to `limit` bytes) and exit, within `seconds`;
+/// past them the whole process group is killed and reaped and the call is a
+/// [`BuiltinError::Timeout`]. Whatever the code left running in the background is killed
+/// either way.
+async fn wait_bounded(
+    mut child: tokio::process::Child,
+    seconds: u64,
+    limit: usize,
+) -> Result<(Captured, Captured, std::process::ExitStatus), BuiltinError> {
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(env_err("the child's output pipes were not opened".into()));
+    };
+    let waited = tokio::time::timeout(Duration::from_secs(seconds), async {
+        tokio::join!(
+            read_bounded(stdout, limit),
+            read_bounded(stderr, limit),
+            child.wait()
+        )
+    })
+    .await;
+    let Ok((out, err, status)) = waited else {
+        // Kill the group while the child is still unreaped, so its id cannot have been
+        // reused, then reap it.
+        kill_group(pgid);
+        let _ = child.kill().await;
+        return Err(BuiltinError::Timeout {
+            tool: NAME,
+            seconds,
+        });
+    };
+    kill_group(pgid);
+    let status = status.map_err(|e| env_err(format!("waiting for python failed: {e}")))?;
+    Ok((out, err, status))
+}
+
+/// The error of a non-zero exit: the sandbox helper's own failure before the code ran (when
+/// `sandboxed`), the CPU limit, else the script's failure with the end of its stderr.
+fn failure(
+    status: std::process::ExitStatus,
+    err: &Captured,
+    sandboxed: bool,
+    seconds: u64,
+    scrub: &Scrub,
+) -> BuiltinError {
+    // Code that imitates the helper's message only misreports its own failure.
+    if sandboxed
+        && status.code() == Some(i32::from(SETUP_FAILED_STATUS))
+        && let Some(message) = err.text.strip_prefix(SETUP_FAILED_PREFIX)
+    {
+        return BuiltinError::SandboxFailed {
+            message: message.trim().to_owned(),
+        };
+    }
+    if status.signal() == Some(rustix::process::Signal::XCPU.as_raw()) {
+        return BuiltinError::LimitExceeded {
+            tool: NAME,
+            limit: format!("CPU time limit of {} s", seconds + 1),
+        };
+    }
+    let status_text = match (status.code(), status.signal()) {
+        (Some(code), _) => code.to_string(),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "unknown".to_owned(),
+    };
+    BuiltinError::ScriptFailed {
+        status: status_text,
+        stderr: tail(&scrub.apply(&err.text), 2000),
+    }
 }
 
 /// Reads a pipe to its end, keeping its first and last `limit / 2` bytes (a traceback's end
