@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ba_context::{
-    BuilderSettings, ContextBudget, ContextBuilder, ContextError, MessageCounter, ModelTokenizer,
-    Pipeline, Summarizer,
+    BuilderSettings, ContextBudget, ContextBuilder, MessageCounter, ModelTokenizer, Pipeline,
+    Summarizer,
 };
 use ba_model::ModelClient;
 use ba_protocol::PermissionLevel;
@@ -28,63 +28,20 @@ use ba_skills::SkillSet;
 use ba_storage::Workspace;
 use ba_storage::{
     ConversationId, ConversationStore, MetaUpdate, NewConversation, RunHolder, RunLease,
-    StorageError,
 };
-use ba_tools::{DataSink, Tool, ToolRegistry, ToolRuntime, ToolsConfig, ToolsError};
+use ba_tools::{DataSink, Tool, ToolRegistry, ToolRuntime, ToolsConfig};
 use serde::{Deserialize, Serialize};
 use tracing::Instrument as _;
 
 use crate::adapters::{SkillTool, TaskTool};
+use crate::compact::{Compaction, Compactor};
+use crate::error::AgentError;
 use crate::events::InputKind;
+use crate::history::{History, whole_log};
 use crate::prompts::Prompts;
 use crate::report::ConversationReport;
 use crate::run::{CancelOutcome, Control, LiveRuns, Run, Signal};
 use crate::sources::{Sources, ToolSource};
-
-/// Why an agent could not be built or a conversation could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A setting or a file of the configuration is wrong.
-    #[error("configuration: {message}")]
-    Config {
-        /// What is wrong, naming the setting.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StorageError),
-    /// The context could not be built.
-    #[error(transparent)]
-    Context(#[from] ContextError),
-    /// A tool could not be registered.
-    #[error(transparent)]
-    Tools(#[from] ToolsError),
-    /// Another run holds the conversation (in this process or another one sharing the store).
-    #[error("conversation {conversation} already has a run going: {}", match holder {
-        Some(h) => h.to_string(),
-        None => "a run of another process".to_owned(),
-    })]
-    Busy {
-        /// The conversation.
-        conversation: String,
-        /// Who runs it, when the store could say.
-        holder: Option<RunHolder>,
-    },
-    /// `/compact` found nothing to summarise: the conversation is empty, or holds only the
-    /// turn in progress (which a compaction keeps whole).
-    #[error("conversation {conversation} has nothing to compact{}", if *in_progress {
-        " before the turn in progress, which stays whole"
-    } else {
-        ""
-    })]
-    NothingToCompact {
-        /// The conversation.
-        conversation: String,
-        /// Whether a turn in progress is all there is.
-        in_progress: bool,
-    },
-}
 
 /// How the model is asked to answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -258,17 +215,6 @@ impl RunOptions {
         self.context_status = true;
         self
     }
-}
-
-/// What [`Agent::compact`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Compaction {
-    /// Entries summarised.
-    pub entries: usize,
-    /// Message tokens before.
-    pub tokens_before: usize,
-    /// Tokens of the summary that replaces them.
-    pub tokens_after: usize,
 }
 
 pub(crate) struct Inner {
@@ -770,7 +716,25 @@ impl Agent {
     /// The store's; [`AgentError::Context`] when there is nothing to summarise or the
     /// summarizer fails.
     pub async fn compact(&self, id: &ConversationId) -> Result<Compaction, AgentError> {
-        crate::compact::compact(&self.inner, id).await
+        let inner = &self.inner;
+        // A compaction holds the conversation like a run: it never interleaves with one.
+        let _lease = crate::run::take_lease(
+            inner,
+            id,
+            &format!("compact_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .await?;
+        let mut history = History::open(Arc::clone(&inner.store), id.clone()).await?;
+        let compactor = Compactor {
+            hooks: &inner.hooks,
+            counter: inner.builder.counter(),
+            summarizer: inner
+                .summarizer
+                .clone()
+                .unwrap_or_else(|| Arc::new(ba_context::ExtractiveSummarizer)),
+            max_tokens: (inner.settings.budget.target_tokens() / 4).clamp(200, 4_000),
+        };
+        compactor.compact(&mut history).await
     }
 
     /// The metrics report of a conversation, computed from its log: the spend of every call
@@ -780,10 +744,10 @@ impl Agent {
     /// # Errors
     /// The store's.
     pub async fn report(&self, id: &ConversationId) -> Result<ConversationReport, AgentError> {
-        let loaded = self.inner.store.load(id).await?;
+        let log = whole_log(self.inner.store.as_ref(), id).await?;
         Ok(ConversationReport::from_stored(
             id.as_str(),
-            &loaded.entries,
+            &log,
             &self.inner.settings.prices,
         ))
     }
@@ -798,13 +762,21 @@ impl Agent {
         id: &ConversationId,
     ) -> Result<ba_context::DebugData, AgentError> {
         let meta = self.inner.store.metadata(id).await?;
-        let loaded = self.inner.store.load(id).await?;
-        // What the next request would hold: the entries a rewind took back are not history.
-        let log: Vec<LogEntry> = ba_storage::after_rewinds(loaded.entries)
-            .into_iter()
-            .map(|s| s.entry)
-            .collect();
-        crate::run::preview(&self.inner, &log, meta.mode.unwrap_or_default()).await
+        let history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
+        crate::run::preview(&self.inner, &history, meta.mode.unwrap_or_default()).await
+    }
+
+    /// The tool calls of the conversation that wait for a person's decision, read from the
+    /// log (the same on every process sharing the store). Decide with [`Input::Decide`].
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn pending_approvals(
+        &self,
+        id: &ConversationId,
+    ) -> Result<Vec<ba_protocol::PendingApproval>, AgentError> {
+        let history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
+        Ok(history.pending_approvals())
     }
 
     /// The entries of a conversation.
@@ -812,7 +784,8 @@ impl Agent {
     /// # Errors
     /// The store's.
     pub async fn entries(&self, id: &ConversationId) -> Result<Vec<LogEntry>, AgentError> {
-        Ok(self.inner.store.load(id).await?.into_entries())
+        let log = whole_log(self.inner.store.as_ref(), id).await?;
+        Ok(log.into_iter().map(|s| s.entry).collect())
     }
 }
 

@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::error::ErrorKind;
+
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -169,9 +171,8 @@ pub enum AgentEvent {
     Error {
         /// Round (0 before the first).
         round: u32,
-        /// A short kind (`rate_limited`, `stream_cut`, `round_limit`, `context`, `store`,
-        /// `lease_lost` — the run's lease was lost and it stopped writing, …).
-        kind: String,
+        /// What kind of failure.
+        kind: ErrorKind,
         /// What happened.
         message: String,
         /// Whether `continue` (or a resume) can pick up from here.

@@ -54,9 +54,11 @@ mod approvals;
 mod branching;
 mod compact;
 mod cost;
+mod error;
 mod events;
 mod history;
 mod hooks;
+mod ids;
 mod prompts;
 mod report;
 pub mod response;
@@ -71,11 +73,11 @@ pub use adapters::{
     SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TaskTool, WorkspaceFiles, activation_text, file_info,
     transcript,
 };
-pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
-};
+pub use agent::{Agent, AgentBuilder, AgentSettings, Input, ResponseMode, RunOptions};
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
+pub use compact::Compaction;
 pub use cost::{ModelPrice, PriceError, Prices};
+pub use error::{AgentError, ErrorKind};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, WorkflowNodeInfo};
 #[cfg(feature = "command-hooks")]
 pub use hooks::CommandHook;

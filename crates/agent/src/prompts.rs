@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ba_context::PromptParts;
 
-use crate::agent::AgentError;
+use crate::error::AgentError;
 
 /// The built-in prompts file.
 pub const BUILTIN_PROMPTS: &str = include_str!("../prompts.md");

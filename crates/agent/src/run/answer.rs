@@ -7,9 +7,11 @@ use ba_protocol::{Action, StructuredResponse};
 use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogToolCall, ModelRecord};
 use serde_json::Value;
 
-use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
+use super::{Next, Partial, Runner, Stop};
 use crate::agent::ResponseMode;
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, RunStatus};
+use crate::ids::{LiveStamp, new_id, now};
 use crate::response::{Files, outputs_since, process_final};
 
 impl Runner {
@@ -29,7 +31,7 @@ impl Runner {
         let message = err.to_string();
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: llm_kind(&err),
+            kind: err.kind().into(),
             message: message.clone(),
             resumable: true,
         });
@@ -100,12 +102,12 @@ impl Runner {
         record: ContextRecord,
     ) -> Result<(LogEntry, AgentEvent), Stop> {
         let mut entries = response.to_log_entries(&mut LiveStamp).map_err(|e| Stop {
-            kind: "model",
+            kind: ErrorKind::Model,
             message: e.to_string(),
         })?;
         let Some(mut entry) = entries.pop() else {
             return Err(Stop {
-                kind: "model",
+                kind: ErrorKind::Model,
                 message: "the model's answer became no log entry".into(),
             });
         };
@@ -179,7 +181,7 @@ impl Runner {
         self.emit(model_answered);
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: "format".into(),
+            kind: ErrorKind::Format,
             message: format!("the answer is not the structured JSON: {err}"),
             resumable: true,
         });
@@ -276,12 +278,5 @@ fn stop_reason_name(response: &ModelResponse) -> String {
                 .map(str::to_owned),
             _ => None,
         })
-        .unwrap_or_else(|| "other".to_owned())
-}
-
-pub(super) fn llm_kind(err: &ModelError) -> String {
-    serde_json::to_value(err.kind())
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| "other".to_owned())
 }

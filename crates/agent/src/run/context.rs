@@ -10,10 +10,12 @@ use ba_context::BuildRequest;
 use ba_context::BuiltContext;
 use ba_protocol::{ContextRecord, LogEntry};
 
-use super::{Runner, Stop, new_id, now};
-use crate::agent::{AgentError, Inner, ResponseMode};
+use super::{Runner, Stop};
+use crate::agent::{Inner, ResponseMode};
+use crate::error::AgentError;
 use crate::events::AgentEvent;
-use crate::history::{ActiveSkill, context_view, current_task};
+use crate::history::{ActiveSkill, History, current_task};
+use crate::ids::{new_id, now};
 
 /// The context of one call.
 pub(super) struct Built {
@@ -218,23 +220,31 @@ pub(crate) fn build_request<'a>(
 }
 
 /// What the next model call of a conversation would see, built without appending anything:
-/// the debug data of the window (kept, dropped with the reason, changed, usage).
+/// the debug data of the window (kept, dropped with the reason, changed, usage), in the
+/// budget a run would build it for (the window the server named, the calibration).
 pub(crate) async fn preview(
     inner: &Inner,
-    log: &[LogEntry],
+    history: &History,
     mode: ba_protocol::Mode,
 ) -> Result<ba_context::DebugData, AgentError> {
-    let view = context_view(log);
     let tools = super::tools::tool_specs_of(inner, mode);
     let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
-    let workflow = crate::workflow::WorkflowRun::from_log(log);
-    let mut request = build_request(inner, view, mode, &tools, catalogue.as_deref());
+    let workflow = crate::workflow::WorkflowRun::from_log(history.all());
+    let mut request = build_request(
+        inner,
+        history.context_view(),
+        mode,
+        &tools,
+        catalogue.as_deref(),
+    );
     if mode == ba_protocol::Mode::Run
         && let Some(w) = &workflow
     {
         w.shape(&mut request);
     }
-    Ok(inner.builder.build(&request).await?.debug)
+    let tool_tokens = super::window::spec_tokens(inner, &tools);
+    let budget = super::window::budget_for(inner.settings.budget, history.all(), tool_tokens);
+    Ok(inner.builder_for(budget).build(&request).await?.debug)
 }
 
 /// The longest prefix of `text` (on a line boundary when possible) within `max` tokens.

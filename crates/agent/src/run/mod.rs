@@ -28,7 +28,6 @@ pub use window::{Calibration, calibration, window_record};
 use std::sync::Arc;
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
-use ba_protocol::convert::Stamp;
 use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
@@ -37,48 +36,24 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::adapters::WorkspaceFiles;
-use crate::agent::{AgentError, Inner, Input, RunOptions};
+use crate::agent::{Inner, Input, RunOptions};
+use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
+use crate::ids::{new_id, now};
 use crate::response::process_final;
 use crate::sources::RunTools;
 
-/// Ids and times of new entries.
-pub(crate) struct LiveStamp;
-
-impl Stamp for LiveStamp {
-    fn next_id(&mut self) -> String {
-        new_id()
-    }
-    fn now(&mut self) -> String {
-        now()
-    }
-}
-
-pub(crate) fn new_id() -> String {
-    format!("e_{}", uuid::Uuid::new_v4().simple())
-}
-
-pub(crate) fn now() -> String {
-    ba_storage::rfc3339(SystemClock.now_ms())
-}
-
 /// Why a run stopped early, beyond the model failures the log records.
 pub(crate) struct Stop {
-    pub(crate) kind: &'static str,
+    pub(crate) kind: ErrorKind,
     pub(crate) message: String,
 }
 
 impl From<AgentError> for Stop {
     fn from(e: AgentError) -> Self {
-        let kind = match &e {
-            AgentError::Store(_) => "store",
-            AgentError::Context(_) | AgentError::NothingToCompact { .. } => "context",
-            AgentError::Config { .. } | AgentError::Tools(_) => "config",
-            AgentError::Busy { .. } => "busy",
-        };
         Self {
-            kind,
+            kind: e.kind(),
             message: e.to_string(),
         }
     }
@@ -147,10 +122,6 @@ pub(crate) struct Partial {
     pub(crate) text: String,
     pub(crate) thinking: String,
 }
-
-/// The kind of a [`Stop`] that is a cancel noticed where no summary could be made: the run
-/// ends `cancelled`, not failed.
-pub(crate) const CANCELLED: &str = "cancelled";
 
 /// Resolves once `rx` says cancel (never when its sender is gone).
 pub(crate) async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
@@ -262,7 +233,7 @@ impl Runner {
         }
         if self.lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Stop {
-                kind: "lease_lost",
+                kind: ErrorKind::LeaseLost,
                 message: task::LEASE_LOST.to_owned(),
             });
         }
@@ -412,7 +383,7 @@ impl Runner {
         let entry = match input {
             Input::Message { text, .. } if text.trim().is_empty() => {
                 return Err(Stop {
-                    kind: "input",
+                    kind: ErrorKind::Input,
                     message: "the message is empty".into(),
                 });
             }
@@ -449,7 +420,7 @@ impl Runner {
         self.round = self.history.rounds_in_task();
         let Some(last) = self.history.last().cloned() else {
             return Err(Stop {
-                kind: "input",
+                kind: ErrorKind::Input,
                 message: "the conversation is empty: there is nothing to resume".into(),
             });
         };
@@ -551,7 +522,7 @@ impl Runner {
         );
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: "round_limit".into(),
+            kind: ErrorKind::RoundLimit,
             message: message.clone(),
             resumable: true,
         });
@@ -653,7 +624,7 @@ impl Runner {
         };
         match &result {
             None => call_span.record("outcome", "cancelled"),
-            Some(Err(err)) => call_span.record("outcome", answer::llm_kind(err).as_str()),
+            Some(Err(err)) => call_span.record("outcome", ErrorKind::from(err.kind()).as_str()),
             Some(Ok(response)) => call_span
                 .record("outcome", "answered")
                 .record("input_tokens", response.usage.input_tokens)

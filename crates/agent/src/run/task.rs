@@ -13,7 +13,9 @@ use tracing::field::Empty;
 
 use super::{Control, LiveEntry, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
-use crate::agent::{AgentError, Inner, Input, RunOptions};
+use crate::agent::{Inner, Input, RunOptions};
+use crate::error::AgentError;
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
 
@@ -179,7 +181,7 @@ pub(crate) async fn run(launch: Launch) {
     let outcome = match outcome {
         Ok(summary) if lost.load(Ordering::SeqCst) && summary.status != RunStatus::Answered => {
             Err(super::Stop {
-                kind: "lease_lost",
+                kind: ErrorKind::LeaseLost,
                 message: LEASE_LOST.into(),
             })
         }
@@ -187,14 +189,14 @@ pub(crate) async fn run(launch: Launch) {
     };
     let summary = match outcome {
         Ok(summary) => summary,
-        Err(stop) if stop.kind == super::CANCELLED => runner.cancelled(false),
+        Err(stop) if stop.kind == ErrorKind::Cancelled => runner.cancelled(false),
         Err(stop) => {
             runner.emit(AgentEvent::Error {
                 round: runner.round,
-                kind: stop.kind.to_owned(),
+                kind: stop.kind,
                 message: stop.message.clone(),
                 // A run that lost its lease left the log as a cancel does.
-                resumable: stop.kind == "lease_lost",
+                resumable: stop.kind == ErrorKind::LeaseLost,
             });
             runner.summary(RunStatus::Failed, None, Some(stop.message))
         }
@@ -221,15 +223,10 @@ pub(crate) async fn run(launch: Launch) {
 
 /// A run that could not take the lease ends at once, saying why.
 fn refused(tx: &UnboundedSender<AgentEvent>, id: &ConversationId, e: &AgentError) {
-    let kind = if matches!(e, AgentError::Busy { .. }) {
-        "busy"
-    } else {
-        "store"
-    };
     let message = e.to_string();
     let _ = tx.send(AgentEvent::Error {
         round: 0,
-        kind: kind.into(),
+        kind: e.kind(),
         message: message.clone(),
         resumable: false,
     });

@@ -12,9 +12,10 @@ use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{Runner, Stop, new_id, now};
+use super::{Runner, Stop};
 use crate::adapters::{CompleteNodeTool, SkillTool};
 use crate::events::AgentEvent;
+use crate::ids::{new_id, now};
 
 impl Runner {
     /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`

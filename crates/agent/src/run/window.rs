@@ -14,7 +14,8 @@ use ba_context::{ContextBudget, ContextBuilder};
 use ba_protocol::{EntryKind, LogEntry, LogRole, WindowRecord};
 use serde::Serialize;
 
-use super::{Runner, Stop, new_id, now};
+use super::{Runner, Stop};
+use crate::ids::{new_id, now};
 
 /// The latest calls of a model that calibrate the count.
 const CALIBRATION_CALLS: usize = 8;

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 
 use ba_protocol::{Mode, WorkflowRecord};
 
-use super::{Runner, Stop, new_id};
+use super::{Runner, Stop};
 use crate::adapters::CompleteNodeTool;
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, WorkflowNodeInfo};
+use crate::ids::new_id;
 use crate::workflow::{WorkflowRun, shown_inputs};
 
 impl Runner {
@@ -31,7 +33,7 @@ impl Runner {
     ) -> Result<(), Stop> {
         let workflows = std::sync::Arc::clone(&self.inner.workflows);
         let (definition, inputs) = workflows.start(name, given).map_err(|e| Stop {
-            kind: "input",
+            kind: ErrorKind::Input,
             message: e.to_string(),
         })?;
         let definition = definition.clone();
