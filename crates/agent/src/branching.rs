@@ -48,12 +48,11 @@ impl Agent {
     /// point past the end, with nothing after it, or inside a round of tool calls (a call
     /// kept, its result taken back).
     pub async fn rewind(&self, id: &ConversationId, to_seq: u64) -> Result<usize, AgentError> {
-        let _lease = crate::run::take_lease(
-            &self.inner,
-            id,
-            &format!("rewind_{}", uuid::Uuid::new_v4().simple()),
-        )
-        .await?;
+        let _lease = self
+            .inner
+            .leases
+            .take(id, &format!("rewind_{}", uuid::Uuid::new_v4().simple()))
+            .await?;
         let mut history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
         let taken = history.rewind(to_seq).await?;
         Ok(taken)

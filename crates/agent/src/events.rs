@@ -47,7 +47,7 @@ pub enum AgentEvent {
         /// their activation left the window.
         skills_reinjected: Vec<String>,
     },
-    /// How full the context of the round's call is (seed 002's meter); sent every round when
+    /// How full the context of the round's call is (the page's context meter); sent every round when
     /// the run was started with [`crate::RunOptions::context_status`].
     ContextStatus {
         /// Round.
@@ -247,7 +247,7 @@ pub struct WorkflowNodeInfo {
     pub title: String,
 }
 
-/// Where a context's usage stands (seed 002's meter).
+/// Where a context's usage stands (the page's context meter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextLevel {

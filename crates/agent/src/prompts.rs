@@ -1,4 +1,4 @@
-//! The prompt texts (O3): one markdown file of `## name` sections, with the built-in texts as
+//! The prompt texts: one markdown file of `## name` sections, with the built-in texts as
 //! the fallback for any section a file leaves out.
 
 use std::path::Path;

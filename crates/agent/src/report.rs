@@ -1,4 +1,4 @@
-//! The per-conversation metrics report (O7), computed from the log alone, so it is the same at
+//! The per-conversation metrics report, computed from the log alone, so it is the same at
 //! the end of a run and later through `ba-agent inspect`.
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! What the model said: a failure (appended with its partial output), tool calls (native, or
 //! read from a structured answer), a malformed structured answer (sent back for a fix), or the
-//! final answer (processed into the API response of seed 003).
+//! final answer (processed into the API response).
 
 use ba_model::{ModelError, ModelResponse};
 use ba_protocol::{Action, StructuredResponse};
@@ -8,11 +8,11 @@ use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogToolCall, ModelRecord};
 use serde_json::Value;
 
 use super::{Next, Partial, Runner, Stop};
-use crate::agent::ResponseMode;
 use crate::error::ErrorKind;
 use crate::events::{AgentEvent, RunStatus};
 use crate::ids::{LiveStamp, new_id, now};
 use crate::response::{Files, outputs_since, process_final};
+use crate::settings::ResponseMode;
 
 impl Runner {
     pub(super) async fn model_failed(
@@ -136,7 +136,7 @@ impl Runner {
         Ok((entry, event))
     }
 
-    /// In structured mode, the answer read as seed 003's JSON (its calls put on the entry,
+    /// In structured mode, the answer read as the structured JSON (its calls put on the entry,
     /// its plan reported); `Err` with why when it is not that JSON and a correction may still
     /// be asked for. `None` in native mode, for native calls, and once the corrections are
     /// spent (the answer is then taken as plain text).

@@ -6,16 +6,20 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use ba_storage::ConversationId;
+
 use ba_context::BuildRequest;
 use ba_context::BuiltContext;
 use ba_protocol::{ContextRecord, LogEntry};
 
 use super::{Runner, Stop};
-use crate::agent::{Inner, ResponseMode};
+use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::events::AgentEvent;
 use crate::history::{ActiveSkill, History, current_task};
 use crate::ids::{new_id, now};
+use crate::parts::Inner;
+use crate::settings::ResponseMode;
 
 /// The context of one call.
 pub(super) struct Built {
@@ -88,7 +92,7 @@ impl Runner {
             // The meter reads in the server's tokens: the window it was sized to (learned or
             // configured), and the local count scaled by the calibration.
             let budget = self.budget();
-            let window = super::window::window_record(self.history.all())
+            let window = crate::budget::window_record(self.history.all())
                 .and_then(|w| usize::try_from(w.tokens).ok())
                 .unwrap_or(self.inner.settings.budget.total);
             let scale = window as f64 / budget.total.max(1) as f64;
@@ -135,7 +139,7 @@ impl Runner {
     }
 
     async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext, Stop> {
-        let builder = self.inner.builder_for(self.budget());
+        let builder = self.inner.builders.for_budget(self.budget());
         Ok(builder.build(request).await.map_err(AgentError::from)?)
     }
 
@@ -143,7 +147,7 @@ impl Runner {
     /// within the total cap; the names of the skills put back go to `names`.
     fn reinjection(&self, skills: &[&ActiveSkill], names: &mut Vec<String>) -> Vec<String> {
         let settings = &self.inner.settings;
-        let counter = self.inner.builder.counter();
+        let counter = self.inner.builders.counter();
         let mut left = settings.skill_reinject_total;
         let mut out = Vec::new();
         for s in skills {
@@ -190,7 +194,7 @@ pub(crate) fn build_request<'a>(
     if inner.settings.response_mode == ResponseMode::Structured {
         sections.push(format!(
             "RESPONSE FORMAT\n{}",
-            inner.prompts.structured_format
+            inner.builders.prompts().structured_format
         ));
     }
     // A skill's instructions are read in full while its activation is in the window.
@@ -199,7 +203,7 @@ pub(crate) fn build_request<'a>(
         .filter(|e| e.records.skill.is_some())
         .map(|e| e.id.clone())
         .collect();
-    let counter = inner.builder.counter();
+    let counter = inner.builders.counter();
     let fixed_tokens = tools
         .iter()
         .map(|t| {
@@ -219,16 +223,32 @@ pub(crate) fn build_request<'a>(
     }
 }
 
+impl Agent {
+    /// What the next model call of a conversation would see, computed without changing the
+    /// log: the entries kept, dropped (with the reason) and changed, and the budget's usage.
+    ///
+    /// # Errors
+    /// The store's; [`AgentError::Context`] when the window cannot be built.
+    pub async fn context_debug(
+        &self,
+        id: &ConversationId,
+    ) -> Result<ba_context::DebugData, AgentError> {
+        let meta = self.inner.store.metadata(id).await?;
+        let history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
+        preview(&self.inner, &history, meta.mode.unwrap_or_default()).await
+    }
+}
+
 /// What the next model call of a conversation would see, built without appending anything:
 /// the debug data of the window (kept, dropped with the reason, changed, usage), in the
 /// budget a run would build it for (the window the server named, the calibration).
-pub(crate) async fn preview(
+async fn preview(
     inner: &Inner,
     history: &History,
     mode: ba_protocol::Mode,
 ) -> Result<ba_context::DebugData, AgentError> {
     let tools = super::tools::tool_specs_of(inner, mode);
-    let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
+    let catalogue = inner.tools.catalogue();
     let workflow = crate::workflow::WorkflowRun::from_log(history.all());
     let mut request = build_request(
         inner,
@@ -242,9 +262,14 @@ pub(crate) async fn preview(
     {
         w.shape(&mut request);
     }
-    let tool_tokens = super::window::spec_tokens(inner, &tools);
-    let budget = super::window::budget_for(inner.settings.budget, history.all(), tool_tokens);
-    Ok(inner.builder_for(budget).build(&request).await?.debug)
+    let tool_tokens = inner.builders.spec_tokens(&tools);
+    let budget = crate::budget::budget_for(inner.settings.budget, history.all(), tool_tokens);
+    Ok(inner
+        .builders
+        .for_budget(budget)
+        .build(&request)
+        .await?
+        .debug)
 }
 
 /// The longest prefix of `text` (on a line boundary when possible) within `max` tokens.

@@ -16,14 +16,9 @@ mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub(crate) use handle::{Control, LiveEntry, LiveRuns, Signal};
-pub(crate) use task::{Launch, run, take_lease};
-
-pub(crate) use context::preview;
 mod tools;
 mod window;
 mod workflow;
-
-pub use window::{Calibration, calibration, window_record};
 
 use std::sync::Arc;
 
@@ -36,11 +31,12 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use crate::adapters::WorkspaceFiles;
-use crate::agent::{Inner, Input, RunOptions};
+use crate::agent::{Input, RunOptions};
 use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
 use crate::ids::{new_id, now};
+use crate::parts::Inner;
 use crate::response::process_final;
 use crate::sources::RunTools;
 
@@ -565,7 +561,7 @@ impl Runner {
         let settings = &self.inner.settings;
         // A learned window holds the answer too: its cap is what the budget keeps for it.
         let reserve = u32::try_from(self.budget().reserved_for_response).unwrap_or(u32::MAX);
-        let max_tokens = match window::window_record(self.history.all()) {
+        let max_tokens = match crate::budget::window_record(self.history.all()) {
             Some(_) => settings.max_tokens.min(reserve.max(1)),
             None => settings.max_tokens,
         };

@@ -5,19 +5,19 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ba_storage::{ConversationId, ConversationStore, RunHolder, RunLease, RunLock};
+use ba_storage::{ConversationId, ConversationStore, RunLease};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::{Control, LiveEntry, Runner, Signal};
+use super::{Control, LiveEntry, Run, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
-use crate::agent::{Inner, Input, RunOptions};
-use crate::error::AgentError;
-use crate::error::ErrorKind;
+use crate::agent::{Agent, Input, RunOptions};
+use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
+use crate::parts::Inner;
 
 /// How long the end of a run waits for the summary model's title of a new conversation.
 const TITLE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -40,57 +40,95 @@ async fn files_owner(store: &dyn ConversationStore, id: &ConversationId) -> Conv
     owner
 }
 
-/// A run about to start: what [`crate::Agent`] hands the task it spawns.
-pub(crate) struct Launch {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) id: ConversationId,
-    pub(crate) input: Input,
-    pub(crate) options: RunOptions,
-    pub(crate) run_id: String,
-    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
-    pub(crate) lease: Option<RunLease>,
-    pub(crate) tx: UnboundedSender<AgentEvent>,
-    pub(crate) control: Control,
-    pub(crate) signal: watch::Receiver<Signal>,
-    /// The run's place in the agent's table of live runs, taken before the task starts so a
-    /// cancel by run id finds the run from the moment its id is known.
-    pub(crate) live: LiveEntry,
+impl Agent {
+    /// Starts a run on a tokio task and returns its events as a stream. The run takes the
+    /// conversation's lease first; when another run holds it, the stream says so (an
+    /// [`AgentEvent::Error`] of kind `busy` naming the holder, then a failed
+    /// [`AgentEvent::Finished`]). Dropping the stream cancels the run; what was appended stays,
+    /// and [`Input::Resume`] goes on from it. Must be called within a tokio runtime.
+    pub fn send(&self, id: &ConversationId, input: Input) -> Run {
+        self.send_with(id, input, RunOptions::default())
+    }
+
+    /// [`Agent::send`] with options: the caller's ids and more events.
+    pub fn send_with(&self, id: &ConversationId, input: Input, options: RunOptions) -> Run {
+        let run_id = run_id_of(&options);
+        self.spawn(id, input, options, run_id, None)
+    }
+
+    /// Takes the conversation's lease, then starts the run as [`Agent::send_with`] does: a
+    /// refusal comes back here, before anything runs.
+    ///
+    /// # Errors
+    /// [`AgentError::Busy`] naming the run that holds the conversation; the store's.
+    pub async fn start(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+    ) -> Result<Run, AgentError> {
+        let run_id = run_id_of(&options);
+        let lease = self.inner.leases.take(id, &run_id).await?;
+        Ok(self.spawn(id, input, options, run_id, Some(lease)))
+    }
+
+    fn spawn(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+        run_id: String,
+        lease: Option<RunLease>,
+    ) -> Run {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (control, signal) = Control::new();
+        let live = self
+            .inner
+            .leases
+            .live()
+            .insert(id, &run_id, control.clone());
+        let launch = Launch {
+            inner: Arc::clone(&self.inner),
+            id: id.clone(),
+            input,
+            options,
+            run_id: run_id.clone(),
+            lease,
+            tx,
+            control: control.clone(),
+            signal,
+            live,
+        };
+        // The caller's span (a `task` tool call, for a sub-agent) becomes the run's parent, so
+        // a child agent's run nests in the call that started it; a front end has none.
+        tokio::spawn(run(launch).instrument(tracing::Span::current()));
+        Run::new(run_id, rx, control)
+    }
 }
 
-/// Takes the conversation's run lease for `run_id`, or says who holds it. A run of this
-/// process that was cancelled (a dropped [`Run`]) is waited for: it is writing its last
-/// records and lets the conversation go within moments.
-pub(crate) async fn take_lease(
-    inner: &Inner,
-    id: &ConversationId,
-    run_id: &str,
-) -> Result<RunLease, AgentError> {
-    let holder = RunHolder::new(run_id, inner.holder.clone());
-    let mut looked_again = false;
-    loop {
-        let ended = inner.live.ended();
-        match inner.store.lock_run(id, &holder).await? {
-            RunLock::Taken(lease) => return Ok(lease),
-            RunLock::Held(Some(h)) => match inner.live.get(id, &h.run_id) {
-                Some(c) if c.signal() == Signal::Cancel => ended.await,
-                // A run of this process that left its table between the lock and this look:
-                // it let the lease go before it left, so one more try takes it.
-                None if h.holder == inner.holder && !looked_again => looked_again = true,
-                _ => {
-                    return Err(AgentError::Busy {
-                        conversation: id.to_string(),
-                        holder: Some(h),
-                    });
-                }
-            },
-            RunLock::Held(holder) => {
-                return Err(AgentError::Busy {
-                    conversation: id.to_string(),
-                    holder,
-                });
-            }
-        }
-    }
+/// The run id of `options`, or a new one.
+fn run_id_of(options: &RunOptions) -> String {
+    options
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("run_{}", uuid::Uuid::new_v4().simple()))
+}
+
+/// A run about to start: what [`crate::Agent`] hands the task it spawns.
+struct Launch {
+    inner: Arc<Inner>,
+    id: ConversationId,
+    input: Input,
+    options: RunOptions,
+    run_id: String,
+    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
+    lease: Option<RunLease>,
+    tx: UnboundedSender<AgentEvent>,
+    control: Control,
+    signal: watch::Receiver<Signal>,
+    /// The run's place in the agent's table of live runs, taken before the task starts so a
+    /// cancel by run id finds the run from the moment its id is known.
+    live: LiveEntry,
 }
 
 /// Looks, every `cancel_poll`, in the store for a cancel request naming this run (made by
@@ -132,7 +170,7 @@ pub(crate) const LEASE_LOST: &str = "the conversation's run lease was lost (its 
     `continue` to go on";
 
 /// A run from its lease to its `Finished`, on the task [`crate::Agent`] spawned.
-pub(crate) async fn run(launch: Launch) {
+async fn run(launch: Launch) {
     let Launch {
         inner,
         id,
@@ -147,7 +185,7 @@ pub(crate) async fn run(launch: Launch) {
     } = launch;
     let lease = match lease {
         Some(lease) => lease,
-        None => match take_lease(&inner, &id, &run_id).await {
+        None => match inner.leases.take(&id, &run_id).await {
             Ok(lease) => lease,
             Err(e) => return refused(&tx, &id, &e),
         },
@@ -256,11 +294,11 @@ impl Runner {
         signal: watch::Receiver<Signal>,
         options: RunOptions,
     ) -> Self {
-        let tools = inner.sources.for_run(&inner.runtime);
+        let tools = inner.tools.for_run();
         // The list for the conversation's mode is taken when the run has read it.
         let specs = tools.specs(ba_protocol::Mode::default());
-        let spec_tokens = super::window::spec_tokens(&inner, &specs);
-        let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
+        let spec_tokens = inner.builders.spec_tokens(&specs);
+        let catalogue = inner.tools.catalogue();
         let files = match &inner.workspace {
             Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
                 Arc::clone(workspace),

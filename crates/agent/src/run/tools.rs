@@ -187,8 +187,8 @@ impl Runner {
 }
 
 /// The tools offered to the model (see [`Runner::tool_specs`]) by a run starting now.
-pub(super) fn tool_specs_of(inner: &crate::agent::Inner, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
-    inner.sources.for_run(&inner.runtime).specs(mode)
+pub(super) fn tool_specs_of(inner: &crate::parts::Inner, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
+    inner.tools.for_run().specs(mode)
 }
 
 pub(super) fn arguments_of(call: &LogToolCall) -> Value {
