@@ -212,7 +212,7 @@ impl Runner {
             }) => content.clone(),
             _ => text,
         };
-        let files = self.files.as_ref().map(|f| Files {
+        let files = self.kit.files.as_ref().map(|f| Files {
             workspace: f.workspace(),
             conversation: f.conversation(),
         });

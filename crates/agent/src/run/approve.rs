@@ -27,6 +27,7 @@ impl Runner {
             (Vec::new(), HashMap::new(), Vec::new(), Vec::new());
         for c in calls {
             let caps = self
+                .kit
                 .tools
                 .runtime
                 .registry()

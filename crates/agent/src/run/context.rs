@@ -42,8 +42,8 @@ impl Runner {
             &inner,
             view,
             self.mode,
-            &self.tool_specs(),
-            self.catalogue.as_deref(),
+            self.kit.specs(),
+            self.kit.catalogue.as_deref(),
         );
         if self.mode == ba_protocol::Mode::Run
             && let Some(w) = &self.workflow

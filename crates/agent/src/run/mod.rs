@@ -16,6 +16,8 @@ mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub(crate) use handle::{Control, LiveEntry, LiveRuns, Signal};
+use task::{LeaseWatch, Naming};
+use tools::RunKit;
 mod tools;
 mod window;
 mod workflow;
@@ -23,14 +25,13 @@ mod workflow;
 use std::sync::Arc;
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
-use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
+use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use crate::adapters::WorkspaceFiles;
 use crate::agent::{Input, RunOptions};
 use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
@@ -38,7 +39,6 @@ use crate::history::History;
 use crate::ids::{new_id, now};
 use crate::parts::Inner;
 use crate::response::process_final;
-use crate::sources::RunTools;
 
 /// Why a run stopped early, beyond the model failures the log records.
 pub(crate) struct Stop {
@@ -159,34 +159,16 @@ pub(crate) struct Runner {
     pub(crate) format_retries: u32,
     /// The share of the budget the last window used (drives the tools' output levels).
     pub(crate) usage: f64,
-    /// The tools of this run, read from the sources when it started and kept to its end.
-    pub(crate) tools: Arc<RunTools>,
-    /// The tool list every request of this run opens with (the runtime's tools and
-    /// `activate_skill`), fixed when the run started.
-    pub(crate) specs: Vec<ToolSpec>,
-    /// The local count of `specs` (see `offer_tools`).
-    pub(crate) spec_tokens: usize,
-    /// The skills catalogue of this run's system prompt, rendered when it started (a reload
-    /// of the skills shows in the next run).
-    pub(crate) catalogue: Option<String>,
-    /// What this run's tool calls share (the skills activated so far, on one stack).
-    pub(crate) scope: Arc<ba_tools::RunScope>,
-    /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
-    /// top parent's), when the agent has one.
-    pub(crate) files: Option<Arc<WorkspaceFiles>>,
-    /// The conversation has no title yet: its first question gives one.
-    pub(crate) untitled: bool,
-    /// The summary model writing a better title, awaited (bounded) before the run ends.
-    pub(crate) title_task: Option<tokio::task::JoinHandle<()>>,
+    /// The tools, tool list, skills catalogue, shared scope and files of this run.
+    kit: RunKit,
+    /// The conversation's title, as this run gives it one.
+    naming: Naming,
     /// The conversation's latest workflow run, as the log tells it.
     pub(crate) workflow: Option<crate::workflow::WorkflowRun>,
     /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
     pub(crate) stop_continues: u32,
-    /// Set when the run's lease was found lost: nothing more is written.
-    pub(crate) lease_lost: Arc<std::sync::atomic::AtomicBool>,
-    /// The run's lease (owned by its task, which lets it go before `Finished`): looked at
-    /// before every write.
-    pub(crate) lease: std::sync::Weak<ba_storage::RunLease>,
+    /// The run's lease, looked at before every write.
+    lease: LeaseWatch,
     /// Set while a round is sent again after the server refused it as too long: it is sent
     /// again once.
     pub(crate) overflow_retry: bool,
@@ -223,11 +205,7 @@ impl Runner {
         if entry.run_id.is_none() {
             self.put_workflow_ids(&mut entry);
         }
-        if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
-            self.lease_lost
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        if self.lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.lease.is_lost() {
             return Err(Stop {
                 kind: ErrorKind::LeaseLost,
                 message: task::LEASE_LOST.to_owned(),
@@ -286,7 +264,7 @@ impl Runner {
             self.id.clone(),
             question.to_owned(),
         );
-        self.title_task = Some(tokio::spawn(async move {
+        self.naming.task = Some(tokio::spawn(async move {
             let written = match summarizer.title(&question).await {
                 Ok(Some(text)) => title_of(text.trim().trim_matches(['"', '\'', '“', '”', '.'])),
                 Ok(None) => None,
@@ -352,11 +330,11 @@ impl Runner {
     /// The run after its lease: the input taken, then rounds until the run is over.
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
-        self.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
+        self.naming.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
-        self.offer_tools();
+        self.kit.offer(self.mode, &self.inner.builders);
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
@@ -365,7 +343,7 @@ impl Runner {
         });
         let begun = self.take_input(input).await?;
         // A workflow's start puts the conversation in run mode, whose list may differ.
-        self.offer_tools();
+        self.kit.offer(self.mode, &self.inner.builders);
         match begun {
             Begun::Pending(calls) => self.rounds(calls).await,
             Begun::Answered(summary) => Ok(*summary),
@@ -384,8 +362,7 @@ impl Runner {
                 });
             }
             Input::Message { text, attachments } => {
-                if self.untitled {
-                    self.untitled = false;
+                if self.naming.take_untitled() {
                     self.title_from(&text).await;
                 }
                 let context = self.prompt_hooks(&text).await?;
@@ -529,7 +506,7 @@ impl Runner {
     /// last one in the log (a hidden system entry, never sent to a model). Nothing for an
     /// agent without tool sources.
     async fn record_inventory(&mut self) -> Result<(), Stop> {
-        let Some(inventory) = self.tools.inventory.clone() else {
+        let Some(inventory) = self.kit.tools.inventory.clone() else {
             return Ok(());
         };
         if self.history.last_server_inventory().as_ref() == Some(&inventory) {
@@ -567,7 +544,7 @@ impl Runner {
         };
         let mut request = ModelRequest::new(model, built.entries)
             .with_system(built.system)
-            .with_tools(self.tool_specs())
+            .with_tools(self.kit.specs().to_vec())
             .with_cache(CacheHint {
                 stable_entries: built.stable,
                 key: Some(self.id.to_string()),

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
+use super::tools::RunKit;
 use super::{Control, LiveEntry, Run, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
 use crate::agent::{Agent, Input, RunOptions};
@@ -164,6 +165,47 @@ async fn watch_store_for_cancel(
     std::future::pending::<()>().await;
 }
 
+/// A run's lease as the run looks at it before each write: the lease itself is its task's
+/// (which lets it go before `Finished`); a loss found here or by the store watch marks it.
+#[derive(Default)]
+pub(super) struct LeaseWatch {
+    lost: Arc<AtomicBool>,
+    lease: std::sync::Weak<RunLease>,
+}
+
+impl LeaseWatch {
+    /// Watches `lease`; the flag the store watch raises when it finds the lease lost.
+    fn watch(&mut self, lease: &Arc<RunLease>) -> Arc<AtomicBool> {
+        self.lease = Arc::downgrade(lease);
+        Arc::clone(&self.lost)
+    }
+
+    /// Whether the lease was lost (nothing more may be written).
+    pub(super) fn is_lost(&self) -> bool {
+        if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
+            self.lost.store(true, Ordering::SeqCst);
+        }
+        self.lost.load(Ordering::SeqCst)
+    }
+}
+
+/// The conversation's title as a run gives it one: from its first question, then perhaps
+/// the summary model's.
+#[derive(Default)]
+pub(super) struct Naming {
+    /// The conversation has no title yet: its first question gives one.
+    pub(super) untitled: bool,
+    /// The summary model writing a better title, awaited (bounded) before the run ends.
+    pub(super) task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Naming {
+    /// Whether the conversation still needs its first title; it is given now.
+    pub(super) fn take_untitled(&mut self) -> bool {
+        std::mem::take(&mut self.untitled)
+    }
+}
+
 /// What a run that lost its lease says.
 pub(crate) const LEASE_LOST: &str = "the conversation's run lease was lost (its database \
     session was cut); the run stopped writing so that no other run writes beside it — send \
@@ -201,8 +243,7 @@ async fn run(launch: Launch) {
         status = Empty,
     );
     let lease = Arc::new(lease);
-    runner.lease = Arc::downgrade(&lease);
-    let lost = Arc::clone(&runner.lease_lost);
+    let lost = runner.lease.watch(&lease);
     let watch = watch_store_for_cancel(
         Arc::clone(&inner),
         id.clone(),
@@ -241,7 +282,7 @@ async fn run(launch: Launch) {
     };
     // The summary model's title, if it is still being written: a bounded wait, so the
     // conversation is named when the run is over (a slow title costs only the title).
-    if let Some(task) = runner.title_task.take()
+    if let Some(task) = runner.naming.task.take()
         && tokio::time::timeout(TITLE_WAIT, task).await.is_err()
     {
         tracing::warn!(conversation = %id, "the summary model's title took too long");
@@ -294,11 +335,6 @@ impl Runner {
         signal: watch::Receiver<Signal>,
         options: RunOptions,
     ) -> Self {
-        let tools = inner.tools.for_run();
-        // The list for the conversation's mode is taken when the run has read it.
-        let specs = tools.specs(ba_protocol::Mode::default());
-        let spec_tokens = inner.builders.spec_tokens(&specs);
-        let catalogue = inner.tools.catalogue();
         let files = match &inner.workspace {
             Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
                 Arc::clone(workspace),
@@ -306,6 +342,12 @@ impl Runner {
             ))),
             None => None,
         };
+        let kit = RunKit::new(
+            inner.tools.for_run(),
+            inner.tools.catalogue(),
+            files,
+            &inner.builders,
+        );
         Self {
             history: History::new(Arc::clone(&inner.store), id.clone()),
             inner,
@@ -318,18 +360,11 @@ impl Runner {
             rounds_run: 0,
             format_retries: 0,
             usage: 0.0,
-            tools,
-            specs,
-            spec_tokens,
-            catalogue,
-            files,
-            scope: Arc::default(),
-            lease_lost: Arc::default(),
-            lease: std::sync::Weak::new(),
+            kit,
+            lease: LeaseWatch::default(),
             stop_continues: 0,
             overflow_retry: false,
-            untitled: false,
-            title_task: None,
+            naming: Naming::default(),
             workflow: None,
         }
     }

@@ -1,4 +1,4 @@
-//! A run's side of its window: the budget of its next request, the tool list it offers, and
+//! A run's side of its window: the budget of its next request, and
 //! the window a server names when it refuses a request as too long, kept in the log (see
 //! [`crate::budget`] for how the budget is read from it).
 
@@ -14,15 +14,8 @@ impl Runner {
         budget_for(
             self.inner.settings.budget,
             self.history.all(),
-            self.spec_tokens,
+            self.kit.spec_tokens(),
         )
-    }
-
-    /// Takes the tool list of the run's mode and its local count, once: the calibration adds
-    /// the count to each call's window, as the server counts the definitions in its prompt.
-    pub(super) fn offer_tools(&mut self) {
-        self.specs = self.tools.specs(self.mode);
-        self.spec_tokens = self.inner.builders.spec_tokens(&self.specs);
     }
 
     /// Keeps the window a server named when it refused a request as too long, for the rest of
