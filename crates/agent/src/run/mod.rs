@@ -25,7 +25,7 @@ mod workflow;
 use std::sync::Arc;
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
-use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode};
+use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogRole, LogToolCall, Mode};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
@@ -535,6 +535,34 @@ impl Runner {
         });
         let built = self.build_context(&active).await?;
         self.usage = built.usage;
+        let (request, record) = self.request_for(model, built);
+        let (result, partial) = self.call_model(&request).await;
+        if let Some(Err(ba_model::ModelError::ContextOverflow {
+            limit, requested, ..
+        })) = &result
+            && !std::mem::replace(&mut self.overflow_retry, true)
+        {
+            // The server said its window: keep it for the conversation, and send the round
+            // again in a window built (and compressed) for it, once.
+            let (limit, requested) = (*limit, *requested);
+            let learned = self.learn_window(limit, requested, &request.model).await?;
+            if learned {
+                let again = Box::pin(self.round_once()).await;
+                self.overflow_retry = false;
+                return again;
+            }
+        }
+        self.overflow_retry = false;
+        match result {
+            None => self.call_cancelled(partial, record).await,
+            Some(Err(err)) => self.model_failed(err, record).await,
+            Some(Ok(response)) => self.answered(response, record).await,
+        }
+    }
+
+    /// The request of a round for `model` over the window `built`, and the record of that
+    /// window the answer's entry keeps.
+    fn request_for(&self, model: String, built: context::Built) -> (ModelRequest, ContextRecord) {
         let settings = &self.inner.settings;
         // A learned window holds the answer too: its cap is what the budget keeps for it.
         let reserve = u32::try_from(self.budget().reserved_for_response).unwrap_or(u32::MAX);
@@ -552,6 +580,19 @@ impl Runner {
             .with_max_tokens(max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;
+        (request, built.record)
+    }
+
+    /// Calls the model with `request`, its deltas sent out as events, until it answers or the
+    /// run is cancelled (`None`); what it streamed, for a cut call's record.
+    async fn call_model(
+        &self,
+        request: &ModelRequest,
+    ) -> (
+        Option<Result<ba_model::ModelResponse, ba_model::ModelError>>,
+        Partial,
+    ) {
+        let settings = &self.inner.settings;
         let round = self.round;
         let tx = self.tx.clone();
         let mut partial = Partial::default();
@@ -581,10 +622,7 @@ impl Runner {
                 };
                 let _ = tx.send(event);
             };
-            let call = self
-                .inner
-                .client
-                .complete_streaming(&request, &mut on_delta);
+            let call = self.inner.client.complete_streaming(request, &mut on_delta);
             let cancel = self.signal.clone();
             async {
                 tokio::select! {
@@ -605,26 +643,6 @@ impl Runner {
                 .record("retries", response.retries),
         };
         drop(call_span);
-        if let Some(Err(ba_model::ModelError::ContextOverflow {
-            limit, requested, ..
-        })) = &result
-            && !std::mem::replace(&mut self.overflow_retry, true)
-        {
-            // The server said its window: keep it for the conversation, and send the round
-            // again in a window built (and compressed) for it, once.
-            let (limit, requested) = (*limit, *requested);
-            let learned = self.learn_window(limit, requested, &request.model).await?;
-            if learned {
-                let again = Box::pin(self.round_once()).await;
-                self.overflow_retry = false;
-                return again;
-            }
-        }
-        self.overflow_retry = false;
-        match result {
-            None => self.call_cancelled(partial, built.record).await,
-            Some(Err(err)) => self.model_failed(err, built.record).await,
-            Some(Ok(response)) => self.answered(response, built.record).await,
-        }
+        (result, partial)
     }
 }
