@@ -55,17 +55,7 @@ impl Runner {
         // instructions back in the system prompt (the same ones every round until the next
         // compaction, so the prompt stays the same).
         let mut reinjected = Vec::new();
-        let whole: HashSet<&str> = built
-            .debug
-            .kept
-            .iter()
-            .map(String::as_str)
-            .filter(|id| !built.debug.altered.iter().any(|a| a == id))
-            .collect();
-        let missing: Vec<&ActiveSkill> = active
-            .iter()
-            .filter(|s| !whole.contains(s.entry_id.as_str()))
-            .collect();
+        let missing = not_read_whole(&built.debug, active);
         if !missing.is_empty() {
             request
                 .system_sections
@@ -88,30 +78,7 @@ impl Runner {
         }
         let debug = &built.debug;
         if self.options.context_status {
-            let usage = debug.usage;
-            // The meter reads in the server's tokens: the window it was sized to (learned or
-            // configured), and the local count scaled by the calibration.
-            let budget = self.budget();
-            let window = crate::budget::window_record(self.history.all())
-                .and_then(|w| usize::try_from(w.tokens).ok())
-                .unwrap_or(self.inner.settings.budget.total);
-            let scale = window as f64 / budget.total.max(1) as f64;
-            let used = (usage.used as f64 * scale).round() as usize;
-            self.emit(AgentEvent::ContextStatus {
-                round: self.round,
-                used,
-                total: window,
-                percent: if window == 0 {
-                    0.0
-                } else {
-                    used as f64 * 100.0 / window as f64
-                },
-                status: if debug.compressed {
-                    crate::events::ContextLevel::Compressing
-                } else {
-                    usage.status.into()
-                },
-            });
+            self.context_status(debug);
         }
         let record = ContextRecord {
             compressed: debug.compressed,
@@ -143,6 +110,34 @@ impl Runner {
         Ok(builder.build(request).await.map_err(AgentError::from)?)
     }
 
+    /// Reports how full the window is, as the meter reads it: in the server's tokens, the
+    /// window it was sized to (learned or configured) and the local count scaled by the
+    /// calibration.
+    fn context_status(&self, debug: &ba_context::DebugData) {
+        let usage = debug.usage;
+        let budget = self.budget();
+        let window = crate::budget::window_record(self.history.all())
+            .and_then(|w| usize::try_from(w.tokens).ok())
+            .unwrap_or(self.inner.settings.budget.total);
+        let scale = window as f64 / budget.total.max(1) as f64;
+        let used = (usage.used as f64 * scale).round() as usize;
+        self.emit(AgentEvent::ContextStatus {
+            round: self.round,
+            used,
+            total: window,
+            percent: if window == 0 {
+                0.0
+            } else {
+                used as f64 * 100.0 / window as f64
+            },
+            status: if debug.compressed {
+                crate::events::ContextLevel::Compressing
+            } else {
+                usage.status.into()
+            },
+        });
+    }
+
     /// The instructions of `skills` as system sections, each cut to the per-skill cap, all
     /// within the total cap; the names of the skills put back go to `names`.
     fn reinjection(&self, skills: &[&ActiveSkill], names: &mut Vec<String>) -> Vec<String> {
@@ -170,6 +165,24 @@ impl Runner {
         }
         out
     }
+}
+
+/// The skills of `active` whose activation the window `debug` describes does not show whole
+/// (left out, or traced, cut or summarised).
+fn not_read_whole<'a>(
+    debug: &ba_context::DebugData,
+    active: &'a [ActiveSkill],
+) -> Vec<&'a ActiveSkill> {
+    let whole: HashSet<&str> = debug
+        .kept
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !debug.altered.iter().any(|a| a == id))
+        .collect();
+    active
+        .iter()
+        .filter(|s| !whole.contains(s.entry_id.as_str()))
+        .collect()
 }
 
 /// The request of the next call's window over `view` (the log after the last compaction): the
