@@ -12,12 +12,12 @@ mod approve;
 mod context;
 mod handle;
 mod hooked;
+mod state;
 mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub(crate) use handle::{Control, LiveEntry, LiveRuns, Signal};
-use task::{LeaseWatch, Naming};
-use tools::RunKit;
+use state::{LeaseWatch, Naming, RunKit};
 mod tools;
 mod window;
 mod workflow;

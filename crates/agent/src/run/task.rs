@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::tools::RunKit;
+use super::state::{LeaseWatch, Naming, RunKit};
 use super::{Control, LiveEntry, Run, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
 use crate::agent::{Agent, Input, RunOptions};
@@ -163,47 +163,6 @@ async fn watch_store_for_cancel(
         }
     }
     std::future::pending::<()>().await;
-}
-
-/// A run's lease as the run looks at it before each write: the lease itself is its task's
-/// (which lets it go before `Finished`); a loss found here or by the store watch marks it.
-#[derive(Default)]
-pub(super) struct LeaseWatch {
-    lost: Arc<AtomicBool>,
-    lease: std::sync::Weak<RunLease>,
-}
-
-impl LeaseWatch {
-    /// Watches `lease`; the flag the store watch raises when it finds the lease lost.
-    fn watch(&mut self, lease: &Arc<RunLease>) -> Arc<AtomicBool> {
-        self.lease = Arc::downgrade(lease);
-        Arc::clone(&self.lost)
-    }
-
-    /// Whether the lease was lost (nothing more may be written).
-    pub(super) fn is_lost(&self) -> bool {
-        if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
-            self.lost.store(true, Ordering::SeqCst);
-        }
-        self.lost.load(Ordering::SeqCst)
-    }
-}
-
-/// The conversation's title as a run gives it one: from its first question, then perhaps
-/// the summary model's.
-#[derive(Default)]
-pub(super) struct Naming {
-    /// The conversation has no title yet: its first question gives one.
-    pub(super) untitled: bool,
-    /// The summary model writing a better title, awaited (bounded) before the run ends.
-    pub(super) task: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Naming {
-    /// Whether the conversation still needs its first title; it is given now.
-    pub(super) fn take_untitled(&mut self) -> bool {
-        std::mem::take(&mut self.untitled)
-    }
 }
 
 /// What a run that lost its lease says.

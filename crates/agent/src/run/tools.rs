@@ -13,76 +13,9 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::{Runner, Stop};
-use crate::adapters::WorkspaceFiles;
 use crate::adapters::{CompleteNodeTool, SkillTool};
-use crate::budget::Builders;
 use crate::events::AgentEvent;
 use crate::ids::{new_id, now};
-use crate::sources::RunTools;
-
-/// What a run's tool calls work with, taken when the run started and kept to its end.
-pub(crate) struct RunKit {
-    /// The tools of this run, read from the sources when it started.
-    pub(super) tools: Arc<RunTools>,
-    /// The tool list every request of this run opens with (the runtime's tools and
-    /// `activate_skill`).
-    specs: Vec<ToolSpec>,
-    /// The local count of `specs`.
-    spec_tokens: usize,
-    /// The skills catalogue of this run's system prompt, rendered when it started (a reload
-    /// of the skills shows in the next run).
-    pub(super) catalogue: Option<String>,
-    /// What this run's tool calls share (the skills activated so far, on one stack).
-    pub(super) scope: Arc<ba_tools::RunScope>,
-    /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
-    /// top parent's), when the agent has one.
-    pub(super) files: Option<Arc<WorkspaceFiles>>,
-}
-
-impl RunKit {
-    /// The kit of a run starting now with `tools`: the list of the default mode until the run
-    /// has read its conversation's (see [`RunKit::offer`]).
-    pub(super) fn new(
-        tools: Arc<RunTools>,
-        catalogue: Option<String>,
-        files: Option<Arc<WorkspaceFiles>>,
-        builders: &Builders,
-    ) -> Self {
-        let mut kit = Self {
-            tools,
-            specs: Vec::new(),
-            spec_tokens: 0,
-            catalogue,
-            scope: Arc::default(),
-            files,
-        };
-        kit.offer(ba_protocol::Mode::default(), builders);
-        kit
-    }
-
-    /// Takes the tool list of `mode` and its local count, once: the calibration adds the count
-    /// to each call's window, as the server counts the definitions in its prompt.
-    pub(super) fn offer(&mut self, mode: ba_protocol::Mode, builders: &Builders) {
-        self.specs = self.tools.specs(mode);
-        self.spec_tokens = builders.spec_tokens(&self.specs);
-    }
-
-    /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
-    /// among them when skills are configured, and the tool sources' as they were when the run
-    /// started), the same list every round of a run. A skill's `allowed_tools` is not
-    /// applied by removing tools (the list opens every request, and a change would void the
-    /// provider's prompt cache): the runtime refuses a call outside it, and the activation told
-    /// the model. Tools that join later (an MCP server that finished starting) are in the next
-    /// run's list.
-    pub(super) fn specs(&self) -> &[ToolSpec] {
-        &self.specs
-    }
-
-    /// The local count of the tool list.
-    pub(super) fn spec_tokens(&self) -> usize {
-        self.spec_tokens
-    }
-}
 
 impl Runner {
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
