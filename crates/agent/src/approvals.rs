@@ -192,23 +192,6 @@ pub(crate) fn gate(
     if ask { Gate::Wait } else { Gate::Run(None) }
 }
 
-impl crate::Agent {
-    /// The tool calls of the conversation that wait for a person's decision, read from the
-    /// log (the same on every process sharing the store). Decide with
-    /// [`Input::Decide`](crate::Input::Decide).
-    ///
-    /// # Errors
-    /// The store's.
-    pub async fn pending_approvals(
-        &self,
-        id: &ba_storage::ConversationId,
-    ) -> Result<Vec<ba_protocol::PendingApproval>, crate::AgentError> {
-        let entries = crate::history::effective(self.inner.store.load(id).await?.entries);
-        let pending = crate::history::unanswered_calls(&entries);
-        Ok(crate::approvals::LogApprovals::read(&entries).waiting(&pending))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

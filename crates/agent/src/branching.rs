@@ -1,10 +1,13 @@
 //! Other paths from a conversation: a fork (a new conversation whose history is another's up
 //! to a cut) and a rewind (the entries after a point leave the history the model sees).
 
-use ba_protocol::{LogEntry, LogRole};
-use ba_storage::{ConversationId, ConversationStore as _, NewConversation};
+use std::sync::Arc;
 
-use crate::agent::{Agent, AgentError};
+use ba_storage::{ConversationId, NewConversation};
+
+use crate::agent::Agent;
+use crate::error::AgentError;
+use crate::history::History;
 
 impl Agent {
     /// A new conversation whose history is `id`'s up to entry `at_seq` (see
@@ -23,11 +26,8 @@ impl Agent {
         let child = ConversationId::random();
         // The history the fork shares: the entries up to the cut, with the rewinds among them
         // (one after the cut is the parent's alone).
-        let mut shared = self.inner.store.load(id).await?.entries;
-        shared.retain(|s| s.seq <= at_seq);
-        let asked = ba_storage::after_rewinds(shared)
-            .iter()
-            .any(|s| s.entry.role == LogRole::User && s.entry.records.kind.is_none());
+        let shared = History::open_at(Arc::clone(&self.inner.store), id.clone(), at_seq).await?;
+        let asked = shared.has_question();
         // An empty title is an untitled conversation: the first run names it.
         let new = NewConversation {
             title: (!asked).then(String::new),
@@ -48,50 +48,13 @@ impl Agent {
     /// point past the end, with nothing after it, or inside a round of tool calls (a call
     /// kept, its result taken back).
     pub async fn rewind(&self, id: &ConversationId, to_seq: u64) -> Result<usize, AgentError> {
-        let _lease = crate::run::take_lease(
-            &self.inner,
-            id,
-            &format!("rewind_{}", uuid::Uuid::new_v4().simple()),
-        )
-        .await?;
-        let loaded = self.inner.store.load(id).await?;
-        let last_seq = loaded.last_seq;
-        let invalid = |message: String| {
-            AgentError::Store(ba_storage::StorageError::Invalid {
-                what: format!("rewind of `{id}` to entry {to_seq}"),
-                message,
-            })
-        };
-        if to_seq > last_seq {
-            return Err(invalid(format!("the log ends at entry {last_seq}")));
-        }
-        let view = ba_storage::after_rewinds(loaded.entries);
-        let taken = view.iter().filter(|s| s.seq > to_seq).count();
-        if taken == 0 {
-            return Err(invalid("no entry of the history comes after it".into()));
-        }
-        let kept: Vec<LogEntry> = view
-            .into_iter()
-            .filter(|s| s.seq <= to_seq)
-            .map(|s| s.entry)
-            .collect();
-        if !crate::history::unanswered_calls(&kept).is_empty() {
-            return Err(invalid(
-                "it is inside a round of tool calls: go back to the entry before the calls, \
-                 or to the last of their results"
-                    .into(),
-            ));
-        }
-        let mut e = LogEntry::new(
-            crate::run::new_id(),
-            ba_protocol::LogRole::System,
-            crate::run::now(),
-        )
-        .with_text(format!("Rewound to entry {to_seq}"));
-        e.include_in_context = false;
-        e.records.kind = Some(ba_protocol::EntryKind::Rewind);
-        e.records.rewind = Some(ba_protocol::RewindRecord { to_seq });
-        self.inner.store.append(id, &e, Some(last_seq)).await?;
+        let _lease = self
+            .inner
+            .leases
+            .take(id, &format!("rewind_{}", uuid::Uuid::new_v4().simple()))
+            .await?;
+        let mut history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
+        let taken = history.rewind(to_seq).await?;
         Ok(taken)
     }
 }

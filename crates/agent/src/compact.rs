@@ -3,51 +3,108 @@
 
 use std::sync::Arc;
 
+use ba_context::{MessageCounter, Summarizer};
 use ba_protocol::{LogEntry, LogRole};
-use ba_storage::ConversationId;
+use serde::Serialize;
 
-use crate::agent::{AgentError, Compaction, Inner};
-use crate::history::context_view;
-use crate::run::{new_id, now};
+use crate::error::AgentError;
+use crate::history::{History, starts_task};
+use crate::hooks::Hook;
+use crate::ids::{new_id, now};
 
-pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compaction, AgentError> {
-    // A compaction holds the conversation like a run: it never interleaves with one.
-    let _lease = crate::run::take_lease(
-        inner,
-        id,
-        &format!("compact_{}", uuid::Uuid::new_v4().simple()),
-    )
-    .await?;
-    let loaded = inner.store.load(id).await?;
-    let mut last_seq = loaded.last_seq;
-    let log = crate::history::effective(loaded.entries);
-    if !inner.hooks.is_empty() {
-        let input = serde_json::json!({
-            "session_id": id.as_str(),
-            "transcript_path": "",
-            "hook_event_name": ba_protocol::HookEvent::PreCompact.claude_name(),
-            "trigger": "manual",
-            "custom_instructions": "",
-        });
-        let ran = crate::hooks::run_hooks(
-            &inner.hooks,
-            ba_protocol::HookEvent::PreCompact,
-            None,
-            input,
-        )
-        .await;
-        // Recorded; like Claude Code's, a pre_compact hook does not stop the compaction.
-        for r in ran.records {
-            last_seq = inner
-                .store
-                .append(id, &crate::hooks::hook_entry(r), Some(last_seq))
-                .await?;
+/// What [`crate::Agent::compact`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Compaction {
+    /// Entries summarised.
+    pub entries: usize,
+    /// Message tokens before.
+    pub tokens_before: usize,
+    /// Tokens of the summary that replaces them.
+    pub tokens_after: usize,
+}
+
+/// What a compaction works with: the operator's hooks (`pre_compact` runs first), the count
+/// of the window's tokens, the summarizer and the summary's size.
+pub(crate) struct Compactor<'a> {
+    pub(crate) hooks: &'a [Arc<dyn Hook>],
+    pub(crate) counter: &'a MessageCounter,
+    pub(crate) summarizer: Arc<dyn Summarizer>,
+    /// Tokens of the summary, at most.
+    pub(crate) max_tokens: usize,
+}
+
+impl Compactor<'_> {
+    /// Summarises `history` so far into one entry appended to it; later windows start from
+    /// it. The caller holds the conversation (a compaction never interleaves with a run).
+    pub(crate) async fn compact(&self, history: &mut History) -> Result<Compaction, AgentError> {
+        if !self.hooks.is_empty() {
+            let input = serde_json::json!({
+                "session_id": history.id().as_str(),
+                "transcript_path": "",
+                "hook_event_name": ba_protocol::HookEvent::PreCompact.claude_name(),
+                "trigger": "manual",
+                "custom_instructions": "",
+            });
+            let ran = crate::hooks::run_hooks(
+                self.hooks,
+                ba_protocol::HookEvent::PreCompact,
+                None,
+                input,
+            )
+            .await;
+            // Recorded; like Claude Code's, a pre_compact hook does not stop the compaction.
+            for r in ran.records {
+                history.append(crate::hooks::hook_entry(r)).await?;
+            }
         }
+        let mut entries = since_last_compact(history.context_view());
+        // A turn still open (calls waiting for a person, a stopped or failed answer) stays
+        // whole after the summary: its question and its calls are what the next run goes on
+        // from.
+        let open = open_turn(&entries).map_or_else(Vec::new, |at| entries.split_off(at));
+        if entries.is_empty() {
+            return Err(AgentError::NothingToCompact {
+                conversation: history.id().to_string(),
+                in_progress: !open.is_empty(),
+            });
+        }
+        let tokens_before = self.counter.entries(&entries);
+        let max = self.max_tokens;
+        let text = self
+            .summarizer
+            .summarize(&entries, max)
+            .await
+            .map_err(|e| ba_context::ContextError::Summary {
+                entries: entries.len(),
+                message: e.to_string(),
+            })?;
+        let summary = LogEntry::new(new_id(), LogRole::System, now()).with_text(format!(
+            "{}\n{text}",
+            ba_protocol::claude_code::SUMMARY_PREFIX
+        ));
+        let tokens_after = self.counter.entry(&summary);
+        let mut record =
+            ba_context::summary_record(summary, &entries, (tokens_before, tokens_after, max));
+        record.items.extend(
+            open.into_iter()
+                .map(|entry| ba_protocol::WindowItem::Entry {
+                    entry: Box::new(entry),
+                }),
+        );
+        history.append(record.into_entry(new_id(), now())).await?;
+        Ok(Compaction {
+            entries: entries.len(),
+            tokens_before,
+            tokens_after,
+        })
     }
-    // The history since the last `/compact`, whole (automatic compactions left out, their
-    // windows are a shorter copy of it), after the summary that `/compact` left.
+}
+
+/// The history since the last `/compact` in `view`, whole (automatic compactions left out,
+/// their windows are a shorter copy of it), after the summary that `/compact` left.
+fn since_last_compact(view: &[LogEntry]) -> Vec<LogEntry> {
     let mut entries = Vec::new();
-    for e in context_view(&log) {
+    for e in view {
         match &e.records.compaction {
             Some(r) if r.starts_afresh() && entries.is_empty() => {
                 entries.extend(r.items.iter().filter_map(|item| match item {
@@ -59,48 +116,7 @@ pub(crate) async fn compact(inner: &Inner, id: &ConversationId) -> Result<Compac
             _ => entries.push(e.clone()),
         }
     }
-    // A turn still open (calls waiting for a person, a stopped or failed answer) stays whole
-    // after the summary: its question and its calls are what the next run goes on from.
-    let open = open_turn(&entries).map_or_else(Vec::new, |at| entries.split_off(at));
-    if entries.is_empty() {
-        return Err(AgentError::NothingToCompact {
-            conversation: id.to_string(),
-            in_progress: !open.is_empty(),
-        });
-    }
-    let counter = inner.builder.counter();
-    let tokens_before = counter.entries(&entries);
-    let summarizer: Arc<dyn ba_context::Summarizer> = inner
-        .summarizer
-        .clone()
-        .unwrap_or_else(|| Arc::new(ba_context::ExtractiveSummarizer));
-    let max = (inner.settings.budget.target_tokens() / 4).clamp(200, 4_000);
-    let text = summarizer.summarize(&entries, max).await.map_err(|e| {
-        ba_context::ContextError::Summary {
-            entries: entries.len(),
-            message: e.to_string(),
-        }
-    })?;
-    let summary = LogEntry::new(new_id(), LogRole::System, now()).with_text(format!(
-        "{}\n{text}",
-        ba_protocol::claude_code::SUMMARY_PREFIX
-    ));
-    let tokens_after = counter.entry(&summary);
-    let mut record =
-        ba_context::summary_record(summary, &entries, (tokens_before, tokens_after, max));
-    record.items.extend(
-        open.into_iter()
-            .map(|entry| ba_protocol::WindowItem::Entry {
-                entry: Box::new(entry),
-            }),
-    );
-    let entry = record.into_entry(new_id(), now());
-    inner.store.append(id, &entry, Some(last_seq)).await?;
-    Ok(Compaction {
-        entries: entries.len(),
-        tokens_before,
-        tokens_after,
-    })
+    entries
 }
 
 /// Where the turn still open at the end of `entries` starts (its question), if the last turn
@@ -117,7 +133,7 @@ fn open_turn(entries: &[LogEntry]) -> Option<usize> {
     if answered {
         return None;
     }
-    entries.iter().rposition(crate::history::starts_task)
+    entries.iter().rposition(starts_task)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::error::ErrorKind;
+
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -45,7 +47,7 @@ pub enum AgentEvent {
         /// their activation left the window.
         skills_reinjected: Vec<String>,
     },
-    /// How full the context of the round's call is (seed 002's meter); sent every round when
+    /// How full the context of the round's call is (the page's context meter); sent every round when
     /// the run was started with [`crate::RunOptions::context_status`].
     ContextStatus {
         /// Round.
@@ -169,9 +171,8 @@ pub enum AgentEvent {
     Error {
         /// Round (0 before the first).
         round: u32,
-        /// A short kind (`rate_limited`, `stream_cut`, `round_limit`, `context`, `store`,
-        /// `lease_lost` — the run's lease was lost and it stopped writing, …).
-        kind: String,
+        /// What kind of failure.
+        kind: ErrorKind,
         /// What happened.
         message: String,
         /// Whether `continue` (or a resume) can pick up from here.
@@ -246,7 +247,7 @@ pub struct WorkflowNodeInfo {
     pub title: String,
 }
 
-/// Where a context's usage stands (seed 002's meter).
+/// Where a context's usage stands (the page's context meter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextLevel {

@@ -1,26 +1,34 @@
-//! The conversation as the loop sees it: [`History`] owns a run's copy of the log — every
-//! append goes through it, to the store first, so the two never differ — and answers the
-//! questions the loop asks of it: where the current task starts, the compaction in force, which
-//! skills are active and what they allow, which calls still lack a result. Everything is read
-//! from the entries alone, so a resumed run gets the same answers as the run it resumes.
+//! The conversation as the agent sees it: [`History`] is the one way into a conversation's log
+//! — loading it (with the rewinds applied, once), appending to it, its last sequence number —
+//! and answers the questions the loop and the front ends ask of it: where the current task
+//! starts, the compaction in force, which skills are active and what they allow, which calls
+//! still lack a result or wait for a person. Everything is read from the entries alone, so a
+//! resumed run gets the same answers as the run it resumes.
 //!
-//! **Invariants:** the entries are the store's, in order, with `last_seq` the sequence number
-//! of the last one (an append names it, so a writer that raced this one is refused rather than
-//! interleaved); an entry is in the history only once the store has it; nothing is ever
-//! removed or changed — a compaction is an entry the context view starts from.
+//! **Invariants:** the entries are the store's, in order, as the model sees them (what a
+//! rewind took back left out), each with its sequence number; `last_seq` is the sequence number
+//! of the log's last entry (an append names it, so a writer that raced this one is refused
+//! rather than interleaved); an entry is in the history only once the store has it; nothing
+//! is ever changed — a compaction is an entry the context view starts from, a rewind an entry
+//! that takes the entries after its point out of this copy as it does out of every later load.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ba_protocol::ContextModifier;
+use ba_protocol::{ContextModifier, EntryKind, PendingApproval, RewindRecord};
 use ba_protocol::{LogEntry, LogRole, LogToolCall, ServerInventoryRecord};
-use ba_storage::{ConversationId, ConversationStore, StorageError};
+use ba_storage::{ConversationId, ConversationStore, StorageError, StoredEntry};
 
-/// A conversation's log as one run sees and extends it.
+use crate::approvals::LogApprovals;
+use crate::ids::{new_id, now};
+
+/// A conversation's log as one run (or one question of a front end) sees and extends it.
 pub(crate) struct History {
     store: Arc<dyn ConversationStore>,
     id: ConversationId,
     entries: Vec<LogEntry>,
+    /// The sequence number of each of `entries`.
+    seqs: Vec<u64>,
     last_seq: u64,
 }
 
@@ -31,17 +39,49 @@ impl History {
             store,
             id,
             entries: Vec::new(),
+            seqs: Vec::new(),
             last_seq: 0,
         }
     }
 
+    /// The history of conversation `id` as it stands now.
+    pub(crate) async fn open(
+        store: Arc<dyn ConversationStore>,
+        id: ConversationId,
+    ) -> Result<Self, StorageError> {
+        let mut history = Self::new(store, id);
+        history.load().await?;
+        Ok(history)
+    }
+
+    /// The history of conversation `id` as it stood when entry `at_seq` was the last: the
+    /// rewinds up to it applied, a later one left out (it is the conversation's alone, not a
+    /// fork's at `at_seq`). The store refuses an append to it while the log goes on past
+    /// `at_seq`.
+    pub(crate) async fn open_at(
+        store: Arc<dyn ConversationStore>,
+        id: ConversationId,
+        at_seq: u64,
+    ) -> Result<Self, StorageError> {
+        let mut loaded = store.load(&id).await?;
+        loaded.entries.retain(|s| s.seq <= at_seq);
+        let mut history = Self::new(store, id);
+        history.keep(loaded.after_rewinds());
+        history.last_seq = at_seq;
+        Ok(history)
+    }
+
     /// Reads the whole log from the store, as the model sees it: without the entries a
-    /// rewind took back (see [`effective`]).
+    /// rewind took back.
     pub(crate) async fn load(&mut self) -> Result<(), StorageError> {
         let loaded = self.store.load(&self.id).await?;
         self.last_seq = loaded.last_seq;
-        self.entries = effective(loaded.entries);
+        self.keep(loaded.after_rewinds());
         Ok(())
+    }
+
+    fn keep(&mut self, stored: Vec<StoredEntry>) {
+        (self.seqs, self.entries) = stored.into_iter().map(|s| (s.seq, s.entry)).unzip();
     }
 
     /// Appends `entry` to the store, then to this copy; its sequence number and the entry.
@@ -55,7 +95,51 @@ impl History {
             .await?;
         self.last_seq = seq;
         self.entries.push(entry);
+        self.seqs.push(seq);
         Ok((seq, &self.entries[self.entries.len() - 1]))
+    }
+
+    /// Takes back the entries after `to_seq` from the history: a hidden rewind entry is
+    /// appended (the log stays append-only) and they leave this copy as they leave every
+    /// later load. How many entries left.
+    ///
+    /// # Errors
+    /// The store's `Invalid` for a point past the end, with nothing of the history after it,
+    /// or inside a round of tool calls (a call kept, its result taken back); the store's.
+    pub(crate) async fn rewind(&mut self, to_seq: u64) -> Result<usize, StorageError> {
+        let invalid = |message: String| StorageError::Invalid {
+            what: format!("rewind of `{}` to entry {to_seq}", self.id),
+            message,
+        };
+        if to_seq > self.last_seq {
+            return Err(invalid(format!("the log ends at entry {}", self.last_seq)));
+        }
+        let kept = self.seqs.iter().take_while(|&&seq| seq <= to_seq).count();
+        let taken = self.entries.len() - kept;
+        if taken == 0 {
+            return Err(invalid("no entry of the history comes after it".into()));
+        }
+        if !unanswered_calls(&self.entries[..kept]).is_empty() {
+            return Err(invalid(
+                "it is inside a round of tool calls: go back to the entry before the calls, \
+                 or to the last of their results"
+                    .into(),
+            ));
+        }
+        let mut e = LogEntry::new(new_id(), LogRole::System, now())
+            .with_text(format!("Rewound to entry {to_seq}"));
+        e.include_in_context = false;
+        e.records.kind = Some(EntryKind::Rewind);
+        e.records.rewind = Some(RewindRecord { to_seq });
+        self.last_seq = self.store.append(&self.id, &e, Some(self.last_seq)).await?;
+        self.entries.truncate(kept);
+        self.seqs.truncate(kept);
+        Ok(taken)
+    }
+
+    /// The conversation.
+    pub(crate) fn id(&self) -> &ConversationId {
+        &self.id
     }
 
     /// Every entry, in order.
@@ -98,6 +182,18 @@ impl History {
         unanswered_calls(&self.entries)
     }
 
+    /// The calls still without a result that a pause named and nobody decided on yet.
+    pub(crate) fn pending_approvals(&self) -> Vec<PendingApproval> {
+        LogApprovals::read(&self.entries).waiting(&self.pending_calls())
+    }
+
+    /// Whether the history holds a question a person asked (a user message of no kind).
+    pub(crate) fn has_question(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.role == LogRole::User && e.records.kind.is_none())
+    }
+
     /// Ids of every tool call in the log.
     pub(crate) fn call_ids(&self) -> HashSet<String> {
         call_ids(&self.entries)
@@ -121,15 +217,13 @@ impl History {
     }
 }
 
-/// The history as it stands after its rewinds: each rewind entry takes back the entries
-/// before it whose sequence number is past its `to_seq` (they stay in the log); the rewind
-/// entries themselves are left out. Everything the loop reads — the window, compactions,
-/// active skills, pending calls and approvals — reads this.
-pub(crate) fn effective(stored: Vec<ba_storage::StoredEntry>) -> Vec<LogEntry> {
-    ba_storage::after_rewinds(stored)
-        .into_iter()
-        .map(|s| s.entry)
-        .collect()
+/// The whole log of conversation `id`, the entries a rewind took back included (every call
+/// made is in the metrics report; `recall` reads any entry a trace names).
+pub(crate) async fn whole_log(
+    store: &dyn ConversationStore,
+    id: &ConversationId,
+) -> Result<Vec<StoredEntry>, StorageError> {
+    Ok(store.load(id).await?.entries)
 }
 
 /// An active skill, found in the log.
@@ -227,7 +321,7 @@ fn active_skills(log: &[LogEntry]) -> Vec<ActiveSkill> {
 }
 
 /// Calls of the last assistant entry that have no result in the log.
-pub(crate) fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
+fn unanswered_calls(log: &[LogEntry]) -> Vec<LogToolCall> {
     let Some(pos) = log
         .iter()
         .rposition(|e| e.role == LogRole::Assistant && !e.calls().is_empty())

@@ -335,9 +335,9 @@ pub(crate) fn hook_entry(record: ba_protocol::HookRecord) -> ba_protocol::LogEnt
         HookVerdict::TimedOut => "timed out",
     };
     let mut e = ba_protocol::LogEntry::new(
-        crate::run::new_id(),
+        crate::ids::new_id(),
         ba_protocol::LogRole::System,
-        crate::run::now(),
+        crate::ids::now(),
     )
     .with_text(format!(
         "Hook {} ({}): {verdict}",

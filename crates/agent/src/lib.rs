@@ -1,6 +1,6 @@
 //! # ba-agent
 //!
-//! The thin orchestrator of the BA-Agent pipeline: the ReAct loop (O1) and the adapters where
+//! The thin orchestrator of the BA-Agent pipeline: the ReAct loop and the adapters where
 //! the middle crates meet. It is generic over the model (`ba-model`'s `ModelClient`, with no
 //! provider compiled in unless the caller asks for one), the tools (any `ba_tools::Tool`; the
 //! business-analysis tools of `ba-builtins` are one choice), the store (`ba-storage`'s
@@ -13,11 +13,15 @@
 //!   mode with the skills catalogue, budgeted window, compression), calls the model (deltas
 //!   become events), appends the answer before its tool calls run, runs the calls in parallel
 //!   through the tool runtime and appends each result as it is in.
-//! - [`response`] turns a final answer into the API response of seed 003 (code blocks saved,
+//! - [`response`] turns a final answer into the API response (code blocks saved,
 //!   `<code_ref>`/`<file_ref>` placeholders, HTML detection); [`ConversationReport`] is the
 //!   metrics report, computed from the log alone; [`Prompts`] holds the prompt texts.
 //! - The records the loop writes on log entries are typed fields of the log schema
 //!   ([`ba_protocol::EntryRecords`]).
+//! - Inside, one part reads and extends a conversation's log (its `History`: loaded with the
+//!   rewinds applied, appended to the store first); a run, `/compact`, a rewind, the context
+//!   preview and [`Agent::pending_approvals`] all go through it. A failure an event reports
+//!   has an [`ErrorKind`] ([`AgentError::kind`]).
 //! - Adapters: [`SkillTool`] (`activate_skill`), [`DataFileSink`] (spilled tool data into the
 //!   storage crate's data files), [`ModelSummarizer`] (a model as the context crate's
 //!   summarizer) and [`TaskTool`] (a child agent on a sub-task).
@@ -52,15 +56,22 @@ mod adapters;
 mod agent;
 mod approvals;
 mod branching;
+mod budget;
+mod builder;
 mod compact;
 mod cost;
+mod error;
 mod events;
 mod history;
 mod hooks;
+mod ids;
+mod lease;
+mod parts;
 mod prompts;
 mod report;
 pub mod response;
 mod run;
+mod settings;
 mod sources;
 mod workflow;
 
@@ -71,19 +82,20 @@ pub use adapters::{
     SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TaskTool, WorkspaceFiles, activation_text, file_info,
     transcript,
 };
-pub use agent::{
-    Agent, AgentBuilder, AgentError, AgentSettings, Compaction, Input, ResponseMode, RunOptions,
-};
+pub use agent::{Agent, Input, RunOptions};
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
+pub use budget::{Calibration, calibration, window_record};
+pub use builder::AgentBuilder;
+pub use compact::Compaction;
 pub use cost::{ModelPrice, PriceError, Prices};
+pub use error::{AgentError, ErrorKind};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, WorkflowNodeInfo};
 #[cfg(feature = "command-hooks")]
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
 pub use report::{ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money};
-pub use run::{
-    Calibration, CancelOutcome, NO_SUMMARY, Run, RunCanceller, calibration, window_record,
-};
+pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
+pub use settings::{AgentSettings, ResponseMode};
 pub use sources::{SourceSnapshot, ToolSource};
 pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec, shown_inputs};

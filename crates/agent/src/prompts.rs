@@ -1,11 +1,11 @@
-//! The prompt texts (O3): one markdown file of `## name` sections, with the built-in texts as
+//! The prompt texts: one markdown file of `## name` sections, with the built-in texts as
 //! the fallback for any section a file leaves out.
 
 use std::path::Path;
 
 use ba_context::PromptParts;
 
-use crate::agent::AgentError;
+use crate::error::AgentError;
 
 /// The built-in prompts file.
 pub const BUILTIN_PROMPTS: &str = include_str!("../prompts.md");

@@ -1,4 +1,4 @@
-//! The per-conversation metrics report (O7), computed from the log alone, so it is the same at
+//! The per-conversation metrics report, computed from the log alone, so it is the same at
 //! the end of a run and later through `ba-agent inspect`.
 
 use std::collections::BTreeMap;
@@ -353,7 +353,10 @@ impl ConversationReport {
         if rewinds == 0 {
             return report;
         }
-        let kept = crate::history::effective(stored.to_vec());
+        let kept: Vec<LogEntry> = ba_storage::after_rewinds(stored.to_vec())
+            .into_iter()
+            .map(|s| s.entry)
+            .collect();
         let now = Self::from_log(conversation_id, &kept).priced(&kept, prices);
         let made = report.model_calls + report.model_errors;
         report.history = Some(HistoryReport {

@@ -17,6 +17,8 @@ use ba_tools::{Tool, ToolRegistry, ToolRuntime};
 
 use ba_protocol::{ServerInventoryRecord, ServerRecord};
 
+use crate::adapters::SkillTool;
+
 /// Tools that may change between runs, read at the start of each run.
 pub trait ToolSource: Send + Sync + fmt::Debug {
     /// A number that changes whenever [`ToolSource::snapshot`] may give something else; the
@@ -64,6 +66,46 @@ pub(crate) struct RunTools {
     generations: Vec<u64>,
     pub(crate) runtime: Arc<ToolRuntime>,
     pub(crate) inventory: Option<ServerInventoryRecord>,
+}
+
+/// The agent's tools: the runtime over its own, the sources read at each run's start, and the
+/// skills `activate_skill` offers.
+#[derive(Debug)]
+pub(crate) struct AgentTools {
+    /// The runtime over the agent's own tools; a run's runtime adds the sources' tools.
+    own: Arc<ToolRuntime>,
+    sources: Sources,
+    skills: Option<SkillTool>,
+}
+
+impl AgentTools {
+    pub(crate) fn new(own: Arc<ToolRuntime>, sources: Sources, skills: Option<SkillTool>) -> Self {
+        Self {
+            own,
+            sources,
+            skills,
+        }
+    }
+
+    /// The runtime over the agent's own tools.
+    pub(crate) fn own(&self) -> &ToolRuntime {
+        &self.own
+    }
+
+    /// The tools of a run starting now (see [`Sources::for_run`]).
+    pub(crate) fn for_run(&self) -> Arc<RunTools> {
+        self.sources.for_run(&self.own)
+    }
+
+    /// The skills, when configured.
+    pub(crate) fn skills(&self) -> Option<&SkillTool> {
+        self.skills.as_ref()
+    }
+
+    /// The skills catalogue of a system prompt, rendered now.
+    pub(crate) fn catalogue(&self) -> Option<String> {
+        self.skills.as_ref().map(|s| s.skills().render_catalogue())
+    }
 }
 
 /// The agent's sources and the last [`RunTools`] built from them.

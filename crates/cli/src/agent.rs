@@ -225,15 +225,10 @@ async fn drive(
         Err(e) => {
             // Refused before anything ran: another run holds the conversation (named), or
             // the store failed.
-            let kind = if matches!(e, ba_agent::AgentError::Busy { .. }) {
-                "busy"
-            } else {
-                "store"
-            };
             let summary = RunSummary::failed(id.as_str(), e.to_string());
             printer.event(&AgentEvent::Error {
                 round: 0,
-                kind: kind.into(),
+                kind: e.kind(),
                 message: e.to_string(),
                 resumable: false,
             });

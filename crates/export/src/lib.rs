@@ -461,7 +461,7 @@ async fn read_parts(
     seq: Option<u64>,
 ) -> Result<Parts, ExportError> {
     let meta = store.metadata(id).await?;
-    let history = ba_storage::after_rewinds(store.load(id).await?.entries);
+    let history = store.load(id).await?.after_rewinds();
     let at = match seq {
         None => history
             .iter()

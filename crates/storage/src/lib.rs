@@ -1,8 +1,8 @@
 //! # ba-storage
 //!
-//! Durable storage of the BA-Agent pipeline (SPEC §6).
+//! Durable storage of the BA-Agent pipeline.
 //!
-//! - [`ConversationStore`] (ST1): the conversation log as an async trait, with gap-free
+//! - [`ConversationStore`]: the conversation log as an async trait, with gap-free
 //!   per-conversation sequence numbers, optimistic concurrency, paging, metadata, retention.
 //!   [`FileStore`] is the embedded backend (one append-only JSONL file per conversation,
 //!   `fsync` per append or group commit, torn-tail detection, inter-process file locks, an
@@ -11,14 +11,15 @@
 //! - Import ([`read_claude_code`], [`read_codex`], [`store_imported`]): Claude Code sessions
 //!   (with their subagent files) and Codex rollouts into conversations, listing what the log
 //!   cannot express; [`broken_pairs`] and [`duplicate_ids`] find broken tool pairs and repeated
-//!   entry ids.
-//! - [`DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
+//!   entry ids; [`after_rewinds`] (and [`Loaded::after_rewinds`]) reads a log as its history
+//!   stands once the entries a rewind took back are left out.
+//! - [`DataFileStore`]: tool data files with hashed names, atomic writes,
 //!   metadata, cleanup by age and LRU size cap (in the background or on demand).
 //! - The files of each conversation — uploads, code blocks ([`save_code`], [`get_code`]),
 //!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
 //!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
-//!   Code blocks (ST3) and uploads (ST4) are files of the workspace; [`EventLog`] (ST5).
+//!   Code blocks and uploads are files of the workspace; [`EventLog`] keeps a conversation's events.
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -56,6 +57,7 @@ mod id;
 mod import;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rewind;
 mod store;
 mod text;
 mod verify;
@@ -75,6 +77,7 @@ pub use import::{
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
+pub use rewind::after_rewinds;
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ForkPoint,
     ListPage, Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder,
@@ -82,9 +85,7 @@ pub use store::{
 };
 pub use store::{fork_with_files, rfc3339};
 pub use text::{clean_title, is_hidden_char};
-pub use verify::{
-    BrokenPair, DuplicateId, after_rewinds, broken_pairs, duplicate_ids, orphan_workspaces,
-};
+pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
 pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
 pub use workspace::{

@@ -22,24 +22,6 @@ pub async fn orphan_workspaces<S: ConversationStore + ?Sized>(store: &S) -> Resu
     Ok(owners.into_iter().filter(|o| !known.contains(o)).collect())
 }
 
-/// A log as its history stands after its rewinds: each rewind entry takes back the entries
-/// before it whose sequence number is past its `to_seq` (they stay in the log); the rewind
-/// entries themselves are left out. What a model is shown and what a check of the history
-/// reads.
-pub fn after_rewinds(stored: Vec<crate::StoredEntry>) -> Vec<crate::StoredEntry> {
-    let mut kept: Vec<crate::StoredEntry> = Vec::with_capacity(stored.len());
-    for s in stored {
-        if s.entry.records.kind == Some(ba_protocol::EntryKind::Rewind) {
-            if let Some(r) = s.entry.records.rewind {
-                kept.retain(|k| k.seq <= r.to_seq);
-            }
-            continue;
-        }
-        kept.push(s);
-    }
-    kept
-}
-
 /// A broken tool-call pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokenPair {
@@ -126,40 +108,6 @@ pub fn duplicate_ids(entries: &[LogEntry]) -> Vec<DuplicateId> {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn a_rewind_takes_back_what_came_after_its_point_and_before_itself() {
-        use ba_protocol::{EntryKind, LogEntry, LogRole, RewindRecord};
-        let entry = |seq: u64, text: &str| crate::StoredEntry {
-            seq,
-            appended_ms: 0,
-            entry: LogEntry::new(format!("e{seq}"), LogRole::User, "2026-01-01T00:00:00Z")
-                .with_text(text),
-        };
-        let rewind = |seq: u64, to_seq: u64| {
-            let mut e = entry(seq, "rewind");
-            e.entry.records.kind = Some(EntryKind::Rewind);
-            e.entry.records.rewind = Some(RewindRecord { to_seq });
-            e
-        };
-        let log = vec![
-            entry(1, "a"),
-            entry(2, "b"),
-            entry(3, "c"),
-            rewind(4, 1),
-            entry(5, "d"),
-            rewind(6, 0),
-            entry(7, "e"),
-        ];
-        let seqs: Vec<u64> = after_rewinds(log.clone()).iter().map(|s| s.seq).collect();
-        assert_eq!(seqs, [7]);
-        let seqs: Vec<u64> = after_rewinds(log[..5].to_vec())
-            .iter()
-            .map(|s| s.seq)
-            .collect();
-        assert_eq!(seqs, [1, 5]);
-    }
-
     use super::*;
     use ba_protocol::LogToolCall;
 

@@ -129,18 +129,11 @@ impl Tool for RecallTool {
             })?;
         let id = ConversationId::new(conversation)
             .map_err(|e| ToolError::execution(format!("recall: {e}")))?;
-        let loaded = self
-            .store
-            .load(&id)
+        let log = crate::history::whole_log(self.store.as_ref(), &id)
             .await
             .map_err(|e| ToolError::resource(format!("recall: {e}")))?;
         let wanted = args.entry.trim();
-        let Some(entry) = loaded
-            .entries
-            .iter()
-            .map(|s| &s.entry)
-            .find(|e| e.id == wanted)
-        else {
+        let Some(entry) = log.iter().map(|s| &s.entry).find(|e| e.id == wanted) else {
             return Err(ToolError::invalid_parameters(format!(
                 "recall: this conversation has no entry `{wanted}` (a trace names it after `recall`)"
             )));

@@ -1,16 +1,18 @@
 //! What the model said: a failure (appended with its partial output), tool calls (native, or
 //! read from a structured answer), a malformed structured answer (sent back for a fix), or the
-//! final answer (processed into the API response of seed 003).
+//! final answer (processed into the API response).
 
 use ba_model::{ModelError, ModelResponse};
 use ba_protocol::{Action, StructuredResponse};
 use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogToolCall, ModelRecord};
 use serde_json::Value;
 
-use super::{LiveStamp, Next, Partial, Runner, Stop, new_id, now};
-use crate::agent::ResponseMode;
+use super::{Next, Partial, Runner, Stop};
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, RunStatus};
+use crate::ids::{LiveStamp, new_id, now};
 use crate::response::{Files, outputs_since, process_final};
+use crate::settings::ResponseMode;
 
 impl Runner {
     pub(super) async fn model_failed(
@@ -29,7 +31,7 @@ impl Runner {
         let message = err.to_string();
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: llm_kind(&err),
+            kind: err.kind().into(),
             message: message.clone(),
             resumable: true,
         });
@@ -100,12 +102,12 @@ impl Runner {
         record: ContextRecord,
     ) -> Result<(LogEntry, AgentEvent), Stop> {
         let mut entries = response.to_log_entries(&mut LiveStamp).map_err(|e| Stop {
-            kind: "model",
+            kind: ErrorKind::Model,
             message: e.to_string(),
         })?;
         let Some(mut entry) = entries.pop() else {
             return Err(Stop {
-                kind: "model",
+                kind: ErrorKind::Model,
                 message: "the model's answer became no log entry".into(),
             });
         };
@@ -134,7 +136,7 @@ impl Runner {
         Ok((entry, event))
     }
 
-    /// In structured mode, the answer read as seed 003's JSON (its calls put on the entry,
+    /// In structured mode, the answer read as the structured JSON (its calls put on the entry,
     /// its plan reported); `Err` with why when it is not that JSON and a correction may still
     /// be asked for. `None` in native mode, for native calls, and once the corrections are
     /// spent (the answer is then taken as plain text).
@@ -179,7 +181,7 @@ impl Runner {
         self.emit(model_answered);
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: "format".into(),
+            kind: ErrorKind::Format,
             message: format!("the answer is not the structured JSON: {err}"),
             resumable: true,
         });
@@ -210,7 +212,7 @@ impl Runner {
             }) => content.clone(),
             _ => text,
         };
-        let files = self.files.as_ref().map(|f| Files {
+        let files = self.kit.files.as_ref().map(|f| Files {
             workspace: f.workspace(),
             conversation: f.conversation(),
         });
@@ -276,12 +278,5 @@ fn stop_reason_name(response: &ModelResponse) -> String {
                 .map(str::to_owned),
             _ => None,
         })
-        .unwrap_or_else(|| "other".to_owned())
-}
-
-pub(super) fn llm_kind(err: &ModelError) -> String {
-    serde_json::to_value(err.kind())
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| "other".to_owned())
 }

@@ -10,9 +10,11 @@ use ba_protocol::{
 };
 
 use super::tools::{arguments_of, tool_entry};
-use super::{Runner, Stop, new_id, now};
+use super::{Runner, Stop};
 use crate::approvals::{ApprovalAnswer, Gate, LogApprovals, gate};
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, RunStatus, RunSummary};
+use crate::ids::{new_id, now};
 
 impl Runner {
     /// Runs `calls` as the approval gate lets them; `Some` summary when some wait.
@@ -25,6 +27,7 @@ impl Runner {
             (Vec::new(), HashMap::new(), Vec::new(), Vec::new());
         for c in calls {
             let caps = self
+                .kit
                 .tools
                 .runtime
                 .registry()
@@ -135,7 +138,7 @@ impl Runner {
         answers: Vec<ApprovalAnswer>,
     ) -> Result<(), Stop> {
         let input = |message: String| Stop {
-            kind: "input",
+            kind: ErrorKind::Input,
             message,
         };
         if answers.is_empty() {

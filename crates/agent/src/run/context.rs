@@ -6,14 +6,20 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use ba_storage::ConversationId;
+
 use ba_context::BuildRequest;
 use ba_context::BuiltContext;
 use ba_protocol::{ContextRecord, LogEntry};
 
-use super::{Runner, Stop, new_id, now};
-use crate::agent::{AgentError, Inner, ResponseMode};
+use super::{Runner, Stop};
+use crate::agent::Agent;
+use crate::error::AgentError;
 use crate::events::AgentEvent;
-use crate::history::{ActiveSkill, context_view, current_task};
+use crate::history::{ActiveSkill, History, current_task};
+use crate::ids::{new_id, now};
+use crate::parts::Inner;
+use crate::settings::ResponseMode;
 
 /// The context of one call.
 pub(super) struct Built {
@@ -36,8 +42,8 @@ impl Runner {
             &inner,
             view,
             self.mode,
-            &self.tool_specs(),
-            self.catalogue.as_deref(),
+            self.kit.specs(),
+            self.kit.catalogue.as_deref(),
         );
         if self.mode == ba_protocol::Mode::Run
             && let Some(w) = &self.workflow
@@ -49,17 +55,7 @@ impl Runner {
         // instructions back in the system prompt (the same ones every round until the next
         // compaction, so the prompt stays the same).
         let mut reinjected = Vec::new();
-        let whole: HashSet<&str> = built
-            .debug
-            .kept
-            .iter()
-            .map(String::as_str)
-            .filter(|id| !built.debug.altered.iter().any(|a| a == id))
-            .collect();
-        let missing: Vec<&ActiveSkill> = active
-            .iter()
-            .filter(|s| !whole.contains(s.entry_id.as_str()))
-            .collect();
+        let missing = not_read_whole(&built.debug, active);
         if !missing.is_empty() {
             request
                 .system_sections
@@ -82,30 +78,7 @@ impl Runner {
         }
         let debug = &built.debug;
         if self.options.context_status {
-            let usage = debug.usage;
-            // The meter reads in the server's tokens: the window it was sized to (learned or
-            // configured), and the local count scaled by the calibration.
-            let budget = self.budget();
-            let window = super::window::window_record(self.history.all())
-                .and_then(|w| usize::try_from(w.tokens).ok())
-                .unwrap_or(self.inner.settings.budget.total);
-            let scale = window as f64 / budget.total.max(1) as f64;
-            let used = (usage.used as f64 * scale).round() as usize;
-            self.emit(AgentEvent::ContextStatus {
-                round: self.round,
-                used,
-                total: window,
-                percent: if window == 0 {
-                    0.0
-                } else {
-                    used as f64 * 100.0 / window as f64
-                },
-                status: if debug.compressed {
-                    crate::events::ContextLevel::Compressing
-                } else {
-                    usage.status.into()
-                },
-            });
+            self.context_status(debug);
         }
         let record = ContextRecord {
             compressed: debug.compressed,
@@ -133,15 +106,43 @@ impl Runner {
     }
 
     async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext, Stop> {
-        let builder = self.inner.builder_for(self.budget());
+        let builder = self.inner.builders.for_budget(self.budget());
         Ok(builder.build(request).await.map_err(AgentError::from)?)
+    }
+
+    /// Reports how full the window is, as the meter reads it: in the server's tokens, the
+    /// window it was sized to (learned or configured) and the local count scaled by the
+    /// calibration.
+    fn context_status(&self, debug: &ba_context::DebugData) {
+        let usage = debug.usage;
+        let budget = self.budget();
+        let window = crate::budget::window_record(self.history.all())
+            .and_then(|w| usize::try_from(w.tokens).ok())
+            .unwrap_or(self.inner.settings.budget.total);
+        let scale = window as f64 / budget.total.max(1) as f64;
+        let used = (usage.used as f64 * scale).round() as usize;
+        self.emit(AgentEvent::ContextStatus {
+            round: self.round,
+            used,
+            total: window,
+            percent: if window == 0 {
+                0.0
+            } else {
+                used as f64 * 100.0 / window as f64
+            },
+            status: if debug.compressed {
+                crate::events::ContextLevel::Compressing
+            } else {
+                usage.status.into()
+            },
+        });
     }
 
     /// The instructions of `skills` as system sections, each cut to the per-skill cap, all
     /// within the total cap; the names of the skills put back go to `names`.
     fn reinjection(&self, skills: &[&ActiveSkill], names: &mut Vec<String>) -> Vec<String> {
         let settings = &self.inner.settings;
-        let counter = self.inner.builder.counter();
+        let counter = self.inner.builders.counter();
         let mut left = settings.skill_reinject_total;
         let mut out = Vec::new();
         for s in skills {
@@ -166,6 +167,24 @@ impl Runner {
     }
 }
 
+/// The skills of `active` whose activation the window `debug` describes does not show whole
+/// (left out, or traced, cut or summarised).
+fn not_read_whole<'a>(
+    debug: &ba_context::DebugData,
+    active: &'a [ActiveSkill],
+) -> Vec<&'a ActiveSkill> {
+    let whole: HashSet<&str> = debug
+        .kept
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !debug.altered.iter().any(|a| a == id))
+        .collect();
+    active
+        .iter()
+        .filter(|s| !whole.contains(s.entry_id.as_str()))
+        .collect()
+}
+
 /// The request of the next call's window over `view` (the log after the last compaction): the
 /// system sections (skills catalogue, reply format), the pinned skill instructions and the
 /// tokens of the tool list.
@@ -188,7 +207,7 @@ pub(crate) fn build_request<'a>(
     if inner.settings.response_mode == ResponseMode::Structured {
         sections.push(format!(
             "RESPONSE FORMAT\n{}",
-            inner.prompts.structured_format
+            inner.builders.prompts().structured_format
         ));
     }
     // A skill's instructions are read in full while its activation is in the window.
@@ -197,7 +216,7 @@ pub(crate) fn build_request<'a>(
         .filter(|e| e.records.skill.is_some())
         .map(|e| e.id.clone())
         .collect();
-    let counter = inner.builder.counter();
+    let counter = inner.builders.counter();
     let fixed_tokens = tools
         .iter()
         .map(|t| {
@@ -217,24 +236,53 @@ pub(crate) fn build_request<'a>(
     }
 }
 
+impl Agent {
+    /// What the next model call of a conversation would see, computed without changing the
+    /// log: the entries kept, dropped (with the reason) and changed, and the budget's usage.
+    ///
+    /// # Errors
+    /// The store's; [`AgentError::Context`] when the window cannot be built.
+    pub async fn context_debug(
+        &self,
+        id: &ConversationId,
+    ) -> Result<ba_context::DebugData, AgentError> {
+        let meta = self.inner.store.metadata(id).await?;
+        let history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
+        preview(&self.inner, &history, meta.mode.unwrap_or_default()).await
+    }
+}
+
 /// What the next model call of a conversation would see, built without appending anything:
-/// the debug data of the window (kept, dropped with the reason, changed, usage).
-pub(crate) async fn preview(
+/// the debug data of the window (kept, dropped with the reason, changed, usage), in the
+/// budget a run would build it for (the window the server named, the calibration).
+async fn preview(
     inner: &Inner,
-    log: &[LogEntry],
+    history: &History,
     mode: ba_protocol::Mode,
 ) -> Result<ba_context::DebugData, AgentError> {
-    let view = context_view(log);
     let tools = super::tools::tool_specs_of(inner, mode);
-    let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
-    let workflow = crate::workflow::WorkflowRun::from_log(log);
-    let mut request = build_request(inner, view, mode, &tools, catalogue.as_deref());
+    let catalogue = inner.tools.catalogue();
+    let workflow = crate::workflow::WorkflowRun::from_log(history.all());
+    let mut request = build_request(
+        inner,
+        history.context_view(),
+        mode,
+        &tools,
+        catalogue.as_deref(),
+    );
     if mode == ba_protocol::Mode::Run
         && let Some(w) = &workflow
     {
         w.shape(&mut request);
     }
-    Ok(inner.builder.build(&request).await?.debug)
+    let tool_tokens = inner.builders.spec_tokens(&tools);
+    let budget = crate::budget::budget_for(inner.settings.budget, history.all(), tool_tokens);
+    Ok(inner
+        .builders
+        .for_budget(budget)
+        .build(&request)
+        .await?
+        .debug)
 }
 
 /// The longest prefix of `text` (on a line boundary when possible) within `max` tokens.

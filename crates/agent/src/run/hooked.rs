@@ -5,6 +5,7 @@ use ba_protocol::{HookEvent, HookRecord, LogToolCall};
 use serde_json::{Map, Value, json};
 
 use super::{Runner, Stop};
+use crate::error::ErrorKind;
 use crate::hooks::{Combined, run_hooks};
 
 impl Runner {
@@ -50,7 +51,7 @@ impl Runner {
             ) => combined,
             () = super::wait_for_cancel(cancel) => {
                 return Err(Stop {
-                    kind: super::CANCELLED,
+                    kind: ErrorKind::Cancelled,
                     message: format!("the run was cancelled while a {} hook ran", event.as_str()),
                 });
             }
@@ -74,7 +75,7 @@ impl Runner {
             .await?;
         if let Some(reason) = combined.blocked {
             return Err(Stop {
-                kind: "hook",
+                kind: ErrorKind::Hook,
                 message: format!("a user_prompt_submit hook blocked the message: {reason}"),
             });
         }

@@ -12,73 +12,44 @@ mod approve;
 mod context;
 mod handle;
 mod hooked;
+mod state;
 mod task;
 
 pub use handle::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub(crate) use handle::{Control, LiveEntry, LiveRuns, Signal};
-pub(crate) use task::{Launch, run, take_lease};
-
-pub(crate) use context::preview;
+use state::{LeaseWatch, Naming, RunKit};
 mod tools;
 mod window;
 mod workflow;
 
-pub use window::{Calibration, calibration, window_record};
-
 use std::sync::Arc;
 
 use ba_model::{CacheHint, ModelRequest, StreamDelta};
-use ba_protocol::convert::Stamp;
-use ba_protocol::{EntryKind, LogEntry, LogRole, LogToolCall, Mode, ToolSpec};
+use ba_protocol::{ContextRecord, EntryKind, LogEntry, LogRole, LogToolCall, Mode};
 use ba_storage::{Clock, ConversationId, SystemClock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use crate::adapters::WorkspaceFiles;
-use crate::agent::{AgentError, Inner, Input, RunOptions};
+use crate::agent::{Input, RunOptions};
+use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
+use crate::ids::{new_id, now};
+use crate::parts::Inner;
 use crate::response::process_final;
-use crate::sources::RunTools;
-
-/// Ids and times of new entries.
-pub(crate) struct LiveStamp;
-
-impl Stamp for LiveStamp {
-    fn next_id(&mut self) -> String {
-        new_id()
-    }
-    fn now(&mut self) -> String {
-        now()
-    }
-}
-
-pub(crate) fn new_id() -> String {
-    format!("e_{}", uuid::Uuid::new_v4().simple())
-}
-
-pub(crate) fn now() -> String {
-    ba_storage::rfc3339(SystemClock.now_ms())
-}
 
 /// Why a run stopped early, beyond the model failures the log records.
 pub(crate) struct Stop {
-    pub(crate) kind: &'static str,
+    pub(crate) kind: ErrorKind,
     pub(crate) message: String,
 }
 
 impl From<AgentError> for Stop {
     fn from(e: AgentError) -> Self {
-        let kind = match &e {
-            AgentError::Store(_) => "store",
-            AgentError::Context(_) | AgentError::NothingToCompact { .. } => "context",
-            AgentError::Config { .. } | AgentError::Tools(_) => "config",
-            AgentError::Busy { .. } => "busy",
-        };
         Self {
-            kind,
+            kind: e.kind(),
             message: e.to_string(),
         }
     }
@@ -148,10 +119,6 @@ pub(crate) struct Partial {
     pub(crate) thinking: String,
 }
 
-/// The kind of a [`Stop`] that is a cancel noticed where no summary could be made: the run
-/// ends `cancelled`, not failed.
-pub(crate) const CANCELLED: &str = "cancelled";
-
 /// Resolves once `rx` says cancel (never when its sender is gone).
 pub(crate) async fn wait_for_cancel(mut rx: watch::Receiver<Signal>) {
     if rx.wait_for(|s| *s == Signal::Cancel).await.is_err() {
@@ -192,34 +159,16 @@ pub(crate) struct Runner {
     pub(crate) format_retries: u32,
     /// The share of the budget the last window used (drives the tools' output levels).
     pub(crate) usage: f64,
-    /// The tools of this run, read from the sources when it started and kept to its end.
-    pub(crate) tools: Arc<RunTools>,
-    /// The tool list every request of this run opens with (the runtime's tools and
-    /// `activate_skill`), fixed when the run started.
-    pub(crate) specs: Vec<ToolSpec>,
-    /// The local count of `specs` (see `offer_tools`).
-    pub(crate) spec_tokens: usize,
-    /// The skills catalogue of this run's system prompt, rendered when it started (a reload
-    /// of the skills shows in the next run).
-    pub(crate) catalogue: Option<String>,
-    /// What this run's tool calls share (the skills activated so far, on one stack).
-    pub(crate) scope: Arc<ba_tools::RunScope>,
-    /// The files this run's tool calls see: its conversation's workspace (a sub-agent's, its
-    /// top parent's), when the agent has one.
-    pub(crate) files: Option<Arc<WorkspaceFiles>>,
-    /// The conversation has no title yet: its first question gives one.
-    pub(crate) untitled: bool,
-    /// The summary model writing a better title, awaited (bounded) before the run ends.
-    pub(crate) title_task: Option<tokio::task::JoinHandle<()>>,
+    /// The tools, tool list, skills catalogue, shared scope and files of this run.
+    kit: RunKit,
+    /// The conversation's title, as this run gives it one.
+    naming: Naming,
     /// The conversation's latest workflow run, as the log tells it.
     pub(crate) workflow: Option<crate::workflow::WorkflowRun>,
     /// Times a stop hook sent this run back to work (at most [`MAX_STOP_CONTINUES`]).
     pub(crate) stop_continues: u32,
-    /// Set when the run's lease was found lost: nothing more is written.
-    pub(crate) lease_lost: Arc<std::sync::atomic::AtomicBool>,
-    /// The run's lease (owned by its task, which lets it go before `Finished`): looked at
-    /// before every write.
-    pub(crate) lease: std::sync::Weak<ba_storage::RunLease>,
+    /// The run's lease, looked at before every write.
+    lease: LeaseWatch,
     /// Set while a round is sent again after the server refused it as too long: it is sent
     /// again once.
     pub(crate) overflow_retry: bool,
@@ -256,13 +205,9 @@ impl Runner {
         if entry.run_id.is_none() {
             self.put_workflow_ids(&mut entry);
         }
-        if self.lease.upgrade().is_some_and(|l| !l.is_held()) {
-            self.lease_lost
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        if self.lease_lost.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.lease.is_lost() {
             return Err(Stop {
-                kind: "lease_lost",
+                kind: ErrorKind::LeaseLost,
                 message: task::LEASE_LOST.to_owned(),
             });
         }
@@ -319,7 +264,7 @@ impl Runner {
             self.id.clone(),
             question.to_owned(),
         );
-        self.title_task = Some(tokio::spawn(async move {
+        self.naming.task = Some(tokio::spawn(async move {
             let written = match summarizer.title(&question).await {
                 Ok(Some(text)) => title_of(text.trim().trim_matches(['"', '\'', '“', '”', '.'])),
                 Ok(None) => None,
@@ -385,11 +330,11 @@ impl Runner {
     /// The run after its lease: the input taken, then rounds until the run is over.
     async fn go(&mut self, input: Input) -> Result<RunSummary, Stop> {
         let meta = self.inner.store.metadata(&self.id).await?;
-        self.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
+        self.naming.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
-        self.offer_tools();
+        self.kit.offer(self.mode, &self.inner.builders);
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
@@ -398,7 +343,7 @@ impl Runner {
         });
         let begun = self.take_input(input).await?;
         // A workflow's start puts the conversation in run mode, whose list may differ.
-        self.offer_tools();
+        self.kit.offer(self.mode, &self.inner.builders);
         match begun {
             Begun::Pending(calls) => self.rounds(calls).await,
             Begun::Answered(summary) => Ok(*summary),
@@ -412,13 +357,12 @@ impl Runner {
         let entry = match input {
             Input::Message { text, .. } if text.trim().is_empty() => {
                 return Err(Stop {
-                    kind: "input",
+                    kind: ErrorKind::Input,
                     message: "the message is empty".into(),
                 });
             }
             Input::Message { text, attachments } => {
-                if self.untitled {
-                    self.untitled = false;
+                if self.naming.take_untitled() {
                     self.title_from(&text).await;
                 }
                 let context = self.prompt_hooks(&text).await?;
@@ -449,7 +393,7 @@ impl Runner {
         self.round = self.history.rounds_in_task();
         let Some(last) = self.history.last().cloned() else {
             return Err(Stop {
-                kind: "input",
+                kind: ErrorKind::Input,
                 message: "the conversation is empty: there is nothing to resume".into(),
             });
         };
@@ -551,7 +495,7 @@ impl Runner {
         );
         self.emit(AgentEvent::Error {
             round: self.round,
-            kind: "round_limit".into(),
+            kind: ErrorKind::RoundLimit,
             message: message.clone(),
             resumable: true,
         });
@@ -562,7 +506,7 @@ impl Runner {
     /// last one in the log (a hidden system entry, never sent to a model). Nothing for an
     /// agent without tool sources.
     async fn record_inventory(&mut self) -> Result<(), Stop> {
-        let Some(inventory) = self.tools.inventory.clone() else {
+        let Some(inventory) = self.kit.tools.inventory.clone() else {
             return Ok(());
         };
         if self.history.last_server_inventory().as_ref() == Some(&inventory) {
@@ -591,16 +535,44 @@ impl Runner {
         });
         let built = self.build_context(&active).await?;
         self.usage = built.usage;
+        let (request, record) = self.request_for(model, built);
+        let (result, partial) = self.call_model(&request).await;
+        if let Some(Err(ba_model::ModelError::ContextOverflow {
+            limit, requested, ..
+        })) = &result
+            && !std::mem::replace(&mut self.overflow_retry, true)
+        {
+            // The server said its window: keep it for the conversation, and send the round
+            // again in a window built (and compressed) for it, once.
+            let (limit, requested) = (*limit, *requested);
+            let learned = self.learn_window(limit, requested, &request.model).await?;
+            if learned {
+                let again = Box::pin(self.round_once()).await;
+                self.overflow_retry = false;
+                return again;
+            }
+        }
+        self.overflow_retry = false;
+        match result {
+            None => self.call_cancelled(partial, record).await,
+            Some(Err(err)) => self.model_failed(err, record).await,
+            Some(Ok(response)) => self.answered(response, record).await,
+        }
+    }
+
+    /// The request of a round for `model` over the window `built`, and the record of that
+    /// window the answer's entry keeps.
+    fn request_for(&self, model: String, built: context::Built) -> (ModelRequest, ContextRecord) {
         let settings = &self.inner.settings;
         // A learned window holds the answer too: its cap is what the budget keeps for it.
         let reserve = u32::try_from(self.budget().reserved_for_response).unwrap_or(u32::MAX);
-        let max_tokens = match window::window_record(self.history.all()) {
+        let max_tokens = match crate::budget::window_record(self.history.all()) {
             Some(_) => settings.max_tokens.min(reserve.max(1)),
             None => settings.max_tokens,
         };
         let mut request = ModelRequest::new(model, built.entries)
             .with_system(built.system)
-            .with_tools(self.tool_specs())
+            .with_tools(self.kit.specs().to_vec())
             .with_cache(CacheHint {
                 stable_entries: built.stable,
                 key: Some(self.id.to_string()),
@@ -608,6 +580,19 @@ impl Runner {
             .with_max_tokens(max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;
+        (request, built.record)
+    }
+
+    /// Calls the model with `request`, its deltas sent out as events, until it answers or the
+    /// run is cancelled (`None`); what it streamed, for a cut call's record.
+    async fn call_model(
+        &self,
+        request: &ModelRequest,
+    ) -> (
+        Option<Result<ba_model::ModelResponse, ba_model::ModelError>>,
+        Partial,
+    ) {
+        let settings = &self.inner.settings;
         let round = self.round;
         let tx = self.tx.clone();
         let mut partial = Partial::default();
@@ -637,10 +622,7 @@ impl Runner {
                 };
                 let _ = tx.send(event);
             };
-            let call = self
-                .inner
-                .client
-                .complete_streaming(&request, &mut on_delta);
+            let call = self.inner.client.complete_streaming(request, &mut on_delta);
             let cancel = self.signal.clone();
             async {
                 tokio::select! {
@@ -653,7 +635,7 @@ impl Runner {
         };
         match &result {
             None => call_span.record("outcome", "cancelled"),
-            Some(Err(err)) => call_span.record("outcome", answer::llm_kind(err).as_str()),
+            Some(Err(err)) => call_span.record("outcome", ErrorKind::from(err.kind()).as_str()),
             Some(Ok(response)) => call_span
                 .record("outcome", "answered")
                 .record("input_tokens", response.usage.input_tokens)
@@ -661,26 +643,6 @@ impl Runner {
                 .record("retries", response.retries),
         };
         drop(call_span);
-        if let Some(Err(ba_model::ModelError::ContextOverflow {
-            limit, requested, ..
-        })) = &result
-            && !std::mem::replace(&mut self.overflow_retry, true)
-        {
-            // The server said its window: keep it for the conversation, and send the round
-            // again in a window built (and compressed) for it, once.
-            let (limit, requested) = (*limit, *requested);
-            let learned = self.learn_window(limit, requested, &request.model).await?;
-            if learned {
-                let again = Box::pin(self.round_once()).await;
-                self.overflow_retry = false;
-                return again;
-            }
-        }
-        self.overflow_retry = false;
-        match result {
-            None => self.call_cancelled(partial, built.record).await,
-            Some(Err(err)) => self.model_failed(err, built.record).await,
-            Some(Ok(response)) => self.answered(response, built.record).await,
-        }
+        (result, partial)
     }
 }

@@ -5,17 +5,20 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ba_storage::{ConversationId, ConversationStore, RunHolder, RunLease, RunLock};
+use ba_storage::{ConversationId, ConversationStore, RunLease};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use super::{Control, LiveEntry, Runner, Signal};
+use super::state::{LeaseWatch, Naming, RunKit};
+use super::{Control, LiveEntry, Run, Runner, Signal};
 use crate::adapters::WorkspaceFiles;
-use crate::agent::{AgentError, Inner, Input, RunOptions};
+use crate::agent::{Agent, Input, RunOptions};
+use crate::error::{AgentError, ErrorKind};
 use crate::events::{AgentEvent, RunStatus, RunSummary};
 use crate::history::History;
+use crate::parts::Inner;
 
 /// How long the end of a run waits for the summary model's title of a new conversation.
 const TITLE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -38,57 +41,95 @@ async fn files_owner(store: &dyn ConversationStore, id: &ConversationId) -> Conv
     owner
 }
 
-/// A run about to start: what [`crate::Agent`] hands the task it spawns.
-pub(crate) struct Launch {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) id: ConversationId,
-    pub(crate) input: Input,
-    pub(crate) options: RunOptions,
-    pub(crate) run_id: String,
-    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
-    pub(crate) lease: Option<RunLease>,
-    pub(crate) tx: UnboundedSender<AgentEvent>,
-    pub(crate) control: Control,
-    pub(crate) signal: watch::Receiver<Signal>,
-    /// The run's place in the agent's table of live runs, taken before the task starts so a
-    /// cancel by run id finds the run from the moment its id is known.
-    pub(crate) live: LiveEntry,
+impl Agent {
+    /// Starts a run on a tokio task and returns its events as a stream. The run takes the
+    /// conversation's lease first; when another run holds it, the stream says so (an
+    /// [`AgentEvent::Error`] of kind `busy` naming the holder, then a failed
+    /// [`AgentEvent::Finished`]). Dropping the stream cancels the run; what was appended stays,
+    /// and [`Input::Resume`] goes on from it. Must be called within a tokio runtime.
+    pub fn send(&self, id: &ConversationId, input: Input) -> Run {
+        self.send_with(id, input, RunOptions::default())
+    }
+
+    /// [`Agent::send`] with options: the caller's ids and more events.
+    pub fn send_with(&self, id: &ConversationId, input: Input, options: RunOptions) -> Run {
+        let run_id = run_id_of(&options);
+        self.spawn(id, input, options, run_id, None)
+    }
+
+    /// Takes the conversation's lease, then starts the run as [`Agent::send_with`] does: a
+    /// refusal comes back here, before anything runs.
+    ///
+    /// # Errors
+    /// [`AgentError::Busy`] naming the run that holds the conversation; the store's.
+    pub async fn start(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+    ) -> Result<Run, AgentError> {
+        let run_id = run_id_of(&options);
+        let lease = self.inner.leases.take(id, &run_id).await?;
+        Ok(self.spawn(id, input, options, run_id, Some(lease)))
+    }
+
+    fn spawn(
+        &self,
+        id: &ConversationId,
+        input: Input,
+        options: RunOptions,
+        run_id: String,
+        lease: Option<RunLease>,
+    ) -> Run {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (control, signal) = Control::new();
+        let live = self
+            .inner
+            .leases
+            .live()
+            .insert(id, &run_id, control.clone());
+        let launch = Launch {
+            inner: Arc::clone(&self.inner),
+            id: id.clone(),
+            input,
+            options,
+            run_id: run_id.clone(),
+            lease,
+            tx,
+            control: control.clone(),
+            signal,
+            live,
+        };
+        // The caller's span (a `task` tool call, for a sub-agent) becomes the run's parent, so
+        // a child agent's run nests in the call that started it; a front end has none.
+        tokio::spawn(run(launch).instrument(tracing::Span::current()));
+        Run::new(run_id, rx, control)
+    }
 }
 
-/// Takes the conversation's run lease for `run_id`, or says who holds it. A run of this
-/// process that was cancelled (a dropped [`Run`]) is waited for: it is writing its last
-/// records and lets the conversation go within moments.
-pub(crate) async fn take_lease(
-    inner: &Inner,
-    id: &ConversationId,
-    run_id: &str,
-) -> Result<RunLease, AgentError> {
-    let holder = RunHolder::new(run_id, inner.holder.clone());
-    let mut looked_again = false;
-    loop {
-        let ended = inner.live.ended();
-        match inner.store.lock_run(id, &holder).await? {
-            RunLock::Taken(lease) => return Ok(lease),
-            RunLock::Held(Some(h)) => match inner.live.get(id, &h.run_id) {
-                Some(c) if c.signal() == Signal::Cancel => ended.await,
-                // A run of this process that left its table between the lock and this look:
-                // it let the lease go before it left, so one more try takes it.
-                None if h.holder == inner.holder && !looked_again => looked_again = true,
-                _ => {
-                    return Err(AgentError::Busy {
-                        conversation: id.to_string(),
-                        holder: Some(h),
-                    });
-                }
-            },
-            RunLock::Held(holder) => {
-                return Err(AgentError::Busy {
-                    conversation: id.to_string(),
-                    holder,
-                });
-            }
-        }
-    }
+/// The run id of `options`, or a new one.
+fn run_id_of(options: &RunOptions) -> String {
+    options
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("run_{}", uuid::Uuid::new_v4().simple()))
+}
+
+/// A run about to start: what [`crate::Agent`] hands the task it spawns.
+struct Launch {
+    inner: Arc<Inner>,
+    id: ConversationId,
+    input: Input,
+    options: RunOptions,
+    run_id: String,
+    /// The lease, when the caller took it before spawning ([`crate::Agent::start`]).
+    lease: Option<RunLease>,
+    tx: UnboundedSender<AgentEvent>,
+    control: Control,
+    signal: watch::Receiver<Signal>,
+    /// The run's place in the agent's table of live runs, taken before the task starts so a
+    /// cancel by run id finds the run from the moment its id is known.
+    live: LiveEntry,
 }
 
 /// Looks, every `cancel_poll`, in the store for a cancel request naming this run (made by
@@ -130,7 +171,7 @@ pub(crate) const LEASE_LOST: &str = "the conversation's run lease was lost (its 
     `continue` to go on";
 
 /// A run from its lease to its `Finished`, on the task [`crate::Agent`] spawned.
-pub(crate) async fn run(launch: Launch) {
+async fn run(launch: Launch) {
     let Launch {
         inner,
         id,
@@ -145,7 +186,7 @@ pub(crate) async fn run(launch: Launch) {
     } = launch;
     let lease = match lease {
         Some(lease) => lease,
-        None => match take_lease(&inner, &id, &run_id).await {
+        None => match inner.leases.take(&id, &run_id).await {
             Ok(lease) => lease,
             Err(e) => return refused(&tx, &id, &e),
         },
@@ -161,8 +202,7 @@ pub(crate) async fn run(launch: Launch) {
         status = Empty,
     );
     let lease = Arc::new(lease);
-    runner.lease = Arc::downgrade(&lease);
-    let lost = Arc::clone(&runner.lease_lost);
+    let lost = runner.lease.watch(&lease);
     let watch = watch_store_for_cancel(
         Arc::clone(&inner),
         id.clone(),
@@ -179,7 +219,7 @@ pub(crate) async fn run(launch: Launch) {
     let outcome = match outcome {
         Ok(summary) if lost.load(Ordering::SeqCst) && summary.status != RunStatus::Answered => {
             Err(super::Stop {
-                kind: "lease_lost",
+                kind: ErrorKind::LeaseLost,
                 message: LEASE_LOST.into(),
             })
         }
@@ -187,21 +227,21 @@ pub(crate) async fn run(launch: Launch) {
     };
     let summary = match outcome {
         Ok(summary) => summary,
-        Err(stop) if stop.kind == super::CANCELLED => runner.cancelled(false),
+        Err(stop) if stop.kind == ErrorKind::Cancelled => runner.cancelled(false),
         Err(stop) => {
             runner.emit(AgentEvent::Error {
                 round: runner.round,
-                kind: stop.kind.to_owned(),
+                kind: stop.kind,
                 message: stop.message.clone(),
                 // A run that lost its lease left the log as a cancel does.
-                resumable: stop.kind == "lease_lost",
+                resumable: stop.kind == ErrorKind::LeaseLost,
             });
             runner.summary(RunStatus::Failed, None, Some(stop.message))
         }
     };
     // The summary model's title, if it is still being written: a bounded wait, so the
     // conversation is named when the run is over (a slow title costs only the title).
-    if let Some(task) = runner.title_task.take()
+    if let Some(task) = runner.naming.task.take()
         && tokio::time::timeout(TITLE_WAIT, task).await.is_err()
     {
         tracing::warn!(conversation = %id, "the summary model's title took too long");
@@ -221,15 +261,10 @@ pub(crate) async fn run(launch: Launch) {
 
 /// A run that could not take the lease ends at once, saying why.
 fn refused(tx: &UnboundedSender<AgentEvent>, id: &ConversationId, e: &AgentError) {
-    let kind = if matches!(e, AgentError::Busy { .. }) {
-        "busy"
-    } else {
-        "store"
-    };
     let message = e.to_string();
     let _ = tx.send(AgentEvent::Error {
         round: 0,
-        kind: kind.into(),
+        kind: e.kind(),
         message: message.clone(),
         resumable: false,
     });
@@ -259,11 +294,6 @@ impl Runner {
         signal: watch::Receiver<Signal>,
         options: RunOptions,
     ) -> Self {
-        let tools = inner.sources.for_run(&inner.runtime);
-        // The list for the conversation's mode is taken when the run has read it.
-        let specs = tools.specs(ba_protocol::Mode::default());
-        let spec_tokens = super::window::spec_tokens(&inner, &specs);
-        let catalogue = inner.skills.as_ref().map(|s| s.skills().render_catalogue());
         let files = match &inner.workspace {
             Some(workspace) => Some(Arc::new(WorkspaceFiles::new(
                 Arc::clone(workspace),
@@ -271,6 +301,12 @@ impl Runner {
             ))),
             None => None,
         };
+        let kit = RunKit::new(
+            inner.tools.for_run(),
+            inner.tools.catalogue(),
+            files,
+            &inner.builders,
+        );
         Self {
             history: History::new(Arc::clone(&inner.store), id.clone()),
             inner,
@@ -283,18 +319,11 @@ impl Runner {
             rounds_run: 0,
             format_retries: 0,
             usage: 0.0,
-            tools,
-            specs,
-            spec_tokens,
-            catalogue,
-            files,
-            scope: Arc::default(),
-            lease_lost: Arc::default(),
-            lease: std::sync::Weak::new(),
+            kit,
+            lease: LeaseWatch::default(),
             stop_continues: 0,
             overflow_retry: false,
-            untitled: false,
-            title_task: None,
+            naming: Naming::default(),
             workflow: None,
         }
     }

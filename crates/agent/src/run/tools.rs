@@ -12,22 +12,12 @@ use ba_tools::{CallOptions, ConversationFiles};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{Runner, Stop, new_id, now};
+use super::{Runner, Stop};
 use crate::adapters::{CompleteNodeTool, SkillTool};
 use crate::events::AgentEvent;
+use crate::ids::{new_id, now};
 
 impl Runner {
-    /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`
-    /// among them when skills are configured, and the tool sources' as they were when the run
-    /// started), the same list every round of a run. A skill's `allowed_tools` is not
-    /// applied by removing tools (the list opens every request, and a change would void the
-    /// provider's prompt cache): the runtime refuses a call outside it, and the activation told
-    /// the model. Tools that join later (an MCP server that finished starting) are in the next
-    /// run's list.
-    pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
-    }
-
     /// Runs calls in parallel (at most the runtime's concurrency), appending each result in
     /// call order as soon as it and the ones before it are in. A call in `edits` runs with
     /// the arguments a person (or a hook) gave, and its result says so. The operator's
@@ -38,13 +28,9 @@ impl Runner {
         calls: &[LogToolCall],
         edits: &HashMap<String, (Value, &'static str)>,
     ) -> Result<(), Stop> {
-        let args = |c: &LogToolCall| {
-            edits
-                .get(&c.id)
-                .map_or_else(|| arguments_of(c), |e| e.0.clone())
-        };
+        let args = |c: &LogToolCall| given_arguments(c, edits);
         let inner = Arc::clone(&self.inner);
-        let runtime = Arc::clone(&self.tools.runtime);
+        let runtime = Arc::clone(&self.kit.tools.runtime);
         let mut modifier = self.history.modifier();
         if let Some(w) = &self.workflow {
             modifier = w.restrict(modifier);
@@ -61,10 +47,11 @@ impl Runner {
             ..InvocationContext::default()
         };
         let files: Option<Arc<dyn ConversationFiles>> = self
+            .kit
             .files
             .as_ref()
             .map(|f| Arc::clone(f) as Arc<dyn ConversationFiles>);
-        let scope = Arc::clone(&self.scope);
+        let scope = Arc::clone(&self.kit.scope);
         let opts = CallOptions {
             context_usage: self.usage,
             modifier: modifier.as_ref(),
@@ -92,58 +79,72 @@ impl Runner {
         let concurrency = runtime.config().max_concurrency.max(1);
         let mut results = futures::stream::iter(pending).buffered(concurrency);
         let mut index = 0;
-        while let Some(mut result) = results.next().await {
+        while let Some(result) = results.next().await {
             let Some(call) = calls.get(index) else { break };
             index += 1;
-            // A workflow node the call completed, whichever tool it was.
-            let completion = CompleteNodeTool::outcome(&scope, &call.id);
-            // What a skill activation did beyond its text (its modifier), whichever tool it was.
-            let activation = SkillTool::outcome(&scope, &call.id);
-            self.keep_full_output(call, &mut result).await;
-            if let Some((edited, by)) = edits.get(&call.id) {
-                result.observation = format!(
-                    "[run with the arguments {by} changed: {edited}]\n{}",
-                    result.observation
-                );
-            }
-            let said = self
-                .hooks(
-                    ba_protocol::HookEvent::PostToolUse,
-                    Some(call),
-                    serde_json::json!({
-                        "tool_name": call.function.name,
-                        "tool_input": args(call),
-                        "tool_response": {"success": result.success, "observation": result.observation},
-                    }),
-                )
-                .await?;
-            for c in said.context.iter().chain(said.blocked.iter()) {
-                result.observation = format!("{}\n\n[hook: {c}]", result.observation);
-            }
-            let mut entry = tool_entry(call, &result, activation.as_ref());
-            entry.records.workflow = completion.clone().map(Box::new);
-            self.append(entry).await?;
-            self.emit(AgentEvent::ToolResult {
+            self.record_result(call, result, edits, &scope).await?;
+        }
+        Ok(())
+    }
+
+    /// One call's result, in: its full output kept, a person's edit and the post_tool_use
+    /// hooks noted on it, appended, reported; a completed workflow node or an activated skill
+    /// taken in.
+    async fn record_result(
+        &mut self,
+        call: &LogToolCall,
+        mut result: ToolResult,
+        edits: &HashMap<String, (Value, &'static str)>,
+        scope: &ba_tools::RunScope,
+    ) -> Result<(), Stop> {
+        // A workflow node the call completed, whichever tool it was.
+        let completion = CompleteNodeTool::outcome(scope, &call.id);
+        // What a skill activation did beyond its text (its modifier), whichever tool it was.
+        let activation = SkillTool::outcome(scope, &call.id);
+        self.keep_full_output(call, &mut result).await;
+        if let Some((edited, by)) = edits.get(&call.id) {
+            result.observation = format!(
+                "[run with the arguments {by} changed: {edited}]\n{}",
+                result.observation
+            );
+        }
+        let said = self
+            .hooks(
+                ba_protocol::HookEvent::PostToolUse,
+                Some(call),
+                serde_json::json!({
+                    "tool_name": call.function.name,
+                    "tool_input": given_arguments(call, edits),
+                    "tool_response": {"success": result.success, "observation": result.observation},
+                }),
+            )
+            .await?;
+        for c in said.context.iter().chain(said.blocked.iter()) {
+            result.observation = format!("{}\n\n[hook: {c}]", result.observation);
+        }
+        let mut entry = tool_entry(call, &result, activation.as_ref());
+        entry.records.workflow = completion.clone().map(Box::new);
+        self.append(entry).await?;
+        self.emit(AgentEvent::ToolResult {
+            round: self.round,
+            call_id: call.id.clone(),
+            name: call.function.name.clone(),
+            success: result.success,
+            observation: result.observation.clone(),
+            data_ref: result.data_ref.clone(),
+            duration_ms: result.duration_ms,
+        });
+        if let Some(record) = &completion {
+            self.node_completed(record);
+        }
+        if let Some(a) = activation.filter(|a| a.success) {
+            self.emit(AgentEvent::SkillActivated {
                 round: self.round,
-                call_id: call.id.clone(),
-                name: call.function.name.clone(),
-                success: result.success,
-                observation: result.observation.clone(),
-                data_ref: result.data_ref.clone(),
-                duration_ms: result.duration_ms,
+                skill: a.skill_name,
+                activation_id: a.activation_id,
+                allowed_tools: a.context_modifier.allowed_tools,
+                model: a.context_modifier.model,
             });
-            if let Some(record) = &completion {
-                self.node_completed(record);
-            }
-            if let Some(a) = activation.filter(|a| a.success) {
-                self.emit(AgentEvent::SkillActivated {
-                    round: self.round,
-                    skill: a.skill_name,
-                    activation_id: a.activation_id,
-                    allowed_tools: a.context_modifier.allowed_tools,
-                    model: a.context_modifier.model,
-                });
-            }
         }
         Ok(())
     }
@@ -160,7 +161,7 @@ impl Runner {
         if result.data_ref.is_some() || result.observation.chars().count() <= limit {
             return;
         }
-        if let Some(files) = &self.files {
+        if let Some(files) = &self.kit.files {
             let name = format!("{}_output.txt", call.function.name);
             match files.add_data(&name, result.observation.as_bytes()).await {
                 Ok(info) => result.data_ref = Some(info.id),
@@ -186,8 +187,15 @@ impl Runner {
 }
 
 /// The tools offered to the model (see [`Runner::tool_specs`]) by a run starting now.
-pub(super) fn tool_specs_of(inner: &crate::agent::Inner, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
-    inner.sources.for_run(&inner.runtime).specs(mode)
+pub(super) fn tool_specs_of(inner: &crate::parts::Inner, mode: ba_protocol::Mode) -> Vec<ToolSpec> {
+    inner.tools.for_run().specs(mode)
+}
+
+/// The arguments `call` runs with: a person's (or a hook's) edit, else the model's.
+fn given_arguments(call: &LogToolCall, edits: &HashMap<String, (Value, &'static str)>) -> Value {
+    edits
+        .get(&call.id)
+        .map_or_else(|| arguments_of(call), |e| e.0.clone())
 }
 
 pub(super) fn arguments_of(call: &LogToolCall) -> Value {

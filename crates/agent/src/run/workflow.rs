@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 
 use ba_protocol::{Mode, WorkflowRecord};
 
-use super::{Runner, Stop, new_id};
+use super::{Runner, Stop};
 use crate::adapters::CompleteNodeTool;
+use crate::error::ErrorKind;
 use crate::events::{AgentEvent, WorkflowNodeInfo};
+use crate::ids::new_id;
 use crate::workflow::{WorkflowRun, shown_inputs};
 
 impl Runner {
@@ -18,7 +20,7 @@ impl Runner {
     /// while a node is active.
     pub(super) fn load_workflow(&mut self) {
         self.workflow = WorkflowRun::from_log(self.history.all());
-        CompleteNodeTool::set_state(&self.scope, self.workflow.clone());
+        CompleteNodeTool::set_state(&self.kit.scope, self.workflow.clone());
     }
 
     /// Starts a run of the workflow `name`: the definition and inputs checked (an unknown
@@ -31,7 +33,7 @@ impl Runner {
     ) -> Result<(), Stop> {
         let workflows = std::sync::Arc::clone(&self.inner.workflows);
         let (definition, inputs) = workflows.start(name, given).map_err(|e| Stop {
-            kind: "input",
+            kind: ErrorKind::Input,
             message: e.to_string(),
         })?;
         let definition = definition.clone();
@@ -60,8 +62,7 @@ impl Runner {
                 shown.join(", ")
             }
         );
-        if self.untitled {
-            self.untitled = false;
+        if self.naming.take_untitled() {
             let title = format!("{}: {}", run.workflow, shown.join(", "));
             self.title_from(title.trim_end_matches([':', ' '])).await;
         }
@@ -81,7 +82,7 @@ impl Runner {
         let (workflow, run_id, inputs) =
             (run.workflow.clone(), run.run_id.clone(), run.inputs.clone());
         self.workflow = Some(run);
-        CompleteNodeTool::set_state(&self.scope, self.workflow.clone());
+        CompleteNodeTool::set_state(&self.kit.scope, self.workflow.clone());
         self.put_run_ids(&mut e);
         self.append(e).await?;
         self.emit(AgentEvent::WorkflowStarted {
@@ -117,7 +118,7 @@ impl Runner {
     /// After a completion's entry is in the log: the state moves on, and the events say so.
     pub(super) fn node_completed(&mut self, record: &WorkflowRecord) {
         // The call moved the state in the run scope; the run's copy is taken from there.
-        self.workflow = CompleteNodeTool::state(&self.scope);
+        self.workflow = CompleteNodeTool::state(&self.kit.scope);
         let Some(w) = self.workflow.as_ref() else {
             return;
         };

@@ -163,7 +163,7 @@ async fn live_provider_rounds_failures_and_continue() {
         .collect();
     assert!(deltas.contains("Reading the targets") && deltas.contains("Now West by month."));
     assert!(events.iter().any(|e| matches!(e,
-        AgentEvent::Error { kind, resumable: true, .. } if kind == "stream_cut")));
+        AgentEvent::Error { kind, resumable: true, .. } if *kind == ba_agent::ErrorKind::StreamCut)));
 
     // The cut answer is in the log with what streamed before the cut.
     let log = agent.entries(&id).await.unwrap();

@@ -176,7 +176,7 @@ async fn a_malformed_structured_answer_is_sent_back_once_for_a_fix() {
         .unwrap();
     let events = agent.send(&id, Input::message("Q")).collect_events().await;
     assert!(events.iter().any(|e| matches!(e,
-        AgentEvent::Error { kind, message, .. } if kind == "format" && message.contains("execution_plan"))));
+        AgentEvent::Error { kind, message, .. } if *kind == ba_agent::ErrorKind::Format && message.contains("execution_plan"))));
     let Some(AgentEvent::Finished(s)) = events.last() else {
         panic!()
     };

@@ -370,3 +370,52 @@ async fn the_context_preview_leaves_out_what_a_rewind_took_back() {
     assert_eq!(after.kept, before.kept);
     assert_eq!(after.tokens_before, before.tokens_before);
 }
+
+/// A rewind is refused, saying why, to a point past the end of the log, to one with nothing of
+/// the history after it (also once a rewind took everything after it back), and to one inside
+/// a round of tool calls (a call kept, its result taken back).
+#[tokio::test]
+async fn a_rewind_is_refused_where_it_would_take_nothing_back_or_split_a_round_of_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model().await;
+    let agent = agent(&model, dir.path());
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    ask(&agent, &id, "First: the totals?").await;
+    let question = agent.store().metadata(&id).await.unwrap().last_seq;
+    ask(&agent, &id, "Please tidy the tables").await;
+    let log = agent.store().load(&id).await.unwrap();
+    let call = log
+        .entries
+        .iter()
+        .find(|s| !s.entry.calls().is_empty())
+        .expect("the skill's activation is a call")
+        .seq;
+    let refusal = |r: Result<usize, ba_agent::AgentError>| r.unwrap_err().to_string();
+    let past = refusal(agent.rewind(&id, log.last_seq + 1).await);
+    assert!(
+        past.contains(&format!("the log ends at entry {}", log.last_seq)),
+        "{past}"
+    );
+    let at_end = refusal(agent.rewind(&id, log.last_seq).await);
+    assert!(
+        at_end.contains("no entry of the history comes after it"),
+        "{at_end}"
+    );
+    let inside = refusal(agent.rewind(&id, call).await);
+    assert!(inside.contains("inside a round of tool calls"), "{inside}");
+    // Nothing was appended by a refusal.
+    assert_eq!(
+        agent.store().metadata(&id).await.unwrap().last_seq,
+        log.last_seq
+    );
+    let taken = agent.rewind(&id, question).await.unwrap();
+    assert_eq!(taken as u64, log.last_seq - question);
+    let again = refusal(agent.rewind(&id, question).await);
+    assert!(
+        again.contains("no entry of the history comes after it"),
+        "{again}"
+    );
+}

@@ -164,18 +164,21 @@ async fn log(agent: &Agent, id: &ConversationId) -> Vec<LogEntry> {
     agent.store().load(id).await.unwrap().into_entries()
 }
 
+/// An agent that guesses a window far larger than the server's, and a new conversation.
+async fn guessing_a_larger_window(
+    dir: &std::path::Path,
+    server: &Arc<Server>,
+) -> (Agent, ConversationId) {
+    let agent = agent(dir, Arc::clone(server), ContextBudget::new(100_000, 6_000)).await;
+    let id = conversation(&agent).await;
+    (agent, id)
+}
+
 #[tokio::test]
 async fn a_refused_request_teaches_the_window_which_the_conversation_keeps() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::new(true);
-    // A guessed window far larger than the server's.
-    let agent = agent(
-        dir.path(),
-        Arc::clone(&server),
-        ContextBudget::new(100_000, 6_000),
-    )
-    .await;
-    let id = conversation(&agent).await;
+    let (agent, id) = guessing_a_larger_window(dir.path(), &server).await;
     assert_eq!(ask(&agent, &id, notes(0)).await, RunStatus::Answered);
     for n in 1..=5 {
         let status = ask(&agent, &id, notes(n)).await;
@@ -240,4 +243,27 @@ async fn the_calibrated_budget_fits_a_window_the_local_count_overflows() {
         "{calibration:?}"
     );
     assert!(report.window.is_none());
+}
+
+/// The context preview (the page's context dialog) counts in the budget the next request is
+/// built for: the window the server named and the calibration, not the configured guess.
+#[tokio::test]
+async fn the_context_preview_counts_in_the_window_the_next_request_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::new(true);
+    let (agent, id) = guessing_a_larger_window(dir.path(), &server).await;
+    let mut n = 0;
+    while server.refusals.lock().unwrap().is_empty() {
+        assert!(n < 10, "the server never refused a request");
+        assert_eq!(ask(&agent, &id, notes(n)).await, RunStatus::Answered);
+        n += 1;
+    }
+    let preview = agent.context_debug(&id).await.unwrap();
+    // In the local count, with the calibration's margin: under the server's window.
+    let total = preview.usage.total;
+    assert!(
+        total <= WINDOW as usize && total as f64 >= WINDOW as f64 / (RATIO * 1.3),
+        "the preview counts against {total} tokens"
+    );
+    assert!(preview.usage.used <= total, "{:?}", preview.usage);
 }

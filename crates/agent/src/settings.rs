@@ -1,0 +1,89 @@
+//! The settings of an agent, every one with a sensible default.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ba_context::{BuilderSettings, ContextBudget};
+use ba_protocol::PermissionLevel;
+use serde::{Deserialize, Serialize};
+
+/// How the model is asked to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    /// Native tool calling; the final answer is plain text (markdown or HTML).
+    #[default]
+    Native,
+    /// The structured JSON reply format: every answer is one JSON object whose action is a
+    /// tool call or the complete report. Native tool calls are accepted too.
+    Structured,
+}
+
+/// The settings of an agent; every field has a sensible default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSettings {
+    /// The model asked (a skill's `model` overrides it while the skill is active).
+    pub model: String,
+    /// Rounds (model calls) one run may make.
+    pub max_rounds: u32,
+    /// Output cap of a call.
+    pub max_tokens: u32,
+    /// Thinking budget; `None` leaves thinking off.
+    pub thinking_budget: Option<u32>,
+    /// Whether calls stream (deltas become events).
+    pub stream: bool,
+    /// Native or structured answers.
+    pub response_mode: ResponseMode,
+    /// The context budget.
+    pub budget: ContextBudget,
+    /// The compression strategy (see [`ba_context::STRATEGY_NAMES`]).
+    pub strategy: String,
+    /// The context builder's settings.
+    pub builder: BuilderSettings,
+    /// Tokens of one active skill's instructions put back after a compression, at most.
+    pub skill_reinject_tokens: usize,
+    /// Tokens of all re-injected instructions, at most.
+    pub skill_reinject_total: usize,
+    /// The permission level tools are called with.
+    pub permission_level: PermissionLevel,
+    /// Where spilled tool data goes when no data sink is configured.
+    pub storage_dir: Option<PathBuf>,
+    /// Times a malformed structured answer is sent back for a fix before it is taken as
+    /// plain text.
+    pub format_retries: u32,
+    /// How often a run looks in the store for a cancel request from another process.
+    pub cancel_poll: Duration,
+    /// Who runs, as a lease names it to anyone refused (`ba-agent serve`); the process id and
+    /// host are added.
+    pub holder: String,
+    /// Which tool calls wait for a person's approval.
+    pub approvals: crate::ApprovalSettings,
+    /// Prices per model, for the cost in the metrics report and under each answer (none by
+    /// default: tokens are reported, money is not guessed).
+    pub prices: crate::Prices,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            model: "claude-sonnet-4-5".to_owned(),
+            max_rounds: 20,
+            max_tokens: 4096,
+            thinking_budget: None,
+            stream: true,
+            response_mode: ResponseMode::Native,
+            budget: ContextBudget::new(200_000, 8_192),
+            strategy: "key-messages".to_owned(),
+            builder: BuilderSettings::default(),
+            skill_reinject_tokens: 2_000,
+            skill_reinject_total: 6_000,
+            permission_level: PermissionLevel::Default,
+            storage_dir: None,
+            format_retries: 2,
+            cancel_poll: Duration::from_secs(1),
+            holder: "ba-agent".to_owned(),
+            approvals: crate::ApprovalSettings::default(),
+            prices: crate::Prices::default(),
+        }
+    }
+}
