@@ -32,9 +32,6 @@ use crate::parts::Inner;
 use crate::report::ConversationReport;
 use crate::run::{CancelOutcome, Run, Signal};
 use crate::settings::AgentSettings;
-#[cfg(doc)]
-use crate::{builder::AgentBuilder, events::AgentEvent};
-
 /// What a run starts from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -58,7 +55,7 @@ pub enum Input {
     /// [`Agent::pending_approvals`]): recorded in the log, then the run goes on as a resume —
     /// decided calls run (or are refused), undecided ones keep waiting.
     Decide(Vec<crate::ApprovalAnswer>),
-    /// Start a run of the workflow `name` (one of [`AgentBuilder::workflows`]) with `inputs`
+    /// Start a run of the workflow `name` (one of [`AgentBuilder::workflows`](crate::AgentBuilder::workflows)) with `inputs`
     /// (text, read by each input's type; defaults for those not given). The conversation
     /// goes to run mode; the run goes node by node until the model completes the last one or
     /// the run's rounds run out (the next run goes on at the node it was in).
@@ -84,7 +81,7 @@ impl Input {
         }
     }
 
-    /// Which kind of input this is (as [`AgentEvent::RunStarted`] reports it).
+    /// Which kind of input this is (as [`AgentEvent::RunStarted`](crate::AgentEvent::RunStarted) reports it).
     pub fn kind(&self) -> InputKind {
         match self {
             Self::Message { .. } => InputKind::Message,
@@ -106,9 +103,9 @@ pub struct RunOptions {
     pub request_id: Option<String>,
     /// The caller's id of the run (kept beside the request id).
     pub run_id: Option<String>,
-    /// Send an [`AgentEvent::Entry`] for every entry appended.
+    /// Send an [`AgentEvent::Entry`](crate::AgentEvent::Entry) for every entry appended.
     pub entry_events: bool,
-    /// Send an [`AgentEvent::ContextStatus`] every round.
+    /// Send an [`AgentEvent::ContextStatus`](crate::AgentEvent::ContextStatus) every round.
     pub context_status: bool,
 }
 
