@@ -18,6 +18,7 @@ mod codegen;
 mod corpus;
 mod deps;
 mod load;
+mod modules;
 mod tidy;
 
 use std::path::PathBuf;

@@ -429,7 +429,10 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     }
     let deciding = !args.approve.is_empty() || args.approve_all || !args.reject.is_empty();
     let (given, input) = match (&args.task, &args.resume, &args.continue_) {
-        (None, None, None) if deciding => (args.conversation.clone(), decisions(&args)),
+        (None, None, None) if deciding => (
+            args.conversation.clone(),
+            decisions(&args.approve, &args.reject, args.reason.as_deref()),
+        ),
         (None, None, None) if args.workflow.is_some() => (
             args.conversation.clone(),
             crate::workflows::run_input(
@@ -508,7 +511,7 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
         let before = output_ids(agent, id).await;
         let summary = drive(agent, id, input, &mut printer).await;
         printer.final_report(&summary, rendered(agent, &summary).await.as_deref());
-        let outputs_dir = outputs_folder(&config, &args.opts, id);
+        let outputs_dir = outputs_folder(&config, args.opts.outputs.as_deref(), id);
         save_outputs(agent, id, &before, &outputs_dir, !args.opts.json).await?;
         let report = agent.report(id).await?;
         let pending = if summary.status == RunStatus::AwaitingApproval {
@@ -566,7 +569,7 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     let (agent, id) = (session.agent.clone(), session.id.clone());
     // Files given with --upload go with the first message.
     let mut attached = rt.block_on(attach(&agent, &id, &args.opts.upload, true))?;
-    let outputs_dir = outputs_folder(&config, &args.opts, &id);
+    let outputs_dir = outputs_folder(&config, args.opts.outputs.as_deref(), &id);
     // Skills and plugins reload when their folders change; each run starts with the
     // catalogue as it is then.
     let _watcher = match agent.skills() {

@@ -18,7 +18,6 @@ mod forks;
 mod hooks;
 #[cfg(feature = "mcp")]
 mod mcp_tools;
-mod module_graph;
 mod recall;
 mod responses_loop;
 mod skill_activation;

@@ -5,28 +5,23 @@ use anyhow::Context as _;
 use ba_agent::Input;
 use ba_storage::ConversationId;
 
-use super::RunArgs;
 use crate::out::outln;
 
 /// A run that paused for a person's approval: come back with a decision.
 pub(super) const AWAITING_APPROVAL: u8 = 3;
 
-/// The decisions `run` was given (`--approve-all` is filled in once the pending calls are
-/// read).
-pub(super) fn decisions(args: &RunArgs) -> Input {
-    let mut answers: Vec<ba_agent::ApprovalAnswer> = args
-        .approve
+/// The decisions `run` was given: the calls to `approve`, those to `reject` with `reason`
+/// (`--approve-all` is filled in once the pending calls are read).
+pub(super) fn decisions(approve: &[String], reject: &[String], reason: Option<&str>) -> Input {
+    let mut answers: Vec<ba_agent::ApprovalAnswer> = approve
         .iter()
         .map(ba_agent::ApprovalAnswer::approve)
         .collect();
-    let reason = args
-        .reason
-        .clone()
-        .unwrap_or_else(|| "rejected from the command line".to_owned());
+    let reason = reason.unwrap_or("rejected from the command line");
     answers.extend(
-        args.reject
+        reject
             .iter()
-            .map(|c| ba_agent::ApprovalAnswer::reject(c, reason.clone())),
+            .map(|c| ba_agent::ApprovalAnswer::reject(c, reason.to_owned())),
     );
     Input::Decide(answers)
 }

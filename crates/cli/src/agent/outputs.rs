@@ -9,7 +9,6 @@ use ba_agent::response::{Files, render_for_terminal};
 use ba_agent::{Agent, RunSummary};
 use ba_storage::{ConversationId, FileKind, FileMeta};
 
-use super::AgentOpts;
 use crate::config::Config;
 use crate::out::outln;
 
@@ -41,10 +40,14 @@ pub(super) async fn output_ids(agent: &Agent, id: &ConversationId) -> BTreeSet<S
         .unwrap_or_default()
 }
 
-/// `--outputs`, else `outputs/<conversation>` in the home folder.
-pub(super) fn outputs_folder(config: &Config, opts: &AgentOpts, id: &ConversationId) -> PathBuf {
-    opts.outputs
-        .clone()
+/// `--outputs` (`chosen`), else `outputs/<conversation>` in the home folder.
+pub(super) fn outputs_folder(
+    config: &Config,
+    chosen: Option<&Path>,
+    id: &ConversationId,
+) -> PathBuf {
+    chosen
+        .map(Path::to_path_buf)
         .unwrap_or_else(|| config.home().join("outputs").join(id.as_str()))
 }
 
