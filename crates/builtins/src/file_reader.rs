@@ -147,8 +147,11 @@ pub enum DecodeErrors {
 #[serde(deny_unknown_fields)]
 pub struct FileReaderArgs {
     /// A file of the conversation, by id (`upload_001`, `output_001`, `data_001`, `code_…`)
-    /// or original name (`sales.csv`), or a path relative to a data directory.
-    pub path: String,
+    /// or original name (`sales.csv`), or a path relative to a data directory. Sessions
+    /// recorded before it had this name, and models that learnt the old one, send it as
+    /// `path`, which is still taken.
+    #[serde(alias = "path")]
+    pub file: String,
     /// File format; `auto` picks it from the extension.
     #[serde(default)]
     pub format: FileFormat,
@@ -263,7 +266,7 @@ impl FileReader {
         self.read(args, None).await
     }
 
-    /// Reads the file `args.path` names: a file of `files` (by id, else by original name),
+    /// Reads the file `args.file` names: a file of `files` (by id, else by original name),
     /// else a file in the data folders. Tables (CSV, workbooks) give `columns`, `rows`, a
     /// column `profile`, counts of what is shown and left, and a `message` saying so; JSON
     /// gives the parsed `content`; other formats give `content` text and `line_count`. Every
@@ -279,14 +282,14 @@ impl FileReader {
     ) -> Result<Value, BuiltinError> {
         let request =
             EncodingRequest::from_label(&args.encoding).ok_or_else(|| BuiltinError::Encoding {
-                path: args.path.clone(),
+                path: args.file.clone(),
                 message: format!(
                     "encoding \"{}\" is not supported; use {}",
                     args.encoding,
                     encoding::SUPPORTED
                 ),
             })?;
-        let Target { local: path, file } = self.resolve(&args.path, files).await?;
+        let Target { local: path, file } = self.resolve(&args.file, files).await?;
         let format = match (args.format, &file) {
             (FileFormat::Auto, Some(file)) => {
                 FileFormat::of_file(file).ok_or_else(|| BuiltinError::InvalidArguments {
@@ -294,7 +297,7 @@ impl FileReader {
                     message: format!(
                         "`{}` ({}, {}) is not a table or text file; file_reader reads csv, \
                          workbooks, json and text",
-                        args.path, file.name, file.media_type
+                        args.file, file.name, file.media_type
                     ),
                 })?
             }
@@ -306,7 +309,7 @@ impl FileReader {
             Some(file) => PathBuf::from(&file.name),
             None => path.clone(),
         };
-        let meta = self.regular_file(&path, &args.path).await?;
+        let meta = self.regular_file(&path, &args.file).await?;
         let size = meta.len();
         let on_error = match args.errors {
             DecodeErrors::Strict => OnError::Strict,
@@ -314,7 +317,7 @@ impl FileReader {
         };
         let mut out = match format {
             FileFormat::Excel => {
-                self.check_size(&args.path, size, self.config.max_workbook_bytes)?;
+                self.check_size(&args.file, size, self.config.max_workbook_bytes)?;
                 self.read_workbook(path, name, &args).await?
             }
             FileFormat::Csv => {
@@ -332,27 +335,27 @@ impl FileReader {
                     fallback: self.config.fallback_encoding,
                     on_error,
                 };
-                let reference = args.path.clone();
+                let reference = args.file.clone();
                 blocking(move || csv_file::read(&path, &reference, size, &opts)).await?
             }
             _ => {
-                self.check_size(&args.path, size, self.config.max_bytes)?;
+                self.check_size(&args.file, size, self.config.max_bytes)?;
                 let bytes = tokio::fs::read(&path)
                     .await
                     .map_err(|source| BuiltinError::Io {
-                        path: args.path.clone(),
+                        path: args.file.clone(),
                         source,
                     })?;
                 let detected = encoding::detect(&bytes, request, self.config.fallback_encoding);
                 let (text, replaced) =
                     encoding::decode_all(&bytes, detected, on_error).map_err(|m| {
                         BuiltinError::Encoding {
-                            path: args.path.clone(),
+                            path: args.file.clone(),
                             message: m.to_string(),
                         }
                     })?;
                 let mut out = match format {
-                    FileFormat::Json => read_json(&args.path, &text, args.nrows)?,
+                    FileFormat::Json => read_json(&args.file, &text, args.nrows)?,
                     _ => read_lines(&text, args.nrows),
                 };
                 out["encoding"] = json!(detected.label());
@@ -363,7 +366,7 @@ impl FileReader {
             }
         };
         if let Value::Object(map) = &mut out {
-            map.insert("path".into(), json!(args.path));
+            map.insert("path".into(), json!(args.file));
             map.insert("format".into(), json!(format.as_str()));
             map.insert("size_bytes".into(), json!(size));
             if let Some(file) = &file {
@@ -426,7 +429,7 @@ impl FileReader {
             header: args.header,
             max_cells: self.config.max_cells,
         };
-        let reference = args.path.clone();
+        let reference = args.file.clone();
         blocking(move || crate::workbook::read(&path, &name, &reference, &opts)).await
     }
 
@@ -442,7 +445,7 @@ impl FileReader {
             message: format!(
                 "`{}`: this build reads no workbooks (feature `excel` is off); use run_python \
                  with pandas.read_excel",
-                args.path
+                args.file
             ),
         })
     }
@@ -543,17 +546,11 @@ fn parse_delimiter(d: &str) -> Result<u8, BuiltinError> {
     }
 }
 
-/// Whether `reference` has the shape of an id of a conversation's upload, output or data file
-/// (such ids are never looked for in the data folders).
+/// Whether `reference` is a file id with a kind's prefix (`upload_…`, `output_…`, `data_…`,
+/// `code_…`): such ids name the conversation's files only and are never looked for in the
+/// data folders.
 fn is_conversation_id(reference: &str) -> bool {
-    ["upload_", "output_", "data_"].iter().any(|prefix| {
-        reference.strip_prefix(prefix).is_some_and(|rest| {
-            !rest.is_empty()
-                && rest
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        })
-    })
+    ba_protocol::FileId::parse(reference).is_ok_and(|id| id.prefixed_kind().is_some())
 }
 
 /// Canonicalises `path` (following every symlink) and accepts it only inside a root.

@@ -85,9 +85,8 @@ pub use text::{clean_title, is_hidden_char};
 pub use verify::{
     BrokenPair, DuplicateId, after_rewinds, broken_pairs, duplicate_ids, orphan_workspaces,
 };
-pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
 pub use workspace::{
-    FileContent, FileKind, FileMeta, MAX_DESCRIPTION, NewFile, Workspace, WorkspaceLimits,
+    FileContent, FileId, FileKind, FileMeta, MAX_DESCRIPTION, NewFile, Workspace, WorkspaceLimits,
     is_active_media_type, media_type_of,
 };

@@ -269,7 +269,6 @@ async fn metadata_set_by_one_instance_is_read_by_another() {
         let update = ba_storage::MetaUpdate {
             title: Some(title.clone()),
             mode: Some(mode),
-            ..ba_storage::MetaUpdate::default()
         };
         a.update_metadata(&id, update).await.unwrap();
         let seen = b.metadata(&id).await.unwrap();

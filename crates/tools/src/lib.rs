@@ -88,12 +88,10 @@ mod tool;
 mod typed;
 mod validate;
 
+pub use ba_protocol::{FileId, FileKind};
 pub use config::{IdempotencyConfig, RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
-pub use files::{
-    ConversationFiles, DirFiles, FileInfo, KIND_CODE, KIND_DATA, KIND_OUTPUT, KIND_UPLOAD, find_in,
-    is_file_id,
-};
+pub use files::{ConversationFiles, DirFiles, FileInfo, find_in};
 pub use levels::{
     FormatBounds, format_brief, format_full, format_observation, format_standard, summarize,
     truncate_middle,

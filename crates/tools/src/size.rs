@@ -4,6 +4,8 @@ use std::io;
 
 use serde_json::Value;
 
+use ba_protocol::ToolErrorCode;
+
 use crate::error::ToolError;
 
 /// The serialized size of `value` in bytes, or `None` once it passes `limit` (counting stops
@@ -30,7 +32,7 @@ pub fn check_input_size(arguments: &Value, limit: u64) -> Result<u64, ToolError>
             "the arguments are larger than the limit of {limit} bytes; pass a file path or a \
              smaller selection instead"
         ))
-        .with_code("INPUT_TOO_LARGE")
+        .with_code(ToolErrorCode::InputTooLarge)
     })
 }
 

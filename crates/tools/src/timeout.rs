@@ -10,6 +10,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+use ba_protocol::ToolErrorCode;
 use futures::FutureExt;
 use serde_json::Value;
 
@@ -36,7 +37,7 @@ where
             "tool `{tool}` crashed: {}",
             panic_message(panic.as_ref())
         ))
-        .with_code("TOOL_PANICKED")),
+        .with_code(ToolErrorCode::ToolPanicked)),
         Err(_elapsed) => Err(timeout_error(tool, timeout, &partial.snapshot())),
     }
 }

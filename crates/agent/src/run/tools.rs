@@ -163,7 +163,7 @@ impl Runner {
         if let Some(files) = &self.files {
             let name = format!("{}_output.txt", call.function.name);
             match files.add_data(&name, result.observation.as_bytes()).await {
-                Ok(info) => result.data_ref = Some(info.id),
+                Ok(info) => result.data_ref = Some(info.id.into()),
                 Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
             }
             return;

@@ -82,7 +82,7 @@ impl CodeMeta {
             })
             .unwrap_or_else(|| "python".to_owned());
         Self {
-            code_id: file.id.clone(),
+            code_id: file.id.to_string(),
             language,
             file_name: file.name.clone(),
             description: file.description.clone(),
