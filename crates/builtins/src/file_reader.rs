@@ -1,5 +1,5 @@
 //! `file_reader`: reads a file of the conversation (an upload, an output, spilled data, saved
-//! code) or a data file (seed 003).
+//! code) or a file in the configured data folders.
 //!
 //! A reference is looked up in the call's conversation files first
 //! ([`CallContext::files`]): by id (`upload_001`, `output_001`, `data_001`, `code_…`) or by
@@ -33,7 +33,7 @@ pub const DESCRIPTION: &str = "Read a file of the conversation by its id (upload
     statistics. Use nrows to read only the first rows or lines; encoding \"auto\" reads UTF-8 \
     and UTF-16 with a BOM, otherwise name it (gbk, big5, shift_jis, windows-1252, …).";
 
-/// A file format `file_reader` knows (seed 003's list plus markdown).
+/// A file format `file_reader` knows: the business-analysis formats, plus markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FileFormat {
@@ -142,7 +142,8 @@ pub enum DecodeErrors {
     Replace,
 }
 
-/// Arguments of `file_reader` (seed 003, plus the workbook and CSV options).
+/// Arguments of `file_reader`: the file, its format and encoding, how much to read, and the
+/// workbook and CSV options.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReaderArgs {
@@ -655,6 +656,17 @@ impl Tool for FileReader {
         ToolCapabilities::default()
             .with_idempotent(true)
             .with_required_permission(PermissionLevel::Restricted)
+    }
+
+    fn upgrade_arguments(&self, mut arguments: Value) -> Value {
+        // `file` was called `path`; recorded sessions and models send the old name.
+        if let Value::Object(map) = &mut arguments
+            && !map.contains_key("file")
+            && let Some(reference) = map.remove("path")
+        {
+            map.insert("file".to_owned(), reference);
+        }
+        arguments
     }
 }
 

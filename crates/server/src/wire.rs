@@ -96,7 +96,7 @@ pub struct EntryFrame {
     /// The run that appended it (absent when replayed from the log or appended by `/compact`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    /// The processed final answer (seed 003 §六), when the entry is one.
+    /// The processed final answer (the API response with its metadata), when the entry is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_response: Option<ba_protocol::ApiResponse>,
     /// That answer's report rendered from Markdown and sanitised (absent for an HTML report,

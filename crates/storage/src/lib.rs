@@ -1,8 +1,8 @@
 //! # ba-storage
 //!
-//! Durable storage of the BA-Agent pipeline (SPEC §6).
+//! Durable storage of the BA-Agent pipeline.
 //!
-//! - [`ConversationStore`] (ST1): the conversation log as an async trait, with gap-free
+//! - [`ConversationStore`]: the conversation log as an async trait, with gap-free
 //!   per-conversation sequence numbers, optimistic concurrency, paging, metadata, retention.
 //!   [`FileStore`] is the embedded backend (one append-only JSONL file per conversation,
 //!   `fsync` per append or group commit, torn-tail detection, inter-process file locks, an
@@ -12,13 +12,14 @@
 //!   (with their subagent files) and Codex rollouts into conversations, listing what the log
 //!   cannot express; [`broken_pairs`] and [`duplicate_ids`] find broken tool pairs and repeated
 //!   entry ids.
-//! - [`DataFileStore`] (ST2): tool data files with hashed names, atomic writes,
+//! - [`DataFileStore`]: tool data files with hashed names, atomic writes,
 //!   metadata, cleanup by age and LRU size cap (in the background or on demand).
 //! - The files of each conversation — uploads, code blocks ([`save_code`], [`get_code`]),
 //!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
 //!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
-//!   Code blocks (ST3) and uploads (ST4) are files of the workspace; [`EventLog`] (ST5).
+//!   Code blocks and uploads are files of the workspace, with ids that are [`FileId`]s and
+//!   kinds that are [`FileKind`]s; [`EventLog`] is the JSONL event log.
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.

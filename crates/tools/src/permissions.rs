@@ -1,4 +1,4 @@
-//! Layer 4: permissions (T8). A tool outside the active skill's `allowed_tools` (or the active
+//! Layer 4: permissions. A tool outside the active skill's `allowed_tools` (or the active
 //! workflow node's `tools`), or above the
 //! caller's permission level, is refused before it runs.
 

@@ -557,7 +557,8 @@ impl Default for CallState {
     }
 }
 
-/// The layers before a call runs, in order: lookup, input size, schema, permissions.
+/// The layers before a call runs, in order: lookup, input size, schema (on the arguments the
+/// tool has brought up to date), permissions.
 fn admit<'r>(
     registry: &'r ToolRegistry,
     config: &ToolsConfig,
@@ -567,9 +568,9 @@ fn admit<'r>(
 ) -> Result<Admitted<'r>, ToolError> {
     let registered = lookup::lookup(registry, &call.name)?;
     size::check_input_size(&call.arguments, config.max_input_bytes)?;
-    let args = validate::normalize_arguments(call.arguments.clone())?;
-    validate::validate_arguments(registered, &args)?;
     let tool = registered.tool();
+    let args = tool.upgrade_arguments(validate::normalize_arguments(call.arguments.clone())?);
+    validate::validate_arguments(registered, &args)?;
     let caps = tool.capabilities();
     permissions::check_permission(&call.name, caps, ctx.permission_level, opts.modifier)?;
     Ok(Admitted { tool, caps, args })
@@ -752,6 +753,48 @@ mod tests {
         let admitted = admit(&registry, &config, &call, &high, CallOptions::default()).unwrap();
         assert_eq!(admitted.args, serde_json::json!({"n": 1}));
         assert_eq!(admitted.caps.required_permission, PermissionLevel::Admin);
+    }
+
+    #[test]
+    fn arguments_are_brought_up_to_date_before_the_schema_reads_them() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"file": {"type": "string"}},
+            "required": ["file"],
+            "additionalProperties": false
+        });
+        struct Renamed<T>(T);
+        #[async_trait::async_trait]
+        impl<T: Tool> Tool for Renamed<T> {
+            fn name(&self) -> &str {
+                self.0.name()
+            }
+            fn description(&self) -> &str {
+                self.0.description()
+            }
+            fn input_schema(&self) -> Value {
+                self.0.input_schema()
+            }
+            async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+                self.0.call(input, ctx).await
+            }
+            fn upgrade_arguments(&self, mut arguments: Value) -> Value {
+                if let Some(map) = arguments.as_object_mut()
+                    && let Some(old) = map.remove("path")
+                {
+                    map.insert("file".into(), old);
+                }
+                arguments
+            }
+        }
+        let inner =
+            crate::typed::dynamic_tool("r", "test", schema, |_, _| async { Ok(Value::Null) });
+        let registry = registry_with(Renamed(inner));
+        let config = ToolsConfig::default();
+        let call = ToolCall::new("c", "r", serde_json::json!({"path": "upload_001"}));
+        let ctx = InvocationContext::default();
+        let admitted = admit(&registry, &config, &call, &ctx, CallOptions::default()).unwrap();
+        assert_eq!(admitted.args, serde_json::json!({"file": "upload_001"}));
     }
 
     #[test]

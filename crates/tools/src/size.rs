@@ -1,4 +1,4 @@
-//! Layer 2: the input size check (T7), on the serialized size of the arguments.
+//! Layer 2: the input size check, on the serialized size of the arguments.
 
 use std::io;
 

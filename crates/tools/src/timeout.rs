@@ -1,4 +1,4 @@
-//! Layer 7: the timeout (T6) and panic capture around one attempt.
+//! Layer 7: the timeout and panic capture around one attempt.
 //!
 //! A call past its timeout is cancelled (its future is dropped, so it stops at its next await
 //! point) and becomes a `timeout` error carrying whatever partial output the tool had reported
