@@ -67,6 +67,7 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ("ResetFrame", schema::<ba_server::ResetFrame>()?),
         ("ConversationView", schema::<ba_server::ConversationView>()?),
         ("RunAccepted", schema::<ba_server::RunAccepted>()?),
+        ("UploadMeta", schema::<ba_server::UploadMeta>()?),
         ("Forked", schema::<ba_server::Forked>()?),
         ("Rewound", schema::<ba_server::Rewound>()?),
         ("Branches", schema::<ba_server::Branches>()?),

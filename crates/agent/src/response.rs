@@ -178,7 +178,12 @@ async fn file_refs(
             None => None,
         };
         let (file_id, filename, file_type, size_bytes) = match found {
-            Some(meta) => (meta.id, meta.name.clone(), file_type(&meta.name), meta.size),
+            Some(meta) => (
+                meta.id.to_string(),
+                meta.name.clone(),
+                file_type(&meta.name),
+                meta.size,
+            ),
             None => {
                 warnings.push(format!(
                     "<file_ref>{reference}</file_ref> names no file of this conversation"
@@ -212,7 +217,7 @@ async fn download_links(
         };
         match found {
             // A link by name becomes the file's id, which the files route serves.
-            Some(meta) => out.push(meta.id),
+            Some(meta) => out.push(meta.id.to_string()),
             None => {
                 warnings.push(format!(
                     "download link `{link}` names no file of this conversation"
@@ -238,7 +243,7 @@ pub async fn outputs_since(files: Files<'_>, since: &str) -> Vec<String> {
     };
     listed.retain(|m| m.kind == FileKind::Output && i128::from(m.created_ms) >= since_ms);
     listed.sort_by_key(|m| m.created_ms);
-    listed.into_iter().map(|m| m.id).collect()
+    listed.into_iter().map(|m| m.id.to_string()).collect()
 }
 
 /// The type shown for a file: its lowercased extension (`csv`, `png`), `markdown` for `.md`,

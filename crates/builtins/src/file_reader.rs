@@ -1,5 +1,5 @@
 //! `file_reader`: reads a file of the conversation (an upload, an output, spilled data, saved
-//! code) or a data file (seed 003).
+//! code) or a file in the configured data folders.
 //!
 //! A reference is looked up in the call's conversation files first
 //! ([`CallContext::files`]): by id (`upload_001`, `output_001`, `data_001`, `code_…`) or by
@@ -33,7 +33,7 @@ pub const DESCRIPTION: &str = "Read a file of the conversation by its id (upload
     statistics. Use nrows to read only the first rows or lines; encoding \"auto\" reads UTF-8 \
     and UTF-16 with a BOM, otherwise name it (gbk, big5, shift_jis, windows-1252, …).";
 
-/// A file format `file_reader` knows (seed 003's list plus markdown).
+/// A file format `file_reader` knows: the business-analysis formats, plus markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FileFormat {
@@ -142,13 +142,17 @@ pub enum DecodeErrors {
     Replace,
 }
 
-/// Arguments of `file_reader` (seed 003, plus the workbook and CSV options).
+/// Arguments of `file_reader`: the file, its format and encoding, how much to read, and the
+/// workbook and CSV options.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReaderArgs {
     /// A file of the conversation, by id (`upload_001`, `output_001`, `data_001`, `code_…`)
-    /// or original name (`sales.csv`), or a path relative to a data directory.
-    pub path: String,
+    /// or original name (`sales.csv`), or a path relative to a data directory. Sessions
+    /// recorded before it had this name, and models that learnt the old one, send it as
+    /// `path`, which is still taken.
+    #[serde(alias = "path")]
+    pub file: String,
     /// File format; `auto` picks it from the extension.
     #[serde(default)]
     pub format: FileFormat,
@@ -263,7 +267,7 @@ impl FileReader {
         self.read(args, None).await
     }
 
-    /// Reads the file `args.path` names: a file of `files` (by id, else by original name),
+    /// Reads the file `args.file` names: a file of `files` (by id, else by original name),
     /// else a file in the data folders. Tables (CSV, workbooks) give `columns`, `rows`, a
     /// column `profile`, counts of what is shown and left, and a `message` saying so; JSON
     /// gives the parsed `content`; other formats give `content` text and `line_count`. Every
@@ -279,14 +283,14 @@ impl FileReader {
     ) -> Result<Value, BuiltinError> {
         let request =
             EncodingRequest::from_label(&args.encoding).ok_or_else(|| BuiltinError::Encoding {
-                path: args.path.clone(),
+                path: args.file.clone(),
                 message: format!(
                     "encoding \"{}\" is not supported; use {}",
                     args.encoding,
                     encoding::SUPPORTED
                 ),
             })?;
-        let Target { local: path, file } = self.resolve(&args.path, files).await?;
+        let Target { local: path, file } = self.resolve(&args.file, files).await?;
         let format = match (args.format, &file) {
             (FileFormat::Auto, Some(file)) => {
                 FileFormat::of_file(file).ok_or_else(|| BuiltinError::InvalidArguments {
@@ -294,7 +298,7 @@ impl FileReader {
                     message: format!(
                         "`{}` ({}, {}) is not a table or text file; file_reader reads csv, \
                          workbooks, json and text",
-                        args.path, file.name, file.media_type
+                        args.file, file.name, file.media_type
                     ),
                 })?
             }
@@ -306,7 +310,7 @@ impl FileReader {
             Some(file) => PathBuf::from(&file.name),
             None => path.clone(),
         };
-        let meta = self.regular_file(&path, &args.path).await?;
+        let meta = self.regular_file(&path, &args.file).await?;
         let size = meta.len();
         let on_error = match args.errors {
             DecodeErrors::Strict => OnError::Strict,
@@ -314,7 +318,7 @@ impl FileReader {
         };
         let mut out = match format {
             FileFormat::Excel => {
-                self.check_size(&args.path, size, self.config.max_workbook_bytes)?;
+                self.check_size(&args.file, size, self.config.max_workbook_bytes)?;
                 self.read_workbook(path, name, &args).await?
             }
             FileFormat::Csv => {
@@ -332,27 +336,27 @@ impl FileReader {
                     fallback: self.config.fallback_encoding,
                     on_error,
                 };
-                let reference = args.path.clone();
+                let reference = args.file.clone();
                 blocking(move || csv_file::read(&path, &reference, size, &opts)).await?
             }
             _ => {
-                self.check_size(&args.path, size, self.config.max_bytes)?;
+                self.check_size(&args.file, size, self.config.max_bytes)?;
                 let bytes = tokio::fs::read(&path)
                     .await
                     .map_err(|source| BuiltinError::Io {
-                        path: args.path.clone(),
+                        path: args.file.clone(),
                         source,
                     })?;
                 let detected = encoding::detect(&bytes, request, self.config.fallback_encoding);
                 let (text, replaced) =
                     encoding::decode_all(&bytes, detected, on_error).map_err(|m| {
                         BuiltinError::Encoding {
-                            path: args.path.clone(),
+                            path: args.file.clone(),
                             message: m.to_string(),
                         }
                     })?;
                 let mut out = match format {
-                    FileFormat::Json => read_json(&args.path, &text, args.nrows)?,
+                    FileFormat::Json => read_json(&args.file, &text, args.nrows)?,
                     _ => read_lines(&text, args.nrows),
                 };
                 out["encoding"] = json!(detected.label());
@@ -363,7 +367,7 @@ impl FileReader {
             }
         };
         if let Value::Object(map) = &mut out {
-            map.insert("path".into(), json!(args.path));
+            map.insert("path".into(), json!(args.file));
             map.insert("format".into(), json!(format.as_str()));
             map.insert("size_bytes".into(), json!(size));
             if let Some(file) = &file {
@@ -426,7 +430,7 @@ impl FileReader {
             header: args.header,
             max_cells: self.config.max_cells,
         };
-        let reference = args.path.clone();
+        let reference = args.file.clone();
         blocking(move || crate::workbook::read(&path, &name, &reference, &opts)).await
     }
 
@@ -442,7 +446,7 @@ impl FileReader {
             message: format!(
                 "`{}`: this build reads no workbooks (feature `excel` is off); use run_python \
                  with pandas.read_excel",
-                args.path
+                args.file
             ),
         })
     }
@@ -543,17 +547,11 @@ fn parse_delimiter(d: &str) -> Result<u8, BuiltinError> {
     }
 }
 
-/// Whether `reference` has the shape of an id of a conversation's upload, output or data file
-/// (such ids are never looked for in the data folders).
+/// Whether `reference` is a file id with a kind's prefix (`upload_…`, `output_…`, `data_…`,
+/// `code_…`): such ids name the conversation's files only and are never looked for in the
+/// data folders.
 fn is_conversation_id(reference: &str) -> bool {
-    ["upload_", "output_", "data_"].iter().any(|prefix| {
-        reference.strip_prefix(prefix).is_some_and(|rest| {
-            !rest.is_empty()
-                && rest
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        })
-    })
+    ba_protocol::FileId::parse(reference).is_ok_and(|id| id.prefixed_kind().is_some())
 }
 
 /// Canonicalises `path` (following every symlink) and accepts it only inside a root.
@@ -658,6 +656,17 @@ impl Tool for FileReader {
         ToolCapabilities::default()
             .with_idempotent(true)
             .with_required_permission(PermissionLevel::Restricted)
+    }
+
+    fn upgrade_arguments(&self, mut arguments: Value) -> Value {
+        // `file` was called `path`; recorded sessions and models send the old name.
+        if let Value::Object(map) = &mut arguments
+            && !map.contains_key("file")
+            && let Some(reference) = map.remove("path")
+        {
+            map.insert("file".to_owned(), reference);
+        }
+        arguments
     }
 }
 

@@ -390,6 +390,9 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(err.contains("file_reader") && err.contains("path"), "{err}");
+        assert!(
+            err.contains("file_reader") && err.contains("`file`"),
+            "{err}"
+        );
     }
 }

@@ -585,7 +585,7 @@ async fn read_parts(
 fn link(linked: &mut Vec<Linked>, meta: &FileMeta, place: &Place) {
     if !linked.iter().any(|l| l.id == meta.id) {
         linked.push(Linked {
-            id: meta.id.clone(),
+            id: meta.id.to_string(),
             name: clean_text(&meta.name),
             place: place.clone(),
             size: meta.size,
@@ -624,7 +624,7 @@ impl ImageBudget {
         let (_, bytes) = ws.read_bytes(id, &meta.id, MAX_EMBEDDED_IMAGE).await.ok()?;
         self.total += bytes.len() as u64;
         let bytes: Arc<[u8]> = Arc::from(bytes);
-        self.read.push((meta.id.clone(), Arc::clone(&bytes)));
+        self.read.push((meta.id.to_string(), Arc::clone(&bytes)));
         Some(bytes)
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ba_protocol::ToolErrorKind;
+use ba_protocol::{ToolErrorCode, ToolErrorKind};
 
 use crate::result::McpProgress;
 
@@ -30,7 +30,8 @@ pub enum McpError {
         /// The tool's raw name.
         tool: String,
     },
-    /// The arguments are not a JSON object, or the server refused them (`-32602`).
+    /// The arguments are not a JSON object, or the server refused them (JSON-RPC's invalid
+    /// parameters, `-32602`).
     #[error("invalid arguments for `{tool}` on MCP server `{server}`: {message}")]
     InvalidArguments {
         /// The server.
@@ -187,20 +188,20 @@ impl McpError {
     }
 
     /// A machine-readable code for observations and logs (`MCP_TOOL_ERROR`, …).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ToolErrorCode {
         match self {
-            Self::UnknownTool { .. } => "MCP_UNKNOWN_TOOL",
-            Self::ToolGone { .. } => "MCP_TOOL_GONE",
-            Self::InvalidArguments { .. } => "MCP_INVALID_ARGUMENTS",
-            Self::ToolFailed { .. } => "MCP_TOOL_ERROR",
-            Self::Protocol { .. } => "MCP_PROTOCOL_ERROR",
-            Self::BadReply { .. } => "MCP_BAD_REPLY",
-            Self::Timeout { .. } => "MCP_TIMEOUT",
-            Self::ReplyTooLarge { .. } => "MCP_REPLY_TOO_LARGE",
-            Self::ServerUnavailable { .. } => "MCP_SERVER_UNAVAILABLE",
-            Self::RequiredServerFailed { .. } => "MCP_REQUIRED_SERVER_FAILED",
-            Self::Config { .. } => "MCP_CONFIG",
-            Self::Io { .. } => "MCP_IO",
+            Self::UnknownTool { .. } => ToolErrorCode::McpUnknownTool,
+            Self::ToolGone { .. } => ToolErrorCode::McpToolGone,
+            Self::InvalidArguments { .. } => ToolErrorCode::McpInvalidArguments,
+            Self::ToolFailed { .. } => ToolErrorCode::McpToolError,
+            Self::Protocol { .. } => ToolErrorCode::McpProtocolError,
+            Self::BadReply { .. } => ToolErrorCode::McpBadReply,
+            Self::Timeout { .. } => ToolErrorCode::McpTimeout,
+            Self::ReplyTooLarge { .. } => ToolErrorCode::McpReplyTooLarge,
+            Self::ServerUnavailable { .. } => ToolErrorCode::McpServerUnavailable,
+            Self::RequiredServerFailed { .. } => ToolErrorCode::McpRequiredServerFailed,
+            Self::Config { .. } => ToolErrorCode::McpConfig,
+            Self::Io { .. } => ToolErrorCode::McpIo,
         }
     }
 
@@ -272,6 +273,110 @@ impl McpError {
     }
 }
 
+impl McpError {
+    /// The errors of one call of `tool` on `server`: each names the two without repeating them.
+    pub(crate) fn for_call<'a>(server: &'a str, tool: &'a str) -> CallErrors<'a> {
+        CallErrors { server, tool }
+    }
+}
+
+/// Builds the [`McpError`]s of one call ([`McpError::for_call`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallErrors<'a> {
+    server: &'a str,
+    tool: &'a str,
+}
+
+impl CallErrors<'_> {
+    fn names(self) -> (String, String) {
+        (self.server.to_owned(), self.tool.to_owned())
+    }
+
+    /// The arguments were refused, here or by the server.
+    pub(crate) fn invalid_arguments(self, message: String) -> McpError {
+        let (server, tool) = self.names();
+        McpError::InvalidArguments {
+            server,
+            tool,
+            message,
+        }
+    }
+
+    /// The server no longer lists the tool.
+    pub(crate) fn tool_gone(self) -> McpError {
+        let (server, tool) = self.names();
+        McpError::ToolGone { server, tool }
+    }
+
+    /// The tool ran and said it failed.
+    pub(crate) fn tool_failed(self, text: String) -> McpError {
+        let (server, tool) = self.names();
+        McpError::ToolFailed { server, tool, text }
+    }
+
+    /// The answer could not be read.
+    pub(crate) fn bad_reply(self, message: String) -> McpError {
+        let (server, tool) = self.names();
+        McpError::BadReply {
+            server,
+            tool,
+            message,
+        }
+    }
+
+    /// The reply was over the size limit.
+    pub(crate) fn reply_too_large(self, bytes: u64, limit: u64) -> McpError {
+        let (server, tool) = self.names();
+        McpError::ReplyTooLarge {
+            server,
+            tool,
+            bytes,
+            limit,
+        }
+    }
+
+    /// No answer in time.
+    pub(crate) fn timeout(
+        self,
+        after: Duration,
+        progress: Option<McpProgress>,
+        progress_count: u64,
+    ) -> McpError {
+        let (server, tool) = self.names();
+        McpError::Timeout {
+            server,
+            tool,
+            after,
+            progress,
+            progress_count,
+        }
+    }
+
+    /// A JSON-RPC error answer: invalid parameters are the arguments refused, the rest a
+    /// protocol error with its code.
+    pub(crate) fn rpc(self, code: i64, message: String) -> McpError {
+        if code == crate::framing::INVALID_PARAMS {
+            return self.invalid_arguments(message);
+        }
+        let (server, tool) = self.names();
+        McpError::Protocol {
+            server,
+            tool,
+            code,
+            message,
+        }
+    }
+
+    /// The server cannot be reached.
+    pub(crate) fn unavailable(self, reason: String) -> McpError {
+        McpError::ServerUnavailable {
+            server: self.server.to_owned(),
+            reason,
+            stderr_tail: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +420,43 @@ mod tests {
         assert_eq!(
             config.to_string(),
             "invalid MCP configuration for server `files` in .mcp.json: both `command` and `url`"
+        );
+    }
+
+    #[test]
+    fn a_call_names_its_server_and_tool_in_every_error() {
+        let call = McpError::for_call("files", "read");
+        let invalid = call.rpc(crate::framing::INVALID_PARAMS, "path is required".into());
+        assert!(
+            matches!(invalid, McpError::InvalidArguments { .. }),
+            "{invalid}"
+        );
+        assert_eq!(invalid.code(), ToolErrorCode::McpInvalidArguments);
+        assert_eq!(
+            invalid.to_string(),
+            "invalid arguments for `read` on MCP server `files`: path is required"
+        );
+        let other = call.rpc(-32601, "no such method".into());
+        assert_eq!(
+            other.to_string(),
+            "MCP server `files` refused the call to `read`: no such method (code -32601)"
+        );
+        for e in [
+            call.tool_gone(),
+            call.tool_failed("x".into()),
+            call.bad_reply("x".into()),
+            call.reply_too_large(2, 1),
+            call.timeout(Duration::from_millis(5), None, 0),
+        ] {
+            let text = e.to_string();
+            assert!(
+                text.contains("`files`") && text.contains("`read`"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            call.unavailable("gone".into()).code(),
+            ToolErrorCode::McpServerUnavailable
         );
     }
 }

@@ -16,6 +16,8 @@ use std::task::{Context, Poll};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, ReadBuf};
 
+/// JSON-RPC's code for a request whose parameters the server refused.
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// The JSON-RPC error code of the stand-in response (implementation-defined range).
 pub(crate) const REPLY_TOO_LARGE_CODE: i64 = -32090;
 /// The marker in the stand-in response's `data`.

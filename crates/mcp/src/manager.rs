@@ -13,7 +13,7 @@ use crate::cache::{cache_path, read_cache};
 use crate::catalog::{Catalog, ListedTool, ServerTools, read_tools};
 use crate::client::{Connection, RequestFailure};
 use crate::config::{McpServerConfig, McpTransport, StartupMode};
-use crate::error::McpError;
+use crate::error::{CallErrors, McpError};
 use crate::framing::{OversizeLog, REPLY_TOO_LARGE_CODE, REPLY_TOO_LARGE_MARK};
 use crate::options::{CallOptions, McpOptions};
 use crate::process::{ServerProcess, describe_exit};
@@ -404,30 +404,21 @@ impl McpManager {
         options: CallOptions,
         check_listed: bool,
     ) -> Result<McpCallResult, McpError> {
+        let call = McpError::for_call(&server.name, tool);
         let arguments = match arguments {
             Value::Object(m) => Some(m),
             Value::Null => None,
             other => {
-                return Err(McpError::InvalidArguments {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                    message: format!(
-                        "the arguments must be a JSON object, not {}",
-                        json_kind(&other)
-                    ),
-                });
+                return Err(call.invalid_arguments(format!(
+                    "the arguments must be a JSON object, not {}",
+                    json_kind(&other)
+                )));
             }
         };
         let connection = self.connection(server).await?;
-        if check_listed {
-            // A lazy server's live list may lack a tool of its cached one.
-            let listed = server.data().tools.iter().any(|t| t.raw_name == tool);
-            if !listed {
-                return Err(McpError::ToolGone {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                });
-            }
+        // A lazy server's live list may lack a tool of its cached one.
+        if check_listed && !server.data().tools.iter().any(|t| t.raw_name == tool) {
+            return Err(call.tool_gone());
         }
         let idle = options
             .timeout
@@ -445,74 +436,26 @@ impl McpManager {
         match outcome {
             Ok(wire) => match read_call_result(&wire, &self.inner.options.result_limits) {
                 WireOutcome::Ok(result) => Ok(result),
-                WireOutcome::ToolError(text) => Err(McpError::ToolFailed {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                    text,
-                }),
-                WireOutcome::Malformed(message) => Err(McpError::BadReply {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                    message,
-                }),
+                WireOutcome::ToolError(text) => Err(call.tool_failed(text)),
+                WireOutcome::Malformed(message) => Err(call.bad_reply(message)),
             },
+            // A reply discarded for its size leaves the request to time out.
+            Err(RequestFailure::Timeout { .. }) if server.oversize.count() != oversize_before => {
+                Err(call.reply_too_large(
+                    server.oversize.last_bytes(),
+                    self.inner.options.max_message_bytes as u64,
+                ))
+            }
             Err(RequestFailure::Timeout { after, last, count }) => {
-                if server.oversize.count() != oversize_before {
-                    return Err(McpError::ReplyTooLarge {
-                        server: server.name.clone(),
-                        tool: tool.to_owned(),
-                        bytes: server.oversize.last_bytes(),
-                        limit: self.inner.options.max_message_bytes as u64,
-                    });
-                }
-                Err(McpError::Timeout {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                    after,
-                    progress: last,
-                    progress_count: count,
-                })
+                Err(call.timeout(after, last, count))
             }
             Err(RequestFailure::Rpc {
                 code,
                 message,
                 data,
-            }) => {
-                let marked = data
-                    .as_ref()
-                    .and_then(|d| d.get(REPLY_TOO_LARGE_MARK))
-                    .is_some();
-                if code == REPLY_TOO_LARGE_CODE && marked {
-                    let number = |k: &str| {
-                        data.as_ref()
-                            .and_then(|d| d.get(k))
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0)
-                    };
-                    return Err(McpError::ReplyTooLarge {
-                        server: server.name.clone(),
-                        tool: tool.to_owned(),
-                        bytes: number("bytes"),
-                        limit: number("limit"),
-                    });
-                }
-                if code == -32602 {
-                    return Err(McpError::InvalidArguments {
-                        server: server.name.clone(),
-                        tool: tool.to_owned(),
-                        message,
-                    });
-                }
-                Err(McpError::Protocol {
-                    server: server.name.clone(),
-                    tool: tool.to_owned(),
-                    code,
-                    message,
-                })
-            }
+            }) => Err(rpc_error(call, code, message, data.as_ref())),
             Err(RequestFailure::NeedsAuth) => {
-                let reason = needs_oauth();
-                self.fail(server, reason, None);
+                self.fail(server, needs_oauth(), None);
                 Err(server.unavailable())
             }
             Err(RequestFailure::Closed) if server.data().process.is_some() => {
@@ -530,17 +473,9 @@ impl McpManager {
                 {
                     return Err(self.server_died(server, tool).await);
                 }
-                Err(McpError::ServerUnavailable {
-                    server: server.name.clone(),
-                    reason: message,
-                    stderr_tail: None,
-                })
+                Err(call.unavailable(message))
             }
-            Err(RequestFailure::Other(message)) => Err(McpError::BadReply {
-                server: server.name.clone(),
-                tool: tool.to_owned(),
-                message,
-            }),
+            Err(RequestFailure::Other(message)) => Err(call.bad_reply(message)),
         }
     }
 
@@ -653,4 +588,19 @@ impl McpManager {
         futures::future::join_all(stops).await;
         self.inner.rebuild_catalog();
     }
+}
+
+/// The error of a JSON-RPC error answer to a call: the framing's stand-in for a reply over the
+/// size limit (its code and mark), else what [`CallErrors::rpc`] makes of the code.
+fn rpc_error(call: CallErrors<'_>, code: i64, message: String, data: Option<&Value>) -> McpError {
+    let marked = data.and_then(|d| d.get(REPLY_TOO_LARGE_MARK)).is_some();
+    if code == REPLY_TOO_LARGE_CODE && marked {
+        let number = |k: &str| {
+            data.and_then(|d| d.get(k))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        return call.reply_too_large(number("bytes"), number("limit"));
+    }
+    call.rpc(code, message)
 }

@@ -8,14 +8,17 @@
 //! - content blocks: [`ContentBlock`], [`Content`] — text, thinking with signatures, tool use
 //!   and results, images; unknown block types survive as raw JSON;
 //! - the normalised [`Message`] and the conversation log entry [`LogEntry`], versioned
-//!   ([`LOG_SCHEMA_VERSION`]), with the agent loop's typed records ([`EntryRecords`],
-//!   [`CompactionRecord`]);
-//! - tool calls and results ([`ToolSpec`], [`ToolCall`], [`ToolResult`]), skill
-//!   activation ([`SkillActivationRequest`]), the ReAct round ([`ConversationRound`]);
+//!   ([`LOG_SCHEMA_VERSION`], with migrations from older versions), with the agent loop's typed
+//!   records ([`EntryRecords`], [`CompactionRecord`]);
+//! - tool calls and results ([`ToolSpec`], [`ToolCall`], [`ToolResult`], with the typed
+//!   [`ToolErrorKind`] and [`ToolErrorCode`]), skill activation ([`SkillActivationRequest`]),
+//!   one user turn of the reasoning loop ([`ConversationRound`]);
 //! - the structured model response ([`StructuredResponse`]) and the API response
 //!   ([`ApiResponse`]);
-//! - the [`TokenCounter`] seam that `ba-context` implements; conversation-level checks
-//!   ([`validate_log`]); the media-type table ([`media_type_for`]).
+//! - the [`TokenCounter`] seam that `ba-context` implements; conversation-level checks that
+//!   name the bad field ([`validate_log`]); the media-type table ([`media_type_for`]);
+//! - the vocabulary of a conversation's files: [`FileId`] (the one id check), [`FileKind`], and
+//!   [`find_file`] (the one rule for a file named by id or name).
 //!
 //! Wire formats keep their namespace, since their names repeat across them:
 //! - [`anthropic`], [`openai`] (Chat Completions), [`responses`] (the OpenAI Responses API) —
@@ -62,6 +65,7 @@ mod content;
 pub mod convert;
 mod error;
 mod fields;
+mod file;
 mod hook;
 mod log;
 mod media;
@@ -86,6 +90,7 @@ pub use content::{
     TextBlock, ThinkingBlock, ToolResultBlock, ToolResultContent, ToolUseBlock, join_text, kind_of,
 };
 pub use error::{ProtocolError, Result};
+pub use file::{FileId, FileIdError, FileKind, MAX_FILE_ID_LEN, NamedFile, find_file};
 pub use hook::{HookEvent, HookRecord, HookVerdict};
 pub use log::{
     FunctionCall, LOG_SCHEMA_VERSION, LlmError, LlmErrorKind, LogEntry, LogRole, LogToolCall, Mode,
@@ -110,7 +115,7 @@ pub use structured::{
 pub use tokens::{ApproxCounter, TokenCounter};
 pub use tool::{
     DEFAULT_TOOL_TIMEOUT_MS, InvocationContext, OutputLevel, PermissionLevel, ToolCall,
-    ToolErrorKind, ToolResult, ToolResultError, ToolSpec, error_observation,
+    ToolErrorCode, ToolErrorKind, ToolResult, ToolResultError, ToolSpec, error_observation,
 };
 pub use validate::{MAX_INPUT_BYTES, Problem, check_log, check_size, validate_log};
 pub use workflow::{WorkflowEventKind, WorkflowRecord};

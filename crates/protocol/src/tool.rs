@@ -1,4 +1,4 @@
-//! Tool calls and results (P4–P6).
+//! Tool calls and results: what a model asks for, what it reads back, and why a call failed.
 
 use std::fmt;
 
@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// How detailed an observation is (P6). Orthogonal to what the observation says.
+/// How detailed an observation is. Orthogonal to what the observation says.
 #[derive(
     Debug,
     Clone,
@@ -49,7 +49,7 @@ impl fmt::Display for OutputLevel {
     }
 }
 
-/// Why a tool call failed (P6).
+/// Why a tool call failed; decides whether a retry may help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolErrorKind {
@@ -82,15 +82,128 @@ impl ToolErrorKind {
         }
     }
 
-    /// The upper-case error code used in observations (`TIMEOUT`, …).
-    pub fn code(self) -> &'static str {
+    /// The kind's standard code, used when nothing more precise is known.
+    pub fn code(self) -> ToolErrorCode {
         match self {
-            Self::PermissionDenied => "PERMISSION_DENIED",
-            Self::Timeout => "TIMEOUT",
-            Self::InvalidParameters => "INVALID_PARAMETERS",
-            Self::ExecutionError => "EXECUTION_ERROR",
-            Self::ResourceError => "RESOURCE_ERROR",
+            Self::PermissionDenied => ToolErrorCode::PermissionDenied,
+            Self::Timeout => ToolErrorCode::Timeout,
+            Self::InvalidParameters => ToolErrorCode::InvalidParameters,
+            Self::ExecutionError => ToolErrorCode::ExecutionError,
+            Self::ResourceError => ToolErrorCode::ResourceError,
         }
+    }
+}
+
+/// Declares [`ToolErrorCode`] with each variant's wire string in one place.
+macro_rules! tool_error_codes {
+    ($($(#[$doc:meta])* $variant:ident = $wire:literal,)+) => {
+        /// The machine-readable code of a failed tool call, more precise than its
+        /// [`ToolErrorKind`]. On the wire (the `code` of a [`ToolResultError`] and the
+        /// observation's `Error Code:` line) it is the upper-case string.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        #[non_exhaustive]
+        pub enum ToolErrorCode {
+            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl ToolErrorCode {
+            /// Every code.
+            pub const ALL: &'static [ToolErrorCode] = &[$(Self::$variant,)+];
+
+            /// The wire string (`TIMEOUT`, `UNKNOWN_TOOL`, …).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
+tool_error_codes! {
+    /// The tool may not run here (the kind's standard code).
+    PermissionDenied = "PERMISSION_DENIED",
+    /// The call ran past its timeout.
+    Timeout = "TIMEOUT",
+    /// The arguments were wrong (the kind's standard code).
+    InvalidParameters = "INVALID_PARAMETERS",
+    /// The tool failed while running (the kind's standard code).
+    ExecutionError = "EXECUTION_ERROR",
+    /// A resource was not available (the kind's standard code).
+    ResourceError = "RESOURCE_ERROR",
+    /// No tool of that name is registered.
+    UnknownTool = "UNKNOWN_TOOL",
+    /// The arguments are larger than the runtime takes.
+    InputTooLarge = "INPUT_TOO_LARGE",
+    /// The arguments are not valid JSON.
+    InvalidJson = "INVALID_JSON",
+    /// The arguments are JSON but not an object.
+    InvalidArguments = "INVALID_ARGUMENTS",
+    /// The arguments break the tool's input schema.
+    SchemaViolation = "SCHEMA_VIOLATION",
+    /// The tool is not on the list of tools allowed here.
+    ToolNotAllowed = "TOOL_NOT_ALLOWED",
+    /// The tool needs a higher permission level than the call has.
+    PermissionLevel = "PERMISSION_LEVEL",
+    /// The tool panicked.
+    ToolPanicked = "TOOL_PANICKED",
+    /// The result's data could not be written aside.
+    SpillFailed = "SPILL_FAILED",
+    /// A person refused the call.
+    Rejected = "REJECTED",
+    /// The conversation is read-only, so a call that writes was refused.
+    ReadOnly = "READ_ONLY",
+    /// A skill's tool was called before the skill was activated.
+    SkillNotActivated = "SKILL_NOT_ACTIVATED",
+    /// A workflow node's outputs were missing or wrong.
+    NodeOutputs = "NODE_OUTPUTS",
+    /// The MCP server has no tool of that name.
+    McpUnknownTool = "MCP_UNKNOWN_TOOL",
+    /// The MCP server no longer lists the tool.
+    McpToolGone = "MCP_TOOL_GONE",
+    /// The MCP server refused the arguments.
+    McpInvalidArguments = "MCP_INVALID_ARGUMENTS",
+    /// The MCP tool reported a failure.
+    McpToolError = "MCP_TOOL_ERROR",
+    /// The MCP server broke the protocol.
+    McpProtocolError = "MCP_PROTOCOL_ERROR",
+    /// The MCP server's reply could not be read.
+    McpBadReply = "MCP_BAD_REPLY",
+    /// The MCP server did not answer in time.
+    McpTimeout = "MCP_TIMEOUT",
+    /// The MCP server's reply was over the size limit.
+    McpReplyTooLarge = "MCP_REPLY_TOO_LARGE",
+    /// The MCP server is not running.
+    McpServerUnavailable = "MCP_SERVER_UNAVAILABLE",
+    /// A server marked required failed to start.
+    McpRequiredServerFailed = "MCP_REQUIRED_SERVER_FAILED",
+    /// The MCP configuration is wrong.
+    McpConfig = "MCP_CONFIG",
+    /// Talking to the MCP server failed.
+    McpIo = "MCP_IO",
+}
+
+impl fmt::Display for ToolErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<ToolErrorCode> for String {
+    fn from(code: ToolErrorCode) -> Self {
+        code.as_str().to_owned()
+    }
+}
+
+impl PartialEq<str> for ToolErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ToolErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -100,7 +213,7 @@ impl fmt::Display for ToolErrorKind {
     }
 }
 
-/// A tool call requested by the model (P4).
+/// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
     /// Call id, echoed by the result.
@@ -150,7 +263,7 @@ impl ToolSpec {
     }
 }
 
-/// Who may run what (P4, T8).
+/// Who may run what: the level a call runs at, checked against the level a tool needs.
 #[derive(
     Debug,
     Clone,
@@ -176,7 +289,7 @@ pub enum PermissionLevel {
     Admin,
 }
 
-/// The context a tool call runs in (P4).
+/// The context a tool call runs in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InvocationContext {
     /// Timeout of one attempt, in milliseconds (default 120 000).
@@ -220,13 +333,14 @@ impl Default for InvocationContext {
 pub struct ToolResultError {
     /// Why it failed.
     pub kind: ToolErrorKind,
-    /// Machine-readable code (`TIMEOUT`, `UNKNOWN_TOOL`, …).
+    /// Machine-readable code (`TIMEOUT`, `UNKNOWN_TOOL`, …): the wire string of a
+    /// [`ToolErrorCode`], kept as text so a log written by any version reads back.
     pub code: String,
     /// What the model reads.
     pub message: String,
 }
 
-/// The outcome of one tool call (P5). The model sees only `observation`.
+/// The outcome of one tool call. The model sees only `observation`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult {
     /// The call this answers.
@@ -290,10 +404,48 @@ impl ToolResult {
     }
 }
 
-/// The standard observation of a failed call (P5), the same for every tool.
+/// The standard observation of a failed call, the same for every tool.
 pub fn error_observation(tool_call_id: &str, error: &ToolResultError) -> String {
     format!(
         "Operation failed.\n\nError Type: {}\nError Code: {}\nError Message: {}\n\nTool Call ID: {}",
         error.kind, error.code, error.message, tool_call_id
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_code_has_one_upper_case_wire_name() {
+        let mut seen = std::collections::BTreeSet::new();
+        for &code in ToolErrorCode::ALL {
+            let wire = code.as_str();
+            assert!(
+                wire.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+                "{wire}"
+            );
+            assert!(seen.insert(wire), "{wire} twice");
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(wire));
+            let back: ToolErrorCode = serde_json::from_value(serde_json::json!(wire)).unwrap();
+            assert_eq!(back, code);
+            assert_eq!(code.to_string(), wire);
+            assert_eq!(String::from(code), wire);
+        }
+        assert_eq!(seen.len(), 30);
+    }
+
+    #[test]
+    fn each_kind_has_its_standard_code() {
+        let kinds = [
+            (ToolErrorKind::PermissionDenied, "PERMISSION_DENIED"),
+            (ToolErrorKind::Timeout, "TIMEOUT"),
+            (ToolErrorKind::InvalidParameters, "INVALID_PARAMETERS"),
+            (ToolErrorKind::ExecutionError, "EXECUTION_ERROR"),
+            (ToolErrorKind::ResourceError, "RESOURCE_ERROR"),
+        ];
+        for (kind, wire) in kinds {
+            assert_eq!(kind.code(), wire);
+        }
+    }
 }

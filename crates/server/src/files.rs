@@ -16,7 +16,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ba_storage::ConversationId;
 use ba_storage::{CodeMeta, get_code, list_code};
-use ba_storage::{FileKind, FileMeta, NewFile, UploadMeta, Workspace};
+use ba_storage::{FileKind, FileMeta, NewFile, Workspace};
 use futures::TryStreamExt as _;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -25,6 +25,7 @@ use tokio::io::AsyncWriteExt as _;
 use crate::conversations::conversation_id;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::wire::UploadMeta;
 
 /// The workspace of the server's store.
 pub(crate) fn workspace(state: &AppState) -> ApiResult<Arc<dyn Workspace>> {

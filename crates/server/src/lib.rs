@@ -55,7 +55,9 @@ pub use conversations::{
 pub use error::{ApiError, ApiResult};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use state::{AppState, ServerConfig};
-pub use wire::{EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame};
+pub use wire::{
+    EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame, UploadMeta,
+};
 
 /// Serves the API on `listener` until `shutdown` resolves; then the event streams end, new
 /// runs are refused, and runs in flight get the configured drain time before they are

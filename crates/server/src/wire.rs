@@ -1,10 +1,12 @@
 //! The JSON shapes of the API that are not the loop's own types: what `POST …/runs` answers,
+//! how an upload is described (`POST`/`GET …/uploads`),
 //! the error body, and the data of the frames the server adds to the run's events (`entry`,
 //! `sync`, `reset`). `cargo xtask codegen` publishes their JSON Schemas beside the
 //! protocol's, with [`ba_agent::AgentEvent`] (the data of every other frame, whose `event` tag
 //! is the frame's `event:` name).
 
 use ba_protocol::LogEntry;
+use ba_storage::FileMeta;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -20,6 +22,46 @@ pub struct RunAccepted {
     pub existing: bool,
     /// Where the run's events stream.
     pub events: String,
+}
+
+/// An upload as the upload routes describe it (`POST …/uploads` answers one, `GET` a list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct UploadMeta {
+    /// `upload_001`, `upload_002`, …
+    pub id: String,
+    /// The file name as uploaded (shown, never used as a path).
+    pub name: String,
+    /// The type: the lowercased extension (`csv`, `xlsx`) or `markdown` for `.md`.
+    pub file_type: String,
+    /// The media type it is served with.
+    pub media_type: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// What the person said it is.
+    pub description: String,
+}
+
+impl UploadMeta {
+    /// The upload view of a workspace file.
+    pub fn from_file(file: &FileMeta) -> Self {
+        Self {
+            id: file.id.to_string(),
+            name: file.name.clone(),
+            file_type: file_type(&file.name),
+            media_type: Some(file.media_type.clone()),
+            size: file.size,
+            description: file.description.clone(),
+        }
+    }
+}
+
+/// The lowercased extension of `name` (`markdown` for `.md`), or `file`.
+fn file_type(name: &str) -> String {
+    match name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+        Some(e) if e == "md" => "markdown".to_owned(),
+        Some(e) if !e.is_empty() && e.len() <= 10 => e,
+        _ => "file".to_owned(),
+    }
 }
 
 /// What went wrong, in every error answer.

@@ -19,7 +19,8 @@
 //!   spilled tool data, outputs — behind one [`Workspace`] trait with a backend in each store
 //!   ([`FileWorkspace`] in `<root>/conversations/<id>/files/`, chunks in PostgreSQL), reached
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
-//!   Code blocks and uploads are files of the workspace; [`EventLog`] keeps a conversation's events.
+//!   Code blocks and uploads are files of the workspace, with ids that are [`FileId`]s and
+//!   kinds that are [`FileKind`]s; [`EventLog`] keeps a conversation's events.
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -86,9 +87,8 @@ pub use store::{
 pub use store::{fork_with_files, rfc3339};
 pub use text::{clean_title, is_hidden_char};
 pub use verify::{BrokenPair, DuplicateId, broken_pairs, duplicate_ids, orphan_workspaces};
-pub use workspace::UploadMeta;
 pub use workspace::code::{CodeMeta, LANGUAGES, Saved, get_code, language, list_code, save_code};
 pub use workspace::{
-    FileContent, FileKind, FileMeta, MAX_DESCRIPTION, NewFile, Workspace, WorkspaceLimits,
+    FileContent, FileId, FileKind, FileMeta, MAX_DESCRIPTION, NewFile, Workspace, WorkspaceLimits,
     is_active_media_type, media_type_of,
 };

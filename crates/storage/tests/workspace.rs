@@ -131,7 +131,9 @@ async fn two_stores_on_one_folder_never_share_an_id() {
         ids.push(t.await.unwrap());
     }
     ids.sort();
-    let want: Vec<String> = (1..=12).map(|n| FileKind::Output.id(n)).collect();
+    let want: Vec<String> = (1..=12)
+        .map(|n| FileKind::Output.id(n).to_string())
+        .collect();
     assert_eq!(ids, want);
     assert_eq!(wb.list(&c1).await.unwrap().len(), 12);
 }

@@ -2,8 +2,8 @@
 //! failed [`ToolResult`](ba_protocol::ToolResult) the model reads), and [`ToolsError`], what goes
 //! wrong while setting the runtime up, writing spilled data or using a conversation's files.
 
-use ba_protocol::ToolErrorKind;
 use ba_protocol::ToolResultError;
+use ba_protocol::{ToolErrorCode, ToolErrorKind};
 
 /// Why one tool call failed.
 ///
@@ -16,7 +16,7 @@ pub struct ToolError {
     /// Why it failed.
     pub kind: ToolErrorKind,
     /// The machine-readable code (`TIMEOUT`, `UNKNOWN_TOOL`, …).
-    pub code: String,
+    pub code: ToolErrorCode,
     /// What the model reads.
     pub message: String,
     /// What the operator reads: a backtrace-free technical detail, never shown to the model.
@@ -28,7 +28,7 @@ impl ToolError {
     pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
-            code: kind.code().to_owned(),
+            code: kind.code(),
             message: message.into(),
             detail: None,
         }
@@ -61,8 +61,8 @@ impl ToolError {
 
     /// Replaces the code (`UNKNOWN_TOOL`, `INPUT_TOO_LARGE`, …).
     #[must_use]
-    pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = code.into();
+    pub fn with_code(mut self, code: ToolErrorCode) -> Self {
+        self.code = code;
         self
     }
 
@@ -82,7 +82,7 @@ impl ToolError {
     pub fn to_result_error(&self) -> ToolResultError {
         ToolResultError {
             kind: self.kind,
-            code: self.code.clone(),
+            code: self.code.into(),
             message: self.message.clone(),
         }
     }

@@ -18,32 +18,42 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use ba_protocol::{FileId, FileKind, NamedFile};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ToolsError;
-
-/// The kind of a file the user uploaded.
-pub const KIND_UPLOAD: &str = "upload";
-/// The kind of a saved code block.
-pub const KIND_CODE: &str = "code";
-/// The kind of a file an analysis wrote (a chart, a workbook).
-pub const KIND_OUTPUT: &str = "output";
-/// The kind of spilled tool data.
-pub const KIND_DATA: &str = "data";
 
 /// One file of the conversation, as a tool sees it (no path).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileInfo {
     /// The id the model names it by: `upload_001`, `output_001`, `data_001`, `code_…`.
-    pub id: String,
-    /// `upload`, `code`, `output` or `data` (see [`KIND_UPLOAD`] and its siblings).
-    pub kind: String,
+    pub id: FileId,
+    /// What the file is.
+    pub kind: FileKind,
     /// The original or display name (`sales.csv`, `chart.png`); never a path.
     pub name: String,
     /// The media type (`text/csv`, `image/png`, …).
     pub media_type: String,
     /// The size in bytes.
     pub size: u64,
+    /// When it was stored, in ms since the Unix epoch (0 when not known).
+    #[serde(default)]
+    pub created_ms: i64,
+}
+
+impl NamedFile for FileInfo {
+    fn file_id(&self) -> &FileId {
+        &self.id
+    }
+    fn file_kind(&self) -> FileKind {
+        self.kind
+    }
+    fn file_name(&self) -> &str {
+        &self.name
+    }
+    fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
 }
 
 /// The files of the conversation a call belongs to. The orchestrator gives each call the handle
@@ -56,8 +66,9 @@ pub trait ConversationFiles: Send + Sync + fmt::Debug {
     /// Every file of the conversation, by kind then id.
     async fn list(&self) -> Result<Vec<FileInfo>, ToolsError>;
 
-    /// The file `reference` names: by id, else by original name (uploads first), `None` when
-    /// nothing matches. By default [`find_in`] over [`list`](ConversationFiles::list).
+    /// The file `reference` names: by id, else by original name (the newest upload of that
+    /// name, else the newest file of any kind), `None` when nothing matches. By default
+    /// [`find_in`] over [`list`](ConversationFiles::list).
     async fn find(&self, reference: &str) -> Result<Option<FileInfo>, ToolsError> {
         Ok(find_in(&self.list().await?, reference))
     }
@@ -136,27 +147,11 @@ impl<T: ConversationFiles + ?Sized> ConversationFiles for Box<T> {
 
 fn _object_safe(_: &dyn ConversationFiles) {}
 
-/// The file of `files` (listed by kind then id) that `reference` names: the one with that id,
-/// else among those with that original name the last upload, else the last file of any kind.
+/// The file of `files` that `reference` names, by the one rule every store holds
+/// ([`ba_protocol::find_file`]): the one with that id, else among those with that original
+/// name the newest upload, else the newest file of any kind.
 pub fn find_in(files: &[FileInfo], reference: &str) -> Option<FileInfo> {
-    if let Some(file) = files.iter().find(|f| f.id == reference) {
-        return Some(file.clone());
-    }
-    files
-        .iter()
-        .rfind(|f| f.name == reference && f.kind == KIND_UPLOAD)
-        .or_else(|| files.iter().rfind(|f| f.name == reference))
-        .cloned()
-}
-
-/// Whether `id` can name a file: 1 to 128 ASCII letters, digits, `_` and `-` (so it is never a
-/// path).
-pub fn is_file_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    ba_protocol::find_file(files, reference).cloned()
 }
 
 pub use ba_protocol::media_type_for;
@@ -180,8 +175,6 @@ struct StoredMeta {
     info: FileInfo,
     #[serde(default)]
     description: String,
-    #[serde(default)]
-    created_ms: u128,
 }
 
 /// A conversation's files in one folder: each file as `<id>` with its metadata beside it as
@@ -226,7 +219,7 @@ impl DirFiles {
     /// the folder cannot be written.
     pub async fn add_upload(&self, name: &str, bytes: &[u8]) -> Result<FileInfo, ToolsError> {
         self.check_size(name, bytes.len() as u64)?;
-        self.store(KIND_UPLOAD, None, name, "", Source::Bytes(bytes))
+        self.store(FileKind::Upload, None, name, "", Source::Bytes(bytes))
             .await
     }
 
@@ -236,15 +229,13 @@ impl DirFiles {
     /// [`ToolsError::FileName`] when `id` is not a valid id or `name` has no file name, else as
     /// [`add_upload`](Self::add_upload).
     pub async fn add_code(&self, id: &str, name: &str, code: &str) -> Result<FileInfo, ToolsError> {
-        if !is_file_id(id) {
-            return Err(ToolsError::FileName {
-                name: id.to_owned(),
-                reason: "an id is 1 to 128 letters, digits, `_` or `-`".to_owned(),
-            });
-        }
+        let id = FileId::parse(id).map_err(|e| ToolsError::FileName {
+            name: e.value,
+            reason: e.reason.to_owned(),
+        })?;
         self.check_size(name, code.len() as u64)?;
         self.store(
-            KIND_CODE,
+            FileKind::Code,
             Some(id),
             name,
             "",
@@ -289,7 +280,7 @@ impl DirFiles {
             let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
                 continue;
             };
-            if !is_file_id(id) {
+            if FileId::parse(id).is_err() {
                 continue;
             }
             let Ok(bytes) = tokio::fs::read(entry.path()).await else {
@@ -303,7 +294,7 @@ impl DirFiles {
     }
 
     async fn meta(&self, id: &str) -> Result<Option<StoredMeta>, ToolsError> {
-        if !is_file_id(id) {
+        if FileId::parse(id).is_err() {
             return Ok(None);
         }
         match tokio::fs::read(self.dir.join(format!("{id}.json"))).await {
@@ -314,18 +305,17 @@ impl DirFiles {
     }
 
     /// Claims the next free id of `kind` by creating its metadata file exclusively.
-    async fn claim(&self, kind: &str) -> Result<String, ToolsError> {
-        let prefix = format!("{kind}_");
+    async fn claim(&self, kind: FileKind) -> Result<FileId, ToolsError> {
         let mut next = self
             .read_all()
             .await?
             .iter()
-            .filter_map(|m| m.info.id.strip_prefix(&prefix)?.parse::<u64>().ok())
+            .filter_map(|m| kind.number_of(&m.info.id))
             .max()
             .unwrap_or(0)
             + 1;
         loop {
-            let id = format!("{kind}_{next:03}");
+            let id = kind.id(next);
             let claim = tokio::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -341,8 +331,8 @@ impl DirFiles {
 
     async fn store(
         &self,
-        kind: &str,
-        id: Option<&str>,
+        kind: FileKind,
+        id: Option<FileId>,
         name: &str,
         description: &str,
         source: Source<'_>,
@@ -352,14 +342,14 @@ impl DirFiles {
             .await
             .map_err(|e| self.io_error("cannot make the files folder", &e))?;
         let id = match id {
-            Some(id) => id.to_owned(),
+            Some(id) => id,
             None => self.claim(kind).await?,
         };
         let written = self.write_content(&id, &name, source).await;
         let size = match written {
             Ok(size) => size,
             Err(e) => {
-                if kind != KIND_CODE {
+                if kind.assigns_ids() {
                     // The claim holds no metadata; leave nothing behind.
                     let _ = tokio::fs::remove_file(self.dir.join(format!("{id}.json"))).await;
                 }
@@ -368,18 +358,18 @@ impl DirFiles {
         };
         let info = FileInfo {
             id: id.clone(),
-            kind: kind.to_owned(),
+            kind,
             media_type: media_type_for(&name).to_owned(),
             name,
             size,
+            created_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or(0),
         };
         let meta = StoredMeta {
             info: info.clone(),
             description: description.to_owned(),
-            created_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0),
         };
         let json = serde_json::to_vec_pretty(&meta).map_err(|e| ToolsError::Files {
             message: format!("cannot describe `{}`: {e}", info.name),
@@ -432,13 +422,13 @@ enum Source<'a> {
 impl ConversationFiles for DirFiles {
     async fn list(&self) -> Result<Vec<FileInfo>, ToolsError> {
         let mut all: Vec<FileInfo> = self.read_all().await?.into_iter().map(|m| m.info).collect();
-        all.sort_by(|a, b| (kind_rank(&a.kind), &a.id).cmp(&(kind_rank(&b.kind), &b.id)));
+        all.sort_by(|a, b| (a.kind, &a.id).cmp(&(b.kind, &b.id)));
         Ok(all)
     }
 
     async fn local_path(&self, id: &str) -> Result<PathBuf, ToolsError> {
         match self.meta(id).await? {
-            Some(meta) => Ok(self.dir.join(&meta.info.id)),
+            Some(meta) => Ok(self.dir.join(meta.info.id.as_str())),
             None => Err(ToolsError::NoSuchFile {
                 reference: id.to_owned(),
             }),
@@ -456,29 +446,24 @@ impl ConversationFiles for DirFiles {
             .map_err(|e| self.io_error(&format!("cannot read `{name}`"), &e))?
             .len();
         self.check_size(name, size)?;
-        self.store(KIND_OUTPUT, None, name, description, Source::File(path))
-            .await
+        self.store(
+            FileKind::Output,
+            None,
+            name,
+            description,
+            Source::File(path),
+        )
+        .await
     }
 
     async fn add_data(&self, name: &str, bytes: &[u8]) -> Result<FileInfo, ToolsError> {
         self.check_size(name, bytes.len() as u64)?;
-        self.store(KIND_DATA, None, name, "", Source::Bytes(bytes))
+        self.store(FileKind::Data, None, name, "", Source::Bytes(bytes))
             .await
     }
 
     fn max_file_bytes(&self) -> u64 {
         self.max_file_bytes
-    }
-}
-
-/// The listing order of kinds: uploads, code, outputs, data, then any other.
-fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        KIND_UPLOAD => 0,
-        KIND_CODE => 1,
-        KIND_OUTPUT => 2,
-        KIND_DATA => 3,
-        _ => 4,
     }
 }
 
@@ -505,7 +490,7 @@ mod tests {
         assert_eq!(a.media_type, "text/csv");
         assert_eq!(a.size, 8);
         assert_eq!(b.name, "q3.xlsx");
-        assert_eq!(d.kind, KIND_DATA);
+        assert_eq!(d.kind, FileKind::Data);
         let src = dir.path().join("chart.png");
         std::fs::write(&src, b"\x89PNG").unwrap();
         let o = files
@@ -520,13 +505,13 @@ mod tests {
             .add_code("code_x1", "code_x1.py", "print(1)")
             .await
             .unwrap();
-        assert_eq!(c.kind, KIND_CODE);
+        assert_eq!(c.kind, FileKind::Code);
         let ids: Vec<String> = files
             .list()
             .await
             .unwrap()
             .into_iter()
-            .map(|f| f.id)
+            .map(|f| f.id.to_string())
             .collect();
         assert_eq!(
             ids,
@@ -562,6 +547,31 @@ mod tests {
             "sales.csv"
         );
         assert!(files.find("nothing.csv").await.unwrap().is_none());
+    }
+
+    #[test]
+    fn a_name_finds_the_newest_file_not_the_last_listed() {
+        let file = |id: &str, kind, name: &str, created_ms| FileInfo {
+            id: FileId::parse(id).unwrap(),
+            kind,
+            name: name.to_owned(),
+            media_type: media_type_for(name).to_owned(),
+            size: 1,
+            created_ms,
+        };
+        // Listed by kind then id, as `list` gives them: the output comes before the data.
+        let files = [
+            file("upload_001", FileKind::Upload, "sales.csv", 10),
+            file("code_b", FileKind::Code, "plot.py", 30),
+            file("code_a", FileKind::Code, "plot.py", 20),
+            file("output_001", FileKind::Output, "chart.png", 50),
+            file("data_001", FileKind::Data, "chart.png", 40),
+        ];
+        let found = |r: &str| find_in(&files, r).map(|f| f.id.to_string());
+        assert_eq!(found("chart.png").as_deref(), Some("output_001"));
+        assert_eq!(found("plot.py").as_deref(), Some("code_b"));
+        assert_eq!(found("sales.csv").as_deref(), Some("upload_001"));
+        assert_eq!(found("code_a").as_deref(), Some("code_a"));
     }
 
     #[tokio::test]
@@ -631,10 +641,8 @@ mod tests {
     }
 
     #[test]
-    fn media_types_and_ids() {
+    fn media_types() {
         assert_eq!(media_type_for("a.CSV"), "text/csv");
         assert_eq!(media_type_for("noext"), "application/octet-stream");
-        assert!(is_file_id("upload_001") && is_file_id("code_a-b"));
-        assert!(!is_file_id("a/b") && !is_file_id("..") && !is_file_id(""));
     }
 }

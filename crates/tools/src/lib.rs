@@ -1,23 +1,24 @@
 //! # ba-tools
 //!
-//! The tool trait and the tool runtime of the BA-Agent pipeline (SPEC §3). A tool returns raw
+//! The tool trait and the tool runtime of the BA-Agent pipeline. A tool returns raw
 //! JSON data; the runtime turns every call into one protocol
 //! [`ToolResult`](ba_protocol::ToolResult) whose `observation` is the single string the model
 //! reasons with.
 //!
-//! - [`Tool`] — the async tool trait (T1); [`typed_tool`] makes one from a plain async function
+//! - [`Tool`] — the async tool trait; [`typed_tool`] makes one from a plain async function
 //!   of a `Deserialize + JsonSchema` argument struct, [`dynamic_tool`] from raw JSON and a
 //!   schema (an MCP server's tools). [`ToolRegistry`] holds them with compiled schemas.
 //! - [`ToolRuntime`] — runs a call through the layers, one private module each: lookup → input
-//!   size (T7) → schema validation → permissions (T8, [`ToolCapabilities`] and a skill's
-//!   `allowed_tools`) → idempotency cache (T9) → retry (T5, [`RetryPolicy`], [`Backoff`],
-//!   [`Jitter`]) → timeout (T6, panic capture) → the tool → output levels (T2 decision, T3
-//!   bounded formatting: [`format_observation`], [`FormatBounds`]) → spill (T4, the
-//!   [`DataSink`] trait and the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at
-//!   once (T12).
+//!   size (checked on the serialized arguments before anything runs) → schema validation →
+//!   permissions ([`ToolCapabilities`] and a skill's `allowed_tools`) → idempotency cache →
+//!   retry ([`RetryPolicy`], [`Backoff`], [`Jitter`]) → timeout (with panic capture) → the
+//!   tool → output levels (which level a call gets, then formatting bounded at that level:
+//!   [`format_observation`], [`FormatBounds`]) → spill of large data (the [`DataSink`] trait
+//!   and the [`FsSink`]). [`ToolRuntime::run_all`] runs up to six calls at once. A failure
+//!   carries a [`ToolErrorCode`](ba_protocol::ToolErrorCode).
 //! - [`MetricsRecorder`] — per-call records, per-tool and per-conversation aggregates and a
-//!   report (T10); every call runs in a `tool_call` tracing span with one `tool_attempt` span
-//!   per attempt (T11). The `otel` feature (off by default) also publishes the call metrics
+//!   report; every call runs in a `tool_call` tracing span with one `tool_attempt` span
+//!   per attempt. The `otel` feature (off by default) also publishes the call metrics
 //!   through the OpenTelemetry metrics API.
 //! - [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides ([`ToolOverride`]).
 //! - [`ConversationFiles`]: the files of the conversation a call belongs to (uploads, code,
@@ -88,12 +89,10 @@ mod tool;
 mod typed;
 mod validate;
 
+pub use ba_protocol::{FileId, FileKind};
 pub use config::{IdempotencyConfig, RetryConfig, ToolOverride, ToolsConfig};
 pub use error::{ToolError, ToolsError};
-pub use files::{
-    ConversationFiles, DirFiles, FileInfo, KIND_CODE, KIND_DATA, KIND_OUTPUT, KIND_UPLOAD, find_in,
-    is_file_id,
-};
+pub use files::{ConversationFiles, DirFiles, FileInfo, find_in};
 pub use levels::{
     FormatBounds, format_brief, format_full, format_observation, format_standard, summarize,
     truncate_middle,

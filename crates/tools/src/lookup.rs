@@ -1,5 +1,7 @@
 //! Layer 1: find the called tool, or tell the model which tools exist.
 
+use ba_protocol::ToolErrorCode;
+
 use crate::error::ToolError;
 use crate::registry::{RegisteredTool, ToolRegistry};
 
@@ -14,7 +16,7 @@ pub fn lookup<'r>(registry: &'r ToolRegistry, name: &str) -> Result<&'r Register
             format!("available tools: {}", known.join(", "))
         };
         ToolError::invalid_parameters(format!("unknown tool `{name}`; {listing}"))
-            .with_code("UNKNOWN_TOOL")
+            .with_code(ToolErrorCode::UnknownTool)
     })
 }
 

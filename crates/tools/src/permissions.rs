@@ -1,9 +1,9 @@
-//! Layer 4: permissions (T8). A tool outside the active skill's `allowed_tools` (or the active
+//! Layer 4: permissions. A tool outside the active skill's `allowed_tools` (or the active
 //! workflow node's `tools`), or above the
 //! caller's permission level, is refused before it runs.
 
-use ba_protocol::ContextModifier;
 use ba_protocol::PermissionLevel;
+use ba_protocol::{ContextModifier, ToolErrorCode};
 
 use crate::error::ToolError;
 use crate::tool::ToolCapabilities;
@@ -33,7 +33,7 @@ pub fn check_permission(
             "tool `{tool}` is not allowed while the active skill or workflow node restricts tools \
              (allowed: {allowed})"
         ))
-        .with_code("TOOL_NOT_ALLOWED"));
+        .with_code(ToolErrorCode::ToolNotAllowed));
     }
     if caller_level < capabilities.required_permission {
         return Err(ToolError::permission_denied(format!(
@@ -41,7 +41,7 @@ pub fn check_permission(
             level_name(capabilities.required_permission),
             level_name(caller_level)
         ))
-        .with_code("PERMISSION_LEVEL"));
+        .with_code(ToolErrorCode::PermissionLevel));
     }
     Ok(())
 }

@@ -1,42 +1,45 @@
-//! The [`ToolRuntime`]: the one place where the layers are composed, in the order of the issue —
-//! lookup → input size → schema → permissions → idempotency → retry → timeout → the tool →
-//! level and formatting → spill → [`ToolResult`].
+//! The [`ToolRuntime`]: the one place where the layers are composed ([`ToolRuntime::layers`]),
+//! in this order — lookup → input size → schema → permissions ([`admit`]) → output level →
+//! idempotency → retry → timeout → the tool → formatting at the level → spill →
+//! [`ToolResult`]. Each layer is a function of its own, tested alone beside it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ba_protocol::ContextModifier;
 use ba_protocol::TokenCounter;
-use ba_protocol::{InvocationContext, OutputLevel, ToolCall, ToolResult};
+use ba_protocol::{InvocationContext, OutputLevel, ToolCall, ToolErrorCode, ToolResult};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-use crate::config::ToolsConfig;
+use crate::config::{RetryConfig, ToolsConfig};
 use crate::error::{ToolError, ToolsError};
 use crate::files::ConversationFiles;
 use crate::idempotency::{IdempotencyCache, cache_key};
 use crate::levels::{FormatBounds, format_observation, format_standard, resolve_level, summarize};
 use crate::metrics::{MetricsRecorder, ToolMetrics};
 use crate::registry::ToolRegistry;
-use crate::retry::{Jitter, RandomJitter, RetrySchedule, run_with_retry};
+use crate::retry::{Jitter, RandomJitter, RetryPolicy, RetrySchedule, run_with_retry};
 use crate::scope::RunScope;
 use crate::spill::{
     DataSink, FsSink, data_file_name, data_hash, should_spill, spill_name, spill_observation,
 };
-use crate::tool::{CallContext, PartialOutput};
+use crate::tool::{CallContext, PartialOutput, Tool, ToolCapabilities};
 use crate::{lookup, permissions, size, timeout, validate};
 
 /// What the caller knows about the moment of a call, beyond the invocation context.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CallOptions<'a> {
-    /// How full the model's context is, 0..=1 (T2: above the threshold, `brief` is forced).
+    /// How full the model's context is, 0..=1 (above the configured threshold, `brief` is
+    /// forced).
     pub context_usage: f64,
-    /// The active skill's context modifier (T8: its `allowed_tools`).
+    /// The active skill's context modifier (its `allowed_tools` limit the tools a call may
+    /// use).
     pub modifier: Option<&'a ContextModifier>,
-    /// An explicit idempotency key (T9): a repeated key returns the cached result.
+    /// An explicit idempotency key: a repeated key returns the cached result.
     pub idempotency_key: Option<&'a str>,
     /// The files of the conversation the calls belong to, handed to each call
     /// ([`CallContext::files`]); spilled data then becomes a data file of the conversation.
@@ -180,7 +183,7 @@ impl ToolRuntime {
         self.run_with(call, ctx, CallOptions::default()).await
     }
 
-    /// Runs calls concurrently, at most `max_concurrency` at a time (T12). Results come back in
+    /// Runs calls concurrently, at most `max_concurrency` at a time. Results come back in
     /// call order; one failure never cancels the others.
     ///
     /// The calls are polled together on the caller's task, so they overlap while they wait
@@ -222,6 +225,29 @@ impl ToolRuntime {
             .await
     }
 
+    /// The layers in their order, the one place they are composed: the checks before a call
+    /// runs ([`admit`]), the output level ([`ToolRuntime::level_of`]), the idempotency cache
+    /// around retry, timeout and the tool ([`ToolRuntime::cached_or_run`]), then the rendering
+    /// at that level and the spill ([`ToolRuntime::present`]). What each layer learns that the
+    /// result reports (level, retries, a cache hit, the data's facts) goes into `state`, kept
+    /// when a later layer fails.
+    async fn layers(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+        span: &tracing::Span,
+        state: &mut CallState,
+    ) -> Result<Rendered, ToolError> {
+        let admitted = admit(&self.registry, &self.config, call, ctx, opts)?;
+        state.level = self.level_of(call, &admitted, opts);
+        span.record("level", state.level.as_str());
+        let data = self
+            .cached_or_run(call, ctx, opts, &admitted, state)
+            .await?;
+        self.present(call, &data, &admitted, ctx, opts, state).await
+    }
+
     async fn run_inner(
         &self,
         call: &ToolCall,
@@ -230,181 +256,180 @@ impl ToolRuntime {
         span: &tracing::Span,
     ) -> ToolResult {
         let start = Instant::now();
-        let mut level = OutputLevel::Brief;
-        let mut retries = 0;
-        let mut cached = false;
-        let mut facts = DataFacts::default();
-        let outcome: Result<Rendered, ToolError> = async {
-            let registered = lookup::lookup(&self.registry, &call.name)?;
-            size::check_input_size(&call.arguments, self.config.max_input_bytes)?;
-            let args = validate::normalize_arguments(call.arguments.clone())?;
-            validate::validate_arguments(registered, &args)?;
-            let tool = registered.tool();
-            let caps = tool.capabilities();
-            permissions::check_permission(&call.name, caps, ctx.permission_level, opts.modifier)?;
-
-            let overrides = self.config.tools.get(call.name.as_str());
-            let tool_default = overrides
-                .and_then(|o| o.default_level)
-                .or_else(|| tool.default_level());
-            level = resolve_level(
-                call.output_level,
-                tool_default,
-                opts.context_usage,
-                self.config.brief_above_usage,
-                self.config.default_level,
-            );
-            span.record("level", level.as_str());
-
-            // Results are cached per conversation: the same arguments name another
-            // conversation's files elsewhere (`upload_001`). A call with files but no
-            // conversation id to scope them by is not cached.
-            let key = match (&ctx.conversation_id, opts.files) {
-                (None, Some(_)) => None,
-                (conversation, _) => {
-                    cache_key(&call.name, &args, opts.idempotency_key, caps.idempotent)
-                        .map(|k| format!("{}\u{0}{k}", conversation.as_deref().unwrap_or_default()))
-                }
-            };
-            let data = match key.as_ref().and_then(|k| self.cache.get(k)) {
-                Some(hit) => {
-                    cached = true;
-                    hit
-                }
-                None => {
-                    let base_timeout = Duration::from_millis(
-                        overrides
-                            .and_then(|o| o.timeout_ms)
-                            .or(caps.timeout_ms)
-                            .unwrap_or(ctx.timeout_ms),
-                    );
-                    let retry_config = self.config.retry_with(&call.name, caps.max_retries);
-                    let mut policy = retry_config.policy();
-                    if caps.deterministic_timeouts {
-                        // The same arguments would run out of time again.
-                        policy
-                            .retry_on
-                            .retain(|k| *k != ba_protocol::ToolErrorKind::Timeout);
-                    }
-                    let random;
-                    let jitter: &dyn Jitter = match &self.jitter {
-                        Some(j) => j.as_ref(),
-                        None => {
-                            random = RandomJitter::new(retry_config.jitter);
-                            &random
-                        }
-                    };
-                    let schedule = RetrySchedule {
-                        policy: &policy,
-                        backoff: retry_config.backoff(),
-                        growth: retry_config.growth(),
-                        jitter,
-                    };
-                    let call_id: Arc<str> = Arc::from(call.id.as_str());
-                    let invocation = Arc::new(ctx.clone());
-                    let partial = PartialOutput::default();
-                    let files = opts.files.cloned();
-                    let scope = opts.scope.cloned();
-                    let outcome = run_with_retry(schedule, base_timeout, |attempt, limit| {
-                        partial.clear();
-                        let cctx = CallContext {
-                            call_id: call_id.clone(),
-                            invocation: invocation.clone(),
-                            attempt,
-                            timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-                            partial: partial.clone(),
-                            files: files.clone(),
-                            scope: scope.clone(),
-                        };
-                        let args = args.clone();
-                        let name = call.name.as_str();
-                        let partial = partial.clone();
-                        let span = tracing::debug_span!(
-                            "tool_attempt",
-                            attempt,
-                            timeout_ms = cctx.timeout_ms
-                        );
-                        async move {
-                            timeout::run_attempt(name, tool.call(args, &cctx), limit, &partial)
-                                .await
-                        }
-                        .instrument(span)
-                    })
-                    .await;
-                    retries = outcome.retries;
-                    let data = outcome.result.map_err(|mut e| {
-                        if retries > 0 {
-                            e.message
-                                .push_str(&format!(" (gave up after {retries} retries)"));
-                        }
-                        e
-                    })?;
-                    let data = Arc::new(data);
-                    if let Some(k) = key {
-                        self.cache.insert(k, data.clone());
-                    }
-                    data
-                }
-            };
-            if caps.verbatim {
-                level = OutputLevel::Full;
-                return Ok(Rendered {
-                    observation: crate::levels::format_full(&data, &self.config.format),
-                    data_ref: None,
-                    spilled: false,
-                });
-            }
-            self.render(&call.id, &data, level, ctx, opts.files, &mut facts)
-                .await
-        }
-        .await;
-
+        let mut state = CallState::default();
+        let outcome = self.layers(call, ctx, opts, span, &mut state).await;
         let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (result, spilled) = match outcome {
-            Ok(r) => (
-                ToolResult {
-                    tool_call_id: call.id.clone(),
-                    observation: r.observation,
-                    output_level: level,
-                    data_ref: r.data_ref,
-                    data_size_bytes: facts.size,
-                    data_hash: facts.hash,
-                    data_summary: facts.summary,
-                    success: true,
-                    error: None,
-                    retry_count: retries,
-                    duration_ms,
-                },
-                r.spilled,
-            ),
-            Err(e) => {
-                if let Some(detail) = &e.detail {
-                    tracing::warn!(
-                        tool = %call.name, call_id = %call.id, %detail, "tool call failed"
-                    );
-                }
-                let mut r = ToolResult::failure(&call.id, e.kind, &e.code, &e.message);
-                r.retry_count = retries;
-                r.duration_ms = duration_ms;
-                // Data the tool did produce is still described (a failed spill loses nothing
-                // the model could otherwise have had).
-                r.data_size_bytes = facts.size;
-                r.data_hash = facts.hash;
-                r.data_summary = facts.summary;
-                (r, false)
-            }
-        };
-        span.record("retries", retries);
+        let (result, spilled) = into_result(call, outcome, &mut state, duration_ms);
+        span.record("retries", state.retries);
         span.record("duration_ms", duration_ms);
         span.record(
             "outcome",
             result.error.as_ref().map_or("ok", |e| e.kind.as_str()),
         );
-        self.metrics.record(&ToolMetrics {
+        self.metrics
+            .record(&self.metrics_of(call, ctx, &result, &state, spilled));
+        result
+    }
+
+    /// The output level of an admitted call: explicit in the call, else the configured or the
+    /// tool's default, forced to `brief` when the context is nearly full.
+    fn level_of(
+        &self,
+        call: &ToolCall,
+        admitted: &Admitted<'_>,
+        opts: CallOptions<'_>,
+    ) -> OutputLevel {
+        let tool_default = self
+            .config
+            .tools
+            .get(call.name.as_str())
+            .and_then(|o| o.default_level)
+            .or_else(|| admitted.tool.default_level());
+        resolve_level(
+            call.output_level,
+            tool_default,
+            opts.context_usage,
+            self.config.brief_above_usage,
+            self.config.default_level,
+        )
+    }
+
+    /// The idempotency layer: a cached answer for the same call, else the call run through
+    /// retry and timeout ([`ToolRuntime::attempts`]), its data cached when the call may be.
+    async fn cached_or_run(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+        admitted: &Admitted<'_>,
+        state: &mut CallState,
+    ) -> Result<Arc<Value>, ToolError> {
+        let key = scoped_cache_key(call, ctx, opts, &admitted.args, admitted.caps.idempotent);
+        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k)) {
+            state.cached = true;
+            return Ok(hit);
+        }
+        let data = Arc::new(self.attempts(call, ctx, opts, admitted, state).await?);
+        if let Some(k) = key {
+            self.cache.insert(k, data.clone());
+        }
+        Ok(data)
+    }
+
+    /// The retry layer around the timeout layer around the tool: attempts until one succeeds,
+    /// fails in a way the policy does not retry, or the retries run out.
+    async fn attempts(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+        admitted: &Admitted<'_>,
+        state: &mut CallState,
+    ) -> Result<Value, ToolError> {
+        let caps = admitted.caps;
+        let base_timeout = Duration::from_millis(
+            self.config
+                .tools
+                .get(call.name.as_str())
+                .and_then(|o| o.timeout_ms)
+                .or(caps.timeout_ms)
+                .unwrap_or(ctx.timeout_ms),
+        );
+        let retry_config = self.config.retry_with(&call.name, caps.max_retries);
+        let policy = retry_policy(&retry_config, caps);
+        let random;
+        let jitter: &dyn Jitter = match &self.jitter {
+            Some(j) => j.as_ref(),
+            None => {
+                random = RandomJitter::new(retry_config.jitter);
+                &random
+            }
+        };
+        let schedule = RetrySchedule {
+            policy: &policy,
+            backoff: retry_config.backoff(),
+            growth: retry_config.growth(),
+            jitter,
+        };
+        let call_id: Arc<str> = Arc::from(call.id.as_str());
+        let invocation = Arc::new(ctx.clone());
+        let partial = PartialOutput::default();
+        let files = opts.files.cloned();
+        let scope = opts.scope.cloned();
+        let tool = admitted.tool;
+        let outcome = run_with_retry(schedule, base_timeout, |attempt, limit| {
+            partial.clear();
+            let cctx = CallContext {
+                call_id: call_id.clone(),
+                invocation: invocation.clone(),
+                attempt,
+                timeout_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                partial: partial.clone(),
+                files: files.clone(),
+                scope: scope.clone(),
+            };
+            let args = admitted.args.clone();
+            let name = call.name.as_str();
+            let partial = partial.clone();
+            let span = tracing::debug_span!("tool_attempt", attempt, timeout_ms = cctx.timeout_ms);
+            async move { timeout::run_attempt(name, tool.call(args, &cctx), limit, &partial).await }
+                .instrument(span)
+        })
+        .await;
+        state.retries = outcome.retries;
+        outcome.result.map_err(|mut e| {
+            if state.retries > 0 {
+                e.message
+                    .push_str(&format!(" (gave up after {} retries)", state.retries));
+            }
+            e
+        })
+    }
+
+    /// The level layer and the spill layer: a verbatim tool's data shown whole, any other
+    /// rendered at the call's level ([`ToolRuntime::render`]).
+    async fn present(
+        &self,
+        call: &ToolCall,
+        data: &Value,
+        admitted: &Admitted<'_>,
+        ctx: &InvocationContext,
+        opts: CallOptions<'_>,
+        state: &mut CallState,
+    ) -> Result<Rendered, ToolError> {
+        if admitted.caps.verbatim {
+            state.level = OutputLevel::Full;
+            return Ok(Rendered {
+                observation: crate::levels::format_full(data, &self.config.format),
+                data_ref: None,
+                spilled: false,
+            });
+        }
+        self.render(
+            &call.id,
+            data,
+            state.level,
+            ctx,
+            opts.files,
+            &mut state.facts,
+        )
+        .await
+    }
+
+    /// The metrics record of a finished call.
+    fn metrics_of(
+        &self,
+        call: &ToolCall,
+        ctx: &InvocationContext,
+        result: &ToolResult,
+        state: &CallState,
+        spilled: bool,
+    ) -> ToolMetrics {
+        ToolMetrics {
             tool: call.name.clone(),
             call_id: call.id.clone(),
             conversation_id: ctx.conversation_id.clone(),
-            duration_ms,
+            duration_ms: result.duration_ms,
             tokens_in: self.counter.as_ref().map(|c| {
                 let text = match &call.arguments {
                     Value::String(s) => s.clone(),
@@ -417,16 +442,15 @@ impl ToolRuntime {
                 .as_ref()
                 .map(|c| c.count(&result.observation) as u64),
             success: result.success,
-            retries,
+            retries: state.retries,
             level: result.output_level,
             error_kind: result.error.as_ref().map(|e| e.kind),
-            cached,
+            cached: state.cached,
             spilled,
-        });
-        result
+        }
     }
 
-    /// Level formatting (T3) and spill (T4): to the conversation's files when the call has
+    /// Formatting at the level and spill: to the conversation's files when the call has
     /// them (the reference is then the file id, `data_001`), else to the sink.
     async fn render(
         &self,
@@ -470,7 +494,7 @@ impl ToolRuntime {
             return match files.add_data(&name, &bytes).await {
                 Ok(file) => Ok(Rendered {
                     observation: spill_observation(&file.id, size, &summary, &preview),
-                    data_ref: Some(file.id),
+                    data_ref: Some(file.id.into()),
                     spilled: true,
                 }),
                 Err(e) => Err(spill_failed(size, &summary, &name, &preview, &e)),
@@ -506,13 +530,131 @@ impl ToolRuntime {
     }
 }
 
+/// A call that passed the checks before it runs: its tool, what the tool can do, and the
+/// arguments as a JSON object.
+struct Admitted<'r> {
+    tool: &'r Arc<dyn Tool>,
+    caps: ToolCapabilities,
+    args: Value,
+}
+
+/// What the layers learn of a call that its result and metrics report.
+struct CallState {
+    level: OutputLevel,
+    retries: u32,
+    cached: bool,
+    facts: DataFacts,
+}
+
+impl Default for CallState {
+    fn default() -> Self {
+        Self {
+            level: OutputLevel::Brief,
+            retries: 0,
+            cached: false,
+            facts: DataFacts::default(),
+        }
+    }
+}
+
+/// The layers before a call runs, in order: lookup, input size, schema (on the arguments the
+/// tool has brought up to date), permissions.
+fn admit<'r>(
+    registry: &'r ToolRegistry,
+    config: &ToolsConfig,
+    call: &ToolCall,
+    ctx: &InvocationContext,
+    opts: CallOptions<'_>,
+) -> Result<Admitted<'r>, ToolError> {
+    let registered = lookup::lookup(registry, &call.name)?;
+    size::check_input_size(&call.arguments, config.max_input_bytes)?;
+    let tool = registered.tool();
+    let args = tool.upgrade_arguments(validate::normalize_arguments(call.arguments.clone())?);
+    validate::validate_arguments(registered, &args)?;
+    let caps = tool.capabilities();
+    permissions::check_permission(&call.name, caps, ctx.permission_level, opts.modifier)?;
+    Ok(Admitted { tool, caps, args })
+}
+
+/// The idempotency key of a call, scoped to its conversation: the same arguments name another
+/// conversation's files elsewhere (`upload_001`). A call with files but no conversation id to
+/// scope them by is not cached.
+fn scoped_cache_key(
+    call: &ToolCall,
+    ctx: &InvocationContext,
+    opts: CallOptions<'_>,
+    args: &Value,
+    idempotent: bool,
+) -> Option<String> {
+    if ctx.conversation_id.is_none() && opts.files.is_some() {
+        return None;
+    }
+    let conversation = ctx.conversation_id.as_deref().unwrap_or_default();
+    cache_key(&call.name, args, opts.idempotency_key, idempotent)
+        .map(|k| format!("{conversation}\u{0}{k}"))
+}
+
+/// The retry decision for a tool: the configured policy, without timeouts when the same
+/// arguments would run out of time again.
+fn retry_policy(config: &RetryConfig, caps: ToolCapabilities) -> RetryPolicy {
+    let mut policy = config.policy();
+    if caps.deterministic_timeouts {
+        policy
+            .retry_on
+            .retain(|k| *k != ba_protocol::ToolErrorKind::Timeout);
+    }
+    policy
+}
+
+/// The result of a call from what its layers gave, and whether its data was spilled. A
+/// failure still describes the data the tool did produce (a failed spill loses nothing the
+/// model could otherwise have had).
+fn into_result(
+    call: &ToolCall,
+    outcome: Result<Rendered, ToolError>,
+    state: &mut CallState,
+    duration_ms: u64,
+) -> (ToolResult, bool) {
+    let facts = std::mem::take(&mut state.facts);
+    match outcome {
+        Ok(r) => (
+            ToolResult {
+                tool_call_id: call.id.clone(),
+                observation: r.observation,
+                output_level: state.level,
+                data_ref: r.data_ref,
+                data_size_bytes: facts.size,
+                data_hash: facts.hash,
+                data_summary: facts.summary,
+                success: true,
+                error: None,
+                retry_count: state.retries,
+                duration_ms,
+            },
+            r.spilled,
+        ),
+        Err(e) => {
+            if let Some(detail) = &e.detail {
+                tracing::warn!(tool = %call.name, call_id = %call.id, %detail, "tool call failed");
+            }
+            let mut r = ToolResult::failure(&call.id, e.kind, e.code, &e.message);
+            r.retry_count = state.retries;
+            r.duration_ms = duration_ms;
+            r.data_size_bytes = facts.size;
+            r.data_hash = facts.hash;
+            r.data_summary = facts.summary;
+            (r, false)
+        }
+    }
+}
+
 /// The error of a spill that could not be saved: the preview is still shown.
 fn spill_failed(size: u64, summary: &str, name: &str, preview: &str, e: &ToolsError) -> ToolError {
     ToolError::resource(format!(
         "the result ({size} bytes; {summary}) could not be saved as `{name}`: {e}. \
          Preview of the data:\n{preview}"
     ))
-    .with_code("SPILL_FAILED")
+    .with_code(ToolErrorCode::SpillFailed)
     .with_detail(e.to_string())
 }
 
@@ -550,5 +692,191 @@ mod tests {
         let calls = [call.clone()];
         let all = runtime.run_all(&calls, &ctx, CallOptions::default());
         assert_send(&all);
+    }
+
+    fn registry_with(tool: impl Tool + 'static) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        registry.register(tool).unwrap();
+        registry
+    }
+
+    fn guarded(name: &str, level: ba_protocol::PermissionLevel) -> impl Tool + 'static {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"]
+        });
+        crate::typed::dynamic_tool(name, "test", schema, |_, _| async { Ok(Value::Null) })
+            .with_capabilities(ToolCapabilities {
+                required_permission: level,
+                ..ToolCapabilities::default()
+            })
+    }
+
+    #[test]
+    fn admission_checks_lookup_size_schema_then_permissions_in_that_order() {
+        use ba_protocol::PermissionLevel;
+        let registry = registry_with(guarded("t", PermissionLevel::Admin));
+        let config = ToolsConfig {
+            max_input_bytes: 64,
+            ..ToolsConfig::default()
+        };
+        let low = InvocationContext::default();
+        let code = |call: ToolCall, ctx: &InvocationContext| {
+            admit(&registry, &config, &call, ctx, CallOptions::default())
+                .err()
+                .map(|e| e.code)
+        };
+        let big = serde_json::json!({"pad": "x".repeat(100)});
+        // An unknown tool is refused before its arguments are measured.
+        let unknown = ToolCall::new("c", "nope", big.clone());
+        assert_eq!(code(unknown, &low), Some(ToolErrorCode::UnknownTool));
+        // Too large before the schema is read.
+        assert_eq!(
+            code(ToolCall::new("c", "t", big), &low),
+            Some(ToolErrorCode::InputTooLarge)
+        );
+        // The schema before the permission.
+        assert_eq!(
+            code(ToolCall::new("c", "t", serde_json::json!({})), &low),
+            Some(ToolErrorCode::SchemaViolation)
+        );
+        let call = ToolCall::new("c", "t", serde_json::json!({"n": 1}));
+        assert_eq!(
+            code(call.clone(), &low),
+            Some(ToolErrorCode::PermissionLevel)
+        );
+        let high = InvocationContext {
+            permission_level: PermissionLevel::Admin,
+            ..InvocationContext::default()
+        };
+        let admitted = admit(&registry, &config, &call, &high, CallOptions::default()).unwrap();
+        assert_eq!(admitted.args, serde_json::json!({"n": 1}));
+        assert_eq!(admitted.caps.required_permission, PermissionLevel::Admin);
+    }
+
+    #[test]
+    fn arguments_are_brought_up_to_date_before_the_schema_reads_them() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"file": {"type": "string"}},
+            "required": ["file"],
+            "additionalProperties": false
+        });
+        struct Renamed<T>(T);
+        #[async_trait::async_trait]
+        impl<T: Tool> Tool for Renamed<T> {
+            fn name(&self) -> &str {
+                self.0.name()
+            }
+            fn description(&self) -> &str {
+                self.0.description()
+            }
+            fn input_schema(&self) -> Value {
+                self.0.input_schema()
+            }
+            async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+                self.0.call(input, ctx).await
+            }
+            fn upgrade_arguments(&self, mut arguments: Value) -> Value {
+                if let Some(map) = arguments.as_object_mut()
+                    && let Some(old) = map.remove("path")
+                {
+                    map.insert("file".into(), old);
+                }
+                arguments
+            }
+        }
+        let inner =
+            crate::typed::dynamic_tool("r", "test", schema, |_, _| async { Ok(Value::Null) });
+        let registry = registry_with(Renamed(inner));
+        let config = ToolsConfig::default();
+        let call = ToolCall::new("c", "r", serde_json::json!({"path": "upload_001"}));
+        let ctx = InvocationContext::default();
+        let admitted = admit(&registry, &config, &call, &ctx, CallOptions::default()).unwrap();
+        assert_eq!(admitted.args, serde_json::json!({"file": "upload_001"}));
+    }
+
+    #[test]
+    fn cache_keys_are_scoped_to_the_conversation() {
+        let call = ToolCall::new("c", "t", Value::Null);
+        let args = serde_json::json!({"file": "upload_001"});
+        let in_conversation = |id: &str| InvocationContext {
+            conversation_id: Some(id.to_owned()),
+            ..InvocationContext::default()
+        };
+        let key = |ctx: &InvocationContext, opts| scoped_cache_key(&call, ctx, opts, &args, true);
+        let none = CallOptions::default();
+        let a = key(&in_conversation("a"), none).unwrap();
+        let b = key(&in_conversation("b"), none).unwrap();
+        assert_ne!(a, b, "the same arguments name other files elsewhere");
+        assert_eq!(key(&in_conversation("a"), none), Some(a));
+        assert!(scoped_cache_key(&call, &in_conversation("a"), none, &args, false).is_none());
+        let files: Arc<dyn ConversationFiles> = Arc::new(crate::files::DirFiles::new("unused"));
+        let with_files = CallOptions {
+            files: Some(&files),
+            ..CallOptions::default()
+        };
+        assert!(key(&InvocationContext::default(), with_files).is_none());
+        assert!(key(&in_conversation("a"), with_files).is_some());
+    }
+
+    #[test]
+    fn deterministic_timeouts_are_not_retried() {
+        use ba_protocol::ToolErrorKind;
+        let config = RetryConfig::default();
+        let plain = retry_policy(&config, ToolCapabilities::default());
+        assert!(plain.retry_on.contains(&ToolErrorKind::Timeout));
+        let caps = ToolCapabilities {
+            deterministic_timeouts: true,
+            ..ToolCapabilities::default()
+        };
+        let policy = retry_policy(&config, caps);
+        assert!(!policy.retry_on.contains(&ToolErrorKind::Timeout));
+        assert!(policy.retry_on.contains(&ToolErrorKind::ResourceError));
+        assert_eq!(policy.max_retries, plain.max_retries);
+    }
+
+    #[test]
+    fn a_failure_keeps_what_is_known_of_the_data() {
+        let call = ToolCall::new("call_1", "t", Value::Null);
+        let mut state = CallState {
+            level: OutputLevel::Standard,
+            retries: 2,
+            cached: false,
+            facts: DataFacts {
+                size: 10,
+                hash: Some("ab".into()),
+                summary: Some("2 rows".into()),
+            },
+        };
+        let failed = ToolError::resource("disk full").with_code(ToolErrorCode::SpillFailed);
+        let (r, spilled) = into_result(&call, Err(failed), &mut state, 7);
+        assert!(!r.success && !spilled);
+        let error = r.error.as_ref().unwrap();
+        assert_eq!(error.code, "SPILL_FAILED");
+        assert_eq!((r.retry_count, r.duration_ms), (2, 7));
+        assert_eq!(
+            (
+                r.data_size_bytes,
+                r.data_hash.as_deref(),
+                r.data_summary.as_deref()
+            ),
+            (10, Some("ab"), Some("2 rows"))
+        );
+        assert!(
+            r.observation.contains("Error Code: SPILL_FAILED"),
+            "{}",
+            r.observation
+        );
+        let rendered = Rendered {
+            observation: "ok".into(),
+            data_ref: Some("data_001".into()),
+            spilled: true,
+        };
+        let (r, spilled) = into_result(&call, Ok(rendered), &mut state, 3);
+        assert!(r.success && spilled);
+        assert_eq!(r.output_level, OutputLevel::Standard);
+        assert_eq!(r.data_ref.as_deref(), Some("data_001"));
     }
 }

@@ -1,8 +1,10 @@
-//! Layer 2: the input size check (T7), on the serialized size of the arguments.
+//! Layer 2: the input size check, on the serialized size of the arguments.
 
 use std::io;
 
 use serde_json::Value;
+
+use ba_protocol::ToolErrorCode;
 
 use crate::error::ToolError;
 
@@ -30,7 +32,7 @@ pub fn check_input_size(arguments: &Value, limit: u64) -> Result<u64, ToolError>
             "the arguments are larger than the limit of {limit} bytes; pass a file path or a \
              smaller selection instead"
         ))
-        .with_code("INPUT_TOO_LARGE")
+        .with_code(ToolErrorCode::InputTooLarge)
     })
 }
 

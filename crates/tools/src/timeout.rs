@@ -1,4 +1,4 @@
-//! Layer 7: the timeout (T6) and panic capture around one attempt.
+//! Layer 7: the timeout and panic capture around one attempt.
 //!
 //! A call past its timeout is cancelled (its future is dropped, so it stops at its next await
 //! point) and becomes a `timeout` error carrying whatever partial output the tool had reported
@@ -10,6 +10,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+use ba_protocol::ToolErrorCode;
 use futures::FutureExt;
 use serde_json::Value;
 
@@ -36,7 +37,7 @@ where
             "tool `{tool}` crashed: {}",
             panic_message(panic.as_ref())
         ))
-        .with_code("TOOL_PANICKED")),
+        .with_code(ToolErrorCode::ToolPanicked)),
         Err(_elapsed) => Err(timeout_error(tool, timeout, &partial.snapshot())),
     }
 }

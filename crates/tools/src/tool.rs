@@ -202,7 +202,7 @@ impl CallContext {
     }
 }
 
-/// A tool the model can call (T1).
+/// A tool the model can call.
 ///
 /// Four methods are required; the rest have defaults. The runtime validates the arguments
 /// against [`input_schema`](Tool::input_schema) before [`call`](Tool::call) runs, so a tool
@@ -231,6 +231,14 @@ pub trait Tool: Send + Sync {
     fn capabilities(&self) -> ToolCapabilities {
         ToolCapabilities::default()
     }
+
+    /// Brings arguments written for an earlier version of the tool (a field since renamed) to
+    /// its current schema; the runtime calls it before the arguments are validated, so a
+    /// recorded session or a model that learnt the old name still works. By default the
+    /// arguments are taken as they are.
+    fn upgrade_arguments(&self, arguments: Value) -> Value {
+        arguments
+    }
 }
 
 #[async_trait]
@@ -253,6 +261,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     fn capabilities(&self) -> ToolCapabilities {
         (**self).capabilities()
     }
+    fn upgrade_arguments(&self, arguments: Value) -> Value {
+        (**self).upgrade_arguments(arguments)
+    }
 }
 
 #[async_trait]
@@ -274,6 +285,9 @@ impl<T: Tool + ?Sized> Tool for Box<T> {
     }
     fn capabilities(&self) -> ToolCapabilities {
         (**self).capabilities()
+    }
+    fn upgrade_arguments(&self, arguments: Value) -> Value {
+        (**self).upgrade_arguments(arguments)
     }
 }
 

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use ba_protocol::ToolErrorCode;
+
 use crate::error::ToolError;
 use crate::registry::RegisteredTool;
 
@@ -23,7 +25,7 @@ pub fn normalize_arguments(arguments: Value) -> Result<Value, ToolError> {
             serde_json::from_str::<Value>(trimmed)
                 .map_err(|e| {
                     ToolError::invalid_parameters(format!("the arguments are not valid JSON: {e}"))
-                        .with_code("INVALID_JSON")
+                        .with_code(ToolErrorCode::InvalidJson)
                 })
                 .and_then(require_object)
         }
@@ -40,7 +42,7 @@ fn require_object(value: Value) -> Result<Value, ToolError> {
             "the arguments must be a JSON object, not {}",
             ba_protocol::kind_of(&value)
         ))
-        .with_code("INVALID_ARGUMENTS"))
+        .with_code(ToolErrorCode::InvalidArguments))
     }
 }
 
@@ -73,7 +75,7 @@ pub fn validate_arguments(tool: &RegisteredTool, arguments: &Value) -> Result<()
         tool.name(),
         lines.join("; ")
     ))
-    .with_code("SCHEMA_VIOLATION"))
+    .with_code(ToolErrorCode::SchemaViolation))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use ba_protocol::SkillActivationResult;
+use ba_protocol::{SkillActivationResult, ToolErrorCode};
 use ba_skills::{ActivateSkill, ActivationGuard, ActivationStack, Invoker, SkillSet};
 use ba_tools::{CallContext, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;
@@ -158,7 +158,7 @@ impl Tool for SkillTool {
         if !success {
             return Err(
                 ToolError::new(ba_protocol::ToolErrorKind::InvalidParameters, text)
-                    .with_code("SKILL_NOT_ACTIVATED"),
+                    .with_code(ToolErrorCode::SkillNotActivated),
             );
         }
         Ok(Value::String(text))

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
-use ba_protocol::{ToolErrorKind, WorkflowRecord};
+use ba_protocol::{ToolErrorCode, ToolErrorKind, WorkflowRecord};
 use ba_tools::{CallContext, ConversationFiles, RunScope, Tool, ToolCapabilities, ToolError};
 use serde_json::Value;
 
@@ -75,7 +75,8 @@ impl Tool for CompleteNodeTool {
 
     async fn call(&self, input: Value, ctx: &CallContext) -> Result<Value, ToolError> {
         let refused = |message: String| {
-            ToolError::new(ToolErrorKind::InvalidParameters, message).with_code("NODE_OUTPUTS")
+            ToolError::new(ToolErrorKind::InvalidParameters, message)
+                .with_code(ToolErrorCode::NodeOutputs)
         };
         let Some(scope) = &ctx.scope else {
             return Err(refused("no workflow run is going on".into()));

@@ -42,10 +42,11 @@ impl WorkspaceFiles {
 pub fn file_info(meta: &FileMeta) -> FileInfo {
     FileInfo {
         id: meta.id.clone(),
-        kind: meta.kind.as_str().to_owned(),
+        kind: meta.kind,
         name: meta.name.clone(),
         media_type: meta.media_type.clone(),
         size: meta.size,
+        created_ms: meta.created_ms,
     }
 }
 
@@ -147,7 +148,7 @@ pub(crate) fn attachment_note(files: &[FileMeta]) -> Option<String> {
         return None;
     }
     let mut out = String::from(
-        "Uploaded files (read one with file_reader {\"path\": \"<id>\"}; run_python finds \
+        "Uploaded files (read one with file_reader {\"file\": \"<id>\"}; run_python finds \
          them in its working folder under their names):",
     );
     for f in files {
@@ -172,7 +173,7 @@ pub(crate) fn attachment_records(files: &[FileMeta]) -> Vec<ba_protocol::Attachm
     files
         .iter()
         .map(|f| ba_protocol::AttachmentRecord {
-            id: f.id.clone(),
+            id: f.id.to_string(),
             name: f.name.clone(),
             media_type: f.media_type.clone(),
             size: f.size,

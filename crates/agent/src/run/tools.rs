@@ -164,7 +164,7 @@ impl Runner {
         if let Some(files) = &self.kit.files {
             let name = format!("{}_output.txt", call.function.name);
             match files.add_data(&name, result.observation.as_bytes()).await {
-                Ok(info) => result.data_ref = Some(info.id),
+                Ok(info) => result.data_ref = Some(info.id.into()),
                 Err(e) => tracing::warn!(call = %call.id, "the full output was not kept: {e}"),
             }
             return;

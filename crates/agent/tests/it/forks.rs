@@ -284,7 +284,7 @@ async fn a_fork_shares_the_files_its_parent_had_at_the_cut() {
         .await
         .unwrap()
         .into_iter()
-        .map(|f| f.id)
+        .map(|f| f.id.to_string())
         .collect();
     assert_eq!(ids, ["upload_001"]);
     let (_, bytes) = files

@@ -170,10 +170,11 @@ pub(super) async fn copy_uploads(
         .map_err(|e| BuiltinError::from_files("the uploads", e))?;
     let mut uploads: Vec<_> = listed
         .into_iter()
-        .filter(|f| f.kind == ba_tools::KIND_UPLOAD)
+        .filter(|f| f.kind == ba_tools::FileKind::Upload)
         .collect();
-    // Newest first: ids count up, so a longer id is a later one.
-    uploads.sort_by(|a, b| (b.id.len(), &b.id).cmp(&(a.id.len(), &a.id)));
+    // Newest first: upload numbers count up.
+    let number = |f: &ba_tools::FileInfo| ba_tools::FileKind::Upload.number_of(&f.id);
+    uploads.sort_by_key(|f| std::cmp::Reverse((number(f), f.created_ms)));
     let mut used: Vec<String> = vec![SCRIPT.to_owned(), OUTPUTS_DIR.to_owned()];
     let mut converted = Vec::new();
     for upload in uploads {

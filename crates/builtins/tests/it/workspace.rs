@@ -108,6 +108,20 @@ async fn file_reader_reads_uploads_by_id_and_by_name_by_their_real_type() {
         c.assert_no_path(&out.to_string());
     }
 
+    // The argument is named for what it takes; `path` above is its old name, still taken.
+    let out = call(&reader, &c, json!({"file": "upload_001"}))
+        .await
+        .unwrap();
+    assert_eq!(out["file"]["id"], "upload_001", "{out}");
+    let err = call(
+        &reader,
+        &c,
+        json!({"file": "upload_001", "path": "upload_002"}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind, ToolErrorKind::InvalidParameters, "{err:?}");
+
     // GBK, decoded with the configured fallback.
     for reference in ["upload_002", "sales_gbk.csv"] {
         let out = call(&reader, &c, json!({"path": reference})).await.unwrap();
@@ -210,7 +224,11 @@ async fn unknown_ids_and_failures_name_the_reference_never_a_path() {
         }
     };
 
-    for id in ["upload_009", "output_001", "data_001"] {
+    // A code id is the conversation's too: never looked for among the data folder's files,
+    // even when one there has that name.
+    let data = c.root.path().join("data");
+    std::fs::write(data.join("code_missing"), "data folder\n").unwrap();
+    for id in ["upload_009", "output_001", "data_001", "code_missing"] {
         let err = fail(json!({"path": id})).await;
         assert_eq!(
             err.message,

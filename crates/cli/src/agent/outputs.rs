@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use ba_agent::response::{Files, render_for_terminal};
 use ba_agent::{Agent, RunSummary};
-use ba_storage::{ConversationId, FileKind, FileMeta};
+use ba_storage::{ConversationId, FileId, FileKind, FileMeta};
 
 use crate::config::Config;
 use crate::out::outln;
@@ -24,7 +24,7 @@ pub(super) async fn rendered(agent: &Agent, summary: &RunSummary) -> Option<Stri
 }
 
 /// The ids of the conversation's outputs now (to tell the ones a run adds).
-pub(super) async fn output_ids(agent: &Agent, id: &ConversationId) -> BTreeSet<String> {
+pub(super) async fn output_ids(agent: &Agent, id: &ConversationId) -> BTreeSet<FileId> {
     let Some(files) = agent.workspace() else {
         return BTreeSet::new();
     };
@@ -74,7 +74,7 @@ pub(super) fn local_name(name: &str, id: &str) -> String {
 pub(super) async fn save_outputs(
     agent: &Agent,
     id: &ConversationId,
-    before: &BTreeSet<String>,
+    before: &BTreeSet<FileId>,
     dir: &Path,
     say: bool,
 ) -> anyhow::Result<()> {

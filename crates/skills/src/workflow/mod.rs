@@ -486,9 +486,7 @@ fn file_name_of(text: &str) -> Option<&str> {
     if name.is_empty() || name.contains(char::is_whitespace) {
         return None;
     }
-    let id = ["upload_", "output_", "data_", "code_"]
-        .iter()
-        .any(|kind| name.strip_prefix(kind).is_some_and(|rest| !rest.is_empty()));
+    let id = ba_protocol::FileId::parse(name).is_ok_and(|id| id.prefixed_kind().is_some());
     let extension = name.rsplit_once('.').is_some_and(|(stem, ext)| {
         !stem.is_empty()
             && (1..=5).contains(&ext.len())

@@ -564,7 +564,7 @@ async fn file_ids(
         .await
         .map_err(err)?
         .into_iter()
-        .map(|f| f.id)
+        .map(|f| f.id.to_string())
         .collect())
 }
 
@@ -841,7 +841,9 @@ async fn concurrent_puts<S: ConversationStore>(store: &S, ws: Arc<dyn Workspace>
         ids.push(meta.id);
     }
     ids.sort();
-    let want: Vec<String> = (1..=8).map(|n| FileKind::Upload.id(n)).collect();
+    let want: Vec<String> = (1..=8)
+        .map(|n| FileKind::Upload.id(n).to_string())
+        .collect();
     ensure!(ids == want, "concurrent puts got {ids:?}");
     Ok(())
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! uploads/<conversation>/upload_NNN.bin        content
-//! uploads/<conversation>/upload_NNN.json       an UploadMeta
+//! uploads/<conversation>/upload_NNN.json       its id, name, media type and description
 //! code/<conversation>/<code_id>.<ext>          content
 //! code/<conversation>/<code_id>.meta.json      a CodeMeta
 //! ```
@@ -25,7 +25,7 @@ use super::FileStore;
 use crate::error::Result;
 use crate::id::{ConversationId, check_name};
 use crate::workspace::code::CodeMeta;
-use crate::workspace::{FileKind, NewFile, Prepared, UploadMeta, hex};
+use crate::workspace::{FileKind, NewFile, Prepared, hex};
 
 /// One old file to move: where its metadata and content are, and what it becomes.
 struct OldFile<'a> {
@@ -175,11 +175,21 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> std::result::Result
     serde_json::from_slice(&bytes).map_err(|e| format!("not valid metadata: {e}"))
 }
 
+/// What the previous layout kept beside an upload (other fields it wrote are not needed).
+#[derive(serde::Deserialize)]
+struct OldUpload {
+    id: String,
+    name: String,
+    media_type: Option<String>,
+    #[serde(default)]
+    description: String,
+}
+
 fn old_upload(meta_path: &Path, id: &str, dir: &Path) -> Old {
     if FileKind::Upload.number_of(id).is_none() {
         return Err(format!("`{id}` is not an upload id"));
     }
-    let meta: UploadMeta = read_json(meta_path)?;
+    let meta: OldUpload = read_json(meta_path)?;
     if meta.id != id {
         return Err(format!("its metadata names `{}`", meta.id));
     }

@@ -30,8 +30,8 @@ use crate::error::{Result, StorageError};
 use crate::id::{ConversationId, check_name};
 use crate::store::SharedClock;
 use crate::workspace::{
-    FileContent, FileKind, FileMeta, NewFile, Prepared, SizeCheck, Workspace, WorkspaceLimits,
-    check_file_id, hex, sort_files,
+    FileContent, FileId, FileKind, FileMeta, NewFile, Prepared, SizeCheck, Workspace,
+    WorkspaceLimits, check_file_id, hex, sort_files,
 };
 
 /// How much of a body a put reads at a time.
@@ -127,7 +127,7 @@ impl Folder {
 
     /// Claims the next free id of `kind` with `create_new`, starting after the highest one
     /// claimed so far.
-    fn claim(&self, kind: FileKind) -> Result<String> {
+    fn claim(&self, kind: FileKind) -> Result<FileId> {
         let claims = self.claims();
         let read = std::fs::read_dir(&claims)
             .map_err(|e| StorageError::io("listing", self.shown(".claims"), e))?;
@@ -141,7 +141,7 @@ impl Folder {
             match OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(claims.join(&id))
+                .open(claims.join(id.as_str()))
             {
                 Ok(_) => {
                     sync_dir(&claims)?;
@@ -231,7 +231,7 @@ impl FileWorkspace {
         &self,
         folder: &Folder,
         prepared: &Prepared,
-        id: String,
+        id: FileId,
         written: Written,
         check: Option<SizeCheck>,
     ) -> Result<FileMeta> {
@@ -286,7 +286,7 @@ impl FileWorkspace {
         source: &Path,
         created_ms: i64,
     ) -> Result<FileMeta> {
-        check_file_id(id)?;
+        let checked = check_file_id(id)?;
         let folder = self.folder(conversation);
         std::fs::create_dir_all(folder.claims())
             .map_err(|e| StorageError::io("creating", folder.shown(".claims"), e))?;
@@ -315,7 +315,7 @@ impl FileWorkspace {
             }
         };
         let written = Written { tmp, size, sha256 };
-        let mut meta = self.commit(&folder, prepared, id.to_owned(), written, None)?;
+        let mut meta = self.commit(&folder, prepared, checked, written, None)?;
         if meta.created_ms != created_ms {
             meta.created_ms = created_ms;
             let json = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {

@@ -30,8 +30,8 @@ use crate::error::{Result, StorageError};
 use crate::id::{ConversationId, check_name};
 use crate::store::SharedClock;
 use crate::workspace::{
-    FileContent, FileKind, FileMeta, NewFile, Prepared, SizeCheck, Workspace, WorkspaceLimits,
-    check_file_id, hex,
+    FileContent, FileId, FileKind, FileMeta, NewFile, Prepared, SizeCheck, Workspace,
+    WorkspaceLimits, check_file_id, hex,
 };
 
 /// The size of a stored chunk: 256 KiB.
@@ -94,7 +94,10 @@ fn file_of(row: &tokio_postgres::Row) -> Result<FileMeta> {
             what: format!("attributes of file `{id}`"),
             message: e.to_string(),
         })?,
-        id,
+        id: FileId::parse(&id).map_err(|e| StorageError::Format {
+            what: "a file of the workspace".to_owned(),
+            message: e.to_string(),
+        })?,
     })
 }
 
@@ -130,7 +133,7 @@ impl PostgresWorkspace {
     }
 
     /// Claims the next id of `kind` in `conversation`.
-    async fn claim(&self, conversation: &ConversationId, kind: FileKind) -> Result<String> {
+    async fn claim(&self, conversation: &ConversationId, kind: FileKind) -> Result<FileId> {
         let client = self.client().await?;
         let row = client
             .query_one(
@@ -178,9 +181,10 @@ impl PostgresWorkspace {
         &self,
         conversation: &ConversationId,
         prepared: &Prepared,
-        id: &str,
+        file_id: &FileId,
         body: &mut (dyn AsyncRead + Send + Unpin),
     ) -> Result<FileMeta> {
+        let id = file_id.as_str();
         let conv = conversation.as_str();
         let mut client = self.client().await?;
         let others = |row: tokio_postgres::Row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
@@ -273,7 +277,7 @@ impl PostgresWorkspace {
         .await
         .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        Ok(prepared.meta(id.to_owned(), size, sha256, now))
+        Ok(prepared.meta(file_id.clone(), size, sha256, now))
     }
 
     /// Copies `id` into the cache folder as `<id>-<sha256>` unless it is there already; removes

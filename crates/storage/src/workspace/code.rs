@@ -1,5 +1,5 @@
-//! Code blocks in a workspace (ST3): code the model writes, kept as [`FileKind::Code`] files
-//! named `<code_id>.<ext>`, with the language checked against seed 003's list (an unknown one
+//! Code blocks in a workspace: code the model writes, kept as [`FileKind::Code`] files
+//! named `<code_id>.<ext>`, with the language checked against the supported list (an unknown one
 //! falls back to Python with a warning) and line and character counts as attributes, so
 //! reports can cite them as `<code_ref>`.
 
@@ -9,7 +9,7 @@ use super::{FileKind, FileMeta, NewFile, Workspace};
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 
-/// Supported languages (seed 003): canonical name, file extension, accepted aliases.
+/// Supported languages: canonical name, file extension, accepted aliases.
 pub const LANGUAGES: &[(&str, &str, &[&str])] = &[
     ("python", "py", &["py", "python3"]),
     ("javascript", "js", &["js", "node"]),
@@ -82,7 +82,7 @@ impl CodeMeta {
             })
             .unwrap_or_else(|| "python".to_owned());
         Self {
-            code_id: file.id.clone(),
+            code_id: file.id.to_string(),
             language,
             file_name: file.name.clone(),
             description: file.description.clone(),

@@ -8,94 +8,31 @@
 //! twice within a conversation; `code_<x>` chosen by the caller), a [`FileKind`], the name it
 //! was given (never a path), a media type, a size, a description, its creation time and its
 //! SHA-256. Content is streamed in and out ([`tokio::io::AsyncRead`]), never held whole in
-//! memory, and limited by [`WorkspaceLimits`]. Every id a caller names is checked with the
-//! rules of [`crate::ConversationId`] before it comes near a path or a query.
+//! memory, and limited by [`WorkspaceLimits`]. Every id a caller names is checked as a
+//! [`FileId`] before it comes near a path or a query.
 //!
-//! [`code`] keeps code blocks in a workspace; [`UploadMeta`] is the answer shape of an upload.
+//! [`code`] keeps code blocks in a workspace.
 
 pub mod code;
-pub(crate) mod upload;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
+use ba_protocol::NamedFile;
+pub use ba_protocol::{FileId, FileKind};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 
-pub use self::upload::UploadMeta;
 use crate::error::{Result, StorageError};
-use crate::id::{ConversationId, check_name};
-
-/// What a file of a conversation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileKind {
-    /// A file a person uploaded (`upload_001`, …).
-    Upload,
-    /// A code block the model saved (`code_<x>`, chosen by the caller).
-    Code,
-    /// A file the analysis wrote (`output_001`, …).
-    Output,
-    /// Tool data spilled out of an observation (`data_001`, …).
-    Data,
-}
-
-impl FileKind {
-    /// Every kind, in list order.
-    pub const ALL: [FileKind; 4] = [Self::Upload, Self::Code, Self::Output, Self::Data];
-
-    /// `upload`, `code`, `output` or `data`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Upload => "upload",
-            Self::Code => "code",
-            Self::Output => "output",
-            Self::Data => "data",
-        }
-    }
-
-    /// The kind named `text` (as [`FileKind::as_str`] writes it).
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-
-    /// Whether the workspace assigns the ids of this kind (all but code).
-    pub fn assigns_ids(self) -> bool {
-        self != Self::Code
-    }
-
-    /// The `n`th id of an assigned kind: `upload_001`, `output_012`, `data_1000`.
-    pub fn id(self, n: u64) -> String {
-        format!("{}_{n:03}", self.as_str())
-    }
-
-    /// The number of an assigned id of this kind (`upload_007` → 7); `None` for code and for
-    /// ids of another shape.
-    pub fn number_of(self, id: &str) -> Option<u64> {
-        if !self.assigns_ids() {
-            return None;
-        }
-        let digits = id.strip_prefix(self.as_str())?.strip_prefix('_')?;
-        if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse().ok()
-    }
-}
-
-impl fmt::Display for FileKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::id::ConversationId;
 
 /// The metadata of one file of a workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileMeta {
     /// `upload_001`, `output_001`, `data_001` (assigned) or `code_<x>` (given).
-    pub id: String,
+    pub id: FileId,
     /// What the file is.
     pub kind: FileKind,
     /// The name it was given (`sales.csv`, `chart.png`, `code_x.py`); never a path.
@@ -318,50 +255,48 @@ pub trait Workspace: Send + Sync + fmt::Debug {
         Ok((meta, bytes))
     }
 
-    /// A file by id, else by the name it was given (exactly; among several of that name the
-    /// newest upload, then the newest of any kind); `None` when nothing matches.
+    /// A file by id, else by the name it was given, by the one rule of
+    /// [`ba_protocol::find_file`] (among several of that name the newest upload, then the
+    /// newest of any kind); `None` when nothing matches.
     async fn find(
         &self,
         conversation: &ConversationId,
         reference: &str,
     ) -> Result<Option<FileMeta>> {
-        if check_file_id(reference).is_ok()
+        if FileId::parse(reference).is_ok()
             && let Some(meta) = self.meta(conversation, reference).await?
         {
             return Ok(Some(meta));
         }
-        let named: Vec<FileMeta> = self
-            .list(conversation)
-            .await?
-            .into_iter()
-            .filter(|f| f.name == reference)
-            .collect();
-        let newest = |files: &mut dyn Iterator<Item = &FileMeta>| {
-            files
-                .max_by_key(|f| (f.created_ms, f.kind.number_of(&f.id).unwrap_or(0)))
-                .cloned()
-        };
-        Ok(
-            newest(&mut named.iter().filter(|f| f.kind == FileKind::Upload))
-                .or_else(|| newest(&mut named.iter())),
-        )
+        let listed = self.list(conversation).await?;
+        Ok(ba_protocol::find_file(&listed, reference).cloned())
     }
 }
 
 fn _object_safe(_: &dyn Workspace) {}
 
-/// Checks an id a caller names: the rules of a conversation id, and not the name of a
-/// metadata file (`….json`).
-pub(crate) fn check_file_id(id: &str) -> Result<()> {
-    check_name("file id", id)?;
-    if id.ends_with(".json") {
-        return Err(StorageError::InvalidId {
-            what: "file id",
-            value: id.to_owned(),
-            reason: "it ends with `.json`",
-        });
+/// Checks an id a caller names with the one rule of [`FileId::parse`].
+pub(crate) fn check_file_id(id: &str) -> Result<FileId> {
+    FileId::parse(id).map_err(|e| StorageError::InvalidId {
+        what: "file id",
+        value: e.value,
+        reason: e.reason,
+    })
+}
+
+impl NamedFile for FileMeta {
+    fn file_id(&self) -> &FileId {
+        &self.id
     }
-    Ok(())
+    fn file_kind(&self) -> FileKind {
+        self.kind
+    }
+    fn file_name(&self) -> &str {
+        &self.name
+    }
+    fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
 }
 
 /// The longest file name kept, in bytes.
@@ -416,7 +351,7 @@ pub fn is_active_media_type(media_type: &str) -> bool {
 pub(crate) struct Prepared {
     pub(crate) kind: FileKind,
     /// The given id (code), else `None` (the backend assigns one).
-    pub(crate) id: Option<String>,
+    pub(crate) id: Option<FileId>,
     pub(crate) name: String,
     pub(crate) media_type: String,
     pub(crate) description: String,
@@ -429,7 +364,7 @@ impl Prepared {
     pub(crate) fn new(file: NewFile) -> Result<Self> {
         let id = match (file.kind, file.id) {
             (FileKind::Code, Some(id)) => {
-                check_file_id(&id)?;
+                let checked = check_file_id(&id)?;
                 if FileKind::ALL.iter().any(|k| k.number_of(&id).is_some()) {
                     return Err(StorageError::InvalidId {
                         what: "code id",
@@ -437,7 +372,7 @@ impl Prepared {
                         reason: "it has the shape of an id the workspace assigns",
                     });
                 }
-                Some(id)
+                Some(checked)
             }
             (FileKind::Code, None) => {
                 return Err(StorageError::invalid(
@@ -473,7 +408,7 @@ impl Prepared {
     }
 
     /// The metadata of the file once stored.
-    pub(crate) fn meta(&self, id: String, size: u64, sha256: String, created_ms: i64) -> FileMeta {
+    pub(crate) fn meta(&self, id: FileId, size: u64, sha256: String, created_ms: i64) -> FileMeta {
         FileMeta {
             id,
             kind: self.kind,
@@ -714,7 +649,7 @@ mod tests {
         let mut files: Vec<FileMeta> = ["upload_1000", "data_001", "upload_999", "upload_002"]
             .into_iter()
             .map(|id| {
-                let mut m = p.meta(id.into(), 0, String::new(), 0);
+                let mut m = p.meta(FileId::parse(id).unwrap(), 0, String::new(), 0);
                 m.kind = if id.starts_with("data") {
                     FileKind::Data
                 } else {

@@ -148,7 +148,7 @@ async fn spilled_data_becomes_a_data_file_of_the_conversation() {
         "the sink is not used"
     );
     let data = files.find("data_001").await.unwrap().unwrap();
-    assert_eq!(data.kind, "data");
+    assert_eq!(data.kind, ba_tools::FileKind::Data);
     assert!(
         data.name.starts_with("call_7_") && data.name.ends_with(".json"),
         "{data:?}"
