@@ -398,6 +398,20 @@ impl ConversationReport {
     /// The report as text; `timings: false` leaves durations out (for stable output).
     pub fn render(&self, timings: bool) -> String {
         let mut out = String::new();
+        self.write_model(&mut out);
+        self.write_history(&mut out);
+        self.write_workflows(&mut out);
+        self.write_tools(&mut out, timings);
+        self.write_context(&mut out);
+        self.write_servers(&mut out);
+        self.write_approvals(&mut out);
+        self.write_hooks(&mut out, timings);
+        out
+    }
+
+    /// The conversation's totals: entries, model calls and tokens, the window the server named,
+    /// the calibration and the cost.
+    fn write_model(&self, out: &mut String) {
         let _ = writeln!(out, "Metrics of conversation {}", self.conversation_id);
         let _ = writeln!(
             out,
@@ -449,6 +463,10 @@ impl ConversationReport {
             }
             (None, _) => {}
         }
+    }
+
+    /// What rewinds took back, and the history as it stands.
+    fn write_history(&self, out: &mut String) {
         if let Some(h) = &self.history {
             let _ = writeln!(
                 out,
@@ -457,7 +475,7 @@ impl ConversationReport {
             );
             let mut line = format!(
                 "  history now: {} entries · user messages {} · {} model calls, {} failed · \
-                 final answers {} · {} tool calls · tokens in {} / out {}",
+             final answers {} · {} tool calls · tokens in {} / out {}",
                 h.entries,
                 h.user_messages,
                 h.model_calls,
@@ -472,6 +490,10 @@ impl ConversationReport {
             }
             let _ = writeln!(out, "{line}");
         }
+    }
+
+    /// Each workflow run: where it is and what its nodes gave.
+    fn write_workflows(&self, out: &mut String) {
         for w in &self.workflow_runs {
             let done: Vec<&str> = w.completed.iter().map(|(n, _)| n.as_str()).collect();
             let state = match &w.active {
@@ -498,6 +520,10 @@ impl ConversationReport {
                 let _ = writeln!(out, "    {node}: {text}");
             }
         }
+    }
+
+    /// Calls and failures per tool (with their durations when `timings`).
+    fn write_tools(&self, out: &mut String, timings: bool) {
         let calls: u64 = self.tools.values().map(|t| t.calls).sum();
         let failures: u64 = self.tools.values().map(|t| t.failures).sum();
         let _ = writeln!(out, "  tools: {calls} calls, {failures} failed");
@@ -513,6 +539,10 @@ impl ConversationReport {
             }
             out.push('\n');
         }
+    }
+
+    /// Skills activated, compressions and compactions.
+    fn write_context(&self, out: &mut String) {
         let skills = if self.skills.is_empty() {
             "none".to_owned()
         } else {
@@ -535,6 +565,10 @@ impl ConversationReport {
                 c.strategies.join(", ")
             );
         }
+    }
+
+    /// The tool servers' inventories, when they changed.
+    fn write_servers(&self, out: &mut String) {
         if !self.tool_servers.is_empty() {
             let _ = writeln!(
                 out,
@@ -556,6 +590,10 @@ impl ConversationReport {
                 out.push('\n');
             }
         }
+    }
+
+    /// Calls that waited for a person, and the decisions.
+    fn write_approvals(&self, out: &mut String) {
         if self.approvals_requested > 0 || !self.approval_decisions.is_empty() {
             let _ = writeln!(
                 out,
@@ -577,6 +615,10 @@ impl ConversationReport {
                 out.push('\n');
             }
         }
+    }
+
+    /// The hooks that ran and what they said (with durations when `timings`).
+    fn write_hooks(&self, out: &mut String, timings: bool) {
         if !self.hooks.is_empty() {
             let _ = writeln!(out, "  hooks: {} runs", self.hooks.len());
             for h in &self.hooks {
@@ -600,7 +642,6 @@ impl ConversationReport {
                 out.push('\n');
             }
         }
-        out
     }
 }
 

@@ -1,7 +1,7 @@
-//! Response processing (O5, seed 003): code blocks saved to the conversation's workspace,
+//! Response processing: code blocks saved to the conversation's workspace,
 //! `<code_ref>` and `<file_ref>` tags turned into `{{CODE:n}}` / `{{FILE:n}}` placeholders with
 //! their info lists, download links checked against the conversation's files, HTML detected,
-//! and the API response (P11) assembled.
+//! and the API response assembled.
 
 use ba_protocol::{
     Action, ActionType, ApiMetadata, ApiResponse, CodeRef, ContentType, FileRef, ResponseStatus,

@@ -1,4 +1,4 @@
-//! Workflow runs — seed 002's run mode that runs something. A run starts from a
+//! Workflow runs — the run mode that runs something. A run starts from a
 //! [`ba_skills::WorkflowDef`] and its inputs; while a node is active every request carries the
 //! run directive, the node's brief (`NODE_BRIEF`) and its context (the run's inputs and the
 //! outputs of the nodes before it); the model completes a node with the `complete_node` tool,

@@ -1,8 +1,8 @@
 //! # ba-builtins
 //!
-//! The business-analysis tools of seed 003 (O8) and the demo data they run on. Each tool is a
+//! The business-analysis tools and the demo data they run on. Each tool is a
 //! [`ba_tools::Tool`]: it names itself, publishes the JSON Schema of its typed argument struct
-//! (field names and defaults as in seed 003's parameter spec), declares its own capabilities
+//! (the field names and defaults the tools are specified with), declares its own capabilities
 //! (idempotent, the permission level it needs) and returns its raw data as JSON. Formatting by
 //! output level, timeouts, retries and permission checks belong to the tool runtime
 //! (`ba-tools`); these types only do the work and say precisely why they refused it.

@@ -1,4 +1,4 @@
-//! `run_python`: runs analysis code in a `python3` subprocess (seed 003), in a sandbox.
+//! `run_python`: runs analysis code in a `python3` subprocess in a sandbox.
 //!
 //! The code runs in a fresh scratch folder with a cleared environment, in its own process
 //! group so that the whole group is killed at the timeout. When the call has the files of its
@@ -84,7 +84,7 @@ const SCRIPT: &str = "main.py";
 /// cannot keep the tool walking it.
 const MAX_OUTPUT_ENTRIES: usize = 10_000;
 
-/// Seed 003's allow-list of importable modules.
+/// The modules analysis code may import by default.
 pub const DEFAULT_ALLOWED_MODULES: [&str; 16] = [
     "json",
     "csv",
@@ -108,7 +108,7 @@ fn default_timeout() -> u64 {
     60
 }
 
-/// Arguments of `run_python` (seed 003).
+/// Arguments of `run_python`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunPythonArgs {

@@ -1,4 +1,4 @@
-//! `web_reader`: fetches a web page and returns its readable text (seed 003).
+//! `web_reader`: fetches a web page and returns its readable text.
 //!
 //! Every hop (the first URL and each redirect) is checked before a byte is sent: the scheme
 //! must be http or https, and every address the host resolves to must be public unless the
@@ -25,7 +25,7 @@ pub const NAME: &str = "web_reader";
 pub const DESCRIPTION: &str = "Read a web page (http or https) and return its title and \
     main content as Markdown (headings, lists, tables, links).";
 
-/// Arguments of `web_reader` (seed 003).
+/// Arguments of `web_reader`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebReaderArgs {

@@ -1,4 +1,4 @@
-//! `web_search`: searches the web through a pluggable backend (seed 003).
+//! `web_search`: searches the web through a pluggable backend.
 //!
 //! There is no default backend: the tool is registered only when one is configured, so a
 //! deployment without a search provider never shows the model a tool that cannot work. Two
@@ -27,7 +27,7 @@ fn default_num_results() -> usize {
     10
 }
 
-/// Arguments of `web_search` (seed 003).
+/// Arguments of `web_search`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebSearchArgs {

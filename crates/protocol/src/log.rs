@@ -17,7 +17,7 @@ use crate::error::{ProtocolError, Result};
 use crate::fields::Fields;
 use crate::records::EntryRecords;
 
-/// The schema version this build writes. Version 0 is the seed's camelCase message without a
+/// The schema version this build writes. Version 0 is the original design's camelCase message without a
 /// `schema_version` field; it is migrated on read.
 /// Version 1 kept the loop's records untyped in `extra`; version 2 reads them into
 /// [`LogEntry::records`] and turns version 1's `/compact` entries into compaction records.
@@ -258,7 +258,7 @@ pub struct LogEntry {
     pub collapsed: Option<bool>,
     /// UI: a widget payload.
     pub widget: Option<Value>,
-    /// UI: the part type of the seed's message model.
+    /// UI: the part type of the original message model.
     pub part_type: Option<String>,
     /// Context: the mode the entry was written in.
     pub mode: Option<Mode>,

@@ -148,7 +148,7 @@ fn newer_schema_is_refused_and_legacy_is_migrated() {
             .contains("schema version 99 is newer than the newest this build reads (2)"),
         "{err}"
     );
-    // Version 0: the seed's camelCase message without a schema version.
+    // Version 0: the original camelCase message without a schema version.
     let legacy = LogEntry::from_json(
         r#"{"id":"m1","role":"tool","createdAt":"2026-02-05T10:00:00Z","content":"ok","toolName":"query_database","duration":12.6,"isCollapsed":true,"toolCallId":"c1"}"#,
     )

@@ -1,4 +1,4 @@
-//! The tool data-file store (ST2): files a tool spills instead of putting them in the
+//! The tool data-file store: files a tool spills instead of putting them in the
 //! observation. Names carry a content hash, writes are atomic, every path stays inside the
 //! data root, and cleanup removes files by age and, above a size cap, least recently used
 //! first down to 80 % of the cap. The agent crate adapts this store to the tools crate's

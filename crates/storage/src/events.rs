@@ -1,4 +1,4 @@
-//! The JSONL event log (ST5): what the backend did for a conversation, one event a line with
+//! The JSONL event log: what the backend did for a conversation, one event a line with
 //! its time — model input and output, backend processing, code saved and retrieved, context
 //! cleaned. Files are `conversation_<id>_<timestamp>.jsonl` in the log folder.
 

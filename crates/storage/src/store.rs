@@ -1,4 +1,4 @@
-//! The [`ConversationStore`] trait (ST1) and the types its methods exchange.
+//! The [`ConversationStore`] trait and the types its methods exchange.
 
 use std::fmt;
 use std::sync::Arc;
@@ -512,7 +512,7 @@ pub async fn fork_with_files<S: ConversationStore + ?Sized>(
 /// How deep forks of forks may go.
 pub(crate) const MAX_FORK_DEPTH: usize = 256;
 
-/// A durable conversation log (ST1).
+/// A durable conversation log.
 ///
 /// Every backend gives the entries of a conversation gap-free sequence numbers from 1, makes an
 /// append durable before it returns, and refuses an append whose `expect_last` is not the

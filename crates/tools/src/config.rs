@@ -1,4 +1,4 @@
-//! Configuration of the runtime: global defaults matching the seeds' numbers, and per-tool
+//! Configuration of the runtime: global defaults matching the specified numbers, and per-tool
 //! overrides of the timeout, the retry policy and the default level.
 
 use std::borrow::Cow;
@@ -14,26 +14,26 @@ use crate::levels::FormatBounds;
 use crate::retry::{Backoff, RetryPolicy, TimeoutGrowth};
 
 /// The whole configuration of a [`ToolRuntime`](crate::ToolRuntime). Every field has the
-/// seeds' default, so `{}` is a valid configuration.
+/// specified default, so `{}` is a valid configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
-    /// Largest serialized arguments accepted, in bytes (T7; default 10 MiB).
+    /// Largest serialized arguments accepted, in bytes (default 10 MiB).
     pub max_input_bytes: u64,
-    /// Serialized results over this many bytes are spilled (T4; default 1 MiB).
+    /// Serialized results over this many bytes are spilled (default 1 MiB).
     pub spill_threshold_bytes: u64,
-    /// Calls run at once by `run_all` (T12; default 6).
+    /// Calls run at once by `run_all` (default 6).
     pub max_concurrency: usize,
     /// Context usage (0..=1) above which calls without an explicit or tool level are shown
-    /// `brief` (T2; default 0.8).
+    /// `brief` (default 0.8).
     pub brief_above_usage: f64,
     /// The level when nothing else decides (default `standard`).
     pub default_level: OutputLevel,
     /// Size bounds of observations.
     pub format: FormatBounds,
-    /// Retry, backoff and timeout growth (T5).
+    /// Retry, backoff and timeout growth.
     pub retry: RetryConfig,
-    /// The idempotency cache (T9).
+    /// The idempotency cache.
     pub idempotency: IdempotencyConfig,
     /// Per-tool overrides, by tool name.
     pub tools: BTreeMap<String, ToolOverride>,
@@ -55,7 +55,7 @@ impl Default for ToolsConfig {
     }
 }
 
-/// Retry, backoff and timeout growth (T5), with the seeds' defaults.
+/// Retry, backoff and timeout growth, with the documented defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryConfig {
@@ -149,7 +149,7 @@ impl RetryConfig {
     }
 }
 
-/// The idempotency cache (T9).
+/// The idempotency cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdempotencyConfig {

@@ -1,4 +1,4 @@
-//! Layer 5: the idempotency cache (T9). A repeated call with the same key is answered with the
+//! Layer 5: the idempotency cache. A repeated call with the same key is answered with the
 //! cached raw data instead of running the tool again; the data is then formatted for the new
 //! call (its own level, its own call id).
 //!

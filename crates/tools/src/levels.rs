@@ -1,5 +1,5 @@
-//! Layer 8: output levels — which level a call is shown at (T2) and how raw data is rendered
-//! at that level (T3).
+//! Layer 8: output levels — which level a call is shown at and how raw data is rendered
+//! at that level.
 //!
 //! Every rendering is bounded: [`format_observation`] never returns more than
 //! [`FormatBounds::max_bytes`] for the level. Text that does not fit is cut in the middle,
@@ -11,7 +11,7 @@ use ba_protocol::OutputLevel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Decides the level of one call (T2): explicit in the call > the tool's default > a nearly
+/// Decides the level of one call: explicit in the call > the tool's default > a nearly
 /// full context (usage above `brief_above`) forces `brief` > the global default.
 pub fn resolve_level(
     explicit: Option<OutputLevel>,

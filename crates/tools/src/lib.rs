@@ -20,7 +20,7 @@
 //!   report; every call runs in a `tool_call` tracing span with one `tool_attempt` span
 //!   per attempt. The `otel` feature (off by default) also publishes the call metrics
 //!   through the OpenTelemetry metrics API.
-//! - [`ToolsConfig`]: the seeds' numbers as defaults, per-tool overrides ([`ToolOverride`]).
+//! - [`ToolsConfig`]: the specified numbers as defaults, per-tool overrides ([`ToolOverride`]).
 //! - [`ConversationFiles`]: the files of the conversation a call belongs to (uploads, code,
 //!   outputs, spilled data; ids and names, never paths), handed to each call in
 //!   [`CallContext::files`] through [`CallOptions::files`]; spilled data then becomes a data

@@ -1,4 +1,4 @@
-//! Metrics (T10): one [`ToolMetrics`] record per call, aggregated per tool (global) and per
+//! Metrics: one [`ToolMetrics`] record per call, aggregated per tool (global) and per
 //! conversation, and a human-readable report.
 
 use std::collections::BTreeMap;

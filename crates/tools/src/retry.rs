@@ -1,4 +1,4 @@
-//! Layer 6: retry (T5). The decision ([`RetryPolicy`]: which failures, how many times) is kept
+//! Layer 6: retry. The decision ([`RetryPolicy`]: which failures, how many times) is kept
 //! apart from the timing ([`Backoff`], [`Jitter`]) and from the timeout growth
 //! ([`TimeoutGrowth`]), so each can be configured and tested alone.
 
@@ -16,9 +16,9 @@ use crate::error::ToolError;
 /// Whether a failed attempt is tried again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
-    /// Retries after the first attempt (seed default 3).
+    /// Retries after the first attempt (default 3).
     pub max_retries: u32,
-    /// The failure kinds worth retrying (seed default: timeout, resource error).
+    /// The failure kinds worth retrying (default: timeout, resource error).
     pub retry_on: Vec<ToolErrorKind>,
 }
 
@@ -32,11 +32,11 @@ impl RetryPolicy {
 /// How long to wait before a retry: `initial × multiplier^n`, capped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
-    /// Delay before the first retry (seed default 1 s).
+    /// Delay before the first retry (default 1 s).
     pub initial: Duration,
-    /// Growth per retry (seed default 1.5).
+    /// Growth per retry (default 1.5).
     pub multiplier: f64,
-    /// Cap (seed default 10 s).
+    /// Cap (default 10 s).
     pub max: Duration,
 }
 
@@ -50,9 +50,9 @@ impl Backoff {
 /// How the timeout of a retried attempt grows: `base × multiplier^attempt`, capped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimeoutGrowth {
-    /// Growth per retry (seed default 2).
+    /// Growth per retry (default 2).
     pub multiplier: f64,
-    /// Cap (seed default 300 s).
+    /// Cap (default 300 s).
     pub max: Duration,
 }
 
@@ -69,7 +69,7 @@ fn grow(start: Duration, multiplier: f64, n: u32, cap: Duration) -> Duration {
     if !ms.is_finite() || ms >= cap.as_secs_f64() * 1000.0 {
         return cap;
     }
-    // Whole milliseconds, as the seed's integer arithmetic does: 1 s × 1.5² = 2 250 ms.
+    // Whole milliseconds, as the specified integer arithmetic does: 1 s × 1.5² = 2 250 ms.
     Duration::from_millis(ms as u64)
 }
 

@@ -1,4 +1,4 @@
-//! Layer 9: spill (T4). Data shown at `full`, or whose serialized form is over the threshold
+//! Layer 9: spill. Data shown at `full`, or whose serialized form is over the threshold
 //! (1 MiB by default), is written to a [`DataSink`] as `tool_data/{call_id}_{hash16}.json`; the
 //! observation then holds a preview, the size, a summary and the plain path, which the model
 //! can pass to a file-reading tool. When the call has the files of its conversation

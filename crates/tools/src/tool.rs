@@ -1,4 +1,4 @@
-//! The [`Tool`] trait (T1) and what a tool sees while it runs ([`CallContext`]).
+//! The [`Tool`] trait and what a tool sees while it runs ([`CallContext`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -16,12 +16,12 @@ use crate::scope::RunScope;
 #[non_exhaustive]
 pub struct ToolCapabilities {
     /// The same arguments always give the same result and running twice does no harm, so a
-    /// repeated call may be answered from the idempotency cache (T9).
+    /// repeated call may be answered from the idempotency cache.
     pub idempotent: bool,
-    /// The lowest caller permission level allowed to run the tool (T8).
+    /// The lowest caller permission level allowed to run the tool.
     pub required_permission: PermissionLevel,
     /// A timeout of this tool is deterministic: the same arguments would time out again (user
-    /// code, a query), so a timeout is not retried (T5). Off by default: most timeouts are a
+    /// code, a query), so a timeout is not retried. Off by default: most timeouts are a
     /// slow network or a busy service.
     pub deterministic_timeouts: bool,
     /// The timeout of one attempt, in milliseconds, when the configuration names none for the
@@ -123,7 +123,7 @@ impl ToolCapabilities {
 }
 
 /// A handle through which a running tool reports output as it goes, so that a call cut off by
-/// its timeout can still show the model what it had done (T6).
+/// its timeout can still show the model what it had done.
 #[derive(Debug, Clone, Default)]
 pub struct PartialOutput {
     text: Arc<Mutex<String>>,

@@ -1,5 +1,5 @@
 //! Every call runs in a `tool_call` span carrying tool, call id, level, retries and outcome,
-//! with one `tool_attempt` span per attempt (T11).
+//! with one `tool_attempt` span per attempt.
 
 // Test helpers outside #[test] functions may fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! The `task` tool (T13): a child agent on a sub-task, in its own conversation and context.
+//! The `task` tool: a child agent on a sub-task, in its own conversation and context.
 
 use async_trait::async_trait;
 use ba_protocol::{Mode, ToolErrorKind};

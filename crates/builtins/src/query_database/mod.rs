@@ -1,4 +1,4 @@
-//! `query_database`: one read-only query on the business database (seed 003), SQLite or
+//! `query_database`: one read-only query on the business database, SQLite or
 //! PostgreSQL, with the same observation for both; or, with `schema: true`, the database's
 //! tables, columns, types and row counts.
 //!
@@ -57,7 +57,7 @@ impl Default for QueryParams {
     }
 }
 
-/// Arguments of `query_database` (seed 003, plus `schema`).
+/// Arguments of `query_database` (with `schema`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryDatabaseArgs {

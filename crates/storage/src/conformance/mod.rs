@@ -1,4 +1,4 @@
-//! The conformance suite every [`ConversationStore`] backend passes (ST1).
+//! The conformance suite every [`ConversationStore`] backend passes.
 //!
 //! [`run_all`] takes a factory that makes a fresh, empty store around a [`ManualClock`] and
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
