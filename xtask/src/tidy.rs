@@ -7,6 +7,10 @@
 //!   its run scope. A comparison of a call's or a result's tool name, or a configuration entry
 //!   keyed by a tool's name constant, anywhere but in a file that implements a tool, breaks the
 //!   rule. Tests are exempt: they name the tools they script.
+//! - **In the agent, `History` is the only door to a conversation's log.** No module of
+//!   `crates/agent/src` but `history.rs` calls the store's `load`, `load_from` or `append`:
+//!   the rewinds are applied once, where the log is loaded, and every append names the last
+//!   sequence number the run has seen.
 
 #[cfg(test)]
 mod tests {
@@ -164,6 +168,60 @@ mod tests {
             "match tools.iter_mut().find(|(n, _)| *n == call.function.name) {",
         ] {
             assert!(!decides_by_name(fine), "flagged: {fine}");
+        }
+    }
+
+    /// A call of the store's log methods, as the agent's code would write it.
+    fn reaches_the_log(line: &str) -> bool {
+        let code = line.split("//").next().unwrap_or("");
+        let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+        ["load(", "load_from(", "append("].iter().any(|m| {
+            compact.contains(&format!("store.{m}")) || compact.contains(&format!("store().{m}"))
+        })
+    }
+
+    #[test]
+    fn only_history_reaches_a_conversations_log_in_the_agent() {
+        let root = crate::root();
+        let mut files = Vec::new();
+        sources(&root.join("crates/agent/src"), &mut files);
+        assert!(files.len() > 20, "found only {} agent files", files.len());
+        let mut found = Vec::new();
+        for file in &files {
+            if file.ends_with("history.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            for (n, line) in non_test(&text).lines().enumerate() {
+                if reaches_the_log(line) {
+                    let shown = file.strip_prefix(&root).unwrap_or(file);
+                    found.push(format!("{}:{}: {}", shown.display(), n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "the agent reaches a conversation's log outside History (go through History):\n{}",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_log_rule_sees_the_calls_it_forbids() {
+        for bad in [
+            "let loaded = self.inner.store.load(id).await?;",
+            "inner.store.append(&id, &entry, Some(seq)).await?;",
+            "let log = self.store().load_from(id, 3).await?;",
+        ] {
+            assert!(reaches_the_log(bad), "missed: {bad}");
+        }
+        for fine in [
+            "history.append(entry).await?;",
+            "self.lost.load(Ordering::SeqCst)",
+            "servers.append(&mut snapshot.servers);",
+            "// store.load(id) is History's",
+        ] {
+            assert!(!reaches_the_log(fine), "flagged: {fine}");
         }
     }
 }
