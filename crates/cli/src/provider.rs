@@ -14,6 +14,58 @@ use ba_model::{
 
 use crate::config::{Config, env};
 
+/// The model providers a configuration names (`provider:`), by their names there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Provider {
+    Anthropic,
+    OpenAi,
+    OpenAiResponses,
+    Replay,
+}
+
+impl Provider {
+    /// Every provider, in the order messages list them.
+    pub(crate) const ALL: [Self; 4] = [
+        Self::Anthropic,
+        Self::OpenAi,
+        Self::OpenAiResponses,
+        Self::Replay,
+    ];
+
+    /// The name the configuration and `BA_AGENT_PROVIDER` use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::OpenAiResponses => "openai-responses",
+            Self::Replay => "replay",
+        }
+    }
+
+    /// The provider named `name`, or an error listing the names there are.
+    pub(crate) fn parse(name: &str) -> anyhow::Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| anyhow!("unknown provider `{name}`: expected {}", Self::names()))
+    }
+
+    /// `anthropic, openai, openai-responses or replay`.
+    fn names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|p| p.as_str()).collect();
+        match names.split_last() {
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Config {
     /// Timeouts and size bounds of the HTTP providers: the configuration's, or the defaults.
     pub(crate) fn http(&self) -> HttpConfig {
@@ -35,17 +87,18 @@ impl Config {
 
     /// The model client; a replay client starts after `played` turns.
     pub(crate) fn client(&self, played: usize) -> anyhow::Result<Arc<dyn ModelClient>> {
-        let provider = self.provider.as_deref().ok_or_else(|| {
+        let name = self.provider.as_deref().ok_or_else(|| {
             anyhow!(
-                "no model provider: set BA_AGENT_PROVIDER (anthropic, openai, openai-responses or \
-                 replay) or \
-                 `provider` in the configuration, with the provider's API key in its environment \
-                 variable; `ba-agent demo` runs without any"
+                "no model provider: set BA_AGENT_PROVIDER ({}) or `provider` in the \
+                 configuration, with the provider's API key in its environment variable; \
+                 `ba-agent demo` runs without any",
+                Provider::names()
             )
         })?;
+        let provider = Provider::parse(name)?;
         let key = self.api_key.clone().map(ApiKey::new);
         let compat = self.compat == Some(true);
-        if self.context_editing.is_some() && provider != "anthropic" {
+        if self.context_editing.is_some() && provider != Provider::Anthropic {
             bail!("context_editing: only the anthropic provider edits context, not `{provider}`");
         }
         if let Some(tokens) = self
@@ -59,11 +112,11 @@ impl Config {
                 "context_editing.compact.trigger_tokens: the API compacts from {MIN_COMPACTION_TRIGGER} input tokens, not {tokens}"
             );
         }
-        if compat && provider != "openai" {
+        if compat && provider != Provider::OpenAi {
             bail!("compat: only the openai provider has a compat profile, not `{provider}`");
         }
         Ok(match provider {
-            "anthropic" => {
+            Provider::Anthropic => {
                 let client = match key {
                     Some(k) => AnthropicClient::new(k)?,
                     None => AnthropicClient::from_env()?,
@@ -78,7 +131,7 @@ impl Config {
                     None => Arc::new(client),
                 }
             }
-            "openai" => {
+            Provider::OpenAi => {
                 let client = match key {
                     Some(k) => OpenAiClient::new(Some(k))?,
                     // A local server wants no key.
@@ -104,7 +157,7 @@ impl Config {
                     None => Arc::new(client),
                 }
             }
-            "openai-responses" => {
+            Provider::OpenAiResponses => {
                 let client = match key {
                     Some(k) => ResponsesClient::new(Some(k))?,
                     None => ResponsesClient::from_env()?,
@@ -115,23 +168,24 @@ impl Config {
                     None => Arc::new(client),
                 }
             }
-            "replay" => {
+            Provider::Replay => {
                 let path = self.replay.as_ref().ok_or_else(|| {
                     anyhow!("the replay provider needs `replay: FILE` in the configuration")
                 })?;
                 Arc::new(ReplayClient::from_file(path)?.with_played(played))
             }
-            other => bail!(
-                "unknown provider `{other}`: expected anthropic, openai, openai-responses or replay"
-            ),
         })
     }
 
     pub(crate) fn default_model(&self) -> String {
-        match (&self.model, self.provider.as_deref()) {
+        let provider = self
+            .provider
+            .as_deref()
+            .and_then(|p| Provider::parse(p).ok());
+        match (&self.model, provider) {
             (Some(m), _) => m.clone(),
-            (None, Some("openai")) => "gpt-4o".to_owned(),
-            (None, Some("openai-responses")) => "gpt-5".to_owned(),
+            (None, Some(Provider::OpenAi)) => "gpt-4o".to_owned(),
+            (None, Some(Provider::OpenAiResponses)) => "gpt-5".to_owned(),
             (None, _) => "claude-sonnet-4-5".to_owned(),
         }
     }
@@ -301,7 +355,17 @@ mod tests {
             "{e}"
         );
         let e = client_error("provider: open-ai\napi_key: k\n");
-        assert!(e.contains("openai-responses"), "{e}");
+        assert_eq!(
+            e,
+            "unknown provider `open-ai`: expected anthropic, openai, openai-responses or replay"
+        );
+    }
+
+    #[test]
+    fn every_provider_is_found_by_its_name() {
+        for p in Provider::ALL {
+            assert_eq!(Provider::parse(p.as_str()).ok(), Some(p));
+        }
     }
 
     #[test]
