@@ -263,6 +263,7 @@
         if (r.status === 404 || r.status === 401) { notice('The event stream is refused (' + r.status + ').', 'error'); return; }
         if (!r.ok) throw new Error('HTTP ' + r.status);
         document.body.dataset.stream = 'open';
+        if (S.running) recheckRun(gen);
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
         for (;;) {
@@ -281,6 +282,14 @@
       await new Promise((res) => setTimeout(res, backoff(attempt)));
       attempt += 1;
     }
+  }
+  // A run the conversation's state said was going may have ended before this stream joined:
+  // its `finished` frame is then in no log to catch up from. Asked again once subscribed.
+  async function recheckRun(gen) {
+    const run = S.running;
+    let meta; try { meta = await api(base()); } catch (e) { return; }
+    if (gen !== S.gen || S.running !== run || meta.status === 'running') return;
+    S.ended.add(run); S.running = null; S.live = null; rerenderLast(); refreshMeta();
   }
   function frame(block) {
     let id = null; let event = 'message'; const data = [];

@@ -599,14 +599,21 @@ pub async fn enter_report_frame(c: &Client) {
         .unwrap();
 }
 
-/// Clicks the element `css`.
+/// Clicks the element `css`. The page may render the element again between finding it and
+/// clicking it (an event arrived): a stale element is found again, until [`LIMIT`].
 pub async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    let start = Instant::now();
+    loop {
+        let clicked = match c.find(Locator::Css(css)).await {
+            Ok(element) => element.click().await,
+            Err(e) => Err(e),
+        };
+        match clicked {
+            Ok(()) => return,
+            Err(e) if e.is_stale_element_reference() && start.elapsed() < LIMIT => continue,
+            Err(e) => panic!("clicking {css}: {e}"),
+        }
+    }
 }
 
 /// Waits until a tool call of the turn shows as done.
