@@ -639,6 +639,7 @@ async fn metadata<S: ConversationStore>(store: &S, clock: &ManualClock) -> Check
                 title: Some("Quarterly sales".to_owned()),
                 mode: Some(Mode::Agent),
                 parent: Some("root".to_owned()),
+                owner: None,
             },
         )
         .await
