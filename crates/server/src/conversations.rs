@@ -311,7 +311,7 @@ pub(crate) async fn create(
         .new_conversation(NewConversation {
             title: body.title,
             mode: body.mode,
-            parent: None,
+            ..NewConversation::default()
         })
         .await?;
     let meta = state.store().metadata(&id).await?;

@@ -140,7 +140,7 @@ async fn conversation(agent: &Agent) -> ConversationId {
         .new_conversation(NewConversation {
             title: None,
             mode: Some(Mode::Chat),
-            parent: None,
+            ..NewConversation::default()
         })
         .await
         .unwrap()
