@@ -312,6 +312,7 @@ pub(crate) async fn create(
             title: body.title,
             mode: body.mode,
             parent: None,
+            owner: None,
         })
         .await?;
     let meta = state.store().metadata(&id).await?;
