@@ -83,7 +83,11 @@ pub(super) async fn owners<S: ConversationStore>(store: &S) -> CheckResult {
         let id = cid(&format!("own-{i:02}-ann"))?;
         let meta = store.create(&id, owned_by("ann")).await.map_err(err)?;
         ensure!(meta.owner == "ann", "created for ann: {meta:?}");
-        let text = if i % 2 == 0 { "revenue by region" } else { "headcount" };
+        let text = if i % 2 == 0 {
+            "revenue by region"
+        } else {
+            "headcount"
+        };
         store
             .append(&id, &text_entry("u", LogRole::User, text), None)
             .await
@@ -146,7 +150,10 @@ pub(super) async fn owners<S: ConversationStore>(store: &S) -> CheckResult {
         );
     }
     let got = all_pages(10, |p| store.search_owned("bob", "headcount", p)).await?;
-    ensure!(got.is_empty(), "bob's conversations about headcount: {got:?}");
+    ensure!(
+        got.is_empty(),
+        "bob's conversations about headcount: {got:?}"
+    );
     let everyone = store
         .search("revenue", Page::first(50))
         .await
@@ -312,7 +319,13 @@ pub(super) async fn tokens<S: ConversationStore>(store: &S) -> CheckResult {
         s[63] = if s[63] == b'0' { b'1' } else { b'0' };
         String::from_utf8(s).map_err(|e| e.to_string())?
     };
-    for wrong in ["", "not a token", &near, &"0".repeat(64), &issued[0].info.id] {
+    for wrong in [
+        "",
+        "not a token",
+        &near,
+        &"0".repeat(64),
+        &issued[0].info.id,
+    ] {
         ensure!(
             dir.authenticate(wrong).await.map_err(err)?.is_none(),
             "the secret {wrong:?} let someone in"
@@ -327,7 +340,9 @@ pub(super) async fn tokens<S: ConversationStore>(store: &S) -> CheckResult {
         "revoking a token twice found it the second time"
     );
     ensure!(
-        !dir.revoke_token("tok_0000000000000000").await.map_err(err)?
+        !dir.revoke_token("tok_0000000000000000")
+            .await
+            .map_err(err)?
             && !dir.revoke_token("garbage").await.map_err(err)?,
         "revoking an unknown token found one"
     );
