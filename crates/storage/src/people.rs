@@ -206,9 +206,12 @@ impl Spend {
     }
 }
 
-/// `"2026-11"` (UTC) for a time in ms since the epoch.
+/// `"2026-11"` (UTC) for a time in ms since the epoch. A time outside the years 0 to 9999
+/// (no clock shows one) counts as January 1970, so the month is always `YYYY-MM`.
 pub fn month_of(ms: i64) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .filter(|t| (0..=9999).contains(&t.year()))
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!("{:04}-{:02}", t.year(), u8::from(t.month()))
 }
@@ -362,6 +365,8 @@ mod tests {
         assert_eq!(month_of(1_796_083_199_999), "2026-11");
         assert_eq!(month_of(1_796_083_200_000), "2026-12");
         assert_eq!(month_of(i64::MAX), "1970-01");
+        // 5000 years before the epoch: a year no `YYYY` holds.
+        assert_eq!(month_of(-157_784_630_400_000), "1970-01");
         assert!(check_month("2026-11").is_ok());
         for bad in [
             "2026-13",
@@ -403,6 +408,30 @@ mod tests {
         }
         let err = "root".parse::<Role>().unwrap_err().to_string();
         assert!(err.contains("admin, analyst or viewer"), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_time_has_a_well_formed_month(ms in proptest::prelude::any::<i64>()) {
+            proptest::prop_assert!(check_month(&month_of(ms)).is_ok(), "{}", month_of(ms));
+        }
+
+        #[test]
+        fn names_of_the_allowed_characters_are_taken_unless_they_start_with_a_dot(
+            name in "[A-Za-z0-9._@-]{1,64}",
+        ) {
+            proptest::prop_assert_eq!(check_user_name(&name).is_ok(), !name.starts_with('.'));
+        }
+
+        #[test]
+        fn a_name_with_any_other_character_is_refused(
+            head in "[a-z]{0,10}",
+            bad in "[^A-Za-z0-9._@-]",
+            tail in "[a-z]{0,10}",
+        ) {
+            let name = format!("{head}{bad}{tail}");
+            proptest::prop_assert!(check_user_name(&name).is_err(), "{:?}", name);
+        }
     }
 
     #[test]

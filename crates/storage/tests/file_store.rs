@@ -10,8 +10,8 @@ use std::sync::Arc;
 use ba_protocol::{LogEntry, LogRole};
 use ba_storage::conformance::{self, text_entry};
 use ba_storage::{
-    ConversationId, ConversationStore, DiagnosticKind, Durability, FileStore, FileStoreOptions,
-    NewConversation, StorageError, WriteFault,
+    ConversationId, ConversationStore, DEFAULT_OWNER, DiagnosticKind, Durability, FileStore,
+    FileStoreOptions, NewConversation, Role, Spend, StorageError, WriteFault,
 };
 
 fn entry(i: u64) -> LogEntry {
@@ -438,4 +438,140 @@ async fn os_buffered_appends_are_never_synced() {
         store.append(&id, &entry(i), None).await.unwrap();
     }
     assert_eq!((fault.writes(), fault.syncs()), (3, 0));
+}
+
+/// Every file under `root`, read whole.
+fn every_file(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for item in std::fs::read_dir(&dir).unwrap() {
+            let path = item.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_secrets_are_in_no_file_of_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    let people = store.directory().unwrap();
+    people.add_user("ann", Role::Analyst).await.unwrap();
+    let issued = [
+        people.issue_token("ann").await.unwrap(),
+        people.issue_token("ann").await.unwrap(),
+    ];
+    let files = every_file(dir.path());
+    let tokens = files
+        .iter()
+        .find(|(p, _)| p.ends_with("people/tokens.json"))
+        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+        .unwrap();
+    for t in &issued {
+        assert!(tokens.contains(&t.info.id), "{tokens}");
+        for (path, bytes) in &files {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                !text.contains(&t.secret) && !text.contains(&t.secret.to_uppercase()),
+                "{} holds a token's secret",
+                path.display()
+            );
+        }
+        assert_eq!(
+            people.authenticate(&t.secret).await.unwrap().unwrap().name,
+            "ann"
+        );
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir.path().join("people"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "people/ is open to others: {mode:o}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_written_before_owners_reads_its_conversations_as_the_default_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let conversations = dir.path().join("conversations");
+    std::fs::create_dir_all(&conversations).unwrap();
+    let line = serde_json::json!({"seq": 1, "at": 1_700_000_000_000_i64,
+        "entry": serde_json::to_value(entry(1)).unwrap()});
+    std::fs::write(conversations.join("old.jsonl"), format!("{line}\n")).unwrap();
+    // The metadata file as stores wrote it before owners were kept.
+    std::fs::write(
+        conversations.join("old.meta.json"),
+        r#"{"title":"Q3","mode":null,"parent":null,"created_ms":1700000000000,"updated_ms":1700000000000}"#,
+    )
+    .unwrap();
+    let store = FileStore::open(dir.path()).unwrap();
+    assert!(store.warnings().is_empty(), "{:?}", store.warnings());
+    let old = ConversationId::new("old").unwrap();
+    let meta = store.metadata(&old).await.unwrap();
+    assert_eq!((meta.owner.as_str(), meta.last_seq), (DEFAULT_OWNER, 1));
+    let mine = store
+        .list_owned(DEFAULT_OWNER, ba_storage::Page::first(10))
+        .await
+        .unwrap();
+    assert_eq!(mine.items, vec![meta.clone()]);
+    assert!(
+        store
+            .list_owned("ann", ba_storage::Page::first(10))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // A second opening reads the index the first wrote, which names no owner either.
+    drop(store);
+    let again = FileStore::open(dir.path()).unwrap();
+    assert_eq!(again.metadata(&old).await.unwrap().owner, DEFAULT_OWNER);
+    // Metadata as a list of the wire shape written before, too.
+    let wire: ba_storage::ConversationMeta = serde_json::from_str(
+        r#"{"id":"old","title":null,"mode":null,"parent":null,"created_ms":1,"updated_ms":1,"last_seq":0}"#,
+    )
+    .unwrap();
+    assert_eq!(wire.owner, DEFAULT_OWNER);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_store_instances_on_one_folder_lose_no_user_and_no_spend() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = FileStore::open(dir.path()).unwrap();
+    let b = FileStore::open(dir.path()).unwrap();
+    let (pa, pb) = (a.directory().unwrap(), b.directory().unwrap());
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let people = if i % 2 == 0 { pa.clone() } else { pb.clone() };
+        tasks.push(tokio::spawn(async move {
+            people.add_user(&format!("u{i:02}"), Role::Viewer).await?;
+            people
+                .add_spend(
+                    DEFAULT_OWNER,
+                    "2026-11",
+                    Spend {
+                        usd: 0.5,
+                        tokens: 10,
+                    },
+                )
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(pa.users().await.unwrap().len(), 40);
+    assert_eq!(
+        pb.spend(DEFAULT_OWNER, "2026-11").await.unwrap(),
+        Spend {
+            usd: 20.0,
+            tokens: 400
+        }
+    );
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use ba_protocol::LogRole;
 use ba_storage::conformance::{self, text_entry};
 use ba_storage::{
-    ConversationId, ConversationStore, NewConversation, NewFile, PostgresOptions, PostgresStore,
+    ConversationId, ConversationStore, DEFAULT_OWNER, NewConversation, NewFile, Page,
+    PostgresOptions, PostgresStore, Role, Spend,
 };
 
 fn url() -> Option<String> {
@@ -361,4 +362,149 @@ async fn a_lease_whose_connection_is_cut_says_it_is_lost() {
         ba_storage::RunLock::Held(Some(h)) => assert_eq!(h.holder, "second"),
         other => panic!("the second lease is not seen: {other:?}"),
     }
+}
+
+/// A plain connection to the test database with `schema` first on the search path.
+async fn raw_client(url: &str, schema: &str) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = url.parse().unwrap();
+    config.options(format!("-c search_path={schema}"));
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_secrets_are_in_no_table() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let store = store_in(&url, &schema).await;
+    let people = store.directory().unwrap();
+    people.add_user("ann", Role::Analyst).await.unwrap();
+    let issued = [
+        people.issue_token("ann").await.unwrap(),
+        people.issue_token("ann").await.unwrap(),
+    ];
+    let client = raw_client(&url, &schema).await;
+    let rows: Vec<String> = client
+        .query("SELECT row_to_json(t)::TEXT FROM ba_tokens t", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for t in &issued {
+        assert!(rows.iter().any(|r| r.contains(&t.info.id)), "{rows:?}");
+        assert!(
+            rows.iter()
+                .all(|r| !r.to_lowercase().contains(&t.secret.to_lowercase())),
+            "a token's secret is in ba_tokens: {rows:?}"
+        );
+        assert_eq!(
+            people.authenticate(&t.secret).await.unwrap().unwrap().name,
+            "ann"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_on_one_database_add_spend_without_loss() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let a = store_in(&url, &schema).await;
+    let b = store_in(&url, &schema).await;
+    let (pa, pb) = (a.directory().unwrap(), b.directory().unwrap());
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let people = if i % 2 == 0 { pa.clone() } else { pb.clone() };
+        tasks.push(tokio::spawn(async move {
+            people
+                .add_spend(
+                    "ann",
+                    "2026-11",
+                    Spend {
+                        usd: 0.25,
+                        tokens: 1000,
+                    },
+                )
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let expected = Spend {
+        usd: 12.5,
+        tokens: 50_000,
+    };
+    assert_eq!(pa.spend("ann", "2026-11").await.unwrap(), expected);
+    assert_eq!(pb.spend("ann", "2026-11").await.unwrap(), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_from_before_owners_gives_its_conversations_to_the_default_owner() {
+    let Some(url) = url() else { return };
+    let schema = schema();
+    let client = raw_client(&url, &schema).await;
+    // The schema as it stood before the migration that added owners.
+    let before = ba_storage::MIGRATIONS.len() - 1;
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema};
+             CREATE TABLE ba_schema_migrations (
+                 version INT PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             );"
+        ))
+        .await
+        .unwrap();
+    for (i, sql) in ba_storage::MIGRATIONS[..before].iter().enumerate() {
+        client.batch_execute(sql).await.unwrap();
+        client
+            .execute(
+                "INSERT INTO ba_schema_migrations (version) VALUES ($1)",
+                &[&i32::try_from(i + 1).unwrap()],
+            )
+            .await
+            .unwrap();
+    }
+    client
+        .execute(
+            "INSERT INTO ba_conversations (id, title, created_ms, updated_ms)
+             VALUES ('old', 'Q3', 1, 1)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let store = store_in(&url, &schema).await;
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        ba_storage::MIGRATIONS.len()
+    );
+    let old = ConversationId::new("old").unwrap();
+    let meta = store.metadata(&old).await.unwrap();
+    assert_eq!(meta.owner, DEFAULT_OWNER);
+    let mine = store
+        .list_owned(DEFAULT_OWNER, Page::first(10))
+        .await
+        .unwrap();
+    assert_eq!(mine.items, vec![meta]);
+    // The listing of one owner can be answered from the owner index (a table this small is
+    // read whole unless sequential scans are ruled out).
+    client
+        .batch_execute("SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let plan: Vec<String> = client
+        .query(
+            "EXPLAIN SELECT id FROM ba_conversations WHERE owner = 'ann' ORDER BY id LIMIT 5",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("ba_conversations_owner"), "{plan}");
 }
