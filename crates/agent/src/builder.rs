@@ -229,6 +229,10 @@ impl AgentBuilder {
                 &store,
             ))))?;
         }
+        // The tool search, offered when a request leaves tools out.
+        if self.settings.tool_search.defer != crate::DeferMode::Never {
+            registry.register_arc(Arc::new(crate::adapters::ToolSearchTool))?;
+        }
         // `complete_node`, offered in run mode, when there is a workflow to run.
         if self.workflows.workflows().next().is_some() {
             registry.register_arc(Arc::new(crate::adapters::CompleteNodeTool))?;

@@ -142,6 +142,27 @@ impl History {
         Ok(taken)
     }
 
+    /// The tools the tool searches of the history found, each once, in the order found.
+    pub(crate) fn tools_found(&self) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        for name in self
+            .entries
+            .iter()
+            .filter_map(|e| e.records.tools_found.as_ref())
+            .flatten()
+        {
+            if !found.contains(name) {
+                found.push(name.clone());
+            }
+        }
+        found
+    }
+
+    /// How many tools the searches of the history found.
+    pub(crate) fn tools_found_count(&self) -> usize {
+        self.tools_found().len()
+    }
+
     /// The conversation.
     pub(crate) fn id(&self) -> &ConversationId {
         &self.id

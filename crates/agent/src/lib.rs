@@ -60,6 +60,7 @@ mod budget;
 mod builder;
 mod compact;
 mod cost;
+mod deferral;
 mod error;
 mod events;
 mod history;
@@ -80,8 +81,8 @@ mod workflow;
 pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
     DataFileSink, ModelSummarizer, RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool, SUMMARY_INSTRUCTION,
-    SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TaskTool, WorkspaceFiles, activation_text, file_info,
-    transcript,
+    SearchKind, SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TOOL_SEARCH_TOOL, TaskTool,
+    ToolSearchTool, WorkspaceFiles, activation_text, file_info, transcript,
 };
 pub use agent::{Agent, Input, RunOptions};
 pub use approvals::{ApprovalAnswer, ApprovalSettings};
@@ -89,6 +90,7 @@ pub use budget::{Calibration, calibration, window_record};
 pub use builder::AgentBuilder;
 pub use compact::Compaction;
 pub use cost::{ModelPrice, PriceError, Prices};
+pub use deferral::{DeferMode, ToolSearchSettings};
 pub use error::{AgentError, ErrorKind};
 pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, WorkflowNodeInfo};
 #[cfg(feature = "command-hooks")]

@@ -101,6 +101,15 @@ pub struct ConversationReport {
     /// before people were told apart).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub decided_by: Vec<Option<String>>,
+    /// Tool searches made (calls that found deferred tools or none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_searches: u64,
+    /// The tools the searches found, each once, in the order found.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools_found: Vec<String>,
+    /// The tools the latest request sent and left for the search (absent when it left none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_offered: Option<ToolsOffered>,
     /// What each person did in the conversation, by name: runs started, calls decided,
     /// rewinds.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -132,6 +141,15 @@ pub struct ConversationReport {
     /// the log has no rewind, the history being the whole log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryReport>,
+}
+
+/// The tools of a request: sent with it, and left for the tool search.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ToolsOffered {
+    /// Definitions sent.
+    pub sent: usize,
+    /// Tools left out, for the search.
+    pub deferred: usize,
 }
 
 /// What one person did in a conversation.
@@ -259,6 +277,20 @@ impl ConversationReport {
             if let Some(d) = &e.records.approval_decision {
                 r.approval_decisions.push(d.clone());
                 r.decided_by.push(e.records.actor.clone());
+            }
+            if let Some(found) = &e.records.tools_found {
+                r.tool_searches += 1;
+                for name in found {
+                    if !r.tools_found.contains(name) {
+                        r.tools_found.push(name.clone());
+                    }
+                }
+            }
+            if let Some(c) = e.records.context.as_ref().filter(|c| c.tools_deferred > 0) {
+                r.tools_offered = Some(ToolsOffered {
+                    sent: c.tools_sent,
+                    deferred: c.tools_deferred,
+                });
             }
             if let Some(actor) = &e.records.actor {
                 let counts = r.actors.entry(actor.clone()).or_default();
@@ -439,6 +471,7 @@ impl ConversationReport {
         self.write_context(&mut out);
         self.write_servers(&mut out);
         self.write_actors(&mut out);
+        self.write_tool_search(&mut out);
         self.write_approvals(&mut out);
         self.write_hooks(&mut out, timings);
         out
@@ -624,6 +657,29 @@ impl ConversationReport {
                 }
                 out.push('\n');
             }
+        }
+    }
+
+    /// The tools left for the search, and what the searches found.
+    fn write_tool_search(&self, out: &mut String) {
+        if let Some(o) = self.tools_offered {
+            let _ = writeln!(
+                out,
+                "  tools: {} sent · {} left for the tool search",
+                o.sent, o.deferred
+            );
+        }
+        if self.tool_searches > 0 {
+            let _ = writeln!(
+                out,
+                "  tool searches: {} · found {}",
+                self.tool_searches,
+                if self.tools_found.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    self.tools_found.join(", ")
+                }
+            );
         }
     }
 

@@ -63,6 +63,8 @@ pub struct AgentSettings {
     pub prices: crate::Prices,
     /// Spending caps of a conversation and of a person's month (none by default).
     pub budgets: crate::Budgets,
+    /// Which tools a request sends and which it leaves for the tool search.
+    pub tool_search: crate::ToolSearchSettings,
 }
 
 impl Default for AgentSettings {
@@ -87,6 +89,7 @@ impl Default for AgentSettings {
             approvals: crate::ApprovalSettings::default(),
             prices: crate::Prices::default(),
             budgets: crate::Budgets::default(),
+            tool_search: crate::ToolSearchSettings::default(),
         }
     }
 }

@@ -66,6 +66,9 @@ pub(crate) struct RunTools {
     generations: Vec<u64>,
     pub(crate) runtime: Arc<ToolRuntime>,
     pub(crate) inventory: Option<ServerInventoryRecord>,
+    /// The tools that came from the sources (MCP servers, plugins): those a request may leave
+    /// out for the model to search; the agent's own are always sent.
+    pub(crate) sourced: std::collections::HashSet<String>,
 }
 
 /// The agent's tools: the runtime over its own, the sources read at each run's start, and the
@@ -134,6 +137,7 @@ impl Sources {
                     generations: Vec::new(),
                     runtime: Arc::clone(base),
                     inventory: None,
+                    sourced: std::collections::HashSet::new(),
                 })
             }));
         }
@@ -146,6 +150,7 @@ impl Sources {
         }
         let mut registry: ToolRegistry = base.registry().clone();
         let mut servers = Vec::new();
+        let mut sourced = std::collections::HashSet::new();
         for source in &self.sources {
             let mut snapshot = source.snapshot();
             for tool in snapshot.tools {
@@ -155,6 +160,8 @@ impl Sources {
                     for server in &mut snapshot.servers {
                         server.tools.retain(|t| *t != name);
                     }
+                } else {
+                    sourced.insert(name);
                 }
             }
             servers.append(&mut snapshot.servers);
@@ -163,6 +170,7 @@ impl Sources {
             generations,
             runtime: Arc::new(base.with_registry(registry)),
             inventory: Some(ServerInventoryRecord { servers }),
+            sourced,
         });
         *current = Some(Arc::clone(&tools));
         tools
@@ -188,7 +196,23 @@ impl RunTools {
             .specs()
             .into_iter()
             .filter(|spec| mode == ba_protocol::Mode::Run || !capabilities(spec).run_mode_only)
+            .filter(|spec| !capabilities(spec).finds_tools)
             .partition(|spec| capabilities(spec).always_allowed);
         tools.into_iter().chain(meta).collect()
+    }
+
+    /// The specs of the tool searches (offered only when a request leaves tools out; see
+    /// [`crate::deferral`]).
+    pub(crate) fn search_specs(&self) -> Vec<ToolSpec> {
+        let registry = self.runtime.registry();
+        registry
+            .specs()
+            .into_iter()
+            .filter(|spec| {
+                registry
+                    .get(&spec.name)
+                    .is_some_and(|r| r.tool().capabilities().finds_tools)
+            })
+            .collect()
     }
 }

@@ -114,6 +114,16 @@ pub struct ContextRecord {
     pub dropped: usize,
     /// Skills whose instructions were put back into the system prompt.
     pub skills_reinjected: Vec<String>,
+    /// Tools whose definitions the request sent (0 in logs written before it was counted).
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub tools_sent: usize,
+    /// Tools left out of the request for the tool search to find.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub tools_deferred: usize,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The skill an `activate_skill` call activated, on its tool entry.
@@ -451,6 +461,10 @@ pub struct EntryRecords {
     /// back). Absent in logs written before people were told apart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// On a tool entry: the deferred tools a tool search found, offered to the model from the
+    /// next request on for the rest of the conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_found: Option<Vec<String>>,
 }
 
 /// The context window of a conversation, learned from the server: later requests of the
@@ -494,7 +508,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 26] = [
+pub(crate) const RECORD_KEYS: [&str; 27] = [
     "kind",
     "round",
     "usage",
@@ -521,6 +535,7 @@ pub(crate) const RECORD_KEYS: [&str; 26] = [
     "window",
     "attachments",
     "actor",
+    "tools_found",
 ];
 
 impl EntryRecords {
@@ -583,6 +598,7 @@ impl EntryRecords {
             "window" => object(&mut self.window, value),
             "attachments" => put(&mut self.attachments, value),
             "actor" => put(&mut self.actor, value),
+            "tools_found" => put(&mut self.tools_found, value),
             _ => Err(value),
         }
     }
@@ -616,6 +632,7 @@ impl EntryRecords {
             "window" => self.window.is_some(),
             "attachments" => self.attachments.is_some(),
             "actor" => self.actor.is_some(),
+            "tools_found" => self.tools_found.is_some(),
             _ => false,
         }
     }
@@ -657,7 +674,8 @@ impl EntryRecords {
         opt(m, "workflow", &self.workflow)?;
         opt(m, "window", &self.window)?;
         opt(m, "attachments", &self.attachments)?;
-        opt(m, "actor", &self.actor)
+        opt(m, "actor", &self.actor)?;
+        opt(m, "tools_found", &self.tools_found)
     }
 }
 

@@ -48,9 +48,19 @@ pub struct ToolCapabilities {
     /// The tool is offered only to runs in run mode (a workflow's `complete_node`): a chat or
     /// agent conversation's requests do not list it.
     pub run_mode_only: bool,
+    /// The tool finds the tools a request left out (a tool search): it is offered only when
+    /// some are, and never left out itself.
+    pub finds_tools: bool,
 }
 
 impl ToolCapabilities {
+    /// Declares the tool a tool search (offered only when tools are left out).
+    #[must_use]
+    pub fn with_finds_tools(mut self, finds_tools: bool) -> Self {
+        self.finds_tools = finds_tools;
+        self
+    }
+
     /// Offers the tool only to runs in run mode.
     #[must_use]
     pub fn with_run_mode_only(mut self, run_mode_only: bool) -> Self {

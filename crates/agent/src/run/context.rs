@@ -89,6 +89,8 @@ impl Runner {
             strategies: debug.strategies.clone(),
             dropped: debug.dropped.len(),
             skills_reinjected: reinjected,
+            tools_sent: self.kit.specs().len(),
+            tools_deferred: self.kit.deferred(),
         };
         let total = self.budget().total;
         let usage = if total == 0 {

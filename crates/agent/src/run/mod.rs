@@ -351,7 +351,7 @@ impl Runner {
             )
             .await?,
         );
-        self.kit.offer(self.mode, &self.inner.builders);
+        self.offer_tools();
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
             conversation_id: self.id.to_string(),
@@ -360,7 +360,7 @@ impl Runner {
         });
         let begun = self.take_input(input).await?;
         // A workflow's start puts the conversation in run mode, whose list may differ.
-        self.kit.offer(self.mode, &self.inner.builders);
+        self.offer_tools();
         match begun {
             Begun::Pending(calls) => self.rounds(calls).await,
             Begun::Answered(summary) => Ok(*summary),
@@ -562,8 +562,26 @@ impl Runner {
         self.append(e).await
     }
 
+    /// Takes the tool list of the conversation's mode, with the tools the searches of its log
+    /// found (see [`crate::deferral`]).
+    fn offer_tools(&mut self) {
+        let found = self.history.tools_found();
+        let settings = &self.inner.settings;
+        self.kit.offer(
+            self.mode,
+            &self.inner.builders,
+            &settings.tool_search,
+            &found,
+            settings.budget.total,
+        );
+    }
+
     /// One model call and what follows from its answer.
     async fn round_once(&mut self) -> Result<Next, Stop> {
+        // A search in the last round found tools: they are sent from this request on.
+        if self.history.tools_found_count() != self.kit.found_count() {
+            self.offer_tools();
+        }
         let active = self.history.active_skills();
         let modifier = self.history.modifier();
         let model = modifier

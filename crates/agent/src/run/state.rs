@@ -20,6 +20,9 @@ pub(super) struct RunKit {
     specs: Vec<ToolSpec>,
     /// The local count of `specs`.
     spec_tokens: usize,
+    /// How many tools the list leaves for the tool search, and how many found ones it sends.
+    deferred: usize,
+    found: usize,
     /// The skills catalogue of this run's system prompt, rendered when it started (a reload
     /// of the skills shows in the next run).
     pub(super) catalogue: Option<String>,
@@ -43,19 +46,65 @@ impl RunKit {
             tools,
             specs: Vec::new(),
             spec_tokens: 0,
+            deferred: 0,
+            found: 0,
             catalogue,
             scope: Arc::default(),
             files,
         };
-        kit.offer(ba_protocol::Mode::default(), builders);
+        kit.offer(
+            ba_protocol::Mode::default(),
+            builders,
+            &crate::deferral::ToolSearchSettings::default(),
+            &[],
+            0,
+        );
         kit
     }
 
-    /// Takes the tool list of `mode` and its local count, once: the calibration adds the count
-    /// to each call's window, as the server counts the definitions in its prompt.
-    pub(super) fn offer(&mut self, mode: ba_protocol::Mode, builders: &Builders) {
-        self.specs = self.tools.specs(mode);
+    /// Takes the tool list of `mode` — its tools past the settings' limits left for the tool
+    /// search (those `found` so far sent, last) — and its local count: the calibration adds
+    /// the count to each call's window, as the server counts the definitions in its prompt.
+    pub(super) fn offer(
+        &mut self,
+        mode: ba_protocol::Mode,
+        builders: &Builders,
+        settings: &crate::deferral::ToolSearchSettings,
+        found: &[String],
+        window_tokens: usize,
+    ) {
+        let registry = self.tools.runtime.registry();
+        let finds_tools = |spec: &ToolSpec| {
+            registry
+                .get(&spec.name)
+                .is_some_and(|r| r.tool().capabilities().finds_tools)
+        };
+        let count = |specs: &[ToolSpec]| builders.spec_tokens(specs);
+        let kinds = crate::deferral::ToolKinds {
+            sourced: &self.tools.sourced,
+            finds_tools: &finds_tools,
+            count: &count,
+        };
+        let mut all = self.tools.specs(mode);
+        all.extend(self.tools.search_specs());
+        let offer = crate::deferral::offer(all, &kinds, settings, found, window_tokens);
+        self.deferred = offer.deferred.len();
+        self.found = found.len();
+        self.scope
+            .get_or_default::<crate::adapters::DeferredTools>()
+            .set(offer.searchable, settings.search);
+        self.specs = offer.sent;
         self.spec_tokens = builders.spec_tokens(&self.specs);
+    }
+
+    /// How many tools the list leaves for the tool search.
+    pub(super) fn deferred(&self) -> usize {
+        self.deferred
+    }
+
+    /// How many found tools the list was made with (a search since means a new list).
+    pub(super) fn found_count(&self) -> usize {
+        self.found
     }
 
     /// The tools offered: every tool of the run's runtime (the agent's own, `activate_skill`

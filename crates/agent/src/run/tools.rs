@@ -101,6 +101,8 @@ impl Runner {
         let completion = CompleteNodeTool::outcome(scope, &call.id);
         // What a skill activation did beyond its text (its modifier), whichever tool it was.
         let activation = SkillTool::outcome(scope, &call.id);
+        // The tools a tool search found, sent from the next request on.
+        let found = crate::adapters::DeferredTools::found(scope, &call.id);
         self.keep_full_output(call, &mut result).await;
         if let Some((edited, by)) = edits.get(&call.id) {
             result.observation = format!(
@@ -124,6 +126,7 @@ impl Runner {
         }
         let mut entry = tool_entry(call, &result, activation.as_ref());
         entry.records.workflow = completion.clone().map(Box::new);
+        entry.records.tools_found = found.filter(|f| !f.is_empty());
         self.append(entry).await?;
         self.emit(AgentEvent::ToolResult {
             round: self.round,

@@ -25,5 +25,6 @@ mod skill_activation;
 mod spans;
 mod titles;
 mod tool_adapters;
+mod tool_search;
 mod windows;
 mod workflows;

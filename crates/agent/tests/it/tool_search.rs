@@ -1,0 +1,419 @@
+//! Many tools: 200 tools of 18 servers (written apart from the search code, with 100 tasks
+//! phrased apart from the tools' descriptions: `fixtures/tool-search/`) offered through a tool
+//! source. With deferral the requests carry the pinned tools and the search; a scripted model
+//! that must search sends each task as its query and calls the first tool found. Measured: the
+//! tokens of the tool definitions per request before and after, the share of each request a
+//! provider's prefix cache could serve over a 30-request conversation, and how often the right
+//! tool is found (first, and among those the search names).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ba_agent::{
+    Agent, DeferMode, Input, SourceSnapshot, TOOL_SEARCH_TOOL, ToolSearchSettings, ToolSource,
+};
+use ba_model::{AnthropicClient, ApiKey};
+use ba_protocol::{LogRole, ToolSpec};
+use ba_storage::{ConversationStore, FileStore, NewConversation};
+use ba_testkit::model::{ScriptedModel, Turn};
+use ba_tools::{CallContext, Tool, ToolError};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tool-search")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A tool of the fixture: it answers that it ran.
+#[derive(Debug)]
+struct Declared(ToolSpec);
+
+#[async_trait]
+impl Tool for Declared {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+    fn description(&self) -> &str {
+        &self.0.description
+    }
+    fn input_schema(&self) -> Value {
+        self.0.input_schema.clone()
+    }
+    async fn call(&self, _input: Value, _ctx: &CallContext) -> Result<Value, ToolError> {
+        Ok(json!({"ran": self.0.name}))
+    }
+}
+
+/// The fixture's tools as a source offers them (`server__tool`, as MCP tools are named).
+struct Servers(Vec<Arc<dyn Tool>>);
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Servers({} tools)", self.0.len())
+    }
+}
+
+impl ToolSource for Servers {
+    fn generation(&self) -> u64 {
+        1
+    }
+    fn snapshot(&self) -> SourceSnapshot {
+        SourceSnapshot::new(self.0.clone(), Vec::new())
+    }
+}
+
+fn full_name(server: &str, tool: &str) -> String {
+    format!("{server}__{tool}")
+}
+
+fn servers() -> Arc<Servers> {
+    let tools = fixture("tools.json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let spec = ToolSpec::new(
+                full_name(t["server"].as_str().unwrap(), t["name"].as_str().unwrap()),
+                t["description"].as_str().unwrap(),
+                t["inputSchema"].clone(),
+            );
+            Arc::new(Declared(spec)) as Arc<dyn Tool>
+        })
+        .collect();
+    Arc::new(Servers(tools))
+}
+
+/// A model that knows which tool each task needs (the tasks' own answers) and calls it from the
+/// full list: the requests of the conversation without deferral, a call and an answer a task.
+async fn knowing_model(tasks: &[Value]) -> ScriptedModel {
+    let answers: Vec<(String, String)> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t["task"].as_str().unwrap().to_owned(),
+                full_name(t["server"].as_str().unwrap(), t["tool"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    ScriptedModel::builder()
+        .rule(
+            "answer once the tool ran",
+            |r| !r.tool_results().is_empty(),
+            |_| Turn::text("Done."),
+        )
+        .rule(
+            "call the task's tool",
+            |_| true,
+            move |r| {
+                let tool = answers
+                    .iter()
+                    .find(|(task, _)| task == r.last_user_text())
+                    .map(|(_, tool)| tool.clone())
+                    .unwrap_or_default();
+                Turn::call(&tool, json!({}))
+            },
+        )
+        .start()
+        .await
+}
+
+/// A model that must search: it sends the person's words as the query, then calls the first
+/// tool the search named — if the next request offers it — then answers.
+async fn searching_model() -> ScriptedModel {
+    ScriptedModel::builder()
+        .rule(
+            "answer once a found tool ran",
+            |r| r.tool_results().iter().any(|t| t.name != TOOL_SEARCH_TOOL),
+            |_| Turn::text("Done."),
+        )
+        .rule(
+            "call the first tool found",
+            |r| r.last_result().is_some_and(|t| t.name == TOOL_SEARCH_TOOL),
+            |r| {
+                let found: Value =
+                    serde_json::from_str(&r.last_result().unwrap().text).unwrap_or_default();
+                match found["found"][0]["name"].as_str() {
+                    Some(name) if r.offers(name) => Turn::call(name, json!({})),
+                    Some(name) => Turn::text(format!("found {name} but it is not offered")),
+                    None => Turn::text("nothing found"),
+                }
+            },
+        )
+        .rule(
+            "search with the person's words",
+            |r| r.offers(TOOL_SEARCH_TOOL) && r.tool_results().is_empty(),
+            |r| Turn::call(TOOL_SEARCH_TOOL, json!({"query": r.last_user_text()})),
+        )
+        .rule(
+            "every tool offered: nothing to search",
+            |r| r.tool_results().is_empty(),
+            |_| Turn::text("All tools are here."),
+        )
+        .start()
+        .await
+}
+
+fn agent(model: &ScriptedModel, dir: &std::path::Path, defer: DeferMode) -> Agent {
+    let client = AnthropicClient::new(ApiKey::new("test-key"))
+        .unwrap()
+        .with_base_url(model.anthropic_base_url())
+        .unwrap();
+    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir).unwrap());
+    Agent::builder(Arc::new(client))
+        .store(store)
+        .tool_source(servers())
+        .configure(|s| {
+            s.tool_search = ToolSearchSettings {
+                defer,
+                ..ToolSearchSettings::default()
+            };
+        })
+        .build()
+        .unwrap()
+}
+
+/// The o200k tokens of a request's tool definitions, as the wire sends them.
+fn tool_tokens(body: &Value) -> usize {
+    let tools = serde_json::to_string(&body["tools"]).unwrap();
+    ba_context::Encoding::O200kBase.count(&tools)
+}
+
+/// The o200k tokens of what a request sends before its messages' end, in the order a
+/// provider's prefix cache reads it: tools, system, messages.
+fn prefix_text(body: &Value) -> String {
+    format!(
+        "{}{}{}",
+        serde_json::to_string(&body["tools"]).unwrap(),
+        serde_json::to_string(&body["system"]).unwrap(),
+        serde_json::to_string(&body["messages"]).unwrap()
+    )
+}
+
+/// Over consecutive requests: the tokens of each request's longest prefix shared with the
+/// request before it (what a prefix cache could serve), over all the tokens sent.
+fn cacheable_share(bodies: &[Value]) -> f64 {
+    let tokenizer = ba_context::Encoding::O200kBase;
+    let (mut shared, mut total) = (0usize, 0usize);
+    for pair in bodies.windows(2) {
+        let (before, now) = (prefix_text(&pair[0]), prefix_text(&pair[1]));
+        let common = before
+            .char_indices()
+            .zip(now.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, c), _)| i + c.len_utf8());
+        shared += tokenizer.count(&now[..common]);
+        total += tokenizer.count(&now);
+    }
+    shared as f64 / total.max(1) as f64
+}
+
+struct Measured {
+    tool_tokens_per_request: f64,
+    cacheable: f64,
+    first: usize,
+    named: usize,
+    tasks: usize,
+    misses: Vec<String>,
+}
+
+/// Runs `tasks` in one conversation (a search and a call each), as a person would ask them
+/// one after another.
+async fn measure(defer: DeferMode, tasks: &[Value], one_conversation: bool) -> Measured {
+    let model = searching_model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent(&model, dir.path(), defer);
+    let mut first = 0;
+    let mut named = 0;
+    let mut misses = Vec::new();
+    let mut id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    for task in tasks {
+        if !one_conversation {
+            id = agent
+                .new_conversation(NewConversation::default())
+                .await
+                .unwrap();
+        }
+        let expected = full_name(
+            task["server"].as_str().unwrap(),
+            task["tool"].as_str().unwrap(),
+        );
+        let text = task["task"].as_str().unwrap();
+        let seen = agent.entries(&id).await.unwrap().len();
+        agent.send(&id, Input::message(text)).finish().await;
+        let log = agent.entries(&id).await.unwrap();
+        let new = &log[seen..];
+        let called: Vec<&str> = new
+            .iter()
+            .flat_map(|e| e.calls())
+            .map(|c| c.function.name.as_str())
+            .filter(|n| *n != TOOL_SEARCH_TOOL)
+            .collect();
+        let found: HashSet<&str> = new
+            .iter()
+            .filter(|e| e.role == LogRole::Tool)
+            .filter_map(|e| e.records.tools_found.as_ref())
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if called.first() == Some(&expected.as_str()) {
+            first += 1;
+        } else {
+            misses.push(format!("{expected} <- {text:?} (called {called:?})"));
+        }
+        if found.contains(expected.as_str()) {
+            named += 1;
+        }
+    }
+    let bodies: Vec<Value> = model.requests().iter().map(|r| r.body().clone()).collect();
+    let tokens: usize = bodies.iter().map(tool_tokens).sum();
+    Measured {
+        tool_tokens_per_request: tokens as f64 / bodies.len().max(1) as f64,
+        cacheable: cacheable_share(&bodies),
+        first,
+        named,
+        tasks: tasks.len(),
+        misses,
+    }
+}
+
+#[tokio::test]
+async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
+    let tasks: Vec<Value> = fixture("tasks.json").as_array().unwrap().clone();
+    assert_eq!(tasks.len(), 100);
+
+    // Before: every definition in every request; the model calls each task's tool from the
+    // full list (a call and an answer a task).
+    let model = knowing_model(&tasks[..15]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let before_agent = agent(&model, dir.path(), DeferMode::Never);
+    let id = before_agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    for task in tasks.iter().take(15) {
+        before_agent
+            .send(&id, Input::message(task["task"].as_str().unwrap()))
+            .finish()
+            .await;
+    }
+    let before_bodies: Vec<Value> = model.requests().iter().map(|r| r.body().clone()).collect();
+    let before_tokens =
+        before_bodies.iter().map(tool_tokens).sum::<usize>() as f64 / before_bodies.len() as f64;
+    assert!(
+        before_bodies
+            .iter()
+            .all(|b| b["tools"].as_array().is_some_and(|t| t.len() > 200)),
+        "without deferral every request carries every tool"
+    );
+
+    // After: ten tasks in one conversation give 30 requests (a search, a call, an answer).
+    let after = measure(DeferMode::Auto, &tasks[..10], true).await;
+    let before_cache = cacheable_share(&before_bodies);
+    let cut = 1.0 - after.tool_tokens_per_request / before_tokens;
+    println!(
+        "tool definitions per request: {before_tokens:.0} → {:.0} tokens ({:+.1} %); \
+         cacheable share over {} requests: {:.1} % → {:.1} %",
+        after.tool_tokens_per_request,
+        -cut * 100.0,
+        before_bodies.len(),
+        before_cache * 100.0,
+        after.cacheable * 100.0
+    );
+
+    // Every task, each in a conversation of its own.
+    let all = measure(DeferMode::Auto, &tasks, false).await;
+    let first = all.first as f64 / all.tasks as f64;
+    let named = all.named as f64 / all.tasks as f64;
+    println!(
+        "right tool called first: {}/{} ({:.0} %); named by the search: {}/{} ({:.0} %)",
+        all.first,
+        all.tasks,
+        first * 100.0,
+        all.named,
+        all.tasks,
+        named * 100.0
+    );
+    for miss in &all.misses {
+        println!("  missed: {miss}");
+    }
+    assert!(
+        cut >= 0.8,
+        "the definitions fell by {:.1} % only",
+        cut * 100.0
+    );
+    assert!(all.named >= all.first);
+    assert!(all.first > 0, "the search found nothing at all");
+}
+
+#[tokio::test]
+async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
+    let model = searching_model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = AnthropicClient::new(ApiKey::new("test-key"))
+        .unwrap()
+        .with_base_url(model.anthropic_base_url())
+        .unwrap();
+    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let agent = Agent::builder(Arc::new(client))
+        .store(store)
+        .tool_source(servers())
+        .configure(|s| {
+            s.tool_search = ToolSearchSettings {
+                pin: vec!["calendar__*".into(), "chat__post_message".into()],
+                ..ToolSearchSettings::default()
+            };
+        })
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    agent
+        .send(&id, Input::message("file a bug about the login page crash"))
+        .finish()
+        .await;
+    agent
+        .send(
+            &id,
+            Input::message("how many people visited the pricing page"),
+        )
+        .finish()
+        .await;
+    let requests = model.requests();
+    let offered = |i: usize| -> Vec<String> { requests[i].tools().to_vec() };
+    for i in 0..requests.len() {
+        let tools = offered(i);
+        assert!(
+            tools.iter().any(|t| t == "chat__post_message"),
+            "pinned by name"
+        );
+        assert!(
+            tools.iter().any(|t| t.starts_with("calendar__")),
+            "pinned by prefix"
+        );
+        assert!(tools.iter().any(|t| t == TOOL_SEARCH_TOOL));
+        assert!(tools.len() < 60, "request {i} sent {} tools", tools.len());
+    }
+    // What the first search found is offered in every later request, at the end of the list.
+    let log = agent.entries(&id).await.unwrap();
+    let first_found: Vec<String> = log
+        .iter()
+        .find_map(|e| e.records.tools_found.clone())
+        .expect("a search found tools");
+    let last = offered(requests.len() - 1);
+    for name in &first_found {
+        assert!(last.contains(name), "{name} is no longer offered: {last:?}");
+    }
+    let report = agent.report(&id).await.unwrap();
+    assert_eq!(report.tool_searches, 2);
+    assert!(report.tools_offered.is_some_and(|o| o.deferred > 100));
+    assert!(report.render(false).contains("left for the tool search"));
+}
