@@ -46,6 +46,10 @@ pub struct ToolSearchSettings {
     pub share: f64,
     /// With `auto`: the number of tools past which tools leave (default 40).
     pub max_tools: usize,
+    /// Use the provider's own tool search where it has one (Anthropic's `defer_loading`):
+    /// every tool's definition stays in the request, so its cached prefix never changes, and
+    /// the provider loads what its search finds (default on).
+    pub native: bool,
 }
 
 impl Default for ToolSearchSettings {
@@ -56,6 +60,7 @@ impl Default for ToolSearchSettings {
             search: SearchKind::Bm25,
             share: 0.1,
             max_tools: 40,
+            native: true,
         }
     }
 }
@@ -95,12 +100,15 @@ pub(crate) struct ToolKinds<'a> {
 
 /// The offer of `all` (the run's tools for its mode, in their order) under `settings`, for a
 /// window of `window_tokens`, the tools `found` so far (in the order they were found) sent.
+/// With `native` (the provider searches itself) every deferrable tool is left out of `sent`
+/// for the provider to hold back, and no search tool of ours is offered.
 pub(crate) fn offer(
     all: Vec<ToolSpec>,
     kinds: &ToolKinds<'_>,
     settings: &ToolSearchSettings,
     found: &[String],
     window_tokens: usize,
+    native: bool,
 ) -> Offer {
     let (search, tools): (Vec<ToolSpec>, Vec<ToolSpec>) =
         all.into_iter().partition(|s| (kinds.finds_tools)(s));
@@ -117,6 +125,15 @@ pub(crate) fn offer(
     if !defer || search.is_empty() {
         return Offer {
             sent: tools,
+            ..Offer::default()
+        };
+    }
+    if native {
+        let (deferred, sent): (Vec<ToolSpec>, Vec<ToolSpec>) =
+            tools.into_iter().partition(deferrable);
+        return Offer {
+            sent,
+            deferred,
             ..Offer::default()
         };
     }
@@ -178,7 +195,7 @@ mod tests {
             count: &count,
         };
         let found: Vec<String> = found.iter().map(|s| (*s).to_owned()).collect();
-        offer(all, &kinds, settings, &found, window)
+        offer(all, &kinds, settings, &found, window, false)
     }
 
     #[test]

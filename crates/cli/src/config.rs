@@ -145,6 +145,12 @@ pub(crate) struct Config {
     /// ones. A run at a cap ends `budget_reached` after the call in flight.
     #[serde(default)]
     pub budgets: ba_agent::Budgets,
+    /// Which tools a request sends: `defer` (`auto`, the default: past `share` of the window
+    /// — 0.1 — or `max_tools` tools — 40 —, the tools of MCP servers and plugins leave the
+    /// request and `tool_search` finds them; `always`; `never`), `pin` (names always sent; a
+    /// name ending in `*` pins a prefix, `github__*`), `search` (`bm25` or `regex`).
+    #[serde(default)]
+    pub tools: ba_agent::ToolSearchSettings,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -494,6 +500,7 @@ impl Config {
         let model = self.default_model();
         let prices = self.prices()?;
         let budgets = self.budgets()?;
+        let tool_search = self.tools.clone();
         let workflows = Arc::new(self.workflow_set());
         // The store's workspace keeps every file of a conversation: uploads, saved code,
         // spilled data and outputs.
@@ -532,6 +539,7 @@ impl Config {
                 s.approvals = self.approval_settings();
                 s.prices = prices;
                 s.budgets = budgets;
+                s.tool_search = tool_search;
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {

@@ -22,6 +22,9 @@ use super::{
 
 const PROVIDER: &str = "anthropic";
 
+/// The beta the API's tool search needs.
+const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
 /// The beta that context editing needs.
 const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
 
@@ -242,6 +245,8 @@ pub struct AnthropicClient {
     version: String,
     betas: Vec<String>,
     context_editing: Option<ContextEditing>,
+    /// Whether held-back tools go to the API's own tool search.
+    tool_search: bool,
 }
 
 impl AnthropicClient {
@@ -259,6 +264,7 @@ impl AnthropicClient {
             version: "2023-06-01".to_owned(),
             betas: Vec::new(),
             context_editing: None,
+            tool_search: true,
         })
     }
 
@@ -292,6 +298,14 @@ impl AnthropicClient {
         self
     }
 
+    /// Whether tools a request holds back ([`ModelRequest::deferred`]) go to the API's own tool
+    /// search (`defer_loading`, with the `advanced-tool-use-2025-11-20` beta): on by default;
+    /// off, the caller offers a search tool of its own (for a model or a gateway without it).
+    pub fn with_tool_search(mut self, on: bool) -> Self {
+        self.tool_search = on;
+        self
+    }
+
     /// Asks the API to clear old tool results (and thinking) server-side; see
     /// [`ContextEditing`].
     pub fn with_context_editing(mut self, editing: ContextEditing) -> Self {
@@ -301,8 +315,11 @@ impl AnthropicClient {
 
     /// The `anthropic-beta` header of a request that thinks or not: every beta turned on and
     /// those its context editing needs, comma-separated; `None` for none.
-    fn beta_header(&self, thinking: bool) -> Option<String> {
+    fn beta_header(&self, thinking: bool, deferred: bool) -> Option<String> {
         let mut betas: Vec<&str> = self.betas.iter().map(String::as_str).collect();
+        if deferred && !betas.contains(&TOOL_SEARCH_BETA) {
+            betas.push(TOOL_SEARCH_BETA);
+        }
         for beta in self
             .context_editing
             .iter()
@@ -346,8 +363,8 @@ impl AnthropicClient {
         let extra = &mut body.extra;
         extra.insert("model".to_owned(), json!(request.model));
         extra.insert("max_tokens".to_owned(), json!(request.max_tokens));
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+        if !request.tools.is_empty() || request.deferred.is_some() {
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| {
@@ -358,6 +375,23 @@ impl AnthropicClient {
                     })
                 })
                 .collect();
+            // Held-back tools after the others, then the API's search: the list is the same
+            // from call to call, so the cached prefix holds.
+            if let Some(deferred) = &request.deferred {
+                tools.extend(deferred.tools.iter().map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                        "defer_loading": true,
+                    })
+                }));
+                tools.push(if deferred.regex {
+                    json!({"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"})
+                } else {
+                    json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})
+                });
+            }
             extra.insert("tools".to_owned(), Value::Array(tools));
         }
         if let Some(budget) = request.thinking_budget {
@@ -451,6 +485,10 @@ impl ModelClient for AnthropicClient {
         PROVIDER
     }
 
+    fn searches_tools(&self) -> bool {
+        self.tool_search
+    }
+
     async fn complete_streaming(
         &self,
         request: &ModelRequest,
@@ -459,7 +497,10 @@ impl ModelClient for AnthropicClient {
         let body = self.body(request);
         let url = format!("{}/v1/messages", self.base_url);
         let key = self.key.header_value("", PROVIDER)?;
-        let beta = self.beta_header(request.thinking_budget.is_some());
+        let beta = self.beta_header(
+            request.thinking_budget.is_some(),
+            request.deferred.is_some(),
+        );
         let (response, retries, deadline, call_deadline) = self
             .transport
             .send(|| {

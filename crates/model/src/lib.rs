@@ -116,6 +116,9 @@ pub struct ModelRequest {
     pub entries: Vec<LogEntry>,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
+    /// Tools the provider holds back until its own tool search finds them (sent only to a
+    /// client whose [`ModelClient::searches_tools`] says it can); `None` for none.
+    pub deferred: Option<DeferredTools>,
     /// Cap on the tokens the model may write.
     pub max_tokens: u32,
     /// Tokens the model may spend thinking; `None` leaves thinking off.
@@ -125,6 +128,17 @@ pub struct ModelRequest {
     /// Prompt caching: where the part of the request that repeats from call to call ends, and
     /// the key that ties one conversation's calls together. `None` asks for no caching.
     pub cache: Option<CacheHint>,
+}
+
+/// Tools sent for the provider's own tool search: their definitions are in the request (so its
+/// prefix does not change from call to call) but loaded for the model only when a search finds
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeferredTools {
+    /// The tools held back.
+    pub tools: Vec<ToolSpec>,
+    /// The provider's search reads a regular expression instead of words.
+    pub regex: bool,
 }
 
 /// What a provider's prompt cache needs to know about a request.
@@ -149,6 +163,7 @@ impl ModelRequest {
             system: None,
             entries,
             tools: Vec::new(),
+            deferred: None,
             max_tokens: 4096,
             thinking_budget: None,
             stream: false,
@@ -344,6 +359,12 @@ pub trait ModelClient: Send + Sync {
         let _ = model;
         None
     }
+
+    /// Whether the provider searches tools itself ([`ModelRequest::deferred`]): the caller
+    /// then sends the tools it holds back instead of offering a search tool of its own.
+    fn searches_tools(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -361,6 +382,9 @@ impl<T: ModelClient + ?Sized> ModelClient for Arc<T> {
     async fn context_window(&self, model: &str) -> Option<u64> {
         (**self).context_window(model).await
     }
+    fn searches_tools(&self) -> bool {
+        (**self).searches_tools()
+    }
 }
 
 #[async_trait]
@@ -377,6 +401,9 @@ impl<T: ModelClient + ?Sized> ModelClient for Box<T> {
     }
     async fn context_window(&self, model: &str) -> Option<u64> {
         (**self).context_window(model).await
+    }
+    fn searches_tools(&self) -> bool {
+        (**self).searches_tools()
     }
 }
 

@@ -567,12 +567,14 @@ impl Runner {
     fn offer_tools(&mut self) {
         let found = self.history.tools_found();
         let settings = &self.inner.settings;
+        let native = settings.tool_search.native && self.inner.client.searches_tools();
         self.kit.offer(
             self.mode,
             &self.inner.builders,
             &settings.tool_search,
             &found,
             settings.budget.total,
+            native,
         );
     }
 
@@ -640,6 +642,13 @@ impl Runner {
             .with_max_tokens(max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;
+        let held_back = self.kit.native_deferred();
+        if !held_back.is_empty() {
+            request.deferred = Some(ba_model::DeferredTools {
+                tools: held_back.to_vec(),
+                regex: settings.tool_search.search == crate::SearchKind::Regex,
+            });
+        }
         (request, built.record)
     }
 

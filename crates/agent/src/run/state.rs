@@ -23,6 +23,8 @@ pub(super) struct RunKit {
     /// How many tools the list leaves for the tool search, and how many found ones it sends.
     deferred: usize,
     found: usize,
+    /// The tools held back for the provider's own search (none when ours searches).
+    native_deferred: Vec<ToolSpec>,
     /// The skills catalogue of this run's system prompt, rendered when it started (a reload
     /// of the skills shows in the next run).
     pub(super) catalogue: Option<String>,
@@ -48,6 +50,7 @@ impl RunKit {
             spec_tokens: 0,
             deferred: 0,
             found: 0,
+            native_deferred: Vec::new(),
             catalogue,
             scope: Arc::default(),
             files,
@@ -58,6 +61,7 @@ impl RunKit {
             &crate::deferral::ToolSearchSettings::default(),
             &[],
             0,
+            false,
         );
         kit
     }
@@ -72,6 +76,7 @@ impl RunKit {
         settings: &crate::deferral::ToolSearchSettings,
         found: &[String],
         window_tokens: usize,
+        native: bool,
     ) {
         let registry = self.tools.runtime.registry();
         let finds_tools = |spec: &ToolSpec| {
@@ -87,14 +92,24 @@ impl RunKit {
         };
         let mut all = self.tools.specs(mode);
         all.extend(self.tools.search_specs());
-        let offer = crate::deferral::offer(all, &kinds, settings, found, window_tokens);
+        let offer = crate::deferral::offer(all, &kinds, settings, found, window_tokens, native);
         self.deferred = offer.deferred.len();
         self.found = found.len();
+        self.native_deferred = if native {
+            offer.deferred.clone()
+        } else {
+            Vec::new()
+        };
         self.scope
             .get_or_default::<crate::adapters::DeferredTools>()
             .set(offer.searchable, settings.search);
         self.specs = offer.sent;
         self.spec_tokens = builders.spec_tokens(&self.specs);
+    }
+
+    /// The tools held back for the provider's own search.
+    pub(super) fn native_deferred(&self) -> &[ToolSpec] {
+        &self.native_deferred
     }
 
     /// How many tools the list leaves for the tool search.

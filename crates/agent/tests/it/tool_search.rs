@@ -168,6 +168,8 @@ fn agent(model: &ScriptedModel, dir: &std::path::Path, defer: DeferMode) -> Agen
         .configure(|s| {
             s.tool_search = ToolSearchSettings {
                 defer,
+                // The scripted model stands for a model searching with our tool.
+                native: false,
                 ..ToolSearchSettings::default()
             };
         })
@@ -367,6 +369,7 @@ async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
         .configure(|s| {
             s.tool_search = ToolSearchSettings {
                 pin: vec!["calendar__*".into(), "chat__post_message".into()],
+                native: false,
                 ..ToolSearchSettings::default()
             };
         })
@@ -416,4 +419,54 @@ async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
     assert_eq!(report.tool_searches, 2);
     assert!(report.tools_offered.is_some_and(|o| o.deferred > 100));
     assert!(report.render(false).contains("left for the tool search"));
+}
+
+#[tokio::test]
+async fn anthropic_holds_the_tools_back_itself_and_the_prefix_never_changes() {
+    let model = ScriptedModel::builder()
+        .rule("answer", |_| true, |_| Turn::text("Done."))
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = AnthropicClient::new(ApiKey::new("test-key"))
+        .unwrap()
+        .with_base_url(model.anthropic_base_url())
+        .unwrap();
+    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let agent = Agent::builder(Arc::new(client))
+        .store(store)
+        .tool_source(servers())
+        .build()
+        .unwrap();
+    let id = agent
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    for text in ["first question", "second question", "third question"] {
+        agent.send(&id, Input::message(text)).finish().await;
+    }
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        assert_eq!(
+            r.header("anthropic-beta"),
+            Some("advanced-tool-use-2025-11-20")
+        );
+        let tools = r.body()["tools"].as_array().unwrap();
+        let held = tools
+            .iter()
+            .filter(|t| t["defer_loading"] == json!(true))
+            .count();
+        assert_eq!(held, 200, "every server tool held back by the provider");
+        assert_eq!(
+            tools.last().unwrap()["type"],
+            json!("tool_search_tool_bm25_20251119")
+        );
+        assert!(
+            !tools.iter().any(|t| t["name"] == json!(TOOL_SEARCH_TOOL)),
+            "no search tool of ours beside the provider's"
+        );
+    }
+    // The tool list, and so the cached prefix, is the same in every request.
+    assert_eq!(requests[0].body()["tools"], requests[2].body()["tools"]);
 }
