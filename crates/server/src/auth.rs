@@ -1,17 +1,23 @@
-//! Who may talk to the server: the bearer token (compared in constant time) on every API route,
-//! and the `Host` and `Origin` checks that keep a page on another site — or a DNS name rebound to
+//! Who may talk to the server: the sign-in on every API route (one token, the directory's
+//! tokens, an identity provider's JWT or a trusted proxy's user header — [`Auth`]), and the
+//! `Host` and `Origin` checks that keep a page on another site — or a DNS name rebound to
 //! loopback — out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ba_storage::{DEFAULT_OWNER, Directory, Role};
 use rand::RngCore as _;
 
 use crate::error::ApiError;
+pub use crate::oidc::Oidc;
+pub use crate::proxy::Proxy;
+use crate::settings::UnknownUsers;
+use crate::state::AppState;
 
 /// The secret every API request carries as `Authorization: Bearer TOKEN`.
 #[derive(Clone)]
@@ -95,11 +101,51 @@ impl HostCheck {
     }
 }
 
-/// What the middlewares need.
+/// Who a request comes from, as the sign-in established it: every API handler finds one in
+/// the request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The user's name (`owner` under `--auth token`).
+    pub name: String,
+    /// What the user may do.
+    pub role: Role,
+}
+
+impl Caller {
+    /// The single user of a token-guarded server: an admin named `owner`.
+    pub fn owner() -> Self {
+        Self {
+            name: DEFAULT_OWNER.to_owned(),
+            role: Role::Admin,
+        }
+    }
+
+    /// Whether the caller may start work of their own (create, run, fork): viewers may not.
+    pub(crate) fn may_work(&self) -> bool {
+        self.role != Role::Viewer
+    }
+}
+
+/// How callers are told apart; the CLI builds one from [`AuthSettings`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Auth {
+    /// One secret for one person: whoever holds it is `owner`, an admin.
+    Token(Token),
+    /// Each user's own tokens, kept hashed in the store's directory.
+    Users,
+    /// A bearer JWT from an identity provider, checked against its published keys.
+    Oidc(Oidc),
+    /// A user header set by a reverse proxy, believed only from the proxy's addresses.
+    Proxy(Proxy),
+}
+
+/// What the middlewares need.
+#[derive(Debug)]
 pub(crate) struct Guard {
-    pub(crate) token: Token,
+    pub(crate) auth: Auth,
     pub(crate) hosts: HostCheck,
+    pub(crate) state: AppState,
 }
 
 /// `Host` must be one of ours, and an `Origin`, when sent, must be this server (403 otherwise).
@@ -138,32 +184,135 @@ pub(crate) async fn check_host(
     next.run(request).await
 }
 
-/// Every API route needs `Authorization: Bearer TOKEN` (401 otherwise).
-pub(crate) async fn require_token(
+/// Why a request is refused at sign-in; the reason goes to the operator's log, never to the
+/// client, whose answer is a bare 401.
+pub(crate) struct Refused(pub(crate) String);
+
+/// Every API route needs a caller (401 otherwise); the caller goes into the request's
+/// extensions.
+pub(crate) async fn authenticate(
     State(guard): State<Arc<Guard>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.
-    let given = request
+    let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|h| bearer_token(h.as_bytes()));
-    match given {
-        Some(t) if guard.token.matches(t) => next.run(request).await,
-        Some(_) => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "the bearer token is wrong",
-        )
-        .into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "send `Authorization: Bearer TOKEN` (the token the server printed at start)",
-        )
-        .into_response(),
+        .and_then(|h| bearer_token(h.as_bytes()))
+        .map(<[u8]>::to_vec);
+    let caller = match &guard.auth {
+        Auth::Token(token) => match &bearer {
+            Some(t) if token.matches(t) => Ok(Caller::owner()),
+            Some(_) => {
+                return unauthorized("the bearer token is wrong");
+            }
+            None => {
+                return unauthorized(
+                    "send `Authorization: Bearer TOKEN` (the token the server printed at start)",
+                );
+            }
+        },
+        Auth::Users => match &bearer {
+            Some(t) => user_of_token(&guard.state, t).await,
+            None => Err(Refused("no bearer token".into())),
+        },
+        Auth::Oidc(oidc) => match &bearer {
+            Some(t) => match oidc.verify(t).await {
+                Ok(claims) => oidc.caller(&guard.state, &claims).await,
+                Err(why) => Err(Refused(why)),
+            },
+            None => Err(Refused("no bearer token".into())),
+        },
+        Auth::Proxy(proxy) => {
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip());
+            match proxy.user(peer, request.headers()) {
+                Ok(name) => known_or_new(&guard.state, &name, proxy.unknown_users, None).await,
+                Err(why) => Err(Refused(why)),
+            }
+        }
+    };
+    match caller {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(Refused(why)) => {
+            tracing::warn!(
+                "sign-in refused for {} {}: {why}",
+                request.method(),
+                request.uri().path()
+            );
+            unauthorized("sign in: send `Authorization: Bearer TOKEN`")
+        }
     }
+}
+
+fn unauthorized(message: &str) -> Response {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
+}
+
+async fn user_of_token(state: &AppState, secret: &[u8]) -> Result<Caller, Refused> {
+    let directory = directory(state)?;
+    let secret =
+        std::str::from_utf8(secret).map_err(|_| Refused("a token that is not text".into()))?;
+    match directory.authenticate(secret).await {
+        Ok(Some(user)) => Ok(Caller {
+            name: user.name,
+            role: user.role,
+        }),
+        Ok(None) => Err(Refused("an unknown or revoked token".into())),
+        Err(e) => Err(Refused(format!("the directory could not be read: {e}"))),
+    }
+}
+
+/// The store's directory of users, which every mode but `token` needs.
+fn directory(state: &AppState) -> Result<Arc<dyn Directory>, Refused> {
+    state
+        .store()
+        .directory()
+        .ok_or_else(|| Refused("the store keeps no users (a file or PostgreSQL store does)".into()))
+}
+
+/// The directory's user `name`, made an analyst when unknown and the settings say so; a role
+/// the identity provider vouches for (`claimed`) wins over the directory's.
+pub(crate) async fn known_or_new(
+    state: &AppState,
+    name: &str,
+    unknown: UnknownUsers,
+    claimed: Option<Role>,
+) -> Result<Caller, Refused> {
+    let directory = directory(state)?;
+    let known = directory
+        .user(name)
+        .await
+        .map_err(|e| Refused(format!("the directory could not be read: {e}")))?;
+    let user = match (known, unknown) {
+        (Some(user), _) => user,
+        (None, UnknownUsers::Refuse) => {
+            return Err(Refused(format!("user {name:?} is not in the directory")));
+        }
+        (None, UnknownUsers::Create) => match directory.add_user(name, Role::Analyst).await {
+            Ok(user) => {
+                tracing::info!("user {name:?} signed in for the first time: added as an analyst");
+                user
+            }
+            // Two first requests at once: the other one added the user.
+            Err(first) => directory
+                .user(name)
+                .await
+                .ok()
+                .flatten()
+                .ok_or_else(|| Refused(format!("user {name:?} could not be added: {first}")))?,
+        },
+    };
+    Ok(Caller {
+        name: user.name,
+        role: claimed.unwrap_or(user.role),
+    })
 }
 
 /// The token of an `Authorization` value whose scheme is `Bearer` in any case, the spaces

@@ -197,7 +197,7 @@ async fn the_sidebar_is_in_recency_order_and_tells_branches_apart() {
     server.run_to_end(&root, "And the slowest?").await;
     let mut expected = vec![root.clone(), other.clone()];
     expected.extend(forks.iter().rev().cloned());
-    c.goto(&server.url(&root)).await.unwrap();
+    goto(&c, &server, &root).await;
     loaded(&c).await;
     let order = wait_for(
         &c,
@@ -243,7 +243,7 @@ async fn a_stopped_server_is_shown_until_it_is_back() {
     })
     .await;
     let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(&c, &server, &id).await;
     loaded(&c).await;
     assert!(
         js(&c, "return document.querySelector('#offline').hidden")
@@ -305,7 +305,7 @@ async fn the_cost_line_leaves_out_what_a_rewind_took_back() {
         .unwrap();
     server.run_to_end(&id, CHART_QUESTION).await;
     let all = calls().await;
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(&c, &server, &id).await;
     loaded(&c).await;
     let line =
         "const p = document.querySelector('#conv-cost'); return p && !p.hidden && p.textContent";
@@ -387,7 +387,7 @@ async fn a_reload_lands_where_the_person_was() {
     let id = server.conversation().await;
     server.run_to_end(&id, QUESTION).await;
     server.run_to_end(&id, CHART_QUESTION).await;
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(&c, &server, &id).await;
     loaded(&c).await;
     wait_for(&c, "the answers, complete", SETTLED).await;
     c.refresh().await.unwrap();
