@@ -71,7 +71,7 @@ impl Proxy {
             return Err(if named.is_some() {
                 format!(
                     "{} from {peer}, which is not a trusted proxy: ignored",
-                    self.header
+                    self.shown
                 )
             } else {
                 format!("a request from {peer}, which is not a trusted proxy")

@@ -8,7 +8,13 @@ use serde_json::{Value, json};
 use crate::harness::*;
 
 /// An API call as the holder of `secret`.
-async fn call(server: &Server, secret: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+async fn call(
+    server: &Server,
+    secret: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
     let mut r = reqwest::Client::new()
         .request(method, format!("http://{}{path}", server.addr))
         .bearer_auth(secret);
@@ -24,14 +30,36 @@ async fn call(server: &Server, secret: &str, method: reqwest::Method, path: &str
 /// A conversation of the holder of `secret`; with `question`, asked and answered.
 async fn conversation_of(server: &Server, secret: &str, question: Option<&str>) -> String {
     use reqwest::Method;
-    let made = call(server, secret, Method::POST, "/api/v1/conversations", Some(json!({"mode": "agent"}))).await;
+    let made = call(
+        server,
+        secret,
+        Method::POST,
+        "/api/v1/conversations",
+        Some(json!({"mode": "agent"})),
+    )
+    .await;
     let id = made["id"].as_str().unwrap().to_owned();
     if let Some(text) = question {
-        let body = json!({"request_id": format!("req-{id}"), "input": {"type": "message", "text": text}});
-        call(server, secret, Method::POST, &format!("/api/v1/conversations/{id}/runs"), Some(body)).await;
+        let body =
+            json!({"request_id": format!("req-{id}"), "input": {"type": "message", "text": text}});
+        call(
+            server,
+            secret,
+            Method::POST,
+            &format!("/api/v1/conversations/{id}/runs"),
+            Some(body),
+        )
+        .await;
         let start = std::time::Instant::now();
         loop {
-            let c = call(server, secret, Method::GET, &format!("/api/v1/conversations/{id}"), None).await;
+            let c = call(
+                server,
+                secret,
+                Method::GET,
+                &format!("/api/v1/conversations/{id}"),
+                None,
+            )
+            .await;
             if c["status"] != "running" {
                 assert_eq!(c["status"], "idle", "{c}");
                 break;
@@ -53,18 +81,34 @@ async fn no_token_in_address_bar(c: &fantoccini::Client, secrets: &[&str]) {
 }
 
 async fn listed(c: &fantoccini::Client, list: &str) -> Value {
-    js(c, &format!("return [...document.querySelectorAll('{list} li')].map((li) => li.dataset.id)")).await
+    js(
+        c,
+        &format!("return [...document.querySelectorAll('{list} li')].map((li) => li.dataset.id)"),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn people_see_their_own_and_a_viewer_reads_a_shared_report() {
     let _one = BROWSER.lock().await;
-    let Some(alice_tab) = browser().await else { return };
-    let Some(bob_tab) = browser().await else { return };
-    let server = Server::start(Options { users: true, ..Options::default() }).await;
+    let Some(alice_tab) = browser().await else {
+        return;
+    };
+    let Some(bob_tab) = browser().await else {
+        return;
+    };
+    let server = Server::start(Options {
+        users: true,
+        ..Options::default()
+    })
+    .await;
     let directory = server.agent.store().directory().unwrap();
     let mut secrets = std::collections::HashMap::new();
-    for (name, role) in [("alice", Role::Analyst), ("bob", Role::Analyst), ("vera", Role::Viewer)] {
+    for (name, role) in [
+        ("alice", Role::Analyst),
+        ("bob", Role::Analyst),
+        ("vera", Role::Viewer),
+    ] {
         directory.add_user(name, role).await.unwrap();
         secrets.insert(name, directory.issue_token(name).await.unwrap().secret);
     }
@@ -73,28 +117,66 @@ async fn people_see_their_own_and_a_viewer_reads_a_shared_report() {
     let bobs = conversation_of(&server, &secrets["bob"], None).await;
 
     // Side by side: each tab signs in with its own token and lists its own conversation only.
-    for (tab, who, own, other) in [(&alice_tab, "alice", &alices, &bobs), (&bob_tab, "bob", &bobs, &alices)] {
+    for (tab, who, own, other) in [
+        (&alice_tab, "alice", &alices, &bobs),
+        (&bob_tab, "bob", &bobs, &alices),
+    ] {
         tab.goto(&server.url("")).await.unwrap();
         no_token_in_address_bar(tab, &all).await;
         sign_in(tab, &secrets[who]).await;
         no_token_in_address_bar(tab, &all).await;
-        wait_for(tab, "the own conversation listed", &format!("return Boolean(document.querySelector('#conv-list li[data-id=\"{own}\"]'))")).await;
+        wait_for(
+            tab,
+            "the own conversation listed",
+            &format!("return Boolean(document.querySelector('#conv-list li[data-id=\"{own}\"]'))"),
+        )
+        .await;
         assert_eq!(listed(tab, "#conv-list").await, json!([own]), "{who}");
         assert_eq!(listed(tab, "#shared-list").await, json!([]), "{who}");
-        let shown = js(tab, "return document.querySelector('#whoami-text').textContent").await;
-        assert!(shown.as_str().unwrap().starts_with(&format!("{who} (analyst)")), "{shown}");
-        assert!(!js(tab, "return document.body.innerText").await.as_str().unwrap().contains(other.as_str()));
+        let shown = js(
+            tab,
+            "return document.querySelector('#whoami-text').textContent",
+        )
+        .await;
+        assert!(
+            shown
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{who} (analyst)")),
+            "{shown}"
+        );
+        assert!(
+            !js(tab, "return document.body.innerText")
+                .await
+                .as_str()
+                .unwrap()
+                .contains(other.as_str())
+        );
     }
     // Bob cannot open Alice's conversation by its address: the page says it does not exist.
     bob_tab.goto(&server.url(&alices)).await.unwrap();
-    wait_for(&bob_tab, "the refusal", "return document.querySelector('#notice').textContent.includes('does not exist')").await;
+    wait_for(
+        &bob_tab,
+        "the refusal",
+        "return document.querySelector('#notice').textContent.includes('does not exist')",
+    )
+    .await;
     no_token_in_address_bar(&bob_tab, &all).await;
     bob_tab.close().await.unwrap();
 
     // Shared with vera: her page lists it under "Shared with me" and opens its report with no
     // composer.
-    call(&server, &secrets["alice"], reqwest::Method::POST, &format!("/api/v1/conversations/{alices}/shares"), Some(json!({"user": "vera", "access": "read"}))).await;
-    let Some(vera_tab) = browser().await else { return };
+    call(
+        &server,
+        &secrets["alice"],
+        reqwest::Method::POST,
+        &format!("/api/v1/conversations/{alices}/shares"),
+        Some(json!({"user": "vera", "access": "read"})),
+    )
+    .await;
+    let Some(vera_tab) = browser().await else {
+        return;
+    };
     vera_tab.goto(&server.url(&alices)).await.unwrap();
     sign_in(&vera_tab, &secrets["vera"]).await;
     no_token_in_address_bar(&vera_tab, &all).await;
@@ -108,14 +190,20 @@ async fn people_see_their_own_and_a_viewer_reads_a_shared_report() {
     assert_eq!(state[0], "yes", "{state}");
     assert_eq!(state[1], true, "{state}");
     assert_eq!(state[2], true, "{state}");
-    assert!(state[3].as_str().unwrap().starts_with("vera (viewer)"), "{state}");
+    assert!(
+        state[3].as_str().unwrap().starts_with("vera (viewer)"),
+        "{state}"
+    );
     screenshot(&vera_tab, "people-viewer-shared-report.png").await;
     no_token_in_address_bar(&vera_tab, &all).await;
     // The tab keeps the token for a reload, never the address bar.
     vera_tab.refresh().await.unwrap();
     loaded(&vera_tab).await;
     no_token_in_address_bar(&vera_tab, &all).await;
-    assert_eq!(js(&vera_tab, "return sessionStorage.getItem('ba-token')").await, secrets["vera"].as_str());
+    assert_eq!(
+        js(&vera_tab, "return sessionStorage.getItem('ba-token')").await,
+        secrets["vera"].as_str()
+    );
     vera_tab.close().await.unwrap();
     alice_tab.close().await.unwrap();
 }

@@ -92,7 +92,8 @@ fn conversation_routes() -> Vec<Route> {
         route(M::POST, "/approvals/call_nope", Some(json!({})), Write, 400),
         route(M::GET, "/events", None, Read, 200),
         route(M::POST, "/compact", None, Write, 409),
-        route(M::GET, "/context", None, Read, 200),
+        // The next call's context of a conversation with no question yet cannot be built.
+        route(M::GET, "/context", None, Read, 422),
         route(M::GET, "/report", None, Read, 200),
         route(M::GET, "/report/last", None, Read, 404),
         route(M::GET, "/uploads", None, Read, 200),
@@ -104,7 +105,13 @@ fn conversation_routes() -> Vec<Route> {
         route(M::GET, "/files", None, Read, 200),
         route(M::GET, "/files/nope", None, Read, 404),
         route(M::GET, "/shares", None, Manage, 200),
-        route(M::POST, "/shares", Some(json!({"user": "ada"})), Write, 201),
+        route(
+            M::POST,
+            "/shares",
+            Some(json!({"user": "vera"})),
+            Write,
+            201,
+        ),
         route(M::DELETE, "/shares/nobody", None, Write, 404),
     ]
 }
@@ -161,9 +168,19 @@ fn global_routes() -> Vec<Global> {
     use Method as M;
     vec![
         global(M::GET, "/api/v1/conversations", None, [200, 200, 200]),
-        global(M::GET, "/api/v1/conversations?all=true", None, [200, 403, 403]),
+        global(
+            M::GET,
+            "/api/v1/conversations?all=true",
+            None,
+            [200, 403, 403],
+        ),
         global(M::GET, "/api/v1/conversations?q=x", None, [200, 200, 200]),
-        global(M::POST, "/api/v1/conversations", Some(json!({})), [201, 201, 403]),
+        global(
+            M::POST,
+            "/api/v1/conversations",
+            Some(json!({})),
+            [201, 201, 403],
+        ),
         global(M::GET, "/api/v1/me", None, [200, 200, 200]),
         global(M::GET, "/api/v1/users", None, [200, 403, 403]),
         global(
@@ -216,7 +233,11 @@ async fn people(store: &dyn ConversationStore) -> Vec<Person> {
 /// A fresh conversation for a cell: the caller's own, or another analyst's (shared with the
 /// caller to read for `Shared`).
 async fn target_for(store: &dyn ConversationStore, person: &Person, target: Target) -> String {
-    let other = if person.name == "alice" { "bob" } else { "alice" };
+    let other = if person.name == "alice" {
+        "bob"
+    } else {
+        "alice"
+    };
     let owner = match target {
         Target::Own => person.name,
         Target::Another | Target::Shared => other,
@@ -265,7 +286,7 @@ async fn send(
     let response = request.send().await.unwrap();
     let status = response.status();
     // An event stream is open until the client leaves: its status is all the cell needs.
-    let text = if path.ends_with("/events") {
+    let text = if path.ends_with("/events") && status.is_success() {
         String::new()
     } else {
         response.text().await.unwrap_or_default()
@@ -320,12 +341,10 @@ async fn matrix(store: Arc<dyn ConversationStore>, path: &std::path::Path) -> us
                 cells += 1;
                 if status != want || (status == StatusCode::NOT_FOUND && is_hidden != hidden) {
                     failures.push(format!(
-                        "{} {} {:?}: {} (hidden: {is_hidden}), expected {want} (hidden: {hidden}): {}",
+                        "{} {} …{} ({target:?}): {status} (hidden: {is_hidden}), expected {want} (hidden: {hidden}): {}",
                         person.name,
                         route.method,
-                        target,
-                        format_args!("{}{}", "…", route.tail),
-                        status,
+                        route.tail,
                         text.chars().take(200).collect::<String>()
                     ));
                 }
@@ -340,11 +359,20 @@ async fn matrix(store: Arc<dyn ConversationStore>, path: &std::path::Path) -> us
             };
             let body = g.body.as_ref().map(|b| {
                 // A fresh name for each admin that adds one.
-                let text = b.to_string().replace("NEW", &format!("new-{}", person.name));
+                let text = b
+                    .to_string()
+                    .replace("NEW", &format!("new-{}", person.name));
                 serde_json::from_str::<Value>(&text).unwrap()
             });
-            let (status, text) =
-                send(&http, &server, person, g.method.clone(), g.path, body.as_ref()).await;
+            let (status, text) = send(
+                &http,
+                &server,
+                person,
+                g.method.clone(),
+                g.path,
+                body.as_ref(),
+            )
+            .await;
             cells += 1;
             if status.as_u16() != want {
                 failures.push(format!(
@@ -448,12 +476,17 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
         }
         r.send()
     };
-    let created: Value = call("alice", Method::POST, "/api/v1/conversations", Some(json!({"title": "Q3"})))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = call(
+        "alice",
+        Method::POST,
+        "/api/v1/conversations",
+        Some(json!({"title": "Q3"})),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(created["owner"], "alice");
     assert_eq!(created["access"], "owner");
@@ -470,63 +503,152 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     // The run has ended when the conversation is idle with its answer.
     let deadline = std::time::Instant::now() + crate::harness::LIMIT;
     loop {
-        let v: Value = call("alice", Method::GET, &conv, None).await.unwrap().json().await.unwrap();
+        let v: Value = call("alice", Method::GET, &conv, None)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if v["status"] == "idle" && v["last_seq"].as_u64().unwrap_or(0) >= 2 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the run did not end: {v}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run did not end: {v}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     // Before sharing, vera and bob see nothing of it.
     for who in ["vera", "bob"] {
-        let r = call(who, Method::GET, &format!("{conv}/report/last"), None).await.unwrap();
+        let r = call(who, Method::GET, &format!("{conv}/report/last"), None)
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::NOT_FOUND, "{who}");
-        let list: Value = call(who, Method::GET, "/api/v1/conversations", None).await.unwrap().json().await.unwrap();
+        let list: Value = call(who, Method::GET, "/api/v1/conversations", None)
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(list["items"], json!([]), "{who}");
         assert_eq!(list["shared"], json!([]), "{who}");
     }
-    let shared = call("alice", Method::POST, &format!("{conv}/shares"), Some(json!({"user": "vera", "access": "read"})))
-        .await
-        .unwrap();
+    let shared = call(
+        "alice",
+        Method::POST,
+        &format!("{conv}/shares"),
+        Some(json!({"user": "vera", "access": "read"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(shared.status(), StatusCode::CREATED);
-    let unknown = call("alice", Method::POST, &format!("{conv}/shares"), Some(json!({"user": "zed"})))
+    let unknown = call(
+        "alice",
+        Method::POST,
+        &format!("{conv}/shares"),
+        Some(json!({"user": "zed"})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
+    let unknown: Value = unknown.json().await.unwrap();
+    assert_eq!(unknown["error"]["code"], "unknown_user");
+    assert_eq!(
+        unknown["error"]["message"],
+        "there is no user \"zed\" to share with"
+    );
+    // vera: in "shared", readable, exportable; not runnable, not deletable.
+    let list: Value = call("vera", Method::GET, "/api/v1/conversations", None)
+        .await
+        .unwrap()
+        .json()
         .await
         .unwrap();
-    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
-    assert!(unknown.text().await.unwrap().contains("there is no user \"zed\""));
-    // vera: in "shared", readable, exportable; not runnable, not deletable.
-    let list: Value = call("vera", Method::GET, "/api/v1/conversations", None).await.unwrap().json().await.unwrap();
     assert_eq!(list["items"], json!([]));
     assert_eq!(list["shared"][0]["id"], id.as_str());
     assert_eq!(list["shared"][0]["access"], "read");
     assert_eq!(list["shared"][0]["owner"], "alice");
-    let search: Value = call("vera", Method::GET, "/api/v1/conversations?q=42%20rows", None).await.unwrap().json().await.unwrap();
+    let search: Value = call(
+        "vera",
+        Method::GET,
+        "/api/v1/conversations?q=42%20rows",
+        None,
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
     assert_eq!(search["shared"][0]["id"], id.as_str(), "{search}");
-    let none: Value = call("vera", Method::GET, "/api/v1/conversations?q=nothing-like-it", None).await.unwrap().json().await.unwrap();
+    let none: Value = call(
+        "vera",
+        Method::GET,
+        "/api/v1/conversations?q=nothing-like-it",
+        None,
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
     assert_eq!(none["shared"], json!([]));
-    let html = call("vera", Method::GET, &format!("{conv}/report/last?format=html"), None).await.unwrap();
+    let html = call(
+        "vera",
+        Method::GET,
+        &format!("{conv}/report/last?format=html"),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(html.status(), StatusCode::OK);
     assert!(html.text().await.unwrap().contains("42 rows"));
-    let run = call("vera", Method::POST, &format!("{conv}/runs"), Some(json!({"request_id": "r2", "input": {"type": "continue"}})))
-        .await
-        .unwrap();
+    let run = call(
+        "vera",
+        Method::POST,
+        &format!("{conv}/runs"),
+        Some(json!({"request_id": "r2", "input": {"type": "continue"}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(run.status(), StatusCode::FORBIDDEN);
     let delete = call("vera", Method::DELETE, &conv, None).await.unwrap();
     assert_eq!(delete.status(), StatusCode::FORBIDDEN);
     // bob still sees nothing; alice's list has it as her own.
     let r = call("bob", Method::GET, &conv, None).await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    let list: Value = call("alice", Method::GET, "/api/v1/conversations", None).await.unwrap().json().await.unwrap();
+    let list: Value = call("alice", Method::GET, "/api/v1/conversations", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list["items"][0]["id"], id.as_str());
     // Unshared: gone for vera again.
-    let gone = call("alice", Method::DELETE, &format!("{conv}/shares/vera"), None).await.unwrap();
+    let gone = call(
+        "alice",
+        Method::DELETE,
+        &format!("{conv}/shares/vera"),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(gone.status(), StatusCode::NO_CONTENT);
     let r = call("vera", Method::GET, &conv, None).await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     // The admin lists everyone's with `all=true`, and only their own without.
-    let own: Value = call("ada", Method::GET, "/api/v1/conversations", None).await.unwrap().json().await.unwrap();
+    let own: Value = call("ada", Method::GET, "/api/v1/conversations", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(own["items"], json!([]));
-    let all: Value = call("ada", Method::GET, "/api/v1/conversations?all=true", None).await.unwrap().json().await.unwrap();
+    let all: Value = call("ada", Method::GET, "/api/v1/conversations?all=true", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(all["items"][0]["id"], id.as_str());
     assert_eq!(all["items"][0]["access"], "admin");
 }
@@ -543,22 +665,60 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
         r.send()
     };
     let ada = secrets["ada"].clone();
-    let me: Value = call(&secrets["vera"], Method::GET, "/api/v1/me", None).await.unwrap().json().await.unwrap();
+    let me: Value = call(&secrets["vera"], Method::GET, "/api/v1/me", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me["name"], "vera");
     assert_eq!(me["role"], "viewer");
-    let added = call(&ada, Method::POST, "/api/v1/users", Some(json!({"name": "carl", "role": "viewer"}))).await.unwrap();
+    let added = call(
+        &ada,
+        Method::POST,
+        "/api/v1/users",
+        Some(json!({"name": "carl", "role": "viewer"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(added.status(), StatusCode::CREATED);
-    let again = call(&ada, Method::POST, "/api/v1/users", Some(json!({"name": "carl"}))).await.unwrap();
+    let again = call(
+        &ada,
+        Method::POST,
+        "/api/v1/users",
+        Some(json!({"name": "carl"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(again.status(), StatusCode::CONFLICT);
-    let bad = call(&ada, Method::POST, "/api/v1/users", Some(json!({"name": "../x"}))).await.unwrap();
+    let bad = call(
+        &ada,
+        Method::POST,
+        "/api/v1/users",
+        Some(json!({"name": "../x"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    let issued: Value = call(&ada, Method::POST, "/api/v1/users/carl/tokens", None).await.unwrap().json().await.unwrap();
+    let issued: Value = call(&ada, Method::POST, "/api/v1/users/carl/tokens", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let secret = issued["secret"].as_str().unwrap().to_owned();
     let token_id = issued["id"].as_str().unwrap().to_owned();
-    let me: Value = call(&secret, Method::GET, "/api/v1/me", None).await.unwrap().json().await.unwrap();
+    let me: Value = call(&secret, Method::GET, "/api/v1/me", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me["name"], "carl");
     // Promoted, carl may start conversations.
-    let denied = call(&secret, Method::POST, "/api/v1/conversations", None).await.unwrap();
+    let denied = call(&secret, Method::POST, "/api/v1/conversations", None)
+        .await
+        .unwrap();
     assert_eq!(denied.status(), StatusCode::FORBIDDEN);
     let patched: Value = call(
         &ada,
@@ -573,22 +733,63 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .unwrap();
     assert_eq!(patched["role"], "analyst");
     assert_eq!(patched["budget"]["month_usd"], 2.5);
-    let made = call(&secret, Method::POST, "/api/v1/conversations", None).await.unwrap();
+    let made = call(&secret, Method::POST, "/api/v1/conversations", None)
+        .await
+        .unwrap();
     assert_eq!(made.status(), StatusCode::CREATED);
-    let me: Value = call(&secret, Method::GET, "/api/v1/me", None).await.unwrap().json().await.unwrap();
+    let me: Value = call(&secret, Method::GET, "/api/v1/me", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me["budget"]["month_tokens"], 1000);
     assert_eq!(me["spend"]["usd"], 0.0);
-    let listed: Value = call(&ada, Method::GET, "/api/v1/users/carl/tokens", None).await.unwrap().json().await.unwrap();
+    let listed: Value = call(&ada, Method::GET, "/api/v1/users/carl/tokens", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(listed["tokens"][0]["id"], token_id.as_str());
-    assert!(!listed.to_string().contains(&secret), "a listing shows no secret");
-    let missing = call(&ada, Method::PATCH, "/api/v1/users/nobody", Some(json!({"role": "admin"}))).await.unwrap();
+    assert!(
+        !listed.to_string().contains(&secret),
+        "a listing shows no secret"
+    );
+    let missing = call(
+        &ada,
+        Method::PATCH,
+        "/api/v1/users/nobody",
+        Some(json!({"role": "admin"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     // Revoked: the token no longer signs carl in.
-    let revoked = call(&ada, Method::DELETE, &format!("/api/v1/tokens/{token_id}"), None).await.unwrap();
+    let revoked = call(
+        &ada,
+        Method::DELETE,
+        &format!("/api/v1/tokens/{token_id}"),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
-    let after = call(&secret, Method::GET, "/api/v1/me", None).await.unwrap();
+    let after = call(&secret, Method::GET, "/api/v1/me", None)
+        .await
+        .unwrap();
     assert_eq!(after.status(), StatusCode::UNAUTHORIZED);
-    let users: Value = call(&ada, Method::GET, "/api/v1/users", None).await.unwrap().json().await.unwrap();
-    let names: Vec<&str> = users["users"].as_array().unwrap().iter().filter_map(|u| u["name"].as_str()).collect();
+    let users: Value = call(&ada, Method::GET, "/api/v1/users", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = users["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["name"].as_str())
+        .collect();
     assert_eq!(names, ["ada", "alice", "bob", "carl", "vera"]);
 }

@@ -61,7 +61,9 @@ fn der_len(der: &[u8]) -> (usize, usize) {
         return (first as usize, 2);
     }
     let n = (first & 0x7f) as usize;
-    let len = der[2..2 + n].iter().fold(0usize, |acc, b| acc << 8 | *b as usize);
+    let len = der[2..2 + n]
+        .iter()
+        .fold(0usize, |acc, b| acc << 8 | *b as usize);
     (len, 2 + n)
 }
 
@@ -173,8 +175,17 @@ async fn an_identity_providers_tokens_sign_in_and_each_bad_one_is_a_bare_401() {
     let (status, body) = me(&server, &signed(&key, "k1", &claims("alice"))).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((body["name"].as_str(), body["role"].as_str()), (Some("alice"), Some("analyst")));
-    let alice = store.directory().unwrap().user("alice").await.unwrap().unwrap();
+    assert_eq!(
+        (body["name"].as_str(), body["role"].as_str()),
+        (Some("alice"), Some("analyst"))
+    );
+    let alice = store
+        .directory()
+        .unwrap()
+        .user("alice")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(alice.role, Role::Analyst);
     // The role claim, when the token has it, wins.
     let mut admin = claims("root");
@@ -204,7 +215,11 @@ async fn an_identity_providers_tokens_sign_in_and_each_bad_one_is_a_bare_401() {
     .unwrap();
     let other = keys("k2");
     let cases = [
-        ("expired", signed(&key, "k1", &expired), "the token has expired"),
+        (
+            "expired",
+            signed(&key, "k1", &expired),
+            "the token has expired",
+        ),
         (
             "wrong audience",
             signed(&key, "k1", &wrong_audience),
@@ -236,11 +251,11 @@ async fn an_identity_providers_tokens_sign_in_and_each_bad_one_is_a_bare_401() {
         let before = log.text().len();
         let (status, body) = me(&server, &token).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{case}: {body}");
-        assert!(!body.contains(reason), "{case}: the answer says why: {body}");
         assert!(
-            body.contains("\"code\":\"unauthorized\""),
-            "{case}: {body}"
+            !body.contains(reason),
+            "{case}: the answer says why: {body}"
         );
+        assert!(body.contains("\"code\":\"unauthorized\""), "{case}: {body}");
         let logged = log.text()[before..].to_owned();
         assert!(
             logged.contains(reason) && logged.contains("WARN"),
@@ -276,7 +291,11 @@ async fn the_keys_come_from_a_url_read_again_at_most_once_a_minute() {
     // Refused: the directory does not know bob, and the settings add nobody.
     let (status, _) = me(&server, &signed(&key, "k1", &claims("bob"))).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert!(log.text().contains("user \"bob\" is not in the directory"), "{}", log.text());
+    assert!(
+        log.text().contains("user \"bob\" is not in the directory"),
+        "{}",
+        log.text()
+    );
     assert_eq!(fetches.load(Ordering::SeqCst), 1);
     // An unknown key id right after a read does not make the provider read again.
     let other = keys("k9");
@@ -284,7 +303,11 @@ async fn the_keys_come_from_a_url_read_again_at_most_once_a_minute() {
         let (status, _) = me(&server, &signed(&other, "k9", &claims("bob"))).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
-    assert_eq!(fetches.load(Ordering::SeqCst), 1, "the keys were read again within a minute");
+    assert_eq!(
+        fetches.load(Ordering::SeqCst),
+        1,
+        "the keys were read again within a minute"
+    );
     provider.abort();
 }
 
@@ -332,7 +355,8 @@ async fn a_proxys_user_header_counts_from_its_address_only() {
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert!(!body.contains("alice"));
     assert!(
-        log.text().contains("X-Forwarded-User from 127.0.0.1, which is not a trusted proxy"),
+        log.text()
+            .contains("X-Forwarded-User from 127.0.0.1, which is not a trusted proxy"),
         "{}",
         log.text()
     );
