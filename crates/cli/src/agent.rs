@@ -403,6 +403,7 @@ async fn open_conversation(
                     title,
                     mode: Some(mode.unwrap_or(Mode::Agent)),
                     parent: None,
+                    owner: None,
                 })
                 .await?
         }

@@ -148,6 +148,7 @@ async fn setup_as(dir: &Path, budget: Option<usize>, workflow: bool) -> Result<D
             title: (!workflow).then(|| "West Q3 2024 sales".into()),
             mode: Some(if workflow { Mode::Run } else { Mode::Agent }),
             parent: None,
+            owner: None,
         })
         .await?;
     Ok(Demo {

@@ -100,6 +100,18 @@ pub enum StorageError {
         /// Its forks.
         forks: Vec<String>,
     },
+    /// A user of this name already exists.
+    #[error("user `{name}` already exists")]
+    UserExists {
+        /// The name.
+        name: String,
+    },
+    /// No user has this name.
+    #[error("user `{name}` does not exist")]
+    NoUser {
+        /// The name.
+        name: String,
+    },
     /// A database operation failed.
     #[error("database: {0}")]
     Database(String),
@@ -179,6 +191,8 @@ impl StorageError {
                 conversation: conversation.clone(),
                 id: id.clone(),
             },
+            Self::UserExists { name } => Self::UserExists { name: name.clone() },
+            Self::NoUser { name } => Self::NoUser { name: name.clone() },
             Self::Database(message) => Self::Database(message.clone()),
             Self::Task(message) => Self::Task(message.clone()),
         }

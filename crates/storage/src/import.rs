@@ -179,6 +179,7 @@ pub async fn store_imported<S: ConversationStore + ?Sized>(
             title: Some(format!("subagent {} of {main_id}", sub.name)),
             mode: None,
             parent: Some(main_id.to_string()),
+            owner: None,
         };
         plan.push((sub_id, new, &sub.entries));
     }

@@ -21,6 +21,12 @@
 //!   through [`ConversationStore::workspace`]; size limits, streaming in and out.
 //!   Code blocks and uploads are files of the workspace, with ids that are [`FileId`]s and
 //!   kinds that are [`FileKind`]s; [`EventLog`] keeps a conversation's events.
+//! - People behind one [`Directory`] trait, reached through [`ConversationStore::directory`]:
+//!   users with a [`Role`] and their own [`UserBudget`], API tokens kept as SHA-256 hashes
+//!   only, conversations shared with a user ([`Share`]), and each user's [`Spend`] a month.
+//!   Every conversation has an owner ([`ConversationMeta::owner`], [`DEFAULT_OWNER`] for
+//!   conversations stored before owners were kept); [`ConversationStore::list_owned`] and
+//!   [`ConversationStore::search_owned`] show one owner's.
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -56,6 +62,7 @@ mod events;
 mod file;
 mod id;
 mod import;
+mod people;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rewind;
@@ -75,6 +82,10 @@ pub use id::MAX_ID_LEN;
 pub use import::{
     Imported, ImportedConversation, MAX_LINE_BYTES, read_claude_code, read_codex, read_lines,
     read_utf8, store_imported,
+};
+pub use people::{
+    Access, DEFAULT_OWNER, Directory, IssuedToken, MAX_USER_NAME, Role, Share, Spend, TokenInfo,
+    User, UserBudget, check_user_name, month_of,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
+use crate::people::{DEFAULT_OWNER, Directory};
 use crate::workspace::Workspace;
 
 /// A log entry with the sequence number the store gave it (1 for the first entry).
@@ -32,6 +33,30 @@ pub struct NewConversation {
     pub mode: Option<Mode>,
     /// The conversation this one was spawned from (a subagent's parent session).
     pub parent: Option<String>,
+    /// Whose conversation it is (a user name); `None` gives it to [`DEFAULT_OWNER`]. A fork's
+    /// owner is this too, never taken from its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl NewConversation {
+    /// The owner the conversation gets, checked.
+    ///
+    /// # Errors
+    /// [`StorageError::Invalid`] for a name that breaks [`crate::check_user_name`].
+    pub(crate) fn owner_name(&self) -> Result<String> {
+        match &self.owner {
+            Some(name) => {
+                crate::people::check_user_name(name)?;
+                Ok(name.clone())
+            }
+            None => Ok(DEFAULT_OWNER.to_owned()),
+        }
+    }
+}
+
+fn default_owner() -> String {
+    DEFAULT_OWNER.to_owned()
 }
 
 /// Changes to a conversation's metadata; `None` fields stay as they are.
@@ -74,6 +99,9 @@ pub struct ConversationMeta {
     /// Where this conversation was forked from, when it is a fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork: Option<ForkPoint>,
+    /// Whose conversation it is; [`DEFAULT_OWNER`] for one stored before owners were kept.
+    #[serde(default = "default_owner")]
+    pub owner: String,
 }
 
 /// One page request of [`ConversationStore::list`]: conversations in id order, after `after`.
@@ -454,6 +482,52 @@ async fn matches_query<S: ConversationStore + ?Sized>(
     }))
 }
 
+/// One page of the conversations of `owner` (all when `None`) that match `query` (all when
+/// `None`), read page by page from [`ConversationStore::list`] — or from
+/// [`ConversationStore::list_owned`] when both are given, so a backend that lists one owner's
+/// conversations quickly is not asked for everyone's messages.
+async fn filtered_page<S: ConversationStore + ?Sized>(
+    store: &S,
+    owner: Option<&str>,
+    query: Option<&str>,
+    page: Page,
+) -> Result<ListPage> {
+    let needle = query.map(|q| q.trim().to_lowercase());
+    let limit = page.limit.max(1);
+    let mut items = Vec::new();
+    let mut after = page.after.clone();
+    loop {
+        let chunk = Page {
+            after: after.clone(),
+            limit: 200,
+        };
+        let got = match (owner, &needle) {
+            (Some(owner), Some(_)) => store.list_owned(owner, chunk).await?,
+            _ => store.list(chunk).await?,
+        };
+        for meta in got.items {
+            after = Some(meta.id.clone());
+            if owner.is_some_and(|o| meta.owner != o) {
+                continue;
+            }
+            if let Some(needle) = &needle
+                && !matches_query(store, &meta, needle).await?
+            {
+                continue;
+            }
+            if items.len() == limit {
+                // One more match: there is a next page.
+                let next = items.last().map(|m: &ConversationMeta| m.id.clone());
+                return Ok(ListPage { items, next });
+            }
+            items.push(meta);
+        }
+        if got.next.is_none() {
+            return Ok(ListPage { items, next: None });
+        }
+    }
+}
+
 /// Refuses a cut past the end of the parent.
 pub(crate) fn check_fork_point(parent: &ConversationId, at_seq: u64, last_seq: u64) -> Result<()> {
     if at_seq > last_seq {
@@ -556,33 +630,7 @@ pub trait ConversationStore: Send + Sync {
     /// ignoring case. A fork is found by its own entries and its title. This default reads
     /// every conversation; `PostgresStore` asks the database.
     async fn search(&self, query: &str, page: Page) -> Result<ListPage> {
-        let needle = query.trim().to_lowercase();
-        let limit = page.limit.max(1);
-        let mut items = Vec::new();
-        let mut after = page.after.clone();
-        loop {
-            let got = self
-                .list(Page {
-                    after: after.clone(),
-                    limit: 200,
-                })
-                .await?;
-            for meta in got.items {
-                after = Some(meta.id.clone());
-                if !matches_query(self, &meta, &needle).await? {
-                    continue;
-                }
-                if items.len() == limit {
-                    // One more match: there is a next page.
-                    let next = items.last().map(|m: &ConversationMeta| m.id.clone());
-                    return Ok(ListPage { items, next });
-                }
-                items.push(meta);
-            }
-            if got.next.is_none() {
-                return Ok(ListPage { items, next: None });
-            }
-        }
+        filtered_page(self, None, Some(query), page).await
     }
 
     /// Creates conversation `child` whose history is `parent`'s up to entry `at_seq` (0 to
@@ -677,6 +725,25 @@ pub trait ConversationStore: Send + Sync {
     /// outputs); `None` when the backend keeps none (the default).
     fn workspace(&self) -> Option<Arc<dyn Workspace>> {
         None
+    }
+
+    /// The people of this store (users, tokens, shares, spend); `None` when the backend keeps
+    /// none (the default).
+    fn directory(&self) -> Option<Arc<dyn Directory>> {
+        None
+    }
+
+    /// One page of `owner`'s conversations in id order, after `page.after`. This default
+    /// filters [`ConversationStore::list`]; `PostgresStore` asks the database.
+    async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
+        filtered_page(self, Some(owner), None, page).await
+    }
+
+    /// [`ConversationStore::search`] among `owner`'s conversations only. This default reads
+    /// the conversations [`ConversationStore::list_owned`] gives; `PostgresStore` asks the
+    /// database.
+    async fn search_owned(&self, owner: &str, query: &str, page: Page) -> Result<ListPage> {
+        filtered_page(self, Some(owner), Some(query), page).await
     }
 
     /// Appends one entry; returns its sequence number.
@@ -790,6 +857,15 @@ macro_rules! forward {
             }
             fn workspace(&self) -> Option<Arc<dyn Workspace>> {
                 (**self).workspace()
+            }
+            fn directory(&self) -> Option<Arc<dyn Directory>> {
+                (**self).directory()
+            }
+            async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
+                (**self).list_owned(owner, page).await
+            }
+            async fn search_owned(&self, owner: &str, query: &str, page: Page) -> Result<ListPage> {
+                (**self).search_owned(owner, query, page).await
             }
         }
     };

@@ -81,6 +81,7 @@ impl Tool for TaskTool {
                         .map(str::to_owned),
                     mode: Some(Mode::Agent),
                     parent: ctx.invocation.conversation_id.clone(),
+                    owner: None,
                 })
                 .await
                 .map_err(|e| failed(format!("the sub-agent's conversation: {e}")))?,

@@ -141,6 +141,7 @@ async fn conversation(agent: &Agent) -> ConversationId {
             title: None,
             mode: Some(Mode::Chat),
             parent: None,
+            owner: None,
         })
         .await
         .unwrap()

@@ -43,6 +43,7 @@ pub(super) async fn forks<S: ConversationStore>(store: &S, clock: &ManualClock) 
                 title: Some("Q3 review".into()),
                 mode: Some(Mode::Agent),
                 parent: None,
+                owner: None,
             },
         )
         .await

@@ -2,8 +2,9 @@
 //!
 //! [`run_all`] takes a factory that makes a fresh, empty store around a [`ManualClock`] and
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
-//! paging, delete, retention, unicode and 10 MB entries, and the round trip of every entry
-//! kind. A failed check is returned as an error naming the check.
+//! paging, delete, retention, unicode and 10 MB entries, the round trip of every entry kind,
+//! owners, and the people of the store (users, tokens, shares, spend added from many tasks at
+//! once). A failed check is returned as an error naming the check.
 //!
 //! [`workspace()`] is the suite of the conversations' workspaces ([`crate::Workspace`]), run the
 //! same way on every backend that has one.
@@ -79,6 +80,7 @@ async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 // After `ensure!`, which the workspace checks use too.
 mod files;
 mod forks;
+mod people;
 
 /// An entry with text `text`.
 pub fn text_entry(id: &str, role: LogRole, text: &str) -> LogEntry {
@@ -102,6 +104,11 @@ pub const CHECKS: &[&str] = &[
     "search",
     "fork_delete_race",
     "clean_titles",
+    "owners",
+    "users",
+    "tokens",
+    "shares",
+    "spend",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -129,6 +136,11 @@ where
             "search" => forks::search(&store).await,
             "fork_delete_race" => forks::fork_delete_race(&store).await,
             "clean_titles" => forks::clean_titles(&store).await,
+            "owners" => people::owners(&store).await,
+            "users" => people::users(&store).await,
+            "tokens" => people::tokens(&store).await,
+            "shares" => people::shares(&store).await,
+            "spend" => people::spend(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;
@@ -639,6 +651,7 @@ async fn metadata<S: ConversationStore>(store: &S, clock: &ManualClock) -> Check
                 title: Some("Quarterly sales".to_owned()),
                 mode: Some(Mode::Agent),
                 parent: Some("root".to_owned()),
+                owner: None,
             },
         )
         .await

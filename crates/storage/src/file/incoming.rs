@@ -55,6 +55,7 @@ impl FileStore {
         tmp_log: &Path,
         tmp_meta: &Path,
     ) -> Result<ConversationMeta> {
+        let owner = new.owner_name()?;
         let now = self.now();
         let file = OpenOptions::new()
             .write(true)
@@ -74,6 +75,7 @@ impl FileStore {
             created_ms: now,
             updated_ms: now,
             fork: None,
+            owner: Some(owner),
         };
         let meta_bytes = serde_json::to_vec_pretty(&meta).map_err(|e| StorageError::Format {
             what: format!("metadata of `{id}`"),

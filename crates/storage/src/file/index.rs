@@ -54,6 +54,17 @@ pub(super) struct MetaFile {
     /// Where a fork leaves its parent (its own lines are numbered after `at_seq`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) fork: Option<crate::store::ForkPoint>,
+    /// Whose conversation it is; files written before owners were kept have none, and belong
+    /// to [`crate::DEFAULT_OWNER`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) owner: Option<String>,
+}
+
+impl MetaFile {
+    /// The owner, [`crate::DEFAULT_OWNER`] when none is recorded.
+    pub(super) fn owner(&self) -> &str {
+        self.owner.as_deref().unwrap_or(crate::DEFAULT_OWNER)
+    }
 }
 
 #[derive(Deserialize)]
@@ -310,6 +321,7 @@ impl FileStore {
             updated_ms: row.meta.updated_ms.max(row.tail.last_at),
             last_seq: row.tail.last_seq,
             fork: row.meta.fork.clone(),
+            owner: row.meta.owner().to_owned(),
         }
     }
 }

@@ -34,6 +34,7 @@ mod incoming;
 mod index;
 mod lock;
 mod migrate;
+mod people;
 mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
@@ -57,6 +58,7 @@ pub use self::workspace::FileWorkspace;
 use crate::atomic::sync_dir;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
+use crate::people::Directory;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
     MetaUpdate, NewConversation, Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -148,6 +150,8 @@ pub(super) struct Inner {
     warnings: Mutex<Vec<String>>,
     /// The files of the conversations.
     workspace: Arc<FileWorkspace>,
+    /// Users, tokens, shares and spend, under `people/`.
+    directory: Arc<people::FileDirectory>,
 }
 
 /// In-process state of one conversation file.
@@ -191,8 +195,10 @@ impl FileStore {
             opts.clock.clone(),
             opts.workspace_limits,
         ));
+        let directory = Arc::new(people::FileDirectory::new(&root, opts.clock.clone()));
         let store = Self {
             inner: Arc::new(Inner {
+                directory,
                 root,
                 dir,
                 opts,
@@ -312,6 +318,7 @@ impl FileStore {
         id: &ConversationId,
         new: NewConversation,
     ) -> Result<ConversationMeta> {
+        let owner = new.owner_name()?;
         self.claim_log(id)?;
         let now = self.now();
         let meta = MetaFile {
@@ -321,6 +328,7 @@ impl FileStore {
             created_ms: now,
             updated_ms: now,
             fork: None,
+            owner: Some(owner),
         };
         self.write_meta(id.as_str(), &meta)?;
         sync_dir(&self.inner.dir)?;
@@ -450,6 +458,7 @@ impl FileStore {
         child: &ConversationId,
         new: NewConversation,
     ) -> Result<ConversationMeta> {
+        let owner = new.owner_name()?;
         let (lock_file, lock_path) = self.lock_file("forks.lock")?;
         let _forks = FileLock::exclusive(&lock_file, &lock_path)?;
         let row = self.row(parent.as_str())?;
@@ -470,6 +479,7 @@ impl FileStore {
                 parent: parent.to_string(),
                 at_seq,
             }),
+            owner: Some(owner),
         };
         self.write_meta(child.as_str(), &meta)?;
         sync_dir(&self.inner.dir)?;
@@ -525,6 +535,7 @@ impl FileStore {
         *state = FileState::default();
         drop(state);
         sync_dir(&self.inner.dir)?;
+        self.inner.directory.forget_conversation(id)?;
         self.update_index(|rows| {
             rows.remove(id);
             Ok(())
@@ -532,7 +543,10 @@ impl FileStore {
         Ok(existed)
     }
 
-    fn list_blocking(&self, page: &Page) -> Result<ListPage> {
+    /// One page of the conversations, of `owner`'s only when given: a conversation whose
+    /// cached row names another owner (and whose metadata file is the one that row was read
+    /// from) is passed over without opening its log.
+    fn list_blocking(&self, page: &Page, owner: Option<&str>) -> Result<ListPage> {
         let limit = page.limit.max(1);
         let ids = self.ids_on_disk()?;
         let mut items = Vec::new();
@@ -541,11 +555,22 @@ impl FileStore {
             .iter()
             .filter(|id| page.after.as_ref().is_none_or(|after| *id > after))
         {
+            if let Some(owner) = owner {
+                let cached = lock(&self.inner.index)
+                    .get(id.as_str())
+                    .map(|row| (row.meta.owner() != owner, row.meta_stamp));
+                if let Some((true, stamp)) = cached
+                    && stamp == self.meta_stamp(id)
+                {
+                    continue;
+                }
+            }
             if items.len() == limit {
                 next = items.last().map(|m: &ConversationMeta| m.id.clone());
                 break;
             }
             match self.row(id) {
+                Ok(row) if owner.is_some_and(|o| row.meta.owner() != o) => {}
                 Ok(row) => items.push(Self::meta_of(id, &row)),
                 Err(StorageError::NotFound { .. }) => {}
                 // One conversation that cannot be read never takes the list down: it is left
@@ -590,6 +615,10 @@ pub(crate) async fn blocking<T: Send + 'static>(
 impl ConversationStore for FileStore {
     fn workspace(&self) -> Option<Arc<dyn Workspace>> {
         Some(self.inner.workspace.clone())
+    }
+
+    fn directory(&self) -> Option<Arc<dyn Directory>> {
+        Some(self.inner.directory.clone())
     }
 
     /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file (the
@@ -738,7 +767,13 @@ impl ConversationStore for FileStore {
 
     async fn list(&self, page: Page) -> Result<ListPage> {
         let this = self.clone();
-        blocking(move || this.list_blocking(&page)).await
+        blocking(move || this.list_blocking(&page, None)).await
+    }
+
+    /// The index keeps each conversation's owner, so other owners' logs are not opened.
+    async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
+        let (this, owner) = (self.clone(), owner.to_owned());
+        blocking(move || this.list_blocking(&page, Some(&owner))).await
     }
 
     async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta> {

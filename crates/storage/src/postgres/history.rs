@@ -4,7 +4,7 @@
 
 use ba_protocol::LogEntry;
 
-use super::{META_COLUMNS, PostgresStore, db, meta_of, mode_text, to_i64};
+use super::{META_COLUMNS, PostgresStore, db, meta_of, mode_text, page_of, to_i64};
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::store::{
@@ -124,6 +124,7 @@ impl PostgresStore {
             })?;
         let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
         crate::store::check_fork_point(parent, at_seq, last)?;
+        let owner = new.owner_name()?;
         let title = crate::text::clean_title_opt(new.title.or_else(|| row.get(1)));
         let mode: Option<String> = mode_text(new.mode)
             .map(str::to_owned)
@@ -134,8 +135,8 @@ impl PostgresStore {
                 &format!(
                     "INSERT INTO ba_conversations
                         (id, title, mode, parent, created_ms, updated_ms, last_seq,
-                         fork_parent, fork_at)
-                     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $6) ON CONFLICT (id) DO NOTHING
+                         fork_parent, fork_at, owner)
+                     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $6, $8) ON CONFLICT (id) DO NOTHING
                      RETURNING {META_COLUMNS}"
                 ),
                 &[
@@ -146,6 +147,7 @@ impl PostgresStore {
                     &now,
                     &to_i64(at_seq)?,
                     &parent.as_str(),
+                    &owner,
                 ],
             )
             .await
@@ -159,8 +161,14 @@ impl PostgresStore {
         Ok(meta)
     }
 
-    /// In the database: the title, or the text of a question's or an answer's content.
-    pub(super) async fn search_in_db(&self, query: &str, page: Page) -> Result<ListPage> {
+    /// In the database: the title, or the text of a question's or an answer's content; among
+    /// `owner`'s conversations when given.
+    pub(super) async fn search_in_db(
+        &self,
+        owner: Option<&str>,
+        query: &str,
+        page: Page,
+    ) -> Result<ListPage> {
         let needle = query.trim().to_lowercase();
         let client = self.client().await?;
         let limit = page.limit.max(1);
@@ -169,6 +177,7 @@ impl PostgresStore {
                 &format!(
                     "SELECT {META_COLUMNS} FROM ba_conversations c
                      WHERE ($1::TEXT IS NULL OR c.id > $1)
+                       AND ($4::TEXT IS NULL OR c.owner = $4)
                        AND ($2 = '' OR strpos(lower(COALESCE(c.title, '')), $2) > 0
                             OR EXISTS (SELECT 1 FROM ba_entries e
                                        WHERE e.conversation_id = c.id
@@ -181,17 +190,11 @@ impl PostgresStore {
                     &page.after,
                     &needle,
                     &i64::try_from(limit + 1).unwrap_or(i64::MAX),
+                    &owner,
                 ],
             )
             .await
             .map_err(db)?;
-        let mut items: Vec<ConversationMeta> = rows.iter().map(meta_of).collect();
-        let next = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(|m| m.id.clone())
-        } else {
-            None
-        };
-        Ok(ListPage { items, next })
+        Ok(page_of(&rows, limit))
     }
 }

@@ -8,10 +8,14 @@
 //! transaction. Entries are stored as their JSON text, byte for byte what `FileStore` writes.
 //! Migrations are numbered, kept in this file, and applied once under an advisory lock.
 //!
+//! People live in the database too (`people`): users, tokens (hashes only), shares (removed
+//! with their conversation by a foreign key) and spend.
+//!
 //! The conversations' files live in the database too ([`PostgresWorkspace`], in `workspace`):
 //! any number of servers sharing one database share every file with no shared disk.
 
 mod history;
+mod people;
 mod workspace;
 
 use std::path::PathBuf;
@@ -26,6 +30,7 @@ use tokio_postgres::error::SqlState;
 pub use self::workspace::PostgresWorkspace;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
+use crate::people::Directory;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, ListPage, Loaded, MetaUpdate, NewConversation,
     Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -128,6 +133,42 @@ pub const MIGRATIONS: &[&str] = &[
         ADD COLUMN fork_parent TEXT REFERENCES ba_conversations (id),
         ADD COLUMN fork_at BIGINT CHECK (fork_at >= 0);
     CREATE INDEX ba_conversations_fork_parent ON ba_conversations (fork_parent);",
+    // People: every conversation has an owner (those stored before belong to `owner`); users,
+    // their tokens (the SHA-256 of the secret only), the conversations shared with them, and
+    // each user's spend a month, added to by `INSERT … ON CONFLICT` so that servers sharing
+    // the database never lose each other's. Spend names no user row: the single user of a
+    // server without accounts has none.
+    "ALTER TABLE ba_conversations ADD COLUMN owner TEXT NOT NULL DEFAULT 'owner';
+    CREATE INDEX ba_conversations_owner ON ba_conversations (owner, id);
+    CREATE TABLE ba_users (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('admin', 'analyst', 'viewer')),
+        created_ms BIGINT NOT NULL,
+        month_usd DOUBLE PRECISION CHECK (month_usd >= 0),
+        month_tokens BIGINT CHECK (month_tokens >= 0)
+    );
+    CREATE TABLE ba_tokens (
+        id TEXT PRIMARY KEY,
+        user_name TEXT NOT NULL REFERENCES ba_users (name) ON DELETE CASCADE,
+        sha256 BYTEA NOT NULL UNIQUE,
+        created_ms BIGINT NOT NULL
+    );
+    CREATE INDEX ba_tokens_user ON ba_tokens (user_name);
+    CREATE TABLE ba_shares (
+        conversation_id TEXT NOT NULL REFERENCES ba_conversations (id) ON DELETE CASCADE,
+        user_name TEXT NOT NULL REFERENCES ba_users (name) ON DELETE CASCADE,
+        access TEXT NOT NULL CHECK (access IN ('read')),
+        created_ms BIGINT NOT NULL,
+        PRIMARY KEY (conversation_id, user_name)
+    );
+    CREATE INDEX ba_shares_user ON ba_shares (user_name, conversation_id);
+    CREATE TABLE ba_spend (
+        user_name TEXT NOT NULL,
+        month TEXT NOT NULL,
+        usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+        tokens BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (user_name, month)
+    );",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -164,6 +205,7 @@ pub struct PostgresStore {
     pool: Pool,
     clock: SharedClock,
     workspace: Arc<PostgresWorkspace>,
+    directory: Arc<people::PgDirectory>,
     schema: String,
 }
 
@@ -209,11 +251,25 @@ fn meta_of(row: &tokio_postgres::Row) -> ConversationMeta {
                     .and_then(|n| u64::try_from(n).ok())
                     .unwrap_or(0),
             }),
+        owner: row.get("owner"),
     }
 }
 
+/// A page of at most `limit` conversations from `rows`, which hold one more when there is a
+/// next page.
+fn page_of(rows: &[tokio_postgres::Row], limit: usize) -> ListPage {
+    let mut items: Vec<ConversationMeta> = rows.iter().map(meta_of).collect();
+    let next = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(|m| m.id.clone())
+    } else {
+        None
+    };
+    ListPage { items, next }
+}
+
 const META_COLUMNS: &str =
-    "id, title, mode, parent, created_ms, updated_ms, last_seq, fork_parent, fork_at";
+    "id, title, mode, parent, created_ms, updated_ms, last_seq, fork_parent, fork_at, owner";
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user@host:port/db`), creates the schema and applies the
@@ -260,7 +316,9 @@ impl PostgresStore {
             opts.workspace_limits,
             opts.cache_dir,
         ));
+        let directory = Arc::new(people::PgDirectory::new(pool.clone(), opts.clock.clone()));
         let store = Self {
+            directory,
             pool,
             clock: opts.clock,
             workspace,
@@ -374,14 +432,20 @@ impl ConversationStore for PostgresStore {
         Some(self.workspace.clone())
     }
 
+    fn directory(&self) -> Option<Arc<dyn Directory>> {
+        Some(self.directory.clone())
+    }
+
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
+        let owner = new.owner_name()?;
         let client = self.client().await?;
         let now = self.clock.now_ms();
         let rows = client
             .query(
                 &format!(
-                    "INSERT INTO ba_conversations (id, title, mode, parent, created_ms, updated_ms)
-                     VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING
+                    "INSERT INTO ba_conversations
+                        (id, title, mode, parent, created_ms, updated_ms, owner)
+                     VALUES ($1, $2, $3, $4, $5, $5, $6) ON CONFLICT (id) DO NOTHING
                      RETURNING {META_COLUMNS}"
                 ),
                 &[
@@ -390,6 +454,7 @@ impl ConversationStore for PostgresStore {
                     &mode_text(new.mode),
                     &new.parent,
                     &now,
+                    &owner,
                 ],
             )
             .await
@@ -498,7 +563,12 @@ impl ConversationStore for PostgresStore {
 
     /// In the database (see `history`).
     async fn search(&self, query: &str, page: Page) -> Result<ListPage> {
-        self.search_in_db(query, page).await
+        self.search_in_db(None, query, page).await
+    }
+
+    /// In the database, among the owner's conversations (see `history`).
+    async fn search_owned(&self, owner: &str, query: &str, page: Page) -> Result<ListPage> {
+        self.search_in_db(Some(owner), query, page).await
     }
 
     async fn list(&self, page: Page) -> Result<ListPage> {
@@ -514,14 +584,28 @@ impl ConversationStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        let mut items: Vec<ConversationMeta> = rows.iter().map(meta_of).collect();
-        let next = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(|m| m.id.clone())
-        } else {
-            None
-        };
-        Ok(ListPage { items, next })
+        Ok(page_of(&rows, limit))
+    }
+
+    /// By the index on `(owner, id)`.
+    async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
+        let client = self.client().await?;
+        let limit = page.limit.max(1);
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {META_COLUMNS} FROM ba_conversations
+                     WHERE owner = $1 AND ($2::TEXT IS NULL OR id > $2) ORDER BY id LIMIT $3"
+                ),
+                &[
+                    &owner,
+                    &page.after,
+                    &i64::try_from(limit + 1).unwrap_or(i64::MAX),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        Ok(page_of(&rows, limit))
     }
 
     async fn metadata(&self, id: &ConversationId) -> Result<ConversationMeta> {
