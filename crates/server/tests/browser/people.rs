@@ -183,8 +183,24 @@ async fn people_see_their_own_and_a_viewer_reads_a_shared_report() {
     loaded(&vera_tab).await;
     assert_eq!(listed(&vera_tab, "#shared-list").await, json!([alices]));
     assert_eq!(listed(&vera_tab, "#conv-list").await, json!([]));
-    enter_report_frame(&vera_tab).await;
-    vera_tab.enter_parent_frame().await.unwrap();
+    wait_for(
+        &vera_tab,
+        "the shared report",
+        "const r = document.querySelector('[data-component=final_report]'); \
+         return r && r.textContent.includes('West beat its Q3 2024 target')",
+    )
+    .await;
+    // Read-only: no question can be edited, no composer, no mode switch.
+    let controls = js(
+        &vera_tab,
+        "return [...document.querySelectorAll('.user-tools, #composer, #mode')] \
+         .filter((e) => e.offsetParent !== null).length",
+    )
+    .await;
+    assert_eq!(
+        controls, 0,
+        "controls that change the conversation are shown"
+    );
     let state = js(&vera_tab, "return [document.body.dataset.readonly, document.querySelector('#composer').hidden, \
         document.querySelector('#new-conv').hidden, document.querySelector('#whoami-text').textContent]").await;
     assert_eq!(state[0], "yes", "{state}");

@@ -459,6 +459,52 @@ async fn team(
     (d, server, store, secrets)
 }
 
+/// `method path` as the holder of `secret`, with `body` as JSON.
+fn request(
+    server: &Server,
+    secret: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    let mut r = reqwest::Client::new()
+        .request(method, server.url(path))
+        .bearer_auth(secret);
+    if let Some(body) = body {
+        r = r.json(&body);
+    }
+    r.send()
+}
+
+/// The JSON answer of `method path` as the holder of `secret`.
+async fn json_of(
+    server: &Server,
+    secret: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    request(server, secret, method, path, body)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Shares `conv` as the holder of `secret` (`body`: `{"user", "access"?}`).
+async fn share(server: &Server, secret: &str, conv: &str, body: Value) -> reqwest::Response {
+    request(
+        server,
+        secret,
+        Method::POST,
+        &format!("{conv}/shares"),
+        Some(body),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     let turns = [text_turn(
@@ -466,33 +512,21 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
         json!({"role": "user", "text": "How many rows?"}),
     )];
     let (_d, server, _store, secrets) = team(&turns).await;
-    let http = reqwest::Client::new();
-    let call = |who: &str, method: Method, path: &str, body: Option<Value>| {
-        let mut r = http
-            .request(method, server.url(path))
-            .bearer_auth(&secrets[who]);
-        if let Some(body) = body {
-            r = r.json(&body);
-        }
-        r.send()
-    };
-    let created: Value = call(
-        "alice",
+    let created: Value = json_of(
+        &server,
+        &secrets["alice"],
         Method::POST,
         "/api/v1/conversations",
         Some(json!({"title": "Q3"})),
     )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(created["owner"], "alice");
     assert_eq!(created["access"], "owner");
     let conv = format!("/api/v1/conversations/{id}");
-    let run = call(
-        "alice",
+    let run = request(
+        &server,
+        &secrets["alice"],
         Method::POST,
         &format!("{conv}/runs"),
         Some(json!({"request_id": "r1", "input": {"type": "message", "text": "How many rows?"}})),
@@ -503,12 +537,7 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     // The run has ended when the conversation is idle with its answer.
     let deadline = std::time::Instant::now() + crate::harness::LIMIT;
     loop {
-        let v: Value = call("alice", Method::GET, &conv, None)
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v: Value = json_of(&server, &secrets["alice"], Method::GET, &conv, None).await;
         if v["status"] == "idle" && v["last_seq"].as_u64().unwrap_or(0) >= 2 {
             break;
         }
@@ -520,36 +549,36 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     }
     // Before sharing, vera and bob see nothing of it.
     for who in ["vera", "bob"] {
-        let r = call(who, Method::GET, &format!("{conv}/report/last"), None)
-            .await
-            .unwrap();
+        let r = request(
+            &server,
+            &secrets[who],
+            Method::GET,
+            &format!("{conv}/report/last"),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.status(), StatusCode::NOT_FOUND, "{who}");
-        let list: Value = call(who, Method::GET, "/api/v1/conversations", None)
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: Value = json_of(
+            &server,
+            &secrets[who],
+            Method::GET,
+            "/api/v1/conversations",
+            None,
+        )
+        .await;
         assert_eq!(list["items"], json!([]), "{who}");
         assert_eq!(list["shared"], json!([]), "{who}");
     }
-    let shared = call(
-        "alice",
-        Method::POST,
-        &format!("{conv}/shares"),
-        Some(json!({"user": "vera", "access": "read"})),
+    let shared = share(
+        &server,
+        &secrets["alice"],
+        &conv,
+        json!({"user": "vera", "access": "read"}),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(shared.status(), StatusCode::CREATED);
-    let unknown = call(
-        "alice",
-        Method::POST,
-        &format!("{conv}/shares"),
-        Some(json!({"user": "zed"})),
-    )
-    .await
-    .unwrap();
+    let unknown = share(&server, &secrets["alice"], &conv, json!({"user": "zed"})).await;
     assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
     let unknown: Value = unknown.json().await.unwrap();
     assert_eq!(unknown["error"]["code"], "unknown_user");
@@ -558,42 +587,39 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
         "there is no user \"zed\" to share with"
     );
     // vera: in "shared", readable, exportable; not runnable, not deletable.
-    let list: Value = call("vera", Method::GET, "/api/v1/conversations", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = json_of(
+        &server,
+        &secrets["vera"],
+        Method::GET,
+        "/api/v1/conversations",
+        None,
+    )
+    .await;
     assert_eq!(list["items"], json!([]));
     assert_eq!(list["shared"][0]["id"], id.as_str());
     assert_eq!(list["shared"][0]["access"], "read");
     assert_eq!(list["shared"][0]["owner"], "alice");
-    let search: Value = call(
-        "vera",
+    let search: Value = json_of(
+        &server,
+        &secrets["vera"],
         Method::GET,
         "/api/v1/conversations?q=42%20rows",
         None,
     )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(search["shared"][0]["id"], id.as_str(), "{search}");
-    let none: Value = call(
-        "vera",
+    let none: Value = json_of(
+        &server,
+        &secrets["vera"],
         Method::GET,
         "/api/v1/conversations?q=nothing-like-it",
         None,
     )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(none["shared"], json!([]));
-    let html = call(
-        "vera",
+    let html = request(
+        &server,
+        &secrets["vera"],
         Method::GET,
         &format!("{conv}/report/last?format=html"),
         None,
@@ -602,8 +628,9 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     .unwrap();
     assert_eq!(html.status(), StatusCode::OK);
     assert!(html.text().await.unwrap().contains("42 rows"));
-    let run = call(
-        "vera",
+    let run = request(
+        &server,
+        &secrets["vera"],
         Method::POST,
         &format!("{conv}/runs"),
         Some(json!({"request_id": "r2", "input": {"type": "continue"}})),
@@ -611,21 +638,28 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     .await
     .unwrap();
     assert_eq!(run.status(), StatusCode::FORBIDDEN);
-    let delete = call("vera", Method::DELETE, &conv, None).await.unwrap();
-    assert_eq!(delete.status(), StatusCode::FORBIDDEN);
-    // bob still sees nothing; alice's list has it as her own.
-    let r = call("bob", Method::GET, &conv, None).await.unwrap();
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    let list: Value = call("alice", Method::GET, "/api/v1/conversations", None)
-        .await
-        .unwrap()
-        .json()
+    let delete = request(&server, &secrets["vera"], Method::DELETE, &conv, None)
         .await
         .unwrap();
+    assert_eq!(delete.status(), StatusCode::FORBIDDEN);
+    // bob still sees nothing; alice's list has it as her own.
+    let r = request(&server, &secrets["bob"], Method::GET, &conv, None)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let list: Value = json_of(
+        &server,
+        &secrets["alice"],
+        Method::GET,
+        "/api/v1/conversations",
+        None,
+    )
+    .await;
     assert_eq!(list["items"][0]["id"], id.as_str());
     // Unshared: gone for vera again.
-    let gone = call(
-        "alice",
+    let gone = request(
+        &server,
+        &secrets["alice"],
         Method::DELETE,
         &format!("{conv}/shares/vera"),
         None,
@@ -633,22 +667,28 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
     .await
     .unwrap();
     assert_eq!(gone.status(), StatusCode::NO_CONTENT);
-    let r = call("vera", Method::GET, &conv, None).await.unwrap();
+    let r = request(&server, &secrets["vera"], Method::GET, &conv, None)
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     // The admin lists everyone's with `all=true`, and only their own without.
-    let own: Value = call("ada", Method::GET, "/api/v1/conversations", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let own: Value = json_of(
+        &server,
+        &secrets["ada"],
+        Method::GET,
+        "/api/v1/conversations",
+        None,
+    )
+    .await;
     assert_eq!(own["items"], json!([]));
-    let all: Value = call("ada", Method::GET, "/api/v1/conversations?all=true", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all: Value = json_of(
+        &server,
+        &secrets["ada"],
+        Method::GET,
+        "/api/v1/conversations?all=true",
+        None,
+    )
+    .await;
     assert_eq!(all["items"][0]["id"], id.as_str());
     assert_eq!(all["items"][0]["access"], "admin");
 }
@@ -656,24 +696,12 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_manages_users_tokens_and_budgets() {
     let (_d, server, _store, secrets) = team(&[]).await;
-    let http = reqwest::Client::new();
-    let call = |secret: &str, method: Method, path: &str, body: Option<Value>| {
-        let mut r = http.request(method, server.url(path)).bearer_auth(secret);
-        if let Some(body) = body {
-            r = r.json(&body);
-        }
-        r.send()
-    };
     let ada = secrets["ada"].clone();
-    let me: Value = call(&secrets["vera"], Method::GET, "/api/v1/me", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me: Value = json_of(&server, &secrets["vera"], Method::GET, "/api/v1/me", None).await;
     assert_eq!(me["name"], "vera");
     assert_eq!(me["role"], "viewer");
-    let added = call(
+    let added = request(
+        &server,
         &ada,
         Method::POST,
         "/api/v1/users",
@@ -682,7 +710,8 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .await
     .unwrap();
     assert_eq!(added.status(), StatusCode::CREATED);
-    let again = call(
+    let again = request(
+        &server,
         &ada,
         Method::POST,
         "/api/v1/users",
@@ -691,7 +720,8 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .await
     .unwrap();
     assert_eq!(again.status(), StatusCode::CONFLICT);
-    let bad = call(
+    let bad = request(
+        &server,
         &ada,
         Method::POST,
         "/api/v1/users",
@@ -700,63 +730,67 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .await
     .unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    let issued: Value = call(&ada, Method::POST, "/api/v1/users/carl/tokens", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let issued: Value = json_of(
+        &server,
+        &ada,
+        Method::POST,
+        "/api/v1/users/carl/tokens",
+        None,
+    )
+    .await;
     let secret = issued["secret"].as_str().unwrap().to_owned();
     let token_id = issued["id"].as_str().unwrap().to_owned();
-    let me: Value = call(&secret, Method::GET, "/api/v1/me", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me: Value = json_of(&server, &secret, Method::GET, "/api/v1/me", None).await;
     assert_eq!(me["name"], "carl");
     // Promoted, carl may start conversations.
-    let denied = call(&secret, Method::POST, "/api/v1/conversations", None)
-        .await
-        .unwrap();
+    let denied = request(
+        &server,
+        &secret,
+        Method::POST,
+        "/api/v1/conversations",
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(denied.status(), StatusCode::FORBIDDEN);
-    let patched: Value = call(
+    let patched: Value = json_of(
+        &server,
         &ada,
         Method::PATCH,
         "/api/v1/users/carl",
         Some(json!({"role": "analyst", "budget": {"month_usd": 2.5, "month_tokens": 1000}})),
     )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    .await;
     assert_eq!(patched["role"], "analyst");
     assert_eq!(patched["budget"]["month_usd"], 2.5);
-    let made = call(&secret, Method::POST, "/api/v1/conversations", None)
-        .await
-        .unwrap();
+    let made = request(
+        &server,
+        &secret,
+        Method::POST,
+        "/api/v1/conversations",
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(made.status(), StatusCode::CREATED);
-    let me: Value = call(&secret, Method::GET, "/api/v1/me", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me: Value = json_of(&server, &secret, Method::GET, "/api/v1/me", None).await;
     assert_eq!(me["budget"]["month_tokens"], 1000);
     assert_eq!(me["spend"]["usd"], 0.0);
-    let listed: Value = call(&ada, Method::GET, "/api/v1/users/carl/tokens", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = json_of(
+        &server,
+        &ada,
+        Method::GET,
+        "/api/v1/users/carl/tokens",
+        None,
+    )
+    .await;
     assert_eq!(listed["tokens"][0]["id"], token_id.as_str());
     assert!(
         !listed.to_string().contains(&secret),
         "a listing shows no secret"
     );
-    let missing = call(
+    let missing = request(
+        &server,
         &ada,
         Method::PATCH,
         "/api/v1/users/nobody",
@@ -766,7 +800,8 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     // Revoked: the token no longer signs carl in.
-    let revoked = call(
+    let revoked = request(
+        &server,
         &ada,
         Method::DELETE,
         &format!("/api/v1/tokens/{token_id}"),
@@ -775,16 +810,11 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
     .await
     .unwrap();
     assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
-    let after = call(&secret, Method::GET, "/api/v1/me", None)
+    let after = request(&server, &secret, Method::GET, "/api/v1/me", None)
         .await
         .unwrap();
     assert_eq!(after.status(), StatusCode::UNAUTHORIZED);
-    let users: Value = call(&ada, Method::GET, "/api/v1/users", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let users: Value = json_of(&server, &ada, Method::GET, "/api/v1/users", None).await;
     let names: Vec<&str> = users["users"]
         .as_array()
         .unwrap()
@@ -792,4 +822,87 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
         .filter_map(|u| u["name"].as_str())
         .collect();
     assert_eq!(names, ["ada", "alice", "bob", "carl", "vera"]);
+}
+
+/// A reader's fork of a shared conversation is the reader's own, with the files at the cut;
+/// the owner does not see it among the branches, the reader does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Agent::fork to take the fork's owner (the ba-agent side of owners)"]
+async fn a_readers_fork_is_the_readers_own() {
+    let (_d, server, store, secrets) = team(&[]).await;
+    let id = ConversationId::random();
+    store
+        .create(
+            &id,
+            NewConversation {
+                owner: Some("alice".into()),
+                ..NewConversation::default()
+            },
+        )
+        .await
+        .unwrap();
+    let conv = format!("/api/v1/conversations/{id}");
+    let alice = Person {
+        name: "alice",
+        role: Role::Analyst,
+        secret: Some(secrets["alice"].clone()),
+    };
+    let (status, _) = send(
+        &reqwest::Client::new(),
+        &server,
+        &alice,
+        Method::POST,
+        &format!("{conv}/uploads"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let share = share(&server, &secrets["alice"], &conv, json!({"user": "bob"})).await;
+    assert_eq!(share.status(), StatusCode::CREATED);
+    let forked: Value = json_of(
+        &server,
+        &secrets["bob"],
+        Method::POST,
+        &format!("{conv}/fork"),
+        Some(json!({"at_seq": 0})),
+    )
+    .await;
+    let fork = forked["id"].as_str().unwrap().to_owned();
+    let view: Value = json_of(
+        &server,
+        &secrets["bob"],
+        Method::GET,
+        &format!("/api/v1/conversations/{fork}"),
+        None,
+    )
+    .await;
+    assert_eq!(view["owner"], "bob", "{view}");
+    let files: Value = json_of(
+        &server,
+        &secrets["bob"],
+        Method::GET,
+        &format!("/api/v1/conversations/{fork}/uploads"),
+        None,
+    )
+    .await;
+    assert_eq!(files[0]["name"], "notes.txt", "{files}");
+    let alices = request(
+        &server,
+        &secrets["alice"],
+        Method::GET,
+        &format!("/api/v1/conversations/{fork}"),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(alices.status(), StatusCode::NOT_FOUND);
+    let branches: Value = json_of(
+        &server,
+        &secrets["alice"],
+        Method::GET,
+        &format!("{conv}/branches"),
+        None,
+    )
+    .await;
+    assert_eq!(branches["forks"], json!([]), "{branches}");
 }
