@@ -438,9 +438,7 @@ async fn the_meter_says_nothing_was_sent_before_the_first_question() {
     let _one = BROWSER.lock().await;
     let Some(c) = browser().await else { return };
     let server = Server::start(Options::default()).await;
-    c.goto(&format!("http://{}/#token={TOKEN}", server.addr))
-        .await
-        .unwrap();
+    goto(&c, &server, "").await;
     let shown = wait_for(
         &c,
         "the page",

@@ -223,3 +223,76 @@ async fn people_see_their_own_and_a_viewer_reads_a_shared_report() {
     vera_tab.close().await.unwrap();
     alice_tab.close().await.unwrap();
 }
+
+/// An admin's page has the "Users…" dialog: a new user, a role and a budget changed, and a new
+/// token shown once that signs its user in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_manages_users_in_the_page() {
+    let _one = BROWSER.lock().await;
+    let Some(c) = browser().await else { return };
+    let server = Server::start(Options {
+        users: true,
+        ..Options::default()
+    })
+    .await;
+    let directory = server.agent.store().directory().unwrap();
+    directory.add_user("ada", Role::Admin).await.unwrap();
+    directory.add_user("bob", Role::Analyst).await.unwrap();
+    let ada = directory.issue_token("ada").await.unwrap().secret;
+    c.goto(&server.url("")).await.unwrap();
+    sign_in(&c, &ada).await;
+    click(&c, "#admin-open").await;
+    wait_for(
+        &c,
+        "bob's row",
+        "return Boolean(document.querySelector('#admin-body tr[data-user=bob]'))",
+    )
+    .await;
+    // bob becomes a viewer with $3 a month.
+    js(
+        &c,
+        "const row = document.querySelector('#admin-body tr[data-user=bob]'); \
+         row.querySelector('select').value = 'viewer'; \
+         row.querySelector('input[type=number]').value = '3'; return 1",
+    )
+    .await;
+    click(&c, "#admin-body tr[data-user=bob] td:last-child button").await;
+    wait_for(
+        &c,
+        "the change saved",
+        "return document.querySelector('#admin-body tr[data-user=bob] output').textContent === 'saved'",
+    )
+    .await;
+    let bob = directory.user("bob").await.unwrap().unwrap();
+    assert_eq!(bob.role, Role::Viewer);
+    assert_eq!(bob.budget.month_usd, Some(3.0));
+    // A new token, shown once, signs bob in.
+    click(
+        &c,
+        "#admin-body tr[data-user=bob] td:last-child button:nth-of-type(2)",
+    )
+    .await;
+    let shown = wait_for(
+        &c,
+        "the new token",
+        "const t = document.querySelector('#admin-body tr[data-user=bob] output').textContent; \
+         return t.startsWith('Token (shown once): ') && t.slice(20)",
+    )
+    .await;
+    let me = call(
+        &server,
+        shown.as_str().unwrap(),
+        reqwest::Method::GET,
+        "/api/v1/me",
+        None,
+    )
+    .await;
+    assert_eq!(me["name"], "bob");
+    assert_eq!(me["role"], "viewer");
+    let url = c.current_url().await.unwrap().to_string();
+    assert!(
+        !url.contains(&ada) && !url.contains(shown.as_str().unwrap()),
+        "{url}"
+    );
+    c.close().await.unwrap();
+}
