@@ -10,10 +10,15 @@ use axum::response::{IntoResponse, Response};
 use ba_storage::{ConversationId, ConversationMeta, Role, StorageError};
 use serde::Serialize;
 
-use crate::auth::Caller;
-use crate::conversations::conversation_id;
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+
+/// Parses a path id; a name that could leave the store's folder is refused.
+pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
+    ConversationId::new(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}
 
 /// What a caller may do with a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]

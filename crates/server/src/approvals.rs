@@ -12,7 +12,7 @@ use ba_protocol::{Decision, PendingApproval};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::runs::launch;

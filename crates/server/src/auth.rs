@@ -10,13 +10,13 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use ba_storage::{DEFAULT_OWNER, Directory, Role};
 use rand::RngCore as _;
 
+use crate::caller::{Caller, Refused, directory, known_or_new};
 use crate::error::ApiError;
-pub use crate::oidc::Oidc;
+pub use crate::oidc::{KeyFetcher, Oidc};
 pub use crate::proxy::Proxy;
-use crate::settings::UnknownUsers;
+use crate::settings::{AuthMode, AuthSettings, AuthSettingsError};
 use crate::state::AppState;
 
 /// The secret every API request carries as `Authorization: Bearer TOKEN`.
@@ -101,31 +101,6 @@ impl HostCheck {
     }
 }
 
-/// Who a request comes from, as the sign-in established it: every API handler finds one in
-/// the request's extensions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// The user's name (`owner` under `--auth token`).
-    pub name: String,
-    /// What the user may do.
-    pub role: Role,
-}
-
-impl Caller {
-    /// The single user of a token-guarded server: an admin named `owner`.
-    pub fn owner() -> Self {
-        Self {
-            name: DEFAULT_OWNER.to_owned(),
-            role: Role::Admin,
-        }
-    }
-
-    /// Whether the caller may start work of their own (create, run, fork): viewers may not.
-    pub(crate) fn may_work(&self) -> bool {
-        self.role != Role::Viewer
-    }
-}
-
 /// How callers are told apart; the CLI builds one from [`AuthSettings`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -138,6 +113,41 @@ pub enum Auth {
     Oidc(Oidc),
     /// A user header set by a reverse proxy, believed only from the proxy's addresses.
     Proxy(Proxy),
+}
+
+impl AuthSettings {
+    /// The checked sign-in; `token` is the secret of `mode: token` (unused by the others),
+    /// `keys` what reads an identity provider's keys at `oidc.jwks_url` (the program's HTTP
+    /// client; without one only `jwks_file` works).
+    ///
+    /// # Errors
+    /// A mode without its section, an empty issuer, audience or header, no keys or two
+    /// sources of keys, a `jwks_url` and no `keys`, an algorithm that is unknown or not
+    /// asymmetric, a proxy address that is neither an IP nor a CIDR range.
+    pub fn build(
+        &self,
+        token: Token,
+        keys: Option<Arc<dyn KeyFetcher>>,
+    ) -> Result<Auth, AuthSettingsError> {
+        match self.mode {
+            AuthMode::Token => Ok(Auth::Token(token)),
+            AuthMode::Users => Ok(Auth::Users),
+            AuthMode::Oidc => {
+                let oidc = self
+                    .oidc
+                    .as_ref()
+                    .ok_or(AuthSettingsError::MissingSection { mode: "oidc" })?;
+                Ok(Auth::Oidc(Oidc::new(oidc, keys)?))
+            }
+            AuthMode::Proxy => {
+                let proxy = self
+                    .proxy
+                    .as_ref()
+                    .ok_or(AuthSettingsError::MissingSection { mode: "proxy" })?;
+                Ok(Auth::Proxy(Proxy::new(proxy)?))
+            }
+        }
+    }
 }
 
 /// What the middlewares need.
@@ -183,10 +193,6 @@ pub(crate) async fn check_host(
     }
     next.run(request).await
 }
-
-/// Why a request is refused at sign-in; the reason goes to the operator's log, never to the
-/// client, whose answer is a bare 401.
-pub(crate) struct Refused(pub(crate) String);
 
 /// Every API route needs a caller (401 otherwise); the caller goes into the request's
 /// extensions.
@@ -269,52 +275,6 @@ async fn user_of_token(state: &AppState, secret: &[u8]) -> Result<Caller, Refuse
     }
 }
 
-/// The store's directory of users, which every mode but `token` needs.
-fn directory(state: &AppState) -> Result<Arc<dyn Directory>, Refused> {
-    state
-        .store()
-        .directory()
-        .ok_or_else(|| Refused("the store keeps no users (a file or PostgreSQL store does)".into()))
-}
-
-/// The directory's user `name`, made an analyst when unknown and the settings say so; a role
-/// the identity provider vouches for (`claimed`) wins over the directory's.
-pub(crate) async fn known_or_new(
-    state: &AppState,
-    name: &str,
-    unknown: UnknownUsers,
-    claimed: Option<Role>,
-) -> Result<Caller, Refused> {
-    let directory = directory(state)?;
-    let known = directory
-        .user(name)
-        .await
-        .map_err(|e| Refused(format!("the directory could not be read: {e}")))?;
-    let user = match (known, unknown) {
-        (Some(user), _) => user,
-        (None, UnknownUsers::Refuse) => {
-            return Err(Refused(format!("user {name:?} is not in the directory")));
-        }
-        (None, UnknownUsers::Create) => match directory.add_user(name, Role::Analyst).await {
-            Ok(user) => {
-                tracing::info!("user {name:?} signed in for the first time: added as an analyst");
-                user
-            }
-            // Two first requests at once: the other one added the user.
-            Err(first) => directory
-                .user(name)
-                .await
-                .ok()
-                .flatten()
-                .ok_or_else(|| Refused(format!("user {name:?} could not be added: {first}")))?,
-        },
-    };
-    Ok(Caller {
-        name: user.name,
-        role: claimed.unwrap_or(user.role),
-    })
-}
-
 /// The token of an `Authorization` value whose scheme is `Bearer` in any case, the spaces
 /// after the scheme skipped.
 fn bearer_token(value: &[u8]) -> Option<&[u8]> {
@@ -372,5 +332,115 @@ mod tests {
         assert_eq!(bearer_token(b"Basic abc"), None);
         assert_eq!(bearer_token(b"Bearer "), None);
         assert_eq!(bearer_token(b"Bear"), None);
+    }
+
+    mod settings {
+        use std::sync::Arc;
+
+        use super::*;
+        use crate::settings::OidcSettings;
+
+        /// Never called: the settings are only checked.
+        #[derive(Debug)]
+        struct NoFetch;
+
+        impl KeyFetcher for NoFetch {
+            fn fetch<'a>(
+                &'a self,
+                _url: &'a str,
+                _limit: usize,
+            ) -> futures::future::BoxFuture<'a, Result<Vec<u8>, String>> {
+                Box::pin(async { Err("not here".to_owned()) })
+            }
+        }
+
+        fn build(yaml: serde_json::Value) -> Result<Auth, String> {
+            let settings: AuthSettings = serde_json::from_value(yaml).map_err(|e| e.to_string())?;
+            settings
+                .build(Token::random(), Some(Arc::new(NoFetch)))
+                .map_err(|e| e.to_string())
+        }
+
+        #[test]
+        fn settings_that_cannot_work_are_named() {
+            use serde_json::json;
+            let cases = [
+                (
+                    json!({"mode": "oidc"}),
+                    "auth mode `oidc` needs an `auth.oidc` section",
+                ),
+                (
+                    json!({"mode": "proxy"}),
+                    "auth mode `proxy` needs an `auth.proxy` section",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": " ", "audience": "a", "jwks_file": "k"}}),
+                    "`auth.oidc.issuer` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "", "jwks_file": "k"}}),
+                    "`auth.oidc.audience` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a"}}),
+                    "`auth.oidc.jwks_url`: give the provider's keys as `jwks_url` or `jwks_file`",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "jwks_url": "http://x"}}),
+                    "`auth.oidc.jwks_url`: give `jwks_url` or `jwks_file`, not both",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["HS256"]}}),
+                    "`auth.oidc.algorithms`: HS256 is a shared-secret algorithm; only RS*, PS*, ES* and EdDSA are accepted",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["none"]}}),
+                    "`auth.oidc.algorithms`: \"none\" is not a signature algorithm (RS256, ES256, …)",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": []}}),
+                    "`auth.oidc.algorithms` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_url": "ftp://x"}}),
+                    "`auth.oidc.jwks_url`: \"ftp://x\" is not an http(s) URL",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": ["10.0.0.300"]}}),
+                    "`auth.proxy.trusted`: \"10.0.0.300\" is neither an IP address nor a CIDR range",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": []}}),
+                    "`auth.proxy.trusted` is required and empty",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1"], "header": "bad header"}}),
+                    "`auth.proxy.header`: \"bad header\" is not a header name",
+                ),
+            ];
+            for (settings, expected) in cases {
+                let got = build(settings.clone()).err();
+                assert_eq!(got.as_deref(), Some(expected), "{settings}");
+            }
+            assert!(build(serde_json::json!({"mode": "users"})).is_ok());
+            assert!(build(serde_json::json!({})).is_ok());
+            assert!(
+            build(serde_json::json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1", "10.0.0.0/8", "::1"]}}))
+                .is_ok()
+        );
+            let without_client = AuthSettings::new(AuthMode::Oidc)
+                .with_oidc(OidcSettings::new("i", "a").with_jwks_url("https://id.example/keys"))
+                .build(Token::random(), None)
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(
+                without_client.as_deref(),
+                Some(
+                    "`auth.oidc.jwks_url`: this program reads no keys over HTTP; give `jwks_file`"
+                )
+            );
+            let unknown = build(serde_json::json!({"mode": "users", "extra": 1})).err();
+            assert!(unknown.is_some_and(|e| e.contains("unknown field `extra`")));
+        }
     }
 }

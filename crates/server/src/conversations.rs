@@ -13,8 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub(crate) use crate::access::conversation_id;
 use crate::access::{Access, access_of};
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;
 use crate::state::AppState;
@@ -91,12 +92,6 @@ pub struct Forked {
     pub parent: String,
     /// Its last entry the fork shares.
     pub at_seq: u64,
-}
-
-/// Parses a path id; a name that could leave the store's folder is refused.
-pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
-    ConversationId::new(raw)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
 
 /// Reads a JSON body; an empty body is the type's default. A body that does not fit is named

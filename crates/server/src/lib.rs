@@ -37,6 +37,7 @@ mod access;
 mod api;
 mod approvals;
 mod auth;
+mod caller;
 mod conversations;
 mod error;
 mod events;
@@ -57,7 +58,8 @@ use std::future::Future;
 pub use access::Access;
 pub use api::router;
 pub use approvals::PendingApprovals;
-pub use auth::{Auth, Caller, HostCheck, Oidc, Proxy, Token};
+pub use auth::{Auth, HostCheck, KeyFetcher, Oidc, Proxy, Token};
+pub use caller::Caller;
 pub use conversations::{
     Branch, Branches, ConversationStatus, ConversationView, ForkView, Forked, Rewound,
 };

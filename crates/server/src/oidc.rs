@@ -2,7 +2,8 @@
 //! the provider's published keys (a JWKS, from a URL or a file) by `jsonwebtoken`; then the
 //! issuer, the audience and the expiry. The keys are cached and read again at most once a
 //! minute, when a token names a key id the cache does not hold (the provider rotated its
-//! keys). Why a token failed goes to the operator's log only.
+//! keys). Why a token failed goes to the operator's log only. The server makes no outgoing
+//! requests of its own: keys at a URL are read by the [`KeyFetcher`] the program hands over.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use ba_storage::Role;
 use base64::Engine as _;
-use futures::StreamExt as _;
+use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
-use crate::auth::{Caller, Refused, known_or_new};
+use crate::caller::{Caller, Refused, known_or_new};
 use crate::settings::{AuthSettingsError, OidcSettings, UnknownUsers};
 use crate::state::AppState;
 
@@ -28,13 +29,19 @@ const MAX_KEYS: usize = 64;
 const MAX_TOKEN: usize = 16 * 1024;
 /// The keys are read again at most this often.
 const REFETCH_EVERY: Duration = Duration::from_secs(60);
-/// Reading the keys from the provider gives up after this long.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads an identity provider's published keys (a JWKS document) at a URL, for `jwks_url`.
+/// The program supplies it with its own HTTP client: the server makes no outgoing requests.
+pub trait KeyFetcher: Send + Sync + std::fmt::Debug {
+    /// The body at `url`; more than `limit` bytes, a failure or a non-success status is an
+    /// error saying what happened.
+    fn fetch<'a>(&'a self, url: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+}
 
 /// Where the keys come from.
 #[derive(Debug, Clone)]
 enum Source {
-    Url(String),
+    Url(String, Arc<dyn KeyFetcher>),
     File(PathBuf),
 }
 
@@ -58,7 +65,6 @@ struct Inner {
     role_claim: Option<String>,
     unknown_users: UnknownUsers,
     keys: Mutex<Keys>,
-    client: reqwest::Client,
 }
 
 fn invalid(field: &'static str, reason: String) -> AuthSettingsError {
@@ -81,7 +87,10 @@ fn required(value: &str, field: &'static str) -> Result<String, AuthSettingsErro
 }
 
 impl Oidc {
-    pub(crate) fn new(settings: &OidcSettings) -> Result<Self, AuthSettingsError> {
+    pub(crate) fn new(
+        settings: &OidcSettings,
+        fetcher: Option<Arc<dyn KeyFetcher>>,
+    ) -> Result<Self, AuthSettingsError> {
         let issuer = required(&settings.issuer, "issuer")?;
         let audience = required(&settings.audience, "audience")?;
         let user_claim = required(&settings.user_claim, "user_claim")?;
@@ -100,7 +109,13 @@ impl Oidc {
                         format!("{url:?} is not an http(s) URL"),
                     ));
                 }
-                Source::Url(url.to_owned())
+                let fetcher = fetcher.ok_or_else(|| {
+                    invalid(
+                        "jwks_url",
+                        "this program reads no keys over HTTP; give `jwks_file`".into(),
+                    )
+                })?;
+                Source::Url(url.to_owned(), fetcher)
             }
             (None, Some(file)) => Source::File(file.clone()),
             (None, None) => {
@@ -134,11 +149,6 @@ impl Oidc {
             }
             algorithms.push(alg);
         }
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .build()
-            .map_err(|e| invalid("jwks_url", format!("no HTTP client: {e}")))?;
         Ok(Self(Arc::new(Inner {
             issuer,
             audience,
@@ -148,7 +158,6 @@ impl Oidc {
             role_claim: settings.role_claim.clone().filter(|c| !c.trim().is_empty()),
             unknown_users: settings.unknown_users,
             keys: Mutex::new(Keys::default()),
-            client,
         })))
     }
 
@@ -276,26 +285,10 @@ impl Oidc {
                     .await
                     .map_err(|e| format!("{}: {e}", path.display()))?
             }
-            Source::Url(url) => {
-                let response = self
-                    .0
-                    .client
-                    .get(url)
-                    .send()
-                    .await
-                    .and_then(reqwest::Response::error_for_status)
-                    .map_err(|e| format!("{url}: {e}"))?;
-                let mut body = Vec::new();
-                let mut stream = response.bytes_stream();
-                while let Some(chunk) = stream.next().await {
-                    let chunk = chunk.map_err(|e| format!("{url}: {e}"))?;
-                    if body.len() + chunk.len() > MAX_JWKS {
-                        return Err(format!("{url} sent over {MAX_JWKS} bytes"));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                body
-            }
+            Source::Url(url, fetcher) => fetcher
+                .fetch(url, MAX_JWKS)
+                .await
+                .map_err(|e| format!("{url}: {e}"))?,
         };
         let mut set: JwkSet =
             serde_json::from_slice(&bytes).map_err(|e| format!("not a JWKS: {e}"))?;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

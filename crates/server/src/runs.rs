@@ -16,7 +16,7 @@ use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;

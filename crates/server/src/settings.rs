@@ -1,15 +1,12 @@
 //! The sign-in settings as a configuration file holds them (`auth: {mode, oidc, proxy}`),
-//! checked into an [`Auth`] before the server starts, so a missing issuer or a bad proxy
-//! address stops the start with a sentence instead of refusing every request later.
+//! checked into an [`crate::Auth`] by [`AuthSettings::build`] before the server starts, so a
+//! missing issuer or a bad proxy address stops the start with a sentence instead of refusing
+//! every request later.
 
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-use crate::auth::{Auth, Token};
-use crate::oidc::Oidc;
-use crate::proxy::Proxy;
 
 /// How callers sign in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -234,113 +231,5 @@ impl AuthSettings {
     pub fn with_proxy(mut self, proxy: ProxySettings) -> Self {
         self.proxy = Some(proxy);
         self
-    }
-
-    /// The checked sign-in; `token` is the secret of `mode: token` (unused by the others).
-    ///
-    /// # Errors
-    /// A mode without its section, an empty issuer, audience or header, no keys or two
-    /// sources of keys, an algorithm that is unknown or not asymmetric, a proxy address that
-    /// is neither an IP nor a CIDR range.
-    pub fn build(&self, token: Token) -> Result<Auth, AuthSettingsError> {
-        match self.mode {
-            AuthMode::Token => Ok(Auth::Token(token)),
-            AuthMode::Users => Ok(Auth::Users),
-            AuthMode::Oidc => {
-                let oidc = self
-                    .oidc
-                    .as_ref()
-                    .ok_or(AuthSettingsError::MissingSection { mode: "oidc" })?;
-                Ok(Auth::Oidc(Oidc::new(oidc)?))
-            }
-            AuthMode::Proxy => {
-                let proxy = self
-                    .proxy
-                    .as_ref()
-                    .ok_or(AuthSettingsError::MissingSection { mode: "proxy" })?;
-                Ok(Auth::Proxy(Proxy::new(proxy)?))
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn build(yaml: serde_json::Value) -> Result<Auth, String> {
-        let settings: AuthSettings = serde_json::from_value(yaml).map_err(|e| e.to_string())?;
-        settings.build(Token::random()).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn settings_that_cannot_work_are_named() {
-        use serde_json::json;
-        let cases = [
-            (
-                json!({"mode": "oidc"}),
-                "auth mode `oidc` needs an `auth.oidc` section",
-            ),
-            (
-                json!({"mode": "proxy"}),
-                "auth mode `proxy` needs an `auth.proxy` section",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": " ", "audience": "a", "jwks_file": "k"}}),
-                "`auth.oidc.issuer` is required and empty",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "", "jwks_file": "k"}}),
-                "`auth.oidc.audience` is required and empty",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a"}}),
-                "`auth.oidc.jwks_url`: give the provider's keys as `jwks_url` or `jwks_file`",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "jwks_url": "http://x"}}),
-                "`auth.oidc.jwks_url`: give `jwks_url` or `jwks_file`, not both",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["HS256"]}}),
-                "`auth.oidc.algorithms`: HS256 is a shared-secret algorithm; only RS*, PS*, ES* and EdDSA are accepted",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["none"]}}),
-                "`auth.oidc.algorithms`: \"none\" is not a signature algorithm (RS256, ES256, …)",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": []}}),
-                "`auth.oidc.algorithms` is required and empty",
-            ),
-            (
-                json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_url": "ftp://x"}}),
-                "`auth.oidc.jwks_url`: \"ftp://x\" is not an http(s) URL",
-            ),
-            (
-                json!({"mode": "proxy", "proxy": {"trusted": ["10.0.0.300"]}}),
-                "`auth.proxy.trusted`: \"10.0.0.300\" is neither an IP address nor a CIDR range",
-            ),
-            (
-                json!({"mode": "proxy", "proxy": {"trusted": []}}),
-                "`auth.proxy.trusted` is required and empty",
-            ),
-            (
-                json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1"], "header": "bad header"}}),
-                "`auth.proxy.header`: \"bad header\" is not a header name",
-            ),
-        ];
-        for (settings, expected) in cases {
-            let got = build(settings.clone()).err();
-            assert_eq!(got.as_deref(), Some(expected), "{settings}");
-        }
-        assert!(build(serde_json::json!({"mode": "users"})).is_ok());
-        assert!(build(serde_json::json!({})).is_ok());
-        assert!(
-            build(serde_json::json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1", "10.0.0.0/8", "::1"]}}))
-                .is_ok()
-        );
-        let unknown = build(serde_json::json!({"mode": "users", "extra": 1})).err();
-        assert!(unknown.is_some_and(|e| e.contains("unknown field `extra`")));
     }
 }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use aws_lc_rs::encoding::AsDer as _;
 use aws_lc_rs::signature::KeyPair as _;
-use ba_server::{AuthMode, AuthSettings, OidcSettings, ProxySettings, Token, UnknownUsers};
+use ba_server::{
+    AuthMode, AuthSettings, KeyFetcher, OidcSettings, ProxySettings, Token, UnknownUsers,
+};
 use ba_storage::{ConversationStore, FileStore, Role};
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -47,6 +49,30 @@ impl Write for Captured {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The program's side of `jwks_url`: its HTTP client reads the keys.
+#[derive(Debug)]
+struct Http;
+
+impl KeyFetcher for Http {
+    fn fetch<'a>(
+        &'a self,
+        url: &'a str,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move {
+            let response = reqwest::get(url)
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(|e| e.to_string())?;
+            let body = response.bytes().await.map_err(|e| e.to_string())?;
+            if body.len() > limit {
+                return Err(format!("over {limit} bytes"));
+            }
+            Ok(body.to_vec())
+        })
     }
 }
 
@@ -143,7 +169,7 @@ fn oidc_server(
     let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(&path).unwrap());
     let auth = AuthSettings::new(AuthMode::Oidc)
         .with_oidc(settings)
-        .build(Token::random())
+        .build(Token::random(), Some(Arc::new(Http)))
         .unwrap();
     let server = Server::start_with(
         &path,
@@ -316,7 +342,7 @@ fn proxy_server(trusted: &str) -> (tempfile::TempDir, Server, Captured) {
     let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(&path).unwrap());
     let auth = AuthSettings::new(AuthMode::Proxy)
         .with_proxy(ProxySettings::new(vec![trusted.into()]))
-        .build(Token::random())
+        .build(Token::random(), None)
         .unwrap();
     let log = Captured::default();
     let server = Server::start_with(
