@@ -103,6 +103,9 @@ pub struct RunOptions {
     pub request_id: Option<String>,
     /// The caller's id of the run (kept beside the request id).
     pub run_id: Option<String>,
+    /// The person the run acts for, recorded as the `actor` of the user entry it appends and
+    /// of the approval decisions it records.
+    pub actor: Option<String>,
     /// Send an [`AgentEvent::Entry`](crate::AgentEvent::Entry) for every entry appended.
     pub entry_events: bool,
     /// Send an [`AgentEvent::ContextStatus`](crate::AgentEvent::ContextStatus) every round.
@@ -114,6 +117,12 @@ impl RunOptions {
     pub fn with_ids(mut self, request_id: impl Into<String>, run_id: impl Into<String>) -> Self {
         self.request_id = Some(request_id.into());
         self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Records `actor` as the person the run acts for.
+    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
         self
     }
 
@@ -283,6 +292,17 @@ impl Agent {
             &log,
             &self.inner.settings.prices,
         ))
+    }
+
+    /// What the conversation and its owner's month spent, against their caps, and the cap
+    /// reached, if any (a run started now would end `budget_reached` before calling the
+    /// model).
+    ///
+    /// # Errors
+    /// The store's (`NotFound` for an unknown conversation).
+    pub async fn spend(&self, id: &ConversationId) -> Result<crate::SpendReport, AgentError> {
+        let settings = &self.inner.settings;
+        Ok(crate::spend_report(&self.inner.store, id, settings.budgets, &settings.prices).await?)
     }
 
     /// The tool calls of the conversation that wait for a person's decision, read from the

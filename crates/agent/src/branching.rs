@@ -23,6 +23,24 @@ impl Agent {
         id: &ConversationId,
         at_seq: u64,
     ) -> Result<ConversationId, AgentError> {
+        self.fork_as(id, at_seq, None).await
+    }
+
+    /// [`Agent::fork`], the fork owned by `owner` (a reader of a shared conversation forks
+    /// it as their own); `None` keeps the parent's owner.
+    ///
+    /// # Errors
+    /// As [`Agent::fork`].
+    pub async fn fork_as(
+        &self,
+        id: &ConversationId,
+        at_seq: u64,
+        owner: Option<&str>,
+    ) -> Result<ConversationId, AgentError> {
+        let owner = match owner {
+            Some(owner) => owner.to_owned(),
+            None => self.inner.store.metadata(id).await?.owner,
+        };
         let child = ConversationId::random();
         // The history the fork shares: the entries up to the cut, with the rewinds among them
         // (one after the cut is the parent's alone).
@@ -31,6 +49,7 @@ impl Agent {
         // An empty title is an untitled conversation: the first run names it.
         let new = NewConversation {
             title: (!asked).then(String::new),
+            owner: Some(owner),
             ..NewConversation::default()
         };
         ba_storage::fork_with_files(self.inner.store.as_ref(), id, at_seq, &child, new).await?;
@@ -48,13 +67,26 @@ impl Agent {
     /// point past the end, with nothing after it, or inside a round of tool calls (a call
     /// kept, its result taken back).
     pub async fn rewind(&self, id: &ConversationId, to_seq: u64) -> Result<usize, AgentError> {
+        self.rewind_by(id, to_seq, None).await
+    }
+
+    /// [`Agent::rewind`], recording `actor` (who took the history back) on the rewind entry.
+    ///
+    /// # Errors
+    /// As [`Agent::rewind`].
+    pub async fn rewind_by(
+        &self,
+        id: &ConversationId,
+        to_seq: u64,
+        actor: Option<&str>,
+    ) -> Result<usize, AgentError> {
         let _lease = self
             .inner
             .leases
             .take(id, &format!("rewind_{}", uuid::Uuid::new_v4().simple()))
             .await?;
         let mut history = History::open(Arc::clone(&self.inner.store), id.clone()).await?;
-        let taken = history.rewind(to_seq).await?;
+        let taken = history.rewind(to_seq, actor).await?;
         Ok(taken)
     }
 }

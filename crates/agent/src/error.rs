@@ -91,6 +91,8 @@ pub enum ErrorKind {
     Hook,
     /// The run made its last round before a final answer.
     RoundLimit,
+    /// A spending cap (the conversation's or its owner's month) was reached.
+    BudgetReached,
     /// A structured answer was not the JSON format; the model is asked again.
     Format,
     /// The run or the model call was cancelled.
@@ -115,7 +117,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the order declared.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 20] = [
         Self::Busy,
         Self::Store,
         Self::LeaseLost,
@@ -125,6 +127,7 @@ impl ErrorKind {
         Self::Model,
         Self::Hook,
         Self::RoundLimit,
+        Self::BudgetReached,
         Self::Format,
         Self::Cancelled,
         Self::Timeout,
@@ -149,6 +152,7 @@ impl ErrorKind {
             Self::Model => "model",
             Self::Hook => "hook",
             Self::RoundLimit => "round_limit",
+            Self::BudgetReached => "budget_reached",
             Self::Format => "format",
             Self::Cancelled => "cancelled",
             Self::Timeout => "timeout",

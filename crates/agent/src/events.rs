@@ -306,6 +306,10 @@ pub enum RunStatus {
     Answered,
     /// The round limit was reached first.
     RoundLimit,
+    /// A spending cap was reached before the next model call (the call in flight finished);
+    /// everything so far is in the log and `continue` goes on once the cap is raised or the
+    /// month turns.
+    BudgetReached,
     /// The model failed; the failure is in the log and `continue` resumes.
     ModelFailed,
     /// Something else failed (store, context, configuration); see the error event.
@@ -325,6 +329,7 @@ impl RunStatus {
         match self {
             Self::Answered => "answered",
             Self::RoundLimit => "round_limit",
+            Self::BudgetReached => "budget_reached",
             Self::ModelFailed => "model_failed",
             Self::Failed => "failed",
             Self::Stopped => "stopped",
@@ -384,6 +389,7 @@ mod tests {
         for status in [
             RunStatus::Answered,
             RunStatus::RoundLimit,
+            RunStatus::BudgetReached,
             RunStatus::ModelFailed,
             RunStatus::Failed,
             RunStatus::Stopped,

@@ -101,12 +101,16 @@ impl History {
 
     /// Takes back the entries after `to_seq` from the history: a hidden rewind entry is
     /// appended (the log stays append-only) and they leave this copy as they leave every
-    /// later load. How many entries left.
+    /// later load, naming `actor`, who took it back, when given. How many entries left.
     ///
     /// # Errors
     /// The store's `Invalid` for a point past the end, with nothing of the history after it,
     /// or inside a round of tool calls (a call kept, its result taken back); the store's.
-    pub(crate) async fn rewind(&mut self, to_seq: u64) -> Result<usize, StorageError> {
+    pub(crate) async fn rewind(
+        &mut self,
+        to_seq: u64,
+        actor: Option<&str>,
+    ) -> Result<usize, StorageError> {
         let invalid = |message: String| StorageError::Invalid {
             what: format!("rewind of `{}` to entry {to_seq}", self.id),
             message,
@@ -131,6 +135,7 @@ impl History {
         e.include_in_context = false;
         e.records.kind = Some(EntryKind::Rewind);
         e.records.rewind = Some(RewindRecord { to_seq });
+        e.records.actor = actor.map(str::to_owned);
         self.last_seq = self.store.append(&self.id, &e, Some(self.last_seq)).await?;
         self.entries.truncate(kept);
         self.seqs.truncate(kept);

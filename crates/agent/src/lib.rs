@@ -73,6 +73,7 @@ pub mod response;
 mod run;
 mod settings;
 mod sources;
+mod spend;
 mod workflow;
 
 #[cfg(feature = "mcp")]
@@ -94,8 +95,11 @@ pub use events::{AgentEvent, ContextLevel, InputKind, RunStatus, RunSummary, Wor
 pub use hooks::CommandHook;
 pub use hooks::{Hook, HookOutput};
 pub use prompts::{BUILTIN_PROMPTS, Prompts};
-pub use report::{ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money};
+pub use report::{
+    ActorCounts, ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money,
+};
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
 pub use settings::{AgentSettings, ResponseMode};
 pub use sources::{SourceSnapshot, ToolSource};
+pub use spend::{BudgetError, Budgets, MonthSpend, SpendReport, Spent, spend_report};
 pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec, shown_inputs};

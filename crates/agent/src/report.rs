@@ -97,6 +97,14 @@ pub struct ConversationReport {
     /// A person's decisions, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub approval_decisions: Vec<ba_protocol::ApprovalDecision>,
+    /// Who made each decision of `approval_decisions` (same order; `None` in logs written
+    /// before people were told apart).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decided_by: Vec<Option<String>>,
+    /// What each person did in the conversation, by name: runs started, calls decided,
+    /// rewinds.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub actors: BTreeMap<String, ActorCounts>,
     /// Every run of a hook, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<ba_protocol::HookRecord>,
@@ -124,6 +132,17 @@ pub struct ConversationReport {
     /// the log has no rewind, the history being the whole log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryReport>,
+}
+
+/// What one person did in a conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ActorCounts {
+    /// Runs they started (a message, `continue`, a workflow).
+    pub runs: u64,
+    /// Calls they approved or refused.
+    pub decisions: u64,
+    /// Times they took the history back.
+    pub rewinds: u64,
 }
 
 /// The history after its rewinds, as [`ConversationReport::history`] tells it: what the model
@@ -209,6 +228,10 @@ pub fn money(usd: f64) -> String {
     }
 }
 
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -235,6 +258,17 @@ impl ConversationReport {
             }
             if let Some(d) = &e.records.approval_decision {
                 r.approval_decisions.push(d.clone());
+                r.decided_by.push(e.records.actor.clone());
+            }
+            if let Some(actor) = &e.records.actor {
+                let counts = r.actors.entry(actor.clone()).or_default();
+                if e.records.approval_decision.is_some() {
+                    counts.decisions += 1;
+                } else if e.records.rewind.is_some() {
+                    counts.rewinds += 1;
+                } else {
+                    counts.runs += 1;
+                }
             }
             if let Some(h) = &e.records.hook {
                 r.hooks.push(h.clone());
@@ -404,6 +438,7 @@ impl ConversationReport {
         self.write_tools(&mut out, timings);
         self.write_context(&mut out);
         self.write_servers(&mut out);
+        self.write_actors(&mut out);
         self.write_approvals(&mut out);
         self.write_hooks(&mut out, timings);
         out
@@ -592,6 +627,28 @@ impl ConversationReport {
         }
     }
 
+    /// Who did what: runs started, calls decided, rewinds, by person.
+    fn write_actors(&self, out: &mut String) {
+        if self.actors.is_empty() {
+            return;
+        }
+        let people: Vec<String> = self
+            .actors
+            .iter()
+            .map(|(name, c)| {
+                let mut did = vec![format!("{} run{}", c.runs, plural(c.runs))];
+                if c.decisions > 0 {
+                    did.push(format!("{} decision{}", c.decisions, plural(c.decisions)));
+                }
+                if c.rewinds > 0 {
+                    did.push(format!("{} rewind{}", c.rewinds, plural(c.rewinds)));
+                }
+                format!("{name} ({})", did.join(", "))
+            })
+            .collect();
+        let _ = writeln!(out, "  people: {}", people.join(" · "));
+    }
+
     /// Calls that waited for a person, and the decisions.
     fn write_approvals(&self, out: &mut String) {
         if self.approvals_requested > 0 || !self.approval_decisions.is_empty() {
@@ -601,7 +658,7 @@ impl ConversationReport {
                 self.approvals_requested,
                 self.approval_decisions.len()
             );
-            for d in &self.approval_decisions {
+            for (i, d) in self.approval_decisions.iter().enumerate() {
                 let _ = write!(
                     out,
                     "    {} {} ({})",
@@ -609,6 +666,9 @@ impl ConversationReport {
                     d.call_id,
                     d.tool
                 );
+                if let Some(Some(actor)) = self.decided_by.get(i) {
+                    let _ = write!(out, " by {actor}");
+                }
                 if let Some(reason) = &d.reason {
                     let _ = write!(out, ": {reason}");
                 }

@@ -61,6 +61,8 @@ pub struct AgentSettings {
     /// Prices per model, for the cost in the metrics report and under each answer (none by
     /// default: tokens are reported, money is not guessed).
     pub prices: crate::Prices,
+    /// Spending caps of a conversation and of a person's month (none by default).
+    pub budgets: crate::Budgets,
 }
 
 impl Default for AgentSettings {
@@ -84,6 +86,7 @@ impl Default for AgentSettings {
             holder: "ba-agent".to_owned(),
             approvals: crate::ApprovalSettings::default(),
             prices: crate::Prices::default(),
+            budgets: crate::Budgets::default(),
         }
     }
 }

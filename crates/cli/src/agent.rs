@@ -65,6 +65,31 @@ pub(crate) struct AgentOpts {
     /// (default: `outputs/<conversation>` in the home folder).
     #[arg(long, value_name = "DIR")]
     outputs: Option<PathBuf>,
+    #[command(flatten)]
+    user: UserArg,
+}
+
+/// The person a command acts as (`--user`, also `BA_AGENT_USER`): new conversations are
+/// theirs, runs and decisions are recorded as theirs, and another person's conversation is
+/// not found for them unless they are an admin of the store.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct UserArg {
+    /// Act as this person (default `owner`, the single user of a store without people).
+    #[arg(long = "user", value_name = "NAME", env = "BA_AGENT_USER",
+          default_value = ba_storage::DEFAULT_OWNER)]
+    pub(crate) name: String,
+}
+
+impl UserArg {
+    /// Fails, as if the conversation did not exist, unless this person may act on it: it is
+    /// theirs, they are `owner` (the store's single user), or the store names them an admin.
+    pub(crate) async fn check(
+        &self,
+        store: &dyn ConversationStore,
+        id: &ConversationId,
+    ) -> anyhow::Result<()> {
+        crate::users::check_access(store, id, &self.name).await
+    }
 }
 
 impl RunArgs {
@@ -191,6 +216,43 @@ pub(crate) struct InspectArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`): its `prices` and
+    /// `budgets` price the calls and give the caps.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    user: UserArg,
+}
+
+/// `owner alice · spend $0.42 of $5.00 · alice in 2026-11: $3.10 of $20.00`, and the cap
+/// reached, when one is.
+fn spend_line(spend: &ba_agent::SpendReport) -> String {
+    let of = |cap: Option<f64>| cap.map(|c| format!(" of {}", ba_agent::money(c)));
+    let of_tokens = |cap: Option<u64>| cap.map(|c| format!(" of {c}"));
+    let c = &spend.conversation;
+    let mut line = format!(
+        "  owner {} · spend {}{} · {} tokens{}",
+        spend.owner,
+        ba_agent::money(c.usd),
+        of(spend.conversation_usd_cap).unwrap_or_default(),
+        c.tokens,
+        of_tokens(spend.conversation_tokens_cap).unwrap_or_default()
+    );
+    if let Some(month) = spend.owner_month {
+        line.push_str(&format!(
+            " · {} in {}: {}{} · {} tokens{}",
+            spend.owner,
+            spend.month,
+            ba_agent::money(month.usd),
+            of(spend.month_usd_cap).unwrap_or_default(),
+            month.tokens,
+            of_tokens(spend.month_tokens_cap).unwrap_or_default()
+        ));
+    }
+    if let Some(reached) = &spend.reached {
+        line.push_str(&format!("\n  budget reached: {reached}"));
+    }
+    line
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -215,10 +277,11 @@ async fn drive(
     id: &ConversationId,
     input: Input,
     printer: &mut Printer,
+    actor: &str,
 ) -> RunSummary {
     let _printing = crate::out::run_guard();
     let mut run = match agent
-        .start(id, input, ba_agent::RunOptions::default())
+        .start(id, input, ba_agent::RunOptions::default().with_actor(actor))
         .await
     {
         Ok(run) => run,
@@ -284,7 +347,14 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
         } else {
             Input::message(demo::QUESTION)
         };
-        let summary = drive(&d.agent, &d.conversation, input, &mut printer).await;
+        let summary = drive(
+            &d.agent,
+            &d.conversation,
+            input,
+            &mut printer,
+            ba_storage::DEFAULT_OWNER,
+        )
+        .await;
         printer.final_report(&summary, rendered(&d.agent, &summary).await.as_deref());
         let report = d.agent.report(&d.conversation).await?;
         if args.json {
@@ -360,6 +430,7 @@ async fn open_conversation(
     given: Option<&str>,
     mode: Option<Mode>,
     title: Option<String>,
+    user: &UserArg,
 ) -> anyhow::Result<Session> {
     let home = config.home();
     let extensions = Extensions::gather(config, ext)?;
@@ -369,6 +440,9 @@ async fn open_conversation(
     let (id, played) = match given {
         Some(id) => {
             let id = ConversationId::new(id)?;
+            user.check(store.as_ref(), &id)
+                .await
+                .with_context(|| format!("conversation {id} in {}", home.display()))?;
             let entries = store
                 .load(&id)
                 .await
@@ -402,8 +476,8 @@ async fn open_conversation(
                 .new_conversation(NewConversation {
                     title,
                     mode: Some(mode.unwrap_or(Mode::Agent)),
-                    parent: None,
-                    owner: None,
+                    owner: Some(user.name.clone()),
+                    ..NewConversation::default()
                 })
                 .await?
         }
@@ -455,8 +529,16 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
     let rt = runtime()?;
     rt.block_on(async {
         let title = args.task.as_ref().map(|t| t.chars().take(80).collect());
-        let session =
-            open_conversation("ba-agent run", &config, ext, given.as_deref(), mode, title).await?;
+        let session = open_conversation(
+            "ba-agent run",
+            &config,
+            ext,
+            given.as_deref(),
+            mode,
+            title,
+            &args.opts.user,
+        )
+        .await?;
         let (agent, id) = (&session.agent, &session.id);
         let streaming = agent.settings().response_mode == ba_agent::ResponseMode::Native;
         let mut printer = Printer::new(args.opts.json, streaming);
@@ -510,7 +592,7 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
             other => other,
         };
         let before = output_ids(agent, id).await;
-        let summary = drive(agent, id, input, &mut printer).await;
+        let summary = drive(agent, id, input, &mut printer, &args.opts.user.name).await;
         printer.final_report(&summary, rendered(agent, &summary).await.as_deref());
         let outputs_dir = outputs_folder(&config, args.opts.outputs.as_deref(), id);
         save_outputs(agent, id, &before, &outputs_dir, !args.opts.json).await?;
@@ -552,6 +634,7 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
         mode,
         // Named after its first question.
         None,
+        &args.opts.user,
     ))?;
     if args.fork.is_some() {
         let parent = session.id.clone();
@@ -560,7 +643,10 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
                 Some(at) => at,
                 None => session.agent.store().metadata(&parent).await?.last_seq,
             };
-            let child = session.agent.fork(&parent, at).await?;
+            let child = session
+                .agent
+                .fork_as(&parent, at, Some(&args.opts.user.name))
+                .await?;
             Ok::<_, anyhow::Error>((child, at))
         });
         let (child, at) = forked.map_err(CliError::input)?;
@@ -647,7 +733,7 @@ pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
         while let Some(next) = input.take() {
             let summary = rt.block_on(async {
                 let before = output_ids(&agent, &id).await;
-                let summary = drive(&agent, &id, next, &mut printer).await;
+                let summary = drive(&agent, &id, next, &mut printer, &args.opts.user.name).await;
                 printer.final_report(&summary, rendered(&agent, &summary).await.as_deref());
                 save_outputs(&agent, &id, &before, &outputs_dir, true).await?;
                 Ok::<_, anyhow::Error>(summary)
@@ -739,30 +825,46 @@ pub(crate) fn cancel(args: CancelArgs) -> CliResult {
 }
 
 pub(crate) fn inspect(args: InspectArgs) -> CliResult {
-    let mut config = Config::load(None)?;
+    let mut config = Config::load(args.config.as_deref())?;
     if let Some(home) = args.home {
         config.home = Some(home);
     }
     let home = config.home();
     let rt = runtime()?;
     rt.block_on(async {
-        let store = config.existing_store().map_err(CliError::input)?;
+        let store: std::sync::Arc<dyn ConversationStore> =
+            std::sync::Arc::new(config.existing_store().map_err(CliError::input)?);
         let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
+        args.user
+            .check(store.as_ref(), &id)
+            .await
+            .with_context(|| format!("conversation {id} in {}", home.display()))
+            .map_err(CliError::input)?;
         let meta = store
             .metadata(&id)
             .await
             .with_context(|| format!("conversation {id} in {}", home.display()))
             .map_err(CliError::input)?;
         let loaded = store.load(&id).await.map_err(anyhow::Error::from)?;
-        let report = ba_agent::ConversationReport::from_stored(
-            id.as_str(),
-            &loaded.entries,
-            &config.prices().map_err(CliError::input)?,
-        );
+        let prices = config.prices().map_err(CliError::input)?;
+        let report =
+            ba_agent::ConversationReport::from_stored(id.as_str(), &loaded.entries, &prices);
+        let budgets = config.budgets().map_err(CliError::input)?;
+        let spend = ba_agent::spend_report(&store, &id, budgets, &prices)
+            .await
+            .map_err(anyhow::Error::from)?;
         if args.json {
+            let mut json = serde_json::to_value(&report).map_err(anyhow::Error::from)?;
+            if let Some(object) = json.as_object_mut() {
+                object.insert("owner".into(), meta.owner.clone().into());
+                object.insert(
+                    "spend".into(),
+                    serde_json::to_value(&spend).map_err(anyhow::Error::from)?,
+                );
+            }
             outln!(
                 "{}",
-                serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?
+                serde_json::to_string_pretty(&json).map_err(anyhow::Error::from)?
             );
         } else {
             outln!(
@@ -776,6 +878,7 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
                     .unwrap_or_default()
             );
             out!("{}", report.render(true));
+            outln!("{}", spend_line(&spend));
         }
         Ok(ExitCode::SUCCESS)
     })

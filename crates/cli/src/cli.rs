@@ -11,7 +11,8 @@ use clap::{Parser, Subcommand};
 use crate::exit::{CliError, message};
 use crate::mcp::ExtOpts;
 use crate::{
-    agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, workflows,
+    agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, users,
+    workflows,
 };
 
 /// BA-Agent: a business-analysis agent pipeline.
@@ -60,6 +61,9 @@ enum Command {
     /// List the configured tools, or call one and print the observation the model would see.
     #[command(subcommand)]
     Tools(tools::Command),
+    /// Add and list the people of a shared server, their tokens and monthly budgets.
+    #[command(subcommand)]
+    Users(users::Command),
 }
 
 impl Command {
@@ -126,6 +130,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Tokens(args) => tokens::run(args),
         Command::Context(command) => context::run(command),
         Command::Tools(command) => tools::run(command),
+        Command::Users(command) => users::run(command),
     };
     telemetry.shutdown();
     if crate::out::is_closed() {

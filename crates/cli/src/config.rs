@@ -139,6 +139,12 @@ pub(crate) struct Config {
     /// priced by its exact name, else by the longest name that starts it.
     #[serde(default)]
     pub prices: BTreeMap<String, ba_agent::ModelPrice>,
+    /// Spending caps: `conversation_usd`, `user_month_usd`, `conversation_tokens`,
+    /// `user_month_tokens` (money at `prices`; tokens count models without a price). A
+    /// person's own month caps (`ba-agent users budget`) take the place of the `user_month_`
+    /// ones. A run at a cap ends `budget_reached` after the call in flight.
+    #[serde(default)]
+    pub budgets: ba_agent::Budgets,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -464,6 +470,14 @@ impl Config {
     }
 
     /// The `prices` section, checked.
+    /// The spending caps, checked.
+    pub(crate) fn budgets(&self) -> anyhow::Result<ba_agent::Budgets> {
+        self.budgets
+            .check()
+            .map_err(|e| anyhow!("configuration: {e}"))?;
+        Ok(self.budgets)
+    }
+
     pub(crate) fn prices(&self) -> anyhow::Result<ba_agent::Prices> {
         ba_agent::Prices::new(self.prices.clone()).context("the configuration's `prices`")
     }
@@ -479,6 +493,7 @@ impl Config {
         let tools = self.tools()?;
         let model = self.default_model();
         let prices = self.prices()?;
+        let budgets = self.budgets()?;
         let workflows = Arc::new(self.workflow_set());
         // The store's workspace keeps every file of a conversation: uploads, saved code,
         // spilled data and outputs.
@@ -516,6 +531,7 @@ impl Config {
                 }
                 s.approvals = self.approval_settings();
                 s.prices = prices;
+                s.budgets = budgets;
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {

@@ -147,8 +147,7 @@ async fn setup_as(dir: &Path, budget: Option<usize>, workflow: bool) -> Result<D
         .new_conversation(NewConversation {
             title: (!workflow).then(|| "West Q3 2024 sales".into()),
             mode: Some(if workflow { Mode::Run } else { Mode::Agent }),
-            parent: None,
-            owner: None,
+            ..NewConversation::default()
         })
         .await?;
     Ok(Demo {

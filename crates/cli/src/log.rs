@@ -32,6 +32,10 @@ pub(crate) struct StoreArg {
     /// Where conversations live (default `.ba-agent`, or `BA_AGENT_HOME`).
     #[arg(long, alias = "store", value_name = "DIR")]
     home: Option<PathBuf>,
+    /// Act as this person (also `BA_AGENT_USER`): `list` shows their conversations only,
+    /// and another person's is not found for them unless they are an admin.
+    #[arg(long, value_name = "NAME", env = "BA_AGENT_USER")]
+    user: Option<String>,
 }
 
 /// Subcommands of `log`.
@@ -117,6 +121,17 @@ fn open_existing(store: &StoreArg) -> Result<Option<FileStore>, CliError> {
         Err(StorageError::NoStore { .. }) => Ok(None),
         Err(e) => Err(CliError::input(e)),
     }
+}
+
+/// Opens an existing store holding conversation `id` that `--user`, when given, may read.
+async fn open_conversation(store: &StoreArg, id: &ConversationId) -> Result<FileStore, CliError> {
+    let opened = open_read(store)?;
+    if let Some(user) = &store.user {
+        crate::users::check_access(&opened, id, user)
+            .await
+            .map_err(CliError::input)?;
+    }
+    Ok(opened)
 }
 
 /// Opens an existing store, or fails naming where it was looked for.
@@ -230,7 +245,8 @@ async fn import(from: ImportFormat, file: PathBuf, store: StoreArg) -> CliResult
 /// `log export`: a conversation as a request body.
 async fn export(conv: String, to: OutputFormat, store: StoreArg) -> CliResult {
     let id = conv_id(&conv)?;
-    let loaded = open_read(&store)?
+    let loaded = open_conversation(&store, &id)
+        .await?
         .load(&id)
         .await
         .map_err(CliError::input)?;
@@ -248,7 +264,10 @@ async fn export(conv: String, to: OutputFormat, store: StoreArg) -> CliResult {
 /// `log list`: one conversation a line; an absent store lists nothing and stays absent.
 async fn list(store: StoreArg) -> CliResult {
     let metas = match open_existing(&store)? {
-        Some(store) => store.list_all().await.map_err(CliError::input)?,
+        Some(opened) => match &store.user {
+            Some(user) => owned_all(&opened, user).await?,
+            None => opened.list_all().await.map_err(CliError::input)?,
+        },
         // No store yet: nothing to list, and nothing created.
         None => Vec::new(),
     };
@@ -266,10 +285,31 @@ async fn list(store: StoreArg) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every conversation of `user`, page after page.
+async fn owned_all(
+    store: &FileStore,
+    user: &str,
+) -> Result<Vec<ba_storage::ConversationMeta>, CliError> {
+    let mut out = Vec::new();
+    let mut page = ba_storage::Page::first(500);
+    loop {
+        let got = store
+            .list_owned(user, page.clone())
+            .await
+            .map_err(CliError::input)?;
+        out.extend(got.items);
+        match got.next {
+            Some(next) => page.after = Some(next),
+            None => return Ok(out),
+        }
+    }
+}
+
 /// `log show`: one entry a line, its first line cut at 100 characters.
 async fn show(conv: String, store: StoreArg) -> CliResult {
     let id = conv_id(&conv)?;
-    let loaded = open_read(&store)?
+    let loaded = open_conversation(&store, &id)
+        .await?
         .load(&id)
         .await
         .map_err(CliError::input)?;
@@ -309,14 +349,29 @@ async fn show(conv: String, store: StoreArg) -> CliResult {
 /// `log fork`: a new conversation sharing CONV's history up to entry `at`.
 async fn fork(conv: String, at: u64, store: StoreArg) -> CliResult {
     let parent = conv_id(&conv)?;
-    let store = open_read(&store)?;
+    let owner = store.user.clone();
+    let store = open_conversation(&store, &parent).await?;
     let child = ConversationId::random();
+    // A fork made by a person is theirs; without --user it keeps the parent's owner.
+    let owner = match owner {
+        Some(user) => user,
+        None => {
+            store
+                .metadata(&parent)
+                .await
+                .map_err(CliError::input)?
+                .owner
+        }
+    };
     let meta = ba_storage::fork_with_files(
         &store,
         &parent,
         at,
         &child,
-        ba_storage::NewConversation::default(),
+        ba_storage::NewConversation {
+            owner: Some(owner),
+            ..ba_storage::NewConversation::default()
+        },
     )
     .await
     .map_err(CliError::input)?;
@@ -330,7 +385,7 @@ async fn fork(conv: String, at: u64, store: StoreArg) -> CliResult {
 /// `log verify`: every problem found, one a line; exit 1 when there is any.
 async fn verify(conv: String, store: StoreArg) -> CliResult {
     let id = conv_id(&conv)?;
-    let store = open_read(&store)?;
+    let store = open_conversation(&store, &id).await?;
     let mut text = String::new();
     let mut problems = 0;
     let mut report = |text: &mut String, line: String| {

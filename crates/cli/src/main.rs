@@ -21,6 +21,7 @@ mod skills;
 mod telemetry;
 mod tokens;
 mod tools;
+mod users;
 mod watch;
 mod workflows;
 

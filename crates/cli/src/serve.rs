@@ -101,10 +101,12 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             };
             let (approvals, hooks) = (config.approval_settings(), config.hooks()?);
             let prices = config.prices()?;
+            let budgets = config.budgets()?;
             let agent = demo::server_agent_with(&dir, None, move |mut b| {
                 b = b.configure(|s| {
                     s.approvals = approvals;
                     s.prices = prices;
+                    s.budgets = budgets;
                 });
                 for h in hooks {
                     b = b.hook(h);

@@ -340,3 +340,117 @@ fn code_dies_with_a_killed_agent() {
         std::thread::yield_now();
     }
 }
+
+/// `users add` prints the token alone on its last line; `run --user` makes the conversation
+/// the person's, `log list --user` shows a person theirs only, and another person's is not
+/// found for them (an admin sees it); `inspect` names the owner and who ran it.
+#[test]
+fn people_own_their_conversations_from_the_command_line() {
+    let home = tempfile::tempdir().unwrap();
+    let config = setup(
+        home.path(),
+        json!([{"response": {"message": {"role": "assistant", "content": "Alice's answer."},
+            "stop_reason": "end_turn"}}]),
+    );
+    let users = |args: &[&str]| {
+        let out = ba_agent(&config).arg("users").args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, added, _) = users(&["add", "alice"]);
+    assert_eq!(code, Some(0), "{added}");
+    let token = added.lines().last().unwrap();
+    assert_eq!(token.len(), 64, "the token alone on the last line: {added}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+    users(&["add", "bob"]);
+    users(&["add", "maria", "--role", "admin"]);
+    let (code, _, err) = users(&["add", "alice"]);
+    assert_eq!(code, Some(2), "a taken name is refused: {err}");
+    let (code, _, err) = users(&["add", "../x"]);
+    assert_eq!(code, Some(2), "a bad name is refused: {err}");
+    let (_, listed, _) = users(&["list"]);
+    assert!(
+        listed.contains("alice") && listed.contains("analyst"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("maria") && listed.contains("admin"),
+        "{listed}"
+    );
+    // The secret is never stored: only its hash is.
+    let people = std::fs::read_dir(home.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|d| walk(&d.path()))
+        .any(|p| std::fs::read(&p).is_ok_and(|b| contains(&b, token.as_bytes())));
+    assert!(!people, "the token was found in the store's files");
+
+    let out = ba_agent(&config)
+        .args(["run", "--task", "Hello.", "--user", "alice"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Conversation "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let log = |args: &[&str]| {
+        let out = ba_agent(&config).arg("log").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (_, alices, _) = log(&["list", "--user", "alice"]);
+    assert!(alices.contains(&id), "{alices}");
+    let (_, bobs, _) = log(&["list", "--user", "bob"]);
+    assert!(!bobs.contains(&id), "{bobs}");
+    let (code, _, err) = log(&["show", &id, "--user", "bob"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no conversation"), "{err}");
+    let (code, shown, _) = log(&["show", &id, "--user", "maria"]);
+    assert_eq!(code, Some(0), "an admin reads it");
+    assert!(shown.contains("Alice's answer."), "{shown}");
+    let out = ba_agent(&config)
+        .args(["run", "--resume", &id, "--user", "bob"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "bob cannot run alice's conversation"
+    );
+
+    let out = ba_agent(&config)
+        .args(["inspect", &id, "--user", "alice"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("people: alice (1 run)"), "{text}");
+    assert!(text.contains("owner alice"), "{text}");
+}
+
+fn walk(path: &std::path::Path) -> Vec<std::path::PathBuf> {
+    if path.is_dir() {
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .flat_map(|d| walk(&d.path()))
+            .collect()
+    } else {
+        vec![path.to_owned()]
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}

@@ -446,6 +446,11 @@ pub struct EntryRecords {
     /// On a user message: the files the person attached to it, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<AttachmentRecord>>,
+    /// The person who made the entry happen: on the user entry a run appended (who started
+    /// the run), on an approval decision (who decided), on a rewind (who took the history
+    /// back). Absent in logs written before people were told apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
 }
 
 /// The context window of a conversation, learned from the server: later requests of the
@@ -489,7 +494,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 25] = [
+pub(crate) const RECORD_KEYS: [&str; 26] = [
     "kind",
     "round",
     "usage",
@@ -515,6 +520,7 @@ pub(crate) const RECORD_KEYS: [&str; 25] = [
     "workflow",
     "window",
     "attachments",
+    "actor",
 ];
 
 impl EntryRecords {
@@ -576,6 +582,7 @@ impl EntryRecords {
             "workflow" => object(&mut self.workflow, value),
             "window" => object(&mut self.window, value),
             "attachments" => put(&mut self.attachments, value),
+            "actor" => put(&mut self.actor, value),
             _ => Err(value),
         }
     }
@@ -608,6 +615,7 @@ impl EntryRecords {
             "workflow" => self.workflow.is_some(),
             "window" => self.window.is_some(),
             "attachments" => self.attachments.is_some(),
+            "actor" => self.actor.is_some(),
             _ => false,
         }
     }
@@ -648,7 +656,8 @@ impl EntryRecords {
         opt(m, "rewind", &self.rewind)?;
         opt(m, "workflow", &self.workflow)?;
         opt(m, "window", &self.window)?;
-        opt(m, "attachments", &self.attachments)
+        opt(m, "attachments", &self.attachments)?;
+        opt(m, "actor", &self.actor)
     }
 }
 

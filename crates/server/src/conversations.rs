@@ -410,8 +410,8 @@ pub(crate) async fn create(
         .new_conversation(NewConversation {
             title: body.title,
             mode: body.mode,
-            parent: None,
             owner: Some(caller.name.clone()),
+            ..NewConversation::default()
         })
         .await?;
     let meta = state.store().metadata(&id).await?;

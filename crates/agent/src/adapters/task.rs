@@ -24,6 +24,14 @@ impl TaskTool {
     pub fn new(child: Agent) -> Self {
         Self { child }
     }
+
+    /// The owner of the calling conversation: a sub-agent's conversation is theirs (its
+    /// calls count against their month).
+    async fn parent_owner(&self, ctx: &CallContext) -> Option<String> {
+        let id = ctx.invocation.conversation_id.as_deref()?;
+        let id = ba_storage::ConversationId::new(id).ok()?;
+        self.child.store().metadata(&id).await.ok().map(|m| m.owner)
+    }
 }
 
 #[async_trait]
@@ -81,7 +89,7 @@ impl Tool for TaskTool {
                         .map(str::to_owned),
                     mode: Some(Mode::Agent),
                     parent: ctx.invocation.conversation_id.clone(),
-                    owner: None,
+                    owner: self.parent_owner(ctx).await,
                 })
                 .await
                 .map_err(|e| failed(format!("the sub-agent's conversation: {e}")))?,

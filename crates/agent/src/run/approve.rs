@@ -188,6 +188,7 @@ impl Runner {
             e.include_in_context = false;
             e.records.kind = Some(EntryKind::ApprovalDecision);
             e.records.approval_decision = Some(d.clone());
+            e.records.actor.clone_from(&self.options.actor);
             self.append(e).await?;
             self.emit(AgentEvent::ApprovalDecided {
                 round: self.round,

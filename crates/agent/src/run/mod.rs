@@ -172,6 +172,9 @@ pub(crate) struct Runner {
     /// Set while a round is sent again after the server refused it as too long: it is sent
     /// again once.
     pub(crate) overflow_retry: bool,
+    /// What the conversation and its owner spent, against their caps (opened when the run
+    /// takes its input).
+    meter: Option<crate::spend::Meter>,
 }
 
 impl Runner {
@@ -212,6 +215,9 @@ impl Runner {
             });
         }
         let (seq, entry) = self.history.append(entry).await?;
+        if let Some(meter) = &mut self.meter {
+            meter.record(entry).await;
+        }
         if self.options.entry_events {
             let event = AgentEvent::Entry {
                 seq,
@@ -230,6 +236,7 @@ impl Runner {
         if let Some(run) = &self.options.run_id {
             entry.records.caller_run_id = Some(run.clone());
         }
+        entry.records.actor.clone_from(&self.options.actor);
     }
 
     /// The end of a cancelled run.
@@ -334,6 +341,16 @@ impl Runner {
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
         self.history.load().await?;
+        let settings = &self.inner.settings;
+        self.meter = Some(
+            crate::spend::Meter::open(
+                &self.inner.store,
+                &self.id,
+                settings.budgets,
+                settings.prices.clone(),
+            )
+            .await?,
+        );
         self.kit.offer(self.mode, &self.inner.builders);
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {
@@ -454,6 +471,9 @@ impl Runner {
             if let Some(summary) = self.before_round() {
                 return Ok(summary);
             }
+            if let Some(summary) = self.at_budget().await? {
+                return Ok(summary);
+            }
             self.round += 1;
             self.rounds_run += 1;
             let span = tracing::info_span!("round", round = self.round);
@@ -500,6 +520,28 @@ impl Runner {
             resumable: true,
         });
         Some(self.summary(RunStatus::RoundLimit, None, Some(message)))
+    }
+
+    /// The end of the run when a spending cap is reached: the call before finished and is in
+    /// the log; the next one is not made.
+    async fn at_budget(&self) -> Result<Option<RunSummary>, Stop> {
+        let Some(meter) = &self.meter else {
+            return Ok(None);
+        };
+        let Some(message) = meter.report().await?.reached else {
+            return Ok(None);
+        };
+        self.emit(AgentEvent::Error {
+            round: self.round,
+            kind: ErrorKind::BudgetReached,
+            message: message.clone(),
+            resumable: true,
+        });
+        Ok(Some(self.summary(
+            RunStatus::BudgetReached,
+            None,
+            Some(message),
+        )))
     }
 
     /// Appends the inventory of the servers behind this run's tools when it differs from the

@@ -323,6 +323,7 @@ impl Runner {
             lease: LeaseWatch::default(),
             stop_continues: 0,
             overflow_retry: false,
+            meter: None,
             naming: Naming::default(),
             workflow: None,
         }

@@ -13,6 +13,7 @@ mod support;
 mod agent_live;
 mod agent_loop;
 mod approvals;
+mod budgets;
 mod forks;
 #[cfg(feature = "command-hooks")]
 mod hooks;

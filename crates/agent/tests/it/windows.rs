@@ -140,8 +140,7 @@ async fn conversation(agent: &Agent) -> ConversationId {
         .new_conversation(NewConversation {
             title: None,
             mode: Some(Mode::Chat),
-            parent: None,
-            owner: None,
+            ..NewConversation::default()
         })
         .await
         .unwrap()
