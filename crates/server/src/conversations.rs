@@ -245,7 +245,11 @@ pub(crate) async fn fork(
     let at_seq = body
         .at_seq
         .ok_or_else(|| ApiError::bad_request("`at_seq` is required: the last entry to keep"))?;
-    let child = state.agent().fork(&parent, at_seq).await?;
+    // The fork is the caller's own, whoever owns the parent (a reader forks a shared one).
+    let child = state
+        .agent()
+        .fork_as(&parent, at_seq, Some(&caller.name))
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(Forked {
@@ -621,6 +625,7 @@ pub struct Rewound {
 /// nothing is deleted). 409 while a run holds the conversation.
 pub(crate) async fn rewind(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Rewound>> {
@@ -629,7 +634,10 @@ pub(crate) async fn rewind(
     let to_seq = body
         .to_seq
         .ok_or_else(|| ApiError::bad_request("`to_seq` is required: the last entry to keep"))?;
-    let taken_back = state.agent().rewind(&id, to_seq).await?;
+    let taken_back = state
+        .agent()
+        .rewind_by(&id, to_seq, Some(&caller.name))
+        .await?;
     if let Some(hub) = state.existing_hub(&id) {
         // Streams hear of the rewind entry like of any other.
         let loaded = state.store().load_from(&id, to_seq + 1).await?;

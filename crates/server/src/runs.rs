@@ -189,6 +189,7 @@ pub(crate) async fn launch(
     // server sharing the store.
     let options = RunOptions::default()
         .with_ids(request_id, run_id.clone())
+        .with_actor(caller.name.clone())
         .with_durable_events();
     let run = match state.agent().start(id, input, options).await {
         Ok(run) => run,

@@ -547,6 +547,18 @@ async fn a_shared_conversation_is_read_and_exported_by_its_reader_only() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    // The question's entry names who asked.
+    let messages = json_of(
+        &server,
+        &secrets["alice"],
+        Method::GET,
+        &format!("{conv}/messages"),
+        None,
+    )
+    .await;
+    let asked = &messages["entries"][0]["entry"];
+    assert_eq!(asked["role"], "user", "{asked}");
+    assert!(asked.to_string().contains(r#""actor":"alice""#), "{asked}");
     // Before sharing, vera and bob see nothing of it.
     for who in ["vera", "bob"] {
         let r = request(
@@ -827,7 +839,6 @@ async fn the_admin_api_manages_users_tokens_and_budgets() {
 /// A reader's fork of a shared conversation is the reader's own, with the files at the cut;
 /// the owner does not see it among the branches, the reader does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs Agent::fork to take the fork's owner (the ba-agent side of owners)"]
 async fn a_readers_fork_is_the_readers_own() {
     let (_d, server, store, secrets) = team(&[]).await;
     let id = ConversationId::random();
