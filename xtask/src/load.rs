@@ -313,7 +313,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let serving = server_rt.spawn(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let token = Token::new(TOKEN).context("token")?;
-        ba_server::serve(listener, state, token, async {
+        ba_server::serve(listener, state, ba_server::Auth::Token(token), async {
             let _ = stopped.await;
         })
         .await?;

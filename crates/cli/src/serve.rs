@@ -156,7 +156,7 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             eprintln!("ba-agent: could not print the address to standard output ({e}); serving on {addr} anyway");
         }
         let state = AppState::new(agent, server);
-        let served = ba_server::serve(listener, state, token, stop_signal()).await;
+        let served = ba_server::serve(listener, state, ba_server::Auth::Token(token), stop_signal()).await;
         if let Some(manager) = mcp {
             manager.shutdown().await;
         }

@@ -18,23 +18,24 @@
   };
   const COMPONENTS = ['task_analysis', 'execution_plan', 'tool_call_status', 'final_report',
     'code_blocks', 'recommended_questions', 'download_links'];
+  // The token is pasted once into the sign-in form and kept in this tab's sessionStorage: no
+  // URL ever carries it. One that arrives in the address bar anyway (an old link) is taken out
+  // at once, unused, so no bookmark, history entry or shared screen keeps it.
   const hash = new URLSearchParams(location.hash.slice(1));
-  const token = hash.get('token') || sessionStorage.getItem('ba-token') || '';
-  if (token) sessionStorage.setItem('ba-token', token);
-  // The token leaves the address bar at once (no bookmark, history entry or shared screen
-  // keeps it); this tab keeps it in sessionStorage, and no URL carries it again.
   if (hash.has('token')) {
     hash.delete('token');
     const u = new URL(location.href); u.hash = hash.toString(); history.replaceState(null, '', u);
   }
+  let token = sessionStorage.getItem('ba-token') || '';
   const nonce = (document.querySelector('meta[name="ba-nonce"]') || {}).content || '';
   const S = {
     conv: new URLSearchParams(location.search).get('conversation'), meta: null,
     entries: [], bySeq: new Set(), maxSeq: 0, lastId: null, gen: 0, abort: null,
     running: null, live: null, lastError: null, attachments: [], echarts: false,
-    turnEls: new Map(), demo: [], ended: new Set(), approvals: [], rewound: [],
+    turnEls: new Map(), demo: [], ended: new Set(), approvals: [], rewound: [], me: null,
   };
-  const headers = (extra = {}) => Object.assign({ Authorization: 'Bearer ' + token }, extra);
+  // Behind a proxy or an identity provider's front there is no token: the front signs requests.
+  const headers = (extra = {}) => Object.assign(token ? { Authorization: 'Bearer ' + token } : {}, extra);
   const base = () => '/api/v1/conversations/' + encodeURIComponent(S.conv);
 
   async function api(path, { method = 'GET', body, form } = {}) {
@@ -132,17 +133,20 @@
   // The most recently changed first (the server pages by id; up to 2,000 are read).
   async function loadList() {
     const q = ($('#conv-search') || {}).value || '';
-    const items = []; let after = null;
+    const items = []; let after = null; let shared = [];
     try {
       for (let page = 0; page < 4; page += 1) {
         const list = await api('/api/v1/conversations?limit=500' + (q.trim() ? '&q=' + encodeURIComponent(q.trim()) : '') + (after ? '&after=' + encodeURIComponent(after) : ''));
         items.push(...list.items); after = list.next;
+        if (page === 0) shared = list.shared || [];
         if (!after) break;
       }
     } catch (e) { return authError(e); }
     if (q !== (($('#conv-search') || {}).value || '')) return; // a newer search is on its way
     items.sort((a, b) => (b.updated_ms - a.updated_ms) || (a.id < b.id ? 1 : -1));
     $('#conv-list').replaceChildren(...items.map((c) => convItem(c)));
+    $('#shared-list').replaceChildren(...shared.map((c) => convItem(c)));
+    $('#shared-head').hidden = shared.length === 0;
   }
   // A branch reads as its parent's title: its own question (the edited one) tells it apart.
   // Read once for each length of its log (the question cannot change while the log does not).
@@ -167,6 +171,10 @@
       'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) }, el('span', { class: 'name', text: title }), edited);
     if (edited) forkQuestion(c, edited);
     const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status.replace(/_/g, ' ') });
+    if (c.access === 'read') {
+      li.append(open, el('span', { class: 'meta', text: 'from ' + c.owner }), badge || '');
+      return li;
+    }
     const rename = el('button', { type: 'button', class: 'small', text: 'Rename', 'aria-label': 'Rename ' + title,
       onclick: () => {
         const input = el('input', { type: 'text', value: c.title || '', 'aria-label': 'New title' });
@@ -194,8 +202,95 @@
     return li;
   }
   function authError(e) {
-    if (e.status === 401) notice('No valid token: open the URL the server printed (it ends with #token=…).', 'error');
-    else notice(e.message, 'error');
+    if (e.status === 401) { signIn('The server did not accept the token: sign in again.'); return; }
+    notice(e.message, 'error');
+  }
+
+  // ---- signing in: who the server says we are (`/api/v1/me`); a sign-in form when it needs a
+  // token (behind a proxy or an identity provider's front, it does not).
+  let started = false;
+  async function whoami() {
+    try { S.me = await api('/api/v1/me'); } catch (e) {
+      if (e.status === 401) { signIn(token ? 'The server did not accept the token.' : ''); return; }
+      notice(e.message, 'error'); return;
+    }
+    document.body.dataset.signin = 'done';
+    const dlg = $('#signin'); if (dlg.open) dlg.close();
+    const me = S.me;
+    const parts = [me.name + ' (' + me.role + ')'];
+    if (me.spend && me.budget && me.budget.month_usd != null) parts.push('$' + me.spend.usd.toFixed(2) + ' of $' + me.budget.month_usd.toFixed(2) + ' this month');
+    else if (me.spend && me.spend.usd) parts.push('$' + me.spend.usd.toFixed(2) + ' this month');
+    $('#whoami-text').textContent = parts.join(' · ');
+    $('#whoami').hidden = false;
+    $('#sign-out').hidden = !token;
+    $('#admin-open').hidden = me.role !== 'admin';
+    $('#new-conv').hidden = me.role === 'viewer';
+    document.body.dataset.role = me.role;
+    if (!started) { started = true; begin(); }
+  }
+  function signIn(why) {
+    document.body.dataset.signin = 'needed';
+    $('#signin-error').textContent = why || '';
+    const dlg = $('#signin');
+    if (!dlg.open) dlg.showModal();
+    $('#signin-token').focus();
+  }
+  function signInSubmitted(ev) {
+    ev.preventDefault();
+    const given = $('#signin-token').value.trim();
+    if (!given) return;
+    token = given; sessionStorage.setItem('ba-token', token);
+    $('#signin-token').value = '';
+    whoami();
+  }
+  function signOut() {
+    sessionStorage.removeItem('ba-token'); token = ''; S.me = null;
+    location.replace(location.pathname);
+  }
+  // A conversation the caller may only read: no composer, no edits, no decisions.
+  function readOnly() {
+    return Boolean((S.me && S.me.role === 'viewer') || (S.meta && S.meta.access === 'read'));
+  }
+  function showAccess() {
+    const ro = readOnly();
+    document.body.dataset.readonly = ro ? 'yes' : 'no';
+    $('#composer').hidden = ro;
+  }
+
+  // ---- the admin dialog: users, their roles, budgets and tokens.
+  async function showAdmin() {
+    const dlg = $('#admin-dialog'); const body = $('#admin-body');
+    let users;
+    try { users = (await api('/api/v1/users')).users; } catch (e) { notice(e.message, 'error'); return; }
+    const rows = users.map((u) => {
+      const role = el('select', { 'aria-label': 'Role of ' + u.name }, ['admin', 'analyst', 'viewer'].map((r) => el('option', { value: r, text: r, selected: r === u.role })));
+      const usd = el('input', { type: 'number', min: '0', step: '0.01', 'aria-label': 'Monthly dollars of ' + u.name, value: u.budget && u.budget.month_usd != null ? u.budget.month_usd : '' });
+      const toks = el('input', { type: 'number', min: '0', step: '1', 'aria-label': 'Monthly tokens of ' + u.name, value: u.budget && u.budget.month_tokens != null ? u.budget.month_tokens : '' });
+      const out = el('output', { class: 'secret' });
+      const save = el('button', { type: 'button', text: 'Save', onclick: async () => {
+        const num = (v) => (v === '' ? null : Number(v));
+        try {
+          await api('/api/v1/users/' + encodeURIComponent(u.name), { method: 'PATCH', body: { role: role.value, budget: { month_usd: num(usd.value), month_tokens: num(toks.value) } } });
+          out.textContent = 'saved';
+        } catch (e) { out.textContent = e.message; }
+      } });
+      const issue = el('button', { type: 'button', text: 'New token', onclick: async () => {
+        try {
+          const t = await api('/api/v1/users/' + encodeURIComponent(u.name) + '/tokens', { method: 'POST' });
+          out.textContent = 'Token (shown once): ' + t.secret;
+        } catch (e) { out.textContent = e.message; }
+      } });
+      return el('tr', { 'data-user': u.name }, el('th', { scope: 'row', text: u.name }), el('td', {}, role), el('td', {}, usd), el('td', {}, toks), el('td', {}, save, issue, out));
+    });
+    const name = el('input', { type: 'text', 'aria-label': 'New user name', placeholder: 'name' });
+    const role = el('select', { 'aria-label': 'New user role' }, ['analyst', 'viewer', 'admin'].map((r) => el('option', { value: r, text: r })));
+    const add = el('button', { type: 'button', text: 'Add user', onclick: async () => {
+      try { await api('/api/v1/users', { method: 'POST', body: { name: name.value.trim(), role: role.value } }); showAdmin(); } catch (e) { notice(e.message, 'error'); }
+    } });
+    body.replaceChildren(
+      el('table', {}, el('thead', {}, el('tr', {}, ['User', 'Role', '$ a month', 'Tokens a month', ''].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, rows)),
+      el('p', {}, name, role, add));
+    if (!dlg.open) dlg.showModal();
   }
 
   // ---- opening a conversation
@@ -214,7 +309,7 @@
     setMeter(null);
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
     restoreDraft();
-    if (!id) { $('#conv-title').textContent = 'New conversation'; showCost(); renderAll(); updateControls(); return; }
+    if (!id) { $('#conv-title').textContent = 'New conversation'; showAccess(); showCost(); renderAll(); updateControls(); return; }
     const gen = S.gen;
     try {
       S.meta = await api(base());
@@ -235,6 +330,7 @@
     } catch (e) { authError(e); }
   }
   function showMeta() {
+    showAccess();
     const m = S.meta; if (!m) return;
     $('#conv-title').textContent = m.title || 'Untitled ' + m.id.slice(0, 8);
     const radio = document.querySelector('#mode input[value="' + m.mode + '"]');
@@ -1257,7 +1353,13 @@
       if (!S.conv) return;
       try { S.meta = await api(base(), { method: 'PATCH', body: { mode: r.value } }); loadList(); } catch (e) { notice(e.message, 'error'); }
     }));
-    if (!token) notice('No token: open the URL the server printed (it ends with #token=…).', 'error');
+    $('#signin-form').addEventListener('submit', signInSubmitted);
+    $('#sign-out').addEventListener('click', signOut);
+    $('#admin-open').addEventListener('click', showAdmin);
+    whoami();
+  }
+  // Once signed in: the lists, the demo questions, the conversation in the address.
+  function begin() {
     api('/api/v1/demo/questions').then((q) => { S.demo = q || []; if (!S.entries.length) renderAll(); }).catch(() => {});
     loadList(); loadWorkflows();
     // ECharts first: a report drawn before we know whether it is served would lack it.

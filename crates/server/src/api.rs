@@ -1,5 +1,6 @@
-//! The router: `/health` open, everything under `/api/v1` behind the token, every route behind
-//! the `Host`/`Origin` check and a body limit, and every error answered as JSON.
+//! The router: `/health` open, everything under `/api/v1` behind the sign-in, every
+//! conversation route behind the owner check, every route behind the `Host`/`Origin` check and
+//! a body limit, and every error answered as JSON.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,30 +12,27 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{Request, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, patch, post};
 use serde_json::{Value, json};
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::auth::{Guard, HostCheck, Token, check_host, require_token};
+use crate::auth::{Auth, Guard, HostCheck, authenticate, check_host};
 use crate::conversations::{self, conversation_id};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::{approvals, events, files, page, runs};
+use crate::{access, approvals, events, files, page, people, runs};
 
-/// The whole application for a server listening on `addr` with `token`.
-pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
+/// The whole application for a server listening on `addr`, its callers signed in by `auth`.
+pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
     let guard = Arc::new(Guard {
-        token,
+        auth,
         hosts: HostCheck::for_addr(addr, &state.config().allowed_hosts),
+        state: state.clone(),
     });
     let json_limit = state.config().json_limit;
     let upload_limit = state.config().upload_limit;
     let conv = "/api/v1/conversations/{id}";
-    let json_routes = Router::new()
-        .route(
-            "/api/v1/conversations",
-            get(conversations::list).post(conversations::create),
-        )
+    let conversation_routes = Router::new()
         .route(
             conv,
             get(conversations::read)
@@ -70,6 +68,26 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         )
         .route(&format!("{conv}/files"), get(files::list_files))
         .route(&format!("{conv}/files/{{file}}"), get(files::file))
+        .route(
+            &format!("{conv}/shares"),
+            get(people::shares).post(people::share),
+        )
+        .route(&format!("{conv}/shares/{{user}}"), delete(people::unshare))
+        .route_layer(middleware::from_fn_with_state(state.clone(), access::guard));
+    let json_routes = Router::new()
+        .route(
+            "/api/v1/conversations",
+            get(conversations::list).post(conversations::create),
+        )
+        .merge(conversation_routes)
+        .route("/api/v1/me", get(people::me))
+        .route("/api/v1/users", get(people::users).post(people::add_user))
+        .route("/api/v1/users/{name}", patch(people::update_user))
+        .route(
+            "/api/v1/users/{name}/tokens",
+            get(people::tokens).post(people::issue_token),
+        )
+        .route("/api/v1/tokens/{token}", delete(people::revoke_token))
         .route("/api/v1/skills", get(skills))
         .route("/api/v1/workflows", get(workflows))
         .route("/api/v1/demo/questions", get(demo_questions))
@@ -77,6 +95,7 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .layer(RequestBodyLimitLayer::new(json_limit));
     let upload_routes = Router::new()
         .route(&format!("{conv}/uploads"), post(files::upload))
+        .route_layer(middleware::from_fn_with_state(state.clone(), access::guard))
         // The limit is the file's (the handler counts its bytes); the request may be larger by
         // the multipart envelope and a description.
         .layer(DefaultBodyLimit::max(
@@ -89,7 +108,7 @@ pub fn router(state: AppState, token: Token, addr: SocketAddr) -> Router {
         .merge(upload_routes)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&guard),
-            require_token,
+            authenticate,
         ));
     Router::new()
         .route("/health", get(health))

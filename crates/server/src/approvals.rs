@@ -5,13 +5,14 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use ba_agent::{ApprovalAnswer, Input};
 use ba_protocol::{Decision, PendingApproval};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::runs::launch;
@@ -49,6 +50,7 @@ pub(crate) async fn list(
 
 pub(crate) async fn decide(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, call_id)): Path<(String, String)>,
     body: Bytes,
 ) -> ApiResult<axum::response::Response> {
@@ -97,5 +99,17 @@ pub(crate) async fn decide(
         .request_id
         .filter(|r| !r.trim().is_empty() && r.len() <= 200)
         .unwrap_or_else(|| format!("approval_{}", uuid::Uuid::new_v4().simple()));
-    launch(&state, &id, request_id, Input::Decide(vec![answer])).await
+    tracing::info!(
+        "{} decided {decision:?} on call {} of conversation {id}",
+        caller.name,
+        answer.call_id
+    );
+    launch(
+        &state,
+        &caller,
+        &id,
+        request_id,
+        Input::Decide(vec![answer]),
+    )
+    .await
 }

@@ -1,17 +1,23 @@
-//! Who may talk to the server: the bearer token (compared in constant time) on every API route,
-//! and the `Host` and `Origin` checks that keep a page on another site — or a DNS name rebound to
+//! Who may talk to the server: the sign-in on every API route (one token, the directory's
+//! tokens, an identity provider's JWT or a trusted proxy's user header — [`Auth`]), and the
+//! `Host` and `Origin` checks that keep a page on another site — or a DNS name rebound to
 //! loopback — out.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rand::RngCore as _;
 
+use crate::caller::{Caller, Refused, directory, known_or_new};
 use crate::error::ApiError;
+pub use crate::oidc::{KeyFetcher, Oidc};
+pub use crate::proxy::Proxy;
+use crate::settings::{AuthMode, AuthSettings, AuthSettingsError};
+use crate::state::AppState;
 
 /// The secret every API request carries as `Authorization: Bearer TOKEN`.
 #[derive(Clone)]
@@ -95,11 +101,61 @@ impl HostCheck {
     }
 }
 
-/// What the middlewares need.
+/// How callers are told apart; the CLI builds one from [`AuthSettings`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Auth {
+    /// One secret for one person: whoever holds it is `owner`, an admin.
+    Token(Token),
+    /// Each user's own tokens, kept hashed in the store's directory.
+    Users,
+    /// A bearer JWT from an identity provider, checked against its published keys.
+    Oidc(Oidc),
+    /// A user header set by a reverse proxy, believed only from the proxy's addresses.
+    Proxy(Proxy),
+}
+
+impl AuthSettings {
+    /// The checked sign-in; `token` is the secret of `mode: token` (unused by the others),
+    /// `keys` what reads an identity provider's keys at `oidc.jwks_url` (the program's HTTP
+    /// client; without one only `jwks_file` works).
+    ///
+    /// # Errors
+    /// A mode without its section, an empty issuer, audience or header, no keys or two
+    /// sources of keys, a `jwks_url` and no `keys`, an algorithm that is unknown or not
+    /// asymmetric, a proxy address that is neither an IP nor a CIDR range.
+    pub fn build(
+        &self,
+        token: Token,
+        keys: Option<Arc<dyn KeyFetcher>>,
+    ) -> Result<Auth, AuthSettingsError> {
+        match self.mode {
+            AuthMode::Token => Ok(Auth::Token(token)),
+            AuthMode::Users => Ok(Auth::Users),
+            AuthMode::Oidc => {
+                let oidc = self
+                    .oidc
+                    .as_ref()
+                    .ok_or(AuthSettingsError::MissingSection { mode: "oidc" })?;
+                Ok(Auth::Oidc(Oidc::new(oidc, keys)?))
+            }
+            AuthMode::Proxy => {
+                let proxy = self
+                    .proxy
+                    .as_ref()
+                    .ok_or(AuthSettingsError::MissingSection { mode: "proxy" })?;
+                Ok(Auth::Proxy(Proxy::new(proxy)?))
+            }
+        }
+    }
+}
+
+/// What the middlewares need.
+#[derive(Debug)]
 pub(crate) struct Guard {
-    pub(crate) token: Token,
+    pub(crate) auth: Auth,
     pub(crate) hosts: HostCheck,
+    pub(crate) state: AppState,
 }
 
 /// `Host` must be one of ours, and an `Origin`, when sent, must be this server (403 otherwise).
@@ -138,31 +194,84 @@ pub(crate) async fn check_host(
     next.run(request).await
 }
 
-/// Every API route needs `Authorization: Bearer TOKEN` (401 otherwise).
-pub(crate) async fn require_token(
+/// Every API route needs a caller (401 otherwise); the caller goes into the request's
+/// extensions.
+pub(crate) async fn authenticate(
     State(guard): State<Arc<Guard>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.
-    let given = request
+    let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|h| bearer_token(h.as_bytes()));
-    match given {
-        Some(t) if guard.token.matches(t) => next.run(request).await,
-        Some(_) => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "the bearer token is wrong",
-        )
-        .into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "send `Authorization: Bearer TOKEN` (the token the server printed at start)",
-        )
-        .into_response(),
+        .and_then(|h| bearer_token(h.as_bytes()))
+        .map(<[u8]>::to_vec);
+    let caller = match &guard.auth {
+        Auth::Token(token) => match &bearer {
+            Some(t) if token.matches(t) => Ok(Caller::owner()),
+            Some(_) => {
+                return unauthorized("the bearer token is wrong");
+            }
+            None => {
+                return unauthorized(
+                    "send `Authorization: Bearer TOKEN` (the token the server printed at start)",
+                );
+            }
+        },
+        Auth::Users => match &bearer {
+            Some(t) => user_of_token(&guard.state, t).await,
+            None => Err(Refused("no bearer token".into())),
+        },
+        Auth::Oidc(oidc) => match &bearer {
+            Some(t) => match oidc.verify(t).await {
+                Ok(claims) => oidc.caller(&guard.state, &claims).await,
+                Err(why) => Err(Refused(why)),
+            },
+            None => Err(Refused("no bearer token".into())),
+        },
+        Auth::Proxy(proxy) => {
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip());
+            match proxy.user(peer, request.headers()) {
+                Ok(name) => known_or_new(&guard.state, &name, proxy.unknown_users, None).await,
+                Err(why) => Err(Refused(why)),
+            }
+        }
+    };
+    match caller {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(Refused(why)) => {
+            tracing::warn!(
+                "sign-in refused for {} {}: {why}",
+                request.method(),
+                request.uri().path()
+            );
+            unauthorized("sign in: send `Authorization: Bearer TOKEN`")
+        }
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
+}
+
+async fn user_of_token(state: &AppState, secret: &[u8]) -> Result<Caller, Refused> {
+    let directory = directory(state)?;
+    let secret =
+        std::str::from_utf8(secret).map_err(|_| Refused("a token that is not text".into()))?;
+    match directory.authenticate(secret).await {
+        Ok(Some(user)) => Ok(Caller {
+            name: user.name,
+            role: user.role,
+        }),
+        Ok(None) => Err(Refused("an unknown or revoked token".into())),
+        Err(e) => Err(Refused(format!("the directory could not be read: {e}"))),
     }
 }
 
@@ -223,5 +332,115 @@ mod tests {
         assert_eq!(bearer_token(b"Basic abc"), None);
         assert_eq!(bearer_token(b"Bearer "), None);
         assert_eq!(bearer_token(b"Bear"), None);
+    }
+
+    mod settings {
+        use std::sync::Arc;
+
+        use super::*;
+        use crate::settings::OidcSettings;
+
+        /// Never called: the settings are only checked.
+        #[derive(Debug)]
+        struct NoFetch;
+
+        impl KeyFetcher for NoFetch {
+            fn fetch<'a>(
+                &'a self,
+                _url: &'a str,
+                _limit: usize,
+            ) -> futures::future::BoxFuture<'a, Result<Vec<u8>, String>> {
+                Box::pin(async { Err("not here".to_owned()) })
+            }
+        }
+
+        fn build(yaml: serde_json::Value) -> Result<Auth, String> {
+            let settings: AuthSettings = serde_json::from_value(yaml).map_err(|e| e.to_string())?;
+            settings
+                .build(Token::random(), Some(Arc::new(NoFetch)))
+                .map_err(|e| e.to_string())
+        }
+
+        #[test]
+        fn settings_that_cannot_work_are_named() {
+            use serde_json::json;
+            let cases = [
+                (
+                    json!({"mode": "oidc"}),
+                    "auth mode `oidc` needs an `auth.oidc` section",
+                ),
+                (
+                    json!({"mode": "proxy"}),
+                    "auth mode `proxy` needs an `auth.proxy` section",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": " ", "audience": "a", "jwks_file": "k"}}),
+                    "`auth.oidc.issuer` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "", "jwks_file": "k"}}),
+                    "`auth.oidc.audience` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a"}}),
+                    "`auth.oidc.jwks_url`: give the provider's keys as `jwks_url` or `jwks_file`",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "jwks_url": "http://x"}}),
+                    "`auth.oidc.jwks_url`: give `jwks_url` or `jwks_file`, not both",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["HS256"]}}),
+                    "`auth.oidc.algorithms`: HS256 is a shared-secret algorithm; only RS*, PS*, ES* and EdDSA are accepted",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": ["none"]}}),
+                    "`auth.oidc.algorithms`: \"none\" is not a signature algorithm (RS256, ES256, …)",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_file": "k", "algorithms": []}}),
+                    "`auth.oidc.algorithms` is required and empty",
+                ),
+                (
+                    json!({"mode": "oidc", "oidc": {"issuer": "i", "audience": "a", "jwks_url": "ftp://x"}}),
+                    "`auth.oidc.jwks_url`: \"ftp://x\" is not an http(s) URL",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": ["10.0.0.300"]}}),
+                    "`auth.proxy.trusted`: \"10.0.0.300\" is neither an IP address nor a CIDR range",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": []}}),
+                    "`auth.proxy.trusted` is required and empty",
+                ),
+                (
+                    json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1"], "header": "bad header"}}),
+                    "`auth.proxy.header`: \"bad header\" is not a header name",
+                ),
+            ];
+            for (settings, expected) in cases {
+                let got = build(settings.clone()).err();
+                assert_eq!(got.as_deref(), Some(expected), "{settings}");
+            }
+            assert!(build(serde_json::json!({"mode": "users"})).is_ok());
+            assert!(build(serde_json::json!({})).is_ok());
+            assert!(
+            build(serde_json::json!({"mode": "proxy", "proxy": {"trusted": ["127.0.0.1", "10.0.0.0/8", "::1"]}}))
+                .is_ok()
+        );
+            let without_client = AuthSettings::new(AuthMode::Oidc)
+                .with_oidc(OidcSettings::new("i", "a").with_jwks_url("https://id.example/keys"))
+                .build(Token::random(), None)
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(
+                without_client.as_deref(),
+                Some(
+                    "`auth.oidc.jwks_url`: this program reads no keys over HTTP; give `jwks_file`"
+                )
+            );
+            let unknown = build(serde_json::json!({"mode": "users", "extra": 1})).err();
+            assert!(unknown.is_some_and(|e| e.contains("unknown field `extra`")));
+        }
     }
 }

@@ -3,16 +3,19 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::RunStatus;
 use ba_protocol::{EntryKind, LlmErrorKind, LogEntry, LogRole, Mode};
-use ba_storage::{ConversationId, ConversationMeta, MetaUpdate, NewConversation, Page};
+use ba_storage::{ConversationId, ConversationMeta, MetaUpdate, NewConversation, Page, Role};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub(crate) use crate::access::conversation_id;
+use crate::access::{Access, access_of};
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;
 use crate::state::AppState;
@@ -44,6 +47,11 @@ pub struct ConversationView {
     pub id: String,
     /// Title, if set.
     pub title: Option<String>,
+    /// The user it belongs to.
+    pub owner: String,
+    /// What the caller may do with it: `owner`, `admin` (everything) or `read` (shared with
+    /// them to read).
+    pub access: Access,
     /// Active mode.
     pub mode: Mode,
     /// Creation time (ms since the epoch).
@@ -84,12 +92,6 @@ pub struct Forked {
     pub parent: String,
     /// Its last entry the fork shares.
     pub at_seq: u64,
-}
-
-/// Parses a path id; a name that could leave the store's folder is refused.
-pub(crate) fn conversation_id(raw: &str) -> ApiResult<ConversationId> {
-    ConversationId::new(raw)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
 
 /// Reads a JSON body; an empty body is the type's default. A body that does not fit is named
@@ -172,7 +174,7 @@ async fn last_entry(
 /// `broken` with why, so that one bad conversation never takes a list down and can be found
 /// and deleted. A run is seen wherever it runs: this server's hub knows its own, the store's
 /// lease any other (a CLI run, another server's).
-async fn view(state: &AppState, meta: ConversationMeta) -> ConversationView {
+async fn view(state: &AppState, meta: ConversationMeta, access: Access) -> ConversationView {
     let checked = conversation_id(&meta.id);
     let last = match &checked {
         Ok(id) => last_entry(state, id, &meta).await,
@@ -207,6 +209,8 @@ async fn view(state: &AppState, meta: ConversationMeta) -> ConversationView {
     ConversationView {
         id: meta.id,
         title: meta.title,
+        owner: meta.owner,
+        access,
         mode: meta.mode.unwrap_or_default(),
         created_ms: meta.created_ms,
         updated_ms: meta.updated_ms,
@@ -231,15 +235,21 @@ pub(crate) struct ForkBody {
 /// and not changed; it cannot be deleted while the fork lives).
 pub(crate) async fn fork(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let parent = conversation_id(&id)?;
     let body: ForkBody = json_body(&body)?;
+    tracing::info!("{} forks conversation {parent}", caller.name);
     let at_seq = body
         .at_seq
         .ok_or_else(|| ApiError::bad_request("`at_seq` is required: the last entry to keep"))?;
-    let child = state.agent().fork(&parent, at_seq).await?;
+    // The fork is the caller's own, whoever owns the parent (a reader forks a shared one).
+    let child = state
+        .agent()
+        .fork_as(&parent, at_seq, Some(&caller.name))
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(Forked {
@@ -256,28 +266,112 @@ pub(crate) struct ListQuery {
     limit: Option<usize>,
     /// Only conversations whose title or questions and answers contain this (any case).
     q: Option<String>,
+    /// Everyone's conversations under `items` (admins only).
+    #[serde(default)]
+    all: bool,
 }
 
+/// Conversations shared with a caller, read at most (the rest are left out of the list).
+const MAX_SHARED: usize = 500;
+
+/// `GET /api/v1/conversations`: the caller's own under `items` (paged; an admin's `?all=true`
+/// pages through everyone's), and on the first page, under `shared`, those shared with them to
+/// read. With `q`, both only the ones that match.
 pub(crate) async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<Value>> {
+    if q.all && caller.role != Role::Admin {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "only an admin lists everyone's conversations (`all=true`)",
+        ));
+    }
+    let first_page = q.after.is_none();
     let page = Page {
         after: q.after,
         limit: q.limit.unwrap_or(100).clamp(1, 500),
     };
-    let page = match q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        Some(text) if text.len() > 200 => {
-            return Err(ApiError::bad_request("`q` is longer than 200 bytes"));
-        }
-        Some(text) => state.store().search(text, page).await?,
-        None => state.store().list(page).await?,
+    let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    if text.is_some_and(|t| t.len() > 200) {
+        return Err(ApiError::bad_request("`q` is longer than 200 bytes"));
+    }
+    let store = state.store();
+    let page = match (text, q.all) {
+        (Some(text), true) => store.search(text, page).await?,
+        (None, true) => store.list(page).await?,
+        (Some(text), false) => store.search_owned(&caller.name, text, page).await?,
+        (None, false) => store.list_owned(&caller.name, page).await?,
     };
     let mut items = Vec::with_capacity(page.items.len());
     for meta in page.items {
-        items.push(view(&state, meta).await);
+        let access = if meta.owner == caller.name {
+            Access::Owner
+        } else {
+            Access::Admin
+        };
+        items.push(view(&state, meta, access).await);
     }
-    Ok(Json(json!({"items": items, "next": page.next})))
+    let mut shared = Vec::new();
+    if first_page {
+        for meta in shared_with(&state, &caller, text).await? {
+            shared.push(view(&state, meta, Access::Read).await);
+        }
+    }
+    Ok(Json(
+        json!({"items": items, "next": page.next, "shared": shared}),
+    ))
+}
+
+/// The conversations shared with the caller (those matching `text`, when given), newest
+/// first.
+async fn shared_with(
+    state: &AppState,
+    caller: &Caller,
+    text: Option<&str>,
+) -> ApiResult<Vec<ConversationMeta>> {
+    let Some(directory) = state.store().directory() else {
+        return Ok(Vec::new());
+    };
+    let shares = directory.shared_with(&caller.name).await?;
+    let mut metas = Vec::new();
+    for share in shares.iter().take(MAX_SHARED) {
+        let Ok(id) = ConversationId::new(&share.conversation) else {
+            continue;
+        };
+        match state.store().metadata(&id).await {
+            Ok(meta) => metas.push(meta),
+            // Deleted since: its shares go with it.
+            Err(ba_storage::StorageError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(text) = text {
+        // The owners' own search decides what matches, as it does for the caller's.
+        let mut owners: Vec<String> = metas.iter().map(|m| m.owner.clone()).collect();
+        owners.sort();
+        owners.dedup();
+        let mut matching = std::collections::HashSet::new();
+        for owner in owners {
+            let found = state
+                .store()
+                .search_owned(
+                    &owner,
+                    text,
+                    Page {
+                        after: None,
+                        limit: MAX_SHARED,
+                    },
+                )
+                .await?;
+            matching.extend(found.items.into_iter().map(|m| m.id));
+        }
+        metas.retain(|m| matching.contains(&m.id));
+    }
+    metas.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.id.cmp(&b.id)));
+    Ok(metas)
 }
 
 /// The longest title taken, in characters. The store cleans a title of control and format
@@ -300,10 +394,19 @@ pub(crate) struct CreateBody {
     mode: Option<Mode>,
 }
 
+/// `POST /api/v1/conversations`: a new conversation of the caller's (403 for a viewer).
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
+    if !caller.may_work() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "a viewer reads what is shared with them and cannot start conversations",
+        ));
+    }
     let body: CreateBody = json_body(&body)?;
     check_title(body.title.as_deref())?;
     let id = state
@@ -311,20 +414,25 @@ pub(crate) async fn create(
         .new_conversation(NewConversation {
             title: body.title,
             mode: body.mode,
+            owner: Some(caller.name.clone()),
             ..NewConversation::default()
         })
         .await?;
     let meta = state.store().metadata(&id).await?;
-    Ok((StatusCode::CREATED, Json(view(&state, meta).await)))
+    Ok((
+        StatusCode::CREATED,
+        Json(view(&state, meta, Access::Owner).await),
+    ))
 }
 
 pub(crate) async fn read(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ConversationView>> {
     let id = conversation_id(&id)?;
     let meta = state.store().metadata(&id).await?;
-    Ok(Json(view(&state, meta).await))
+    Ok(Json(view(&state, meta, access).await))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -337,6 +445,7 @@ pub(crate) struct UpdateBody {
 /// Renames a conversation or switches its mode (only later requests' system prompt changes).
 pub(crate) async fn update(
     State(state): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<ConversationView>> {
@@ -353,12 +462,13 @@ pub(crate) async fn update(
             },
         )
         .await?;
-    Ok(Json(view(&state, meta).await))
+    Ok(Json(view(&state, meta, access).await))
 }
 
 /// Deletes a conversation; one with a run in flight is refused (cancel the run first).
 pub(crate) async fn delete(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = conversation_id(&id)?;
@@ -372,6 +482,7 @@ pub(crate) async fn delete(
         return Err(ApiError::not_found(format!("no conversation {id}")));
     }
     state.drop_hub(&id);
+    tracing::info!("conversation {id} deleted by {}", caller.name);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -514,6 +625,7 @@ pub struct Rewound {
 /// nothing is deleted). 409 while a run holds the conversation.
 pub(crate) async fn rewind(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Rewound>> {
@@ -522,7 +634,10 @@ pub(crate) async fn rewind(
     let to_seq = body
         .to_seq
         .ok_or_else(|| ApiError::bad_request("`to_seq` is required: the last entry to keep"))?;
-    let taken_back = state.agent().rewind(&id, to_seq).await?;
+    let taken_back = state
+        .agent()
+        .rewind_by(&id, to_seq, Some(&caller.name))
+        .await?;
     if let Some(hub) = state.existing_hub(&id) {
         // Streams hear of the rewind entry like of any other.
         let loaded = state.store().load_from(&id, to_seq + 1).await?;
@@ -556,27 +671,30 @@ pub struct Branch {
     pub created_ms: i64,
 }
 
+/// `GET …/{id}/branches`: the forks listed are those the caller may see (a reader's fork of a
+/// shared conversation is theirs; another reader's is not shown to them).
 pub(crate) async fn branches(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Branches>> {
     let id = conversation_id(&id)?;
     let meta = state.store().metadata(&id).await?;
-    let mut forks: Vec<Branch> = state
-        .store()
-        .list_all()
-        .await?
-        .into_iter()
-        .filter_map(|m| {
-            let f = m.fork?;
-            (f.parent == id.as_str()).then_some(Branch {
-                id: m.id,
-                title: m.title,
-                at_seq: f.at_seq,
-                created_ms: m.created_ms,
-            })
-        })
-        .collect();
+    let mut forks: Vec<Branch> = Vec::new();
+    for m in state.store().list_all().await? {
+        let Some(f) = m.fork.as_ref().filter(|f| f.parent == id.as_str()) else {
+            continue;
+        };
+        if access_of(&state, &caller, &m).await?.is_none() {
+            continue;
+        }
+        forks.push(Branch {
+            at_seq: f.at_seq,
+            id: m.id,
+            title: m.title,
+            created_ms: m.created_ms,
+        });
+    }
     forks.sort_by_key(|b| (b.created_ms, b.id.clone()));
     Ok(Json(Branches {
         id: id.to_string(),

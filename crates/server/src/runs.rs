@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ba_agent::{AgentEvent, CancelOutcome, Input, Run, RunOptions, RunSummary};
@@ -16,6 +16,7 @@ use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::caller::Caller;
 use crate::conversations::{conversation_id, json_body};
 use crate::error::{ApiError, ApiResult};
 use crate::hub::Hub;
@@ -117,6 +118,7 @@ async fn logged_run(
 
 pub(crate) async fn start(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<axum::response::Response> {
@@ -147,13 +149,14 @@ pub(crate) async fn start(
         Some(RunInput::Workflow { name, inputs }) => workflow_input(&state, name, inputs)?,
         None => return Err(ApiError::bad_request("`input` is required")),
     };
-    launch(&state, &id, request_id, input).await
+    launch(&state, &caller, &id, request_id, input).await
 }
 
 /// Starts a run of `input` for request `request_id` (or answers with the run the request
 /// started already): 202 with the run's id.
 pub(crate) async fn launch(
     state: &AppState,
+    caller: &Caller,
     id: &ConversationId,
     request_id: String,
     input: Input,
@@ -186,6 +189,7 @@ pub(crate) async fn launch(
     // server sharing the store.
     let options = RunOptions::default()
         .with_ids(request_id, run_id.clone())
+        .with_actor(caller.name.clone())
         .with_durable_events();
     let run = match state.agent().start(id, input, options).await {
         Ok(run) => run,
@@ -194,6 +198,10 @@ pub(crate) async fn launch(
             return Err(e.into());
         }
     };
+    tracing::info!(
+        "run {run_id} of conversation {id} started by {}",
+        caller.name
+    );
     spawn_run(state, hub, id.clone(), run);
     Ok(accepted(id, &run_id, false).into_response())
 }
@@ -274,12 +282,19 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, mut run: Run) 
 /// conversation's, or none) is 404 and nothing is cancelled.
 pub(crate) async fn cancel(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, run_id)): Path<(String, String)>,
 ) -> ApiResult<impl IntoResponse> {
     let id = conversation_id(&id)?;
     state.hub(&id).await?;
     let outcome = state.agent().cancel(&id, Some(&run_id)).await?;
     let cancelling = !matches!(outcome, CancelOutcome::NotRunning);
+    if cancelling {
+        tracing::info!(
+            "run {run_id} of conversation {id} cancelled by {}",
+            caller.name
+        );
+    }
     if !cancelling && !ran_here(&state, &id, &run_id).await? {
         // The id comes from the URL: named, but not at any length.
         let named: String = run_id.chars().take(MAX_REQUEST_ID).collect();

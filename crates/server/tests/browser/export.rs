@@ -515,7 +515,7 @@ async fn an_exported_bundle_opens_from_disk_with_its_files_and_the_server_stoppe
             ),
         )
         .await;
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(&c, &server, &id).await;
     loaded(&c).await;
     js(&c, CATCH_BYTES).await;
     export_buttons(&c).await;

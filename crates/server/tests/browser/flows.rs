@@ -609,7 +609,7 @@ async fn search_finds_a_conversation_by_a_word_of_its_second_answer() {
     server.run_to_end(&both, CHART_QUESTION).await;
     let one = server.conversation().await;
     server.run_to_end(&one, QUESTION).await;
-    c.goto(&server.url(&one)).await.unwrap();
+    goto(&c, &server, &one).await;
     loaded(&c).await;
     wait_for(
         &c,

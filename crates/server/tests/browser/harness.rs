@@ -281,6 +281,8 @@ pub struct Options {
     pub latch: Option<Arc<Latch>>,
     /// Tools the server has besides the demo's (or the analyst's).
     pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Callers sign in with tokens of the store's users (`--auth users`) instead of `TOKEN`.
+    pub users: bool,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -401,11 +403,15 @@ impl Server {
             None
         };
         let state = AppState::new(agent.clone(), config);
-        let token = Token::new(TOKEN).unwrap();
+        let auth = if options.users {
+            ba_server::Auth::Users
+        } else {
+            ba_server::Auth::Token(Token::new(TOKEN).unwrap())
+        };
         let task = tokio::spawn(ba_server::serve(
             listener,
             state,
-            token,
+            auth,
             std::future::pending(),
         ));
         Self {
@@ -445,13 +451,14 @@ impl Server {
             .to_owned()
     }
 
-    /// The page's contract URL for a conversation (through the proxy when there is one).
+    /// The page's contract URL for a conversation (through the proxy when there is one); no
+    /// token in it: the page asks for one ([`goto`] signs in).
     pub fn url(&self, conversation: &str) -> String {
         let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
-        format!("http://{addr}/?conversation={conversation}#token={TOKEN}")
+        format!("http://{addr}/?conversation={conversation}")
     }
 
-    /// The address bar once the page has read the token (and taken it out of the URL).
+    /// The address bar showing a conversation.
     pub fn shown_url(&self, conversation: &str) -> String {
         let addr = self.proxy.as_ref().map_or(self.addr, |p| p.addr);
         format!("http://{addr}/?conversation={conversation}")
@@ -577,9 +584,41 @@ pub async fn screenshot(c: &Client, name: &str) {
 /// A new conversation opened in the page, ready for input; its id.
 pub async fn open_new(c: &Client, server: &Server) -> String {
     let id = server.conversation().await;
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(c, server, &id).await;
     loaded(c).await;
     id
+}
+
+/// Opens conversation `id` in the page, signing in with `TOKEN` when the page asks.
+pub async fn goto(c: &Client, server: &Server, id: &str) {
+    c.goto(&server.url(id)).await.unwrap();
+    sign_in(c, TOKEN).await;
+}
+
+/// Pastes `token` into the sign-in form when the page shows it; returns once the page says
+/// who is signed in.
+pub async fn sign_in(c: &Client, token: &str) {
+    wait_for(
+        c,
+        "the page to sign in or ask for a token",
+        "return ['needed', 'done'].includes(document.body.dataset.signin)",
+    )
+    .await;
+    if js(c, "return document.body.dataset.signin").await == "needed" {
+        c.find(Locator::Css("#signin-token"))
+            .await
+            .unwrap()
+            .send_keys(token)
+            .await
+            .unwrap();
+        click(c, "#signin-submit").await;
+        wait_for(
+            c,
+            "the page to sign in",
+            "return document.body.dataset.signin === 'done'",
+        )
+        .await;
+    }
 }
 
 /// Waits for the final report's frame, sandboxed to scripts only, and switches into it

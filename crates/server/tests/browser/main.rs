@@ -17,6 +17,7 @@ mod export;
 mod files;
 mod flows;
 mod harness;
+mod people;
 mod proxy;
 mod safety;
 mod stream;

@@ -159,7 +159,7 @@ async fn two_hundred_turns_render_within_a_bound_a_slow_machine_meets() {
         .append_batch(&conv, &entries, None)
         .await
         .unwrap();
-    c.goto(&server.url(&id)).await.unwrap();
+    goto(&c, &server, &id).await;
     let ms = wait_for(
         &c,
         "the transcript",

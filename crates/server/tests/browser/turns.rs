@@ -44,7 +44,7 @@ async fn an_interrupted_conversation_resumes_from_the_page() {
     let whole = server.conversation().await;
     server.run_to_end(&whole, QUESTION).await;
     let entries = server.agent.entries(&cid(&whole)).await.unwrap();
-    c.goto(&server.url(&whole)).await.unwrap();
+    goto(&c, &server, &whole).await;
     loaded(&c).await;
     // (Read now: saving the same code id again, the resumed run takes the code over.)
     let uninterrupted = report(&c).await;
@@ -63,7 +63,7 @@ async fn an_interrupted_conversation_resumes_from_the_page() {
         .await
         .unwrap();
 
-    c.goto(&server.url(&cut)).await.unwrap();
+    goto(&c, &server, &cut).await;
     loaded(&c).await;
     wait_for(
         &c,

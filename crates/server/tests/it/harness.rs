@@ -13,7 +13,7 @@ use ba_agent::Agent;
 use ba_model::{
     DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse, ReplayClient, StreamDelta,
 };
-use ba_server::{AppState, ServerConfig, Token};
+use ba_server::{AppState, Auth, ServerConfig, Token};
 use ba_storage::FileStore;
 use ba_testkit::sse::SseParser;
 use ba_tools::typed_tool;
@@ -158,6 +158,10 @@ pub struct Options {
     pub client: Option<Arc<dyn ModelClient>>,
     /// Tools added to `count_rows` (`file_reader`, `run_python`, …).
     pub tools: Vec<Arc<dyn ba_tools::Tool>>,
+    /// The sign-in (`TOKEN` for `owner` when `None`).
+    pub auth: Option<Auth>,
+    /// Where the server's threads send their log (to read what it wrote).
+    pub log: Option<tracing::Dispatch>,
 }
 
 impl Default for Options {
@@ -175,6 +179,8 @@ impl Default for Options {
             workflows: ba_skills::WorkflowSet::default(),
             client: None,
             tools: Vec::new(),
+            auth: None,
+            log: None,
         }
     }
 }
@@ -185,11 +191,18 @@ impl Server {
     }
 
     pub fn start_with(dir: &Path, model: Model, options: Options) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        if let Some(log) = options.log.clone() {
+            // Each worker keeps the dispatch for its life (the runtime's, the test's).
+            runtime.on_thread_start(move || {
+                std::mem::forget(tracing::dispatcher::set_default(&log));
+            });
+        }
+        let runtime = runtime.worker_threads(2).enable_all().build().unwrap();
+        let auth = options
+            .auth
+            .clone()
+            .unwrap_or_else(|| Auth::Token(Token::new(TOKEN).unwrap()));
         let model = Arc::new(model);
         let tool_calls = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&tool_calls);
@@ -251,9 +264,8 @@ impl Server {
         let (done_tx, done) = std::sync::mpsc::channel();
         let serving = state.clone();
         runtime.spawn(async move {
-            let token = Token::new(TOKEN).unwrap();
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let _ = ba_server::serve(listener, serving, token, async {
+            let _ = ba_server::serve(listener, serving, auth, async {
                 let _ = stopped.await;
             })
             .await;
