@@ -151,6 +151,10 @@ pub(crate) struct Config {
     /// name ending in `*` pins a prefix, `github__*`), `search` (`bm25` or `regex`).
     #[serde(default)]
     pub tools: ba_agent::ToolSearchSettings,
+    /// Who may call `serve`: `mode` (`token`, the default; `users`; `oidc`; `proxy`), `oidc`
+    /// (issuer, audience, `jwks_url` or `jwks_file`, claims, unknown users) and `proxy`
+    /// (`header`, `trusted` addresses).
+    pub auth: Option<ba_server::AuthSettings>,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.

@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use anyhow::{Context as _, anyhow, bail};
 use ba_cli::demo;
 use ba_server::{AppState, ServerConfig, Token};
@@ -44,6 +46,90 @@ pub(crate) struct ServeArgs {
     /// More `host:port` names the server answers to (behind a proxy, say).
     #[arg(long = "allow-host", value_name = "HOST:PORT")]
     allow_hosts: Vec<String>,
+    /// Who may call: `token` (one token, its holder the admin `owner`; the default), `users`
+    /// (the store's people, by their tokens: `ba-agent users add`), `oidc` or `proxy` (their
+    /// settings in the configuration's `auth:` section). Overrides `auth.mode`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    auth: Option<AuthArg>,
+}
+
+/// `--auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AuthArg {
+    /// One bearer token.
+    Token,
+    /// The store's people and their tokens.
+    Users,
+    /// An identity provider's JWTs (`auth.oidc` in the configuration).
+    Oidc,
+    /// A trusted proxy's user header (`auth.proxy` in the configuration).
+    Proxy,
+}
+
+impl From<AuthArg> for ba_server::AuthMode {
+    fn from(arg: AuthArg) -> Self {
+        match arg {
+            AuthArg::Token => Self::Token,
+            AuthArg::Users => Self::Users,
+            AuthArg::Oidc => Self::Oidc,
+            AuthArg::Proxy => Self::Proxy,
+        }
+    }
+}
+
+/// Reads an identity provider's keys (`auth.oidc.jwks_url`) with a bounded, timed request.
+#[derive(Debug)]
+struct HttpKeys(reqwest::Client);
+
+impl ba_server::KeyFetcher for HttpKeys {
+    fn fetch<'a>(
+        &'a self,
+        url: &'a str,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move {
+            let mut response = self
+                .0
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| format!("fetching {url}: {e}"))?;
+            if !response.status().is_success() {
+                return Err(format!("{url} answered {}", response.status()));
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| format!("reading {url}: {e}"))?
+            {
+                if body.len() + chunk.len() > limit {
+                    return Err(format!("{url} sent more than {limit} bytes"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        })
+    }
+}
+
+/// The sign-in the configuration and `--auth` ask for, built and checked.
+fn auth(args: &ServeArgs, config: &Config, token: Token) -> anyhow::Result<ba_server::Auth> {
+    let mut settings = config.auth.clone().unwrap_or_default();
+    if let Some(mode) = args.auth {
+        settings.mode = mode.into();
+    }
+    let keys: Option<Arc<dyn ba_server::KeyFetcher>> = match reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .build()
+    {
+        Ok(client) => Some(Arc::new(HttpKeys(client))),
+        Err(_) => None,
+    };
+    settings
+        .build(token, keys)
+        .map_err(|e| anyhow!("configuration: {e}"))
 }
 
 impl ServeArgs {
@@ -53,7 +139,7 @@ impl ServeArgs {
     }
 }
 
-fn token(args: &ServeArgs) -> anyhow::Result<(Token, bool)> {
+fn token(args: &ServeArgs, single: bool) -> anyhow::Result<(Token, bool)> {
     let given = match (&args.token, &args.token_file) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(f)) => Some(
@@ -70,7 +156,7 @@ fn token(args: &ServeArgs) -> anyhow::Result<(Token, bool)> {
         Some(t) => Token::new(&t)
             .map(|t| (t, false))
             .ok_or_else(|| anyhow!("the token is empty or has spaces or control characters")),
-        None if !args.bind.ip().is_loopback() => bail!(
+        None if single && !args.bind.ip().is_loopback() => bail!(
             "listening on {} (not loopback) needs a token: pass --token or --token-file",
             args.bind
         ),
@@ -81,7 +167,19 @@ fn token(args: &ServeArgs) -> anyhow::Result<(Token, bool)> {
 /// Serves until Ctrl-C or SIGTERM; MCP servers and plugins (`--mcp-config`, `--plugin`, the
 /// configuration's `mcp_servers` and `plugins`) are the agent's as for `run`.
 pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
-    let (token, generated) = token(&args).map_err(CliError::input)?;
+    let config_for_auth = match args.config.as_deref() {
+        Some(path) => Config::load(Some(path)),
+        None => Config::load(None),
+    }
+    .map_err(CliError::input)?;
+    let mode = args
+        .auth
+        .map(ba_server::AuthMode::from)
+        .or_else(|| config_for_auth.auth.as_ref().map(|a| a.mode))
+        .unwrap_or_default();
+    let single = mode == ba_server::AuthMode::Token;
+    let (token, generated) = token(&args, single).map_err(CliError::input)?;
+    let auth = auth(&args, &config_for_auth, token.clone()).map_err(CliError::input)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -152,11 +250,12 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
         let addr = listener.local_addr()?;
         // Where to connect goes to standard output; a reader that has gone away (`serve | head
         // -1`) does not stop the server, it is only told on standard error.
-        if let Err(e) = print_banner(addr, generated.then_some(&token), &home, &assets, echarts) {
+        let shown = (generated && single).then_some(&token);
+        if let Err(e) = print_banner(addr, shown, mode, &home, &assets, echarts) {
             eprintln!("ba-agent: could not print the address to standard output ({e}); serving on {addr} anyway");
         }
         let state = AppState::new(agent, server);
-        let served = ba_server::serve(listener, state, ba_server::Auth::Token(token), stop_signal()).await;
+        let served = ba_server::serve(listener, state, auth, stop_signal()).await;
         if let Some(manager) = mcp {
             manager.shutdown().await;
         }
@@ -166,23 +265,34 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
     .map_err(CliError::from)
 }
 
-/// The lines `serve` starts with: the URL (with the token when it was made here), the data
+/// The lines `serve` starts with: the URL, the token when it was made here (on a line of its
+/// own, never in the URL: the page asks for it once), how people sign in otherwise, the data
 /// folder, and how to get ECharts when it is missing.
 fn print_banner(
     addr: SocketAddr,
     generated: Option<&Token>,
+    mode: ba_server::AuthMode,
     home: &Path,
     assets: &Path,
     echarts: bool,
 ) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    match generated {
-        Some(token) => writeln!(
+    writeln!(out, "ba-agent serving on http://{addr}/")?;
+    if let Some(token) = generated {
+        writeln!(
             out,
-            "ba-agent serving on http://{addr}/#token={}",
+            "token: {} (paste it into the page once; API clients send `Authorization: Bearer TOKEN`)",
             token.expose()
+        )?;
+    }
+    match mode {
+        ba_server::AuthMode::Users => writeln!(
+            out,
+            "sign-in: the store's people, by their tokens (`ba-agent users add NAME`)"
         )?,
-        None => writeln!(out, "ba-agent serving on http://{addr}/")?,
+        ba_server::AuthMode::Oidc => writeln!(out, "sign-in: the identity provider's tokens")?,
+        ba_server::AuthMode::Proxy => writeln!(out, "sign-in: the trusted proxy's user header")?,
+        _ => {}
     }
     writeln!(out, "data: {}", home.display())?;
     if !echarts {

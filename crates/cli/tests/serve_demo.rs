@@ -328,3 +328,79 @@ async fn the_demo_pauses_for_approval_and_goes_on_after_a_decision() {
     assert_eq!(conv["status"], "idle", "{conv}");
     served.terminate().await;
 }
+
+/// The team contract: `users add NAME --home DIR` prints the token alone on its last line, and
+/// `serve --auth users --home DIR` takes each person's token; another person's conversation
+/// answers 404 and is not listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_the_stores_users_takes_each_persons_token() {
+    let home = tempfile::tempdir().unwrap();
+    let add = |name: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+            .args(["users", "add", name, "--home"])
+            .arg(home.path())
+            .env_remove("BA_AGENT_CONFIG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    let (alice, bob) = (add("alice"), add("bob"));
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ba-agent"))
+        .args([
+            "serve",
+            "--demo",
+            "--auth",
+            "users",
+            "--bind",
+            "127.0.0.1:0",
+            "--home",
+        ])
+        .arg(home.path())
+        .env_remove("BA_AGENT_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (banner, base) = support::banner(&mut child).await;
+    assert!(
+        !banner.contains("token"),
+        "no single token is made: {banner}"
+    );
+    let http = reqwest::Client::new();
+    let list = |token: &str| {
+        http.get(format!("{base}/api/v1/conversations"))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(list(&alice).await.unwrap().status(), 200);
+    assert_eq!(list("not-a-token").await.unwrap().status(), 401);
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/v1/conversations"))
+        .bearer_auth(&alice)
+        .json(&serde_json::json!({"title": "alice's"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap();
+    let read = |token: &str| {
+        http.get(format!("{base}/api/v1/conversations/{id}"))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(read(&alice).await.unwrap().status(), 200);
+    assert_eq!(read(&bob).await.unwrap().status(), 404);
+    let bobs: serde_json::Value = list(&bob).await.unwrap().json().await.unwrap();
+    assert!(!bobs.to_string().contains(id), "{bobs}");
+    let alices: serde_json::Value = list(&alice).await.unwrap().json().await.unwrap();
+    assert!(alices["items"].to_string().contains(id), "{alices}");
+    child.kill().await.unwrap();
+}
