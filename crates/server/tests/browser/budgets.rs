@@ -67,7 +67,7 @@ async fn a_run_at_its_cap_shows_the_budget_message_and_the_spend() {
         )
         .await;
     assert_eq!(conv["status"], "budget_reached", "{conv}");
-    screenshot(&c, "budget-reached").await;
+    screenshot(&c, "budget-reached.png").await;
     // Continue is offered; the composer takes a new message.
     let controls = js(
         &c,
