@@ -73,6 +73,7 @@ fn files() -> anyhow::Result<Vec<(&'static str, String)>> {
         ("Branches", schema::<ba_server::Branches>()?),
         ("PendingApprovals", schema::<ba_server::PendingApprovals>()?),
         ("ErrorBody", schema::<ba_server::ErrorBody>()?),
+        ("SpendReport", schema::<ba_agent::SpendReport>()?),
     ])
 }
 

@@ -306,7 +306,7 @@
     history.replaceState(null, '', url);
     $('#transcript').replaceChildren();
     notice('');
-    setMeter(null);
+    setMeter(null); $('#spend').hidden = true;
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
     restoreDraft();
     if (!id) { $('#conv-title').textContent = 'New conversation'; showAccess(); showCost(); renderAll(); updateControls(); return; }
@@ -326,6 +326,7 @@
       loadBranches(gen); showCost();
       showMeta(); updateControls();
       api(base() + '/context').then((c) => c && c.usage && setMeter(c.usage)).catch(() => {});
+      showSpend();
       stream(gen);
     } catch (e) { authError(e); }
   }
@@ -426,7 +427,7 @@
       case 'finished':
         // Remembered: a run can end before the request that started it has answered.
         S.ended.add(d.run_id); document.body.dataset.finished = d.run_id || '';
-        S.running = null; S.live = null; rerenderLast(); refreshMeta(); break;
+        S.running = null; S.live = null; rerenderLast(); refreshMeta(); showSpend(); whoami(); break;
       case 'reset': openConv(S.conv); break;
       default: break;
     }
@@ -1104,6 +1105,30 @@
     } catch (e) { body.replaceChildren(el('p', { text: e.message })); }
   }
 
+  // ---- spend against the caps (`…/spend`): the conversation's next to the meter; a run that
+  // stopped at a cap says which, the same after a reload as when it happened.
+  async function showSpend() {
+    const conv = S.conv; const box = $('#spend');
+    if (!conv) { box.hidden = true; return; }
+    let r; try { r = await api(base() + '/spend'); } catch (e) { return; }
+    if (conv !== S.conv) return;
+    const dollars = (v) => '$' + Number(v || 0).toFixed(2);
+    const c = r.conversation; const parts = [];
+    const spent = c.usd > 0 || !c.tokens ? dollars(c.usd) : fmt(c.tokens) + ' tokens';
+    if (r.conversation_usd_cap != null) parts.push(dollars(c.usd) + ' of ' + dollars(r.conversation_usd_cap));
+    else if (r.conversation_tokens_cap != null) parts.push(fmt(c.tokens) + ' of ' + fmt(r.conversation_tokens_cap) + ' tokens');
+    else parts.push(spent);
+    if (r.owner_month && r.month_usd_cap != null) parts.push(r.owner + '’s month ' + dollars(r.owner_month.usd) + ' of ' + dollars(r.month_usd_cap));
+    else if (r.owner_month && r.month_tokens_cap != null) parts.push(r.owner + '’s month ' + fmt(r.owner_month.tokens) + ' of ' + fmt(r.month_tokens_cap) + ' tokens');
+    box.textContent = 'spent ' + parts.join(' · ') + (r.reached ? ' · budget reached' : '');
+    box.dataset.reached = String(Boolean(r.reached));
+    box.title = r.reached || 'What this conversation spent, against its cap';
+    box.hidden = false;
+    if (r.reached && S.meta && S.meta.status === 'budget_reached' && !S.running && !S.lastError) {
+      notice(r.reached + ' (Continue goes on from here)', 'error');
+    }
+  }
+
   // ---- composer
   function lastEntry() { return S.entries[S.entries.length - 1]; }
   function updateControls() {
@@ -1116,7 +1141,7 @@
     const st = S.meta ? S.meta.status : 'idle';
     const last = lastEntry();
     const cut = last && last.role === 'assistant' && last.llm_error;
-    $('#continue').hidden = running || !((S.lastError && S.lastError.resumable) || S.cancelled || st === 'failed' || cut);
+    $('#continue').hidden = running || !((S.lastError && S.lastError.resumable) || S.cancelled || st === 'failed' || st === 'budget_reached' || cut);
     $('#resume').hidden = running || st !== 'interrupted' || Boolean(cut);
   }
   // ---- approvals: the calls that wait for the person, each with its arguments and the

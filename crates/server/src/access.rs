@@ -159,6 +159,7 @@ mod tests {
             (Method::GET, "", Need::Read),
             (Method::GET, "/messages", Need::Read),
             (Method::GET, "/report/7", Need::Read),
+            (Method::GET, "/spend", Need::Read),
             (Method::GET, "/shares", Need::Manage),
             (Method::POST, "/fork", Need::Fork),
             (Method::POST, "/runs", Need::Full),

@@ -53,6 +53,7 @@ pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
         .route(&format!("{conv}/events"), get(events::events))
         .route(&format!("{conv}/compact"), post(compact))
         .route(&format!("{conv}/context"), get(context))
+        .route(&format!("{conv}/spend"), get(spend))
         .route(&format!("{conv}/report"), get(report))
         .route(&format!("{conv}/report/{{seq}}"), get(export_report))
         .route(&format!("{conv}/uploads"), get(files::list_uploads))
@@ -306,6 +307,17 @@ async fn context(State(state): State<AppState>, Path(id): Path<String>) -> ApiRe
         "next_call": debug,
         "last_call": last,
     })))
+}
+
+/// `GET …/spend`: what the conversation and its owner's month spent against their caps, and
+/// the cap reached, if any (a run started now would end `budget_reached` before calling the
+/// model).
+async fn spend(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ba_agent::SpendReport>> {
+    let id = conversation_id(&id)?;
+    Ok(Json(state.agent().spend(&id).await?))
 }
 
 /// `/compact`: the conversation so far summarised into one entry (refused during a run).

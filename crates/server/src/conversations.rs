@@ -33,6 +33,9 @@ pub enum ConversationStatus {
     Interrupted,
     /// The last run failed (a model failure in the log: Continue goes on).
     Failed,
+    /// The last run stopped at a spending cap (the conversation's or its owner's month): once
+    /// the cap is raised or the month turns, Continue goes on.
+    BudgetReached,
     /// Tool calls wait for a person's decision (`GET …/approvals`).
     AwaitingApproval,
     /// Its history cannot be read (a fork whose parent is gone): `problem` says why; it can
@@ -60,7 +63,7 @@ pub struct ConversationView {
     pub updated_ms: i64,
     /// Sequence number of the last entry (0 when empty).
     pub last_seq: u64,
-    /// Idle, running, interrupted, failed, awaiting approval or broken.
+    /// Idle, running, interrupted, failed, budget reached, awaiting approval or broken.
     pub status: ConversationStatus,
     /// The run in flight: this server's, or the one that holds the store's run lease (a CLI
     /// run, another server's).
@@ -193,7 +196,7 @@ async fn view(state: &AppState, meta: ConversationMeta, access: Access) -> Conve
                         Some(holder.run_id).filter(|r| !r.is_empty()),
                         None,
                     ),
-                    Ok(None) => (status, run, None),
+                    Ok(None) => (budget_or(state, &id, status).await, run, None),
                     Err(e) => {
                         tracing::warn!("the run lease of `{id}` cannot be read: {e}");
                         (status, run, None)
@@ -222,6 +225,28 @@ async fn view(state: &AppState, meta: ConversationMeta, access: Access) -> Conve
             parent: f.parent,
             at_seq: f.at_seq,
         }),
+    }
+}
+
+/// `budget_reached` for a conversation whose log ends mid-turn while a cap is reached: a run
+/// that stopped at its cap writes nothing of its end, so it is told from an interruption by
+/// the spend, the same on every server and after a restart (and no longer once the cap is
+/// raised). Only an interrupted conversation is asked, so a list reads the whole log of few.
+async fn budget_or(
+    state: &AppState,
+    id: &ConversationId,
+    status: ConversationStatus,
+) -> ConversationStatus {
+    if status != ConversationStatus::Interrupted {
+        return status;
+    }
+    match state.agent().spend(id).await {
+        Ok(report) if report.reached.is_some() => ConversationStatus::BudgetReached,
+        Ok(_) => status,
+        Err(e) => {
+            tracing::warn!("the spend of `{id}` cannot be read: {e}");
+            status
+        }
     }
 }
 

@@ -275,6 +275,8 @@ pub struct Options {
     pub approvals: ba_agent::ApprovalSettings,
     /// Prices per model, for the cost lines.
     pub prices: ba_agent::Prices,
+    /// Spending caps.
+    pub budgets: ba_agent::Budgets,
     /// The workflows a run can start.
     pub workflows: ba_skills::WorkflowSet,
     /// Model calls wait on this latch (release [`LET_THROUGH`] to let the rest of a run go).
@@ -386,6 +388,7 @@ impl Server {
                 s.max_rounds = 8;
                 s.approvals = options.approvals.clone();
                 s.prices = options.prices.clone();
+                s.budgets = options.budgets;
             })
             .build()
             .unwrap();

@@ -13,6 +13,7 @@ mod after_a_while;
 mod approvals;
 mod attachments;
 mod branches;
+mod budgets;
 mod export;
 mod files;
 mod flows;

@@ -162,6 +162,9 @@ pub struct Options {
     pub auth: Option<Auth>,
     /// Where the server's threads send their log (to read what it wrote).
     pub log: Option<tracing::Dispatch>,
+    /// The agent's prices and spending caps.
+    pub prices: ba_agent::Prices,
+    pub budgets: ba_agent::Budgets,
 }
 
 impl Default for Options {
@@ -181,6 +184,8 @@ impl Default for Options {
             tools: Vec::new(),
             auth: None,
             log: None,
+            prices: ba_agent::Prices::default(),
+            budgets: ba_agent::Budgets::default(),
         }
     }
 }
@@ -244,6 +249,8 @@ impl Server {
             .configure(|s| {
                 s.model = "test-model".into();
                 s.approvals = options.approvals.clone();
+                s.prices = options.prices.clone();
+                s.budgets = options.budgets;
             })
             .build()
             .unwrap();
@@ -430,7 +437,7 @@ pub struct Sse {
 }
 
 impl Sse {
-    fn new(r: reqwest::Response) -> Self {
+    pub fn new(r: reqwest::Response) -> Self {
         Self {
             body: r.bytes_stream().boxed(),
             frames: SseParser::default(),

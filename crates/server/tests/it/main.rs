@@ -8,6 +8,7 @@
 //! Origin, limits, traversal), conversations, runs and their event streams.
 
 mod approvals;
+mod budgets;
 mod export;
 mod forks;
 mod harness;

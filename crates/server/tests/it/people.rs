@@ -94,6 +94,7 @@ fn conversation_routes() -> Vec<Route> {
         route(M::POST, "/compact", None, Write, 409),
         // The next call's context of a conversation with no question yet cannot be built.
         route(M::GET, "/context", None, Read, 422),
+        route(M::GET, "/spend", None, Read, 200),
         route(M::GET, "/report", None, Read, 200),
         route(M::GET, "/report/last", None, Read, 404),
         route(M::GET, "/uploads", None, Read, 200),
