@@ -4,17 +4,20 @@
     client.py http URL TOKEN CSV CODE
 
 Lists the tools, reads CSV with file_reader and runs CODE with run_python, then prints one
-JSON object saying what the client saw.
+JSON object saying what the client saw. With MCP_ELICIT=accept or decline in the environment
+the client declares elicitation and answers every question that way, recording each message.
 """
 
 import asyncio
 import json
+import os
 import sys
 
 import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import ElicitResult
 
 
 def text_of(result):
@@ -22,7 +25,15 @@ def text_of(result):
 
 
 async def exercise(read, write, csv, code):
-    async with ClientSession(read, write) as session:
+    asked = []
+    answer = os.environ.get("MCP_ELICIT")
+
+    async def elicit(_context, params):
+        asked.append(params.message)
+        return ElicitResult(action=answer)
+
+    callback = elicit if answer else None
+    async with ClientSession(read, write, elicitation_callback=callback) as session:
         init = await session.initialize()
         tools = await session.list_tools()
         reader = await session.call_tool("file_reader", {"path": csv})
@@ -32,6 +43,7 @@ async def exercise(read, write, csv, code):
             "tools": sorted(t.name for t in tools.tools),
             "file_reader": {"is_error": bool(reader.isError), "text": text_of(reader)},
             "run_python": {"is_error": bool(python.isError), "text": text_of(python)},
+            "asked": asked,
         }
 
 
