@@ -247,6 +247,43 @@ mod tests {
     }
 
     #[test]
+    fn a_check_outside_a_run_follows_the_mode_the_policies_and_the_exemptions() {
+        let asks = ToolCapabilities::default().with_approval(ToolApproval::Ask);
+        let args = serde_json::json!({"database": "sample"});
+        let mut settings = ApprovalSettings::default();
+        assert_eq!(
+            settings.check("run_python", Some(ToolCapabilities::default()), &args),
+            ApprovalCheck::Run
+        );
+        assert_eq!(settings.check("q", Some(asks), &args), ApprovalCheck::Ask);
+        settings
+            .tools
+            .insert("run_python".into(), ToolApproval::Always);
+        assert_eq!(
+            settings.check("run_python", Some(ToolCapabilities::default()), &args),
+            ApprovalCheck::Ask
+        );
+        settings.unless.insert(
+            "q".into(),
+            serde_json::Map::from_iter([("database".to_owned(), "sample".into())]),
+        );
+        assert_eq!(settings.check("q", Some(asks), &args), ApprovalCheck::Run);
+        settings.mode = ApprovalMode::ReadOnly;
+        assert_eq!(
+            settings.check(
+                "w",
+                Some(ToolCapabilities::default().with_writes(true)),
+                &args
+            ),
+            ApprovalCheck::Refuse(
+                "w changes something and this conversation is read-only; it was not run".into()
+            )
+        );
+        // An unknown tool runs into the runtime's own error.
+        assert_eq!(settings.check("nope", None, &args), ApprovalCheck::Run);
+    }
+
+    #[test]
     fn the_mode_and_the_policy_decide_without_a_decision() {
         let caps = |a: ToolApproval, writes: bool| {
             Some(

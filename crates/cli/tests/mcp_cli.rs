@@ -761,7 +761,15 @@ fn a_python_mcp_client_drives_mcp_serve_over_stdio_and_http() {
     if !ba_testkit::require_tool("python3") {
         return;
     }
-    let s = served("");
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(skills.path().join("forecast")).unwrap();
+    std::fs::write(
+        skills.path().join("forecast/SKILL.md"),
+        "---\nname: forecast\ndescription: Forecast next quarter's sales.\n---\nFit a trend to \
+         the monthly totals.\n",
+    )
+    .unwrap();
+    let s = served(&format!("skills: [{}]\n", skills.path().display()));
     let outside = s.dir.path().join("escaped.txt");
     let code = ESCAPE.replace("OUT", &format!("{:?}", outside.display().to_string()));
     let csv = s.csv.display().to_string();
@@ -790,6 +798,18 @@ fn a_python_mcp_client_drives_mcp_serve_over_stdio_and_http() {
                 .as_str()
                 .unwrap()
                 .contains("\"north\""),
+            "{seen}"
+        );
+        // The skills are prompts; the session's own workspace is the user's conversation.
+        assert_eq!(
+            seen["skills"],
+            json!({"forecast": "Fit a trend to the monthly totals.\n"})
+        );
+        let conversations = seen["conversations"].as_object().unwrap();
+        assert!(
+            conversations
+                .get("MCP session")
+                .is_some_and(|c| c["entries"].is_array()),
             "{seen}"
         );
         let observation = seen["run_python"]["text"].as_str().unwrap();

@@ -3,8 +3,9 @@
     client.py stdio BA_AGENT CONFIG CSV CODE
     client.py http URL TOKEN CSV CODE
 
-Lists the tools, reads CSV with file_reader and runs CODE with run_python, then prints one
-JSON object saying what the client saw. With MCP_ELICIT=accept or decline in the environment
+Lists the tools, reads CSV with file_reader, runs CODE with run_python, reads every prompt
+(the skills) and every resource (the conversations), then prints one JSON object saying what
+the client saw. With MCP_ELICIT=accept or decline in the environment
 the client declares elicitation and answers every question that way, recording each message.
 """
 
@@ -38,12 +39,24 @@ async def exercise(read, write, csv, code):
         tools = await session.list_tools()
         reader = await session.call_tool("file_reader", {"path": csv})
         python = await session.call_tool("run_python", {"code": code})
+        prompts = await session.list_prompts()
+        skills = {}
+        for prompt in prompts.prompts:
+            got = await session.get_prompt(prompt.name)
+            skills[prompt.name] = got.messages[0].content.text
+        resources = await session.list_resources()
+        conversations = {}
+        for resource in resources.resources:
+            read = await session.read_resource(resource.uri)
+            conversations[resource.name] = json.loads(read.contents[0].text)
         return {
             "server": init.serverInfo.name,
             "tools": sorted(t.name for t in tools.tools),
             "file_reader": {"is_error": bool(reader.isError), "text": text_of(reader)},
             "run_python": {"is_error": bool(python.isError), "text": text_of(python)},
             "asked": asked,
+            "skills": skills,
+            "conversations": conversations,
         }
 
 
