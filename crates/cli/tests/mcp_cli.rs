@@ -604,9 +604,14 @@ fn mcp_serve_over_stdio_lists_reads_uploads_and_runs_sandboxed_code() {
 
 #[test]
 fn mcp_serve_refuses_an_approval_a_client_cannot_ask_for_and_says_how_to_allow_it() {
-    let s = served("approvals: {tools: {run_python: ask}}\n");
+    let s = served("approvals: {tools: {run_python: ask}}\nweb_reader: true\n");
     serve_runtime().block_on(async {
         let manager = stdio_client(&s.config).await;
+        // The configuration's tools, as `run` offers them.
+        assert_eq!(
+            tool_names(&manager),
+            ["file_reader", "run_python", "upload_file", "web_reader"]
+        );
         let refused = call(&manager, "run_python", json!({"code": "print(1)"}))
             .await
             .unwrap_err();

@@ -573,6 +573,8 @@ async fn serve_http(
         // rmcp answers loopback names only by default; the token guards a wider bind.
         http.allowed_hosts = Vec::new();
     }
+    // Open event streams would hold a graceful shutdown forever: the sessions end first.
+    let sessions = http.cancellation_token.clone();
     let service = StreamableHttpService::new(
         move || Ok(Session::new(Arc::clone(&shared))),
         Arc::new(LocalSessionManager::default()),
@@ -585,7 +587,10 @@ async fn serve_http(
         }));
     println!("ba-agent mcp serving on http://{local}/mcp");
     axum::serve(listener, app)
-        .with_graceful_shutdown(crate::serve::stop_signal())
+        .with_graceful_shutdown(async move {
+            crate::serve::stop_signal().await;
+            sessions.cancel();
+        })
         .await
         .context("serving MCP over HTTP")?;
     Ok(())
