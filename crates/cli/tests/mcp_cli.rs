@@ -588,6 +588,14 @@ fn mcp_serve_over_stdio_lists_reads_uploads_and_runs_sandboxed_code() {
         .await
         .unwrap_err();
         assert!(bad.starts_with("`content_base64` is not base64"), "{bad}");
+        // A tool's failure is an `isError` result with the observation the model would read.
+        let missing = call(&manager, "file_reader", json!({"path": "nowhere.csv"}))
+            .await
+            .unwrap_err();
+        assert!(
+            missing.starts_with("Operation failed.") && missing.contains("nowhere.csv"),
+            "{missing}"
+        );
         let unknown = call(&manager, "task", json!({})).await.unwrap_err();
         assert!(unknown.starts_with("there is no tool `task`"), "{unknown}");
         if ba_testkit::require_tool("python3") {
