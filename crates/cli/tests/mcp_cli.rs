@@ -859,3 +859,94 @@ fn a_python_mcp_client_drives_mcp_serve_over_stdio_and_http() {
         json!({"is_error": true, "text": "a person declined this call of run_python; it was not run"})
     );
 }
+
+/// `mcp serve --user USER` over stdio, spoken to in raw JSON-RPC: the answers to `requests`
+/// (each `[method, params]`), after the handshake.
+fn rpc(config: &Path, user: &str, requests: &[(&str, Value)]) -> Vec<Value> {
+    use std::io::{BufRead as _, Write as _};
+    let child = ba_agent(config.parent().unwrap())
+        .args(["mcp", "serve", "--user", user, "--config"])
+        .arg(config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let mut stdin = child.0.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+    // A request is answered on the next line; a notification (no id) is not answered.
+    let mut send = |message: Value| -> Option<Value> {
+        writeln!(stdin, "{message}").unwrap();
+        let id = message.get("id")?;
+        let mut text = String::new();
+        stdout.read_line(&mut text).unwrap();
+        let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(&reply["id"], id, "{reply}");
+        Some(reply)
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    requests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (method, params))| {
+            send(json!({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params}))
+        })
+        .collect()
+}
+
+#[test]
+fn mcp_serve_lists_and_reads_only_the_users_own_conversations() {
+    let s = served("");
+    let csv = s.csv.display().to_string();
+    // Alice's session makes her workspace at its first call.
+    let alice = rpc(
+        &s.config,
+        "alice",
+        &[
+            (
+                "tools/call",
+                json!({"name": "file_reader", "arguments": {"path": csv}}),
+            ),
+            ("resources/list", json!({})),
+        ],
+    );
+    assert_eq!(alice[0]["result"]["isError"], false, "{}", alice[0]);
+    let listed = alice[1]["result"]["resources"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let uri = listed[0]["uri"].as_str().unwrap().to_owned();
+    assert!(uri.starts_with("ba-agent://conversations/"), "{uri}");
+    let bob = rpc(
+        &s.config,
+        "bob",
+        &[
+            ("resources/list", json!({})),
+            ("resources/read", json!({"uri": uri})),
+        ],
+    );
+    assert_eq!(bob[0]["result"]["resources"], json!([]), "{}", bob[0]);
+    assert_eq!(
+        bob[1]["error"]["message"],
+        format!("there is no conversation at {uri}"),
+        "{}",
+        bob[1]
+    );
+    let again = rpc(
+        &s.config,
+        "alice",
+        &[("resources/read", json!({"uri": uri}))],
+    );
+    let contents = &again[0]["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "application/json", "{}", again[0]);
+    let log: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        log["id"],
+        uri.trim_start_matches("ba-agent://conversations/")
+    );
+    assert!(log["entries"].is_array(), "{log}");
+}
