@@ -28,6 +28,38 @@ pub struct ApprovalSettings {
     pub unless: BTreeMap<String, serde_json::Map<String, Value>>,
 }
 
+/// What the approval settings say about one call made outside a run (a front end that
+/// serves the tools to another program): no log holds decisions there, so only the mode and
+/// the policies decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApprovalCheck {
+    /// Run it.
+    Run,
+    /// A person must approve it first.
+    Ask,
+    /// It may not run at all; the sentence says why.
+    Refuse(String),
+}
+
+impl ApprovalSettings {
+    /// Whether a call of `name` with `arguments` may run, given the tool's declared
+    /// `capabilities` (`None` for an unknown tool, which runs into the runtime's own error).
+    pub fn check(
+        &self,
+        name: &str,
+        capabilities: Option<ToolCapabilities>,
+        arguments: &Value,
+    ) -> ApprovalCheck {
+        let call = LogToolCall::new("", name, arguments);
+        match gate(self, capabilities, &LogApprovals::default(), &call) {
+            Gate::Run(_) => ApprovalCheck::Run,
+            Gate::Wait => ApprovalCheck::Ask,
+            Gate::Refuse { message, .. } => ApprovalCheck::Refuse(message),
+        }
+    }
+}
+
 /// A person's answer about one waiting call: the input of a run that goes on after a pause
 /// ([`crate::Input::Decide`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,6 +244,43 @@ mod tests {
             arguments: None,
         });
         e
+    }
+
+    #[test]
+    fn a_check_outside_a_run_follows_the_mode_the_policies_and_the_exemptions() {
+        let asks = ToolCapabilities::default().with_approval(ToolApproval::Ask);
+        let args = serde_json::json!({"database": "sample"});
+        let mut settings = ApprovalSettings::default();
+        assert_eq!(
+            settings.check("run_python", Some(ToolCapabilities::default()), &args),
+            ApprovalCheck::Run
+        );
+        assert_eq!(settings.check("q", Some(asks), &args), ApprovalCheck::Ask);
+        settings
+            .tools
+            .insert("run_python".into(), ToolApproval::Always);
+        assert_eq!(
+            settings.check("run_python", Some(ToolCapabilities::default()), &args),
+            ApprovalCheck::Ask
+        );
+        settings.unless.insert(
+            "q".into(),
+            serde_json::Map::from_iter([("database".to_owned(), "sample".into())]),
+        );
+        assert_eq!(settings.check("q", Some(asks), &args), ApprovalCheck::Run);
+        settings.mode = ApprovalMode::ReadOnly;
+        assert_eq!(
+            settings.check(
+                "w",
+                Some(ToolCapabilities::default().with_writes(true)),
+                &args
+            ),
+            ApprovalCheck::Refuse(
+                "w changes something and this conversation is read-only; it was not run".into()
+            )
+        );
+        // An unknown tool runs into the runtime's own error.
+        assert_eq!(settings.check("nope", None, &args), ApprovalCheck::Run);
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub use adapters::{
     ToolSearchTool, WorkspaceFiles, activation_text, file_info, transcript,
 };
 pub use agent::{Agent, Input, RunOptions};
-pub use approvals::{ApprovalAnswer, ApprovalSettings};
+pub use approvals::{ApprovalAnswer, ApprovalCheck, ApprovalSettings};
 pub use budget::{Calibration, calibration, window_record};
 pub use builder::AgentBuilder;
 pub use compact::Compaction;

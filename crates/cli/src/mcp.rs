@@ -1,6 +1,7 @@
 //! MCP servers and Claude Code plugins: where a command's servers and plugin skills come from
 //! (the configuration's `mcp_servers` and `plugins`, `--mcp-config FILE`, `--plugin DIR…`),
-//! and `ba-agent mcp list|call`, the commands a user runs when a server misbehaves.
+//! and `ba-agent mcp list|call`, the commands a user runs when a server misbehaves; `mcp serve`
+//! ([`serve`]) is the other direction, this project's tools served to MCP clients.
 //!
 //! Contract (scripts depend on it): `mcp list --json` prints `{"servers": [{"name", "state",
 //! "tools": [{"name": RAW, "model_name", "input_schema", …}], "skipped": [{"name", "reason"}],
@@ -20,6 +21,8 @@ use ba_skills::SkillRoot;
 use crate::config::Config;
 use crate::exit::{CliError, CliResult};
 use crate::out::{out, outln};
+
+mod serve;
 
 /// The flags every command that takes servers or plugins accepts (global: before or after the
 /// subcommand).
@@ -169,6 +172,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve this configuration's tools (file_reader, run_python, …) to MCP clients over
+    /// stdio, or streamable HTTP with `--http ADDR --token T`.
+    Serve(serve::ServeArgs),
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -193,6 +199,7 @@ pub(crate) fn run(args: Args, opts: &ExtOpts) -> CliResult {
             config,
             json,
         } => call(config.as_deref(), opts, &server, &tool, &arguments, json),
+        Command::Serve(args) => serve::run(args, opts),
     }
 }
 

@@ -307,7 +307,7 @@ fn print_banner(
 }
 
 /// Ctrl-C or SIGTERM.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

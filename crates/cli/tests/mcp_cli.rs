@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -455,4 +456,497 @@ fn the_configuration_names_servers_and_plugins() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+/// A folder for `mcp serve`: a data folder with `sales.csv`, a store, and a configuration
+/// with `extra` appended (approvals, say).
+struct Served {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    csv: PathBuf,
+}
+
+fn served(extra: &str) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let csv = data.join("sales.csv");
+    std::fs::write(&csv, "region,sales\nnorth,10\nsouth,20\n").unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "home: {}\ndata: [{}]\n{extra}",
+            dir.path().join("home").display(),
+            data.display()
+        ),
+    )
+    .unwrap();
+    Served { dir, config, csv }
+}
+
+fn serve_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `ba-agent mcp serve` over stdio, started as the MCP crate starts any server.
+async fn stdio_client(config: &Path) -> ba_mcp::McpManager {
+    let server = ba_mcp::McpServerConfig::stdio(
+        env!("CARGO_BIN_EXE_ba-agent"),
+        [
+            "mcp".to_owned(),
+            "serve".to_owned(),
+            "--config".to_owned(),
+            config.display().to_string(),
+        ],
+    )
+    .with_required(true);
+    let manager =
+        ba_mcp::McpManager::start([("ba".to_owned(), server)], ba_mcp::McpOptions::default()).await;
+    assert!(manager.wait_settled(Duration::from_secs(60)).await);
+    manager.check_required().unwrap();
+    manager
+}
+
+async fn call(manager: &ba_mcp::McpManager, tool: &str, args: Value) -> Result<String, String> {
+    match manager
+        .call_server_tool("ba", tool, args, ba_mcp::CallOptions::default())
+        .await
+    {
+        Ok(result) => Ok(result.text),
+        Err(ba_mcp::McpError::ToolFailed { text, .. }) => Err(text),
+        Err(other) => panic!("{tool}: {other}"),
+    }
+}
+
+fn tool_names(manager: &ba_mcp::McpManager) -> Vec<String> {
+    let mut names: Vec<String> = manager.tools().into_iter().map(|t| t.raw_name).collect();
+    names.sort();
+    names
+}
+
+/// Code that tries to write outside its folder and says what happened (run_python's own
+/// checks already refuse imports such as `socket`; the write is the sandbox's to stop).
+const ESCAPE: &str = "import json\nr = {}\ntry:\n    open(OUT, 'w').close()\n    \
+     r['write'] = 'ok'\nexcept OSError as e:\n    r['write'] = type(e).__name__\n\
+     print(json.dumps(r, sort_keys=True))\n";
+
+/// What `run_python` said the code saw, or `None` (after a skip message, or a failure under
+/// CI) where this machine has no sandbox.
+fn sandbox_seen(observation: &str) -> Option<Value> {
+    if observation.contains("no sandbox") {
+        ba_testkit::missing(&format!("run_python has no sandbox here: {observation}"));
+        return None;
+    }
+    let outer: Value =
+        serde_json::from_str(observation).unwrap_or_else(|e| panic!("{e}: {observation}"));
+    Some(serde_json::from_str(outer["stdout"].as_str().unwrap()).unwrap())
+}
+
+#[test]
+fn mcp_serve_over_stdio_lists_reads_uploads_and_runs_sandboxed_code() {
+    let s = served("");
+    let outside = s.dir.path().join("escaped.txt");
+    let code = ESCAPE.replace("OUT", &format!("{:?}", outside.display().to_string()));
+    serve_runtime().block_on(async {
+        let manager = stdio_client(&s.config).await;
+        assert_eq!(
+            tool_names(&manager),
+            ["file_reader", "run_python", "upload_file"]
+        );
+        let read = call(&manager, "file_reader", json!({"path": s.csv})).await;
+        let read = read.unwrap();
+        assert!(
+            read.contains("\"north\"") && read.contains("\"row_count\": 2"),
+            "{read}"
+        );
+        // A client's file goes into the session's workspace, where the tools find it by name.
+        let uploaded = call(
+            &manager,
+            "upload_file",
+            json!({"name": "q3.csv", "content_base64": "bW9udGgsdG90YWwKanVseSw0Mgo="}),
+        )
+        .await
+        .unwrap();
+        assert!(
+            uploaded.starts_with("stored `q3.csv` as file "),
+            "{uploaded}"
+        );
+        let again = call(&manager, "file_reader", json!({"path": "q3.csv"}))
+            .await
+            .unwrap();
+        assert!(again.contains("\"july\""), "{again}");
+        let bad = call(
+            &manager,
+            "upload_file",
+            json!({"name": "x.csv", "content_base64": "%%"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(bad.starts_with("`content_base64` is not base64"), "{bad}");
+        // A tool's failure is an `isError` result with the observation the model would read.
+        let missing = call(&manager, "file_reader", json!({"path": "nowhere.csv"}))
+            .await
+            .unwrap_err();
+        assert!(
+            missing.starts_with("Operation failed.") && missing.contains("nowhere.csv"),
+            "{missing}"
+        );
+        let unknown = call(&manager, "task", json!({})).await.unwrap_err();
+        assert!(unknown.starts_with("there is no tool `task`"), "{unknown}");
+        if ba_testkit::require_tool("python3") {
+            let python = call(&manager, "run_python", json!({"code": code})).await;
+            let observation = python.unwrap_or_else(|e| panic!("{e}"));
+            if let Some(seen) = sandbox_seen(&observation) {
+                assert_eq!(seen, json!({"write": "PermissionError"}));
+                assert!(!outside.exists());
+            }
+        }
+        manager.shutdown().await;
+    });
+}
+
+#[test]
+fn mcp_serve_refuses_an_approval_a_client_cannot_ask_for_and_says_how_to_allow_it() {
+    let s = served("approvals: {tools: {run_python: ask}}\nweb_reader: true\n");
+    serve_runtime().block_on(async {
+        let manager = stdio_client(&s.config).await;
+        // The configuration's tools, as `run` offers them.
+        assert_eq!(
+            tool_names(&manager),
+            ["file_reader", "run_python", "upload_file", "web_reader"]
+        );
+        let refused = call(&manager, "run_python", json!({"code": "print(1)"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            "run_python needs a person's approval; this client cannot ask (no elicitation): \
+             allow it with `approvals: {tools: {run_python: never}}` (or `approvals: {mode: \
+             auto}`) in the configuration"
+        );
+        // A tool that does not ask still runs.
+        assert!(
+            call(&manager, "file_reader", json!({"path": s.csv}))
+                .await
+                .is_ok()
+        );
+        manager.shutdown().await;
+    });
+}
+
+/// A server process, killed when the test ends, passed or not (a leaked one would hold the
+/// test's output open).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `mcp serve --http 127.0.0.1:0 --token TOKEN …`, and the URL it printed.
+fn serve_http(config: &Path, token: &str) -> (Killed, String) {
+    use std::io::BufRead as _;
+    let child = ba_agent(config.parent().unwrap())
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--token",
+            token,
+            "--config",
+        ])
+        .arg(config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("ba-agent mcp serving on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (child, url)
+}
+
+#[test]
+fn mcp_serve_over_http_answers_only_the_token() {
+    let s = served("");
+    let (child, url) = serve_http(&s.config, "t0ken-for-mcp");
+    serve_runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}});
+        for auth in [None, Some("Bearer wrong"), Some("t0ken-for-mcp")] {
+            let mut request = http
+                .post(&url)
+                .header("Accept", "application/json, text/event-stream")
+                .json(&initialize);
+            if let Some(auth) = auth {
+                request = request.header("Authorization", auth);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 401, "{auth:?}");
+        }
+        let server = ba_mcp::McpServerConfig::http(&url)
+            .with_header("Authorization", "Bearer t0ken-for-mcp")
+            .with_required(true);
+        let manager =
+            ba_mcp::McpManager::start([("ba".to_owned(), server)], ba_mcp::McpOptions::default())
+                .await;
+        assert!(manager.wait_settled(Duration::from_secs(60)).await);
+        manager.check_required().unwrap();
+        assert_eq!(
+            tool_names(&manager),
+            ["file_reader", "run_python", "upload_file"]
+        );
+        let read = call(&manager, "file_reader", json!({"path": s.csv}))
+            .await
+            .unwrap();
+        assert!(read.contains("\"south\""), "{read}");
+        manager.shutdown().await;
+    });
+    drop(child);
+}
+
+#[test]
+fn mcp_serve_refuses_a_wide_bind_without_a_token() {
+    let s = served("");
+    let out = ba_agent(s.dir.path())
+        .args(["mcp", "serve", "--http", "0.0.0.0:0", "--config"])
+        .arg(&s.config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(
+        text(&out.stderr).contains("(not loopback) needs a token"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// The Python `mcp` package (PyPI) in `target/mcp-python`, as `.ci/tools.sh` installs it.
+fn python_mcp() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-python/bin/python");
+    let imports = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !imports {
+        ba_testkit::missing(&format!(
+            "{} cannot import mcp (run `bash .ci/tools.sh`, which installs the Python mcp package)",
+            python.display()
+        ));
+        return None;
+    }
+    Some(python)
+}
+
+/// The script a third-party client runs, and what it saw.
+fn python_client(python: &Path, args: &[&str], elicit: Option<&str>) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_serve/client.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(script).args(args).env_remove("MCP_ELICIT");
+    if let Some(answer) = elicit {
+        cmd.env("MCP_ELICIT", answer);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    serde_json::from_str(text(&out.stdout).trim()).unwrap_or_else(|e| panic!("{e}: {}", show(&out)))
+}
+
+#[test]
+fn a_python_mcp_client_drives_mcp_serve_over_stdio_and_http() {
+    let Some(python) = python_mcp() else { return };
+    if !ba_testkit::require_tool("python3") {
+        return;
+    }
+    let skills = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(skills.path().join("forecast")).unwrap();
+    std::fs::write(
+        skills.path().join("forecast/SKILL.md"),
+        "---\nname: forecast\ndescription: Forecast next quarter's sales.\n---\nFit a trend to \
+         the monthly totals.\n",
+    )
+    .unwrap();
+    let s = served(&format!("skills: [{}]\n", skills.path().display()));
+    let outside = s.dir.path().join("escaped.txt");
+    let code = ESCAPE.replace("OUT", &format!("{:?}", outside.display().to_string()));
+    let csv = s.csv.display().to_string();
+    let bin = env!("CARGO_BIN_EXE_ba-agent");
+    let config = s.config.display().to_string();
+    let (child, url) = serve_http(&s.config, "py-t0ken");
+    for args in [
+        ["stdio", bin, config.as_str(), csv.as_str(), code.as_str()],
+        [
+            "http",
+            url.as_str(),
+            "py-t0ken",
+            csv.as_str(),
+            code.as_str(),
+        ],
+    ] {
+        let seen = python_client(&python, &args, None);
+        assert_eq!(seen["server"], "ba-agent", "{seen}");
+        assert_eq!(
+            seen["tools"],
+            json!(["file_reader", "run_python", "upload_file"])
+        );
+        assert_eq!(seen["file_reader"]["is_error"], false, "{seen}");
+        assert!(
+            seen["file_reader"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("\"north\""),
+            "{seen}"
+        );
+        // The skills are prompts; the session's own workspace is the user's conversation.
+        assert_eq!(
+            seen["skills"],
+            json!({"forecast": "Fit a trend to the monthly totals.\n"})
+        );
+        let conversations = seen["conversations"].as_object().unwrap();
+        assert!(
+            conversations
+                .get("MCP session")
+                .is_some_and(|c| c["entries"].is_array()),
+            "{seen}"
+        );
+        let observation = seen["run_python"]["text"].as_str().unwrap();
+        if let Some(code_saw) = sandbox_seen(observation) {
+            assert_eq!(code_saw, json!({"write": "PermissionError"}), "{}", args[0]);
+        }
+    }
+    drop(child);
+    assert!(!outside.exists());
+    // A client that can ask gets the question; its person's answer decides.
+    let ask = served("approvals: {tools: {run_python: ask}}\n");
+    let ask_config = ask.config.display().to_string();
+    let ask_csv = ask.csv.display().to_string();
+    let args = [
+        "stdio",
+        bin,
+        ask_config.as_str(),
+        ask_csv.as_str(),
+        "print(6 * 7)",
+    ];
+    let accepted = python_client(&python, &args, Some("accept"));
+    assert_eq!(
+        accepted["asked"],
+        json!(["Run run_python with {\"code\":\"print(6 * 7)\"}?"])
+    );
+    let observation = accepted["run_python"]["text"].as_str().unwrap();
+    if !observation.contains("no sandbox") {
+        assert_eq!(accepted["run_python"]["is_error"], false, "{accepted}");
+        assert!(observation.contains("\"stdout\": \"42\\n\""), "{accepted}");
+    }
+    let declined = python_client(&python, &args, Some("decline"));
+    assert_eq!(
+        declined["run_python"],
+        json!({"is_error": true, "text": "a person declined this call of run_python; it was not run"})
+    );
+}
+
+/// `mcp serve --user USER` over stdio, spoken to in raw JSON-RPC: the answers to `requests`
+/// (each `[method, params]`), after the handshake.
+fn rpc(config: &Path, user: &str, requests: &[(&str, Value)]) -> Vec<Value> {
+    use std::io::{BufRead as _, Write as _};
+    let child = ba_agent(config.parent().unwrap())
+        .args(["mcp", "serve", "--user", user, "--config"])
+        .arg(config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let mut stdin = child.0.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.0.stdout.take().unwrap());
+    // A request is answered on the next line; a notification (no id) is not answered.
+    let mut send = |message: Value| -> Option<Value> {
+        writeln!(stdin, "{message}").unwrap();
+        let id = message.get("id")?;
+        let mut text = String::new();
+        stdout.read_line(&mut text).unwrap();
+        let reply: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(&reply["id"], id, "{reply}");
+        Some(reply)
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    requests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (method, params))| {
+            send(json!({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params}))
+        })
+        .collect()
+}
+
+#[test]
+fn mcp_serve_lists_and_reads_only_the_users_own_conversations() {
+    let s = served("");
+    let csv = s.csv.display().to_string();
+    // Alice's session makes her workspace at its first call.
+    let alice = rpc(
+        &s.config,
+        "alice",
+        &[
+            (
+                "tools/call",
+                json!({"name": "file_reader", "arguments": {"path": csv}}),
+            ),
+            ("resources/list", json!({})),
+        ],
+    );
+    assert_eq!(alice[0]["result"]["isError"], false, "{}", alice[0]);
+    let listed = alice[1]["result"]["resources"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let uri = listed[0]["uri"].as_str().unwrap().to_owned();
+    assert!(uri.starts_with("ba-agent://conversations/"), "{uri}");
+    let bob = rpc(
+        &s.config,
+        "bob",
+        &[
+            ("resources/list", json!({})),
+            ("resources/read", json!({"uri": uri})),
+        ],
+    );
+    assert_eq!(bob[0]["result"]["resources"], json!([]), "{}", bob[0]);
+    assert_eq!(
+        bob[1]["error"]["message"],
+        format!("there is no conversation at {uri}"),
+        "{}",
+        bob[1]
+    );
+    let again = rpc(
+        &s.config,
+        "alice",
+        &[("resources/read", json!({"uri": uri}))],
+    );
+    let contents = &again[0]["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "application/json", "{}", again[0]);
+    let log: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        log["id"],
+        uri.trim_start_matches("ba-agent://conversations/")
+    );
+    assert!(log["entries"].is_array(), "{log}");
 }
