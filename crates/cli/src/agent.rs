@@ -227,26 +227,31 @@ pub(crate) struct InspectArgs {
 /// `owner alice · spend $0.42 of $5.00 · alice in 2026-11: $3.10 of $20.00`, and the cap
 /// reached, when one is.
 fn spend_line(spend: &ba_agent::SpendReport) -> String {
-    let of = |cap: Option<f64>| cap.map(|c| format!(" of {}", ba_agent::money(c)));
-    let of_tokens = |cap: Option<u64>| cap.map(|c| format!(" of {c}"));
+    // Money only where some call was priced or a cap is in dollars: a conversation of models
+    // without a price is counted in tokens, never shown as $0.
+    let money = |usd: f64, cap: Option<f64>| {
+        (usd > 0.0 || cap.is_some()).then(|| {
+            let of = cap.map(|c| format!(" of {}", ba_agent::money(c)));
+            format!("{}{} · ", ba_agent::money(usd), of.unwrap_or_default())
+        })
+    };
+    let of_tokens = |cap: Option<u64>| cap.map(|c| format!(" of {c}")).unwrap_or_default();
     let c = &spend.conversation;
     let mut line = format!(
-        "  owner {} · spend {}{} · {} tokens{}",
+        "  owner {} · spend {}{} tokens{}",
         spend.owner,
-        ba_agent::money(c.usd),
-        of(spend.conversation_usd_cap).unwrap_or_default(),
+        money(c.usd, spend.conversation_usd_cap).unwrap_or_default(),
         c.tokens,
-        of_tokens(spend.conversation_tokens_cap).unwrap_or_default()
+        of_tokens(spend.conversation_tokens_cap)
     );
     if let Some(month) = spend.owner_month {
         line.push_str(&format!(
-            " · {} in {}: {}{} · {} tokens{}",
+            " · {} in {}: {}{} tokens{}",
             spend.owner,
             spend.month,
-            ba_agent::money(month.usd),
-            of(spend.month_usd_cap).unwrap_or_default(),
+            money(month.usd, spend.month_usd_cap).unwrap_or_default(),
             month.tokens,
-            of_tokens(spend.month_tokens_cap).unwrap_or_default()
+            of_tokens(spend.month_tokens_cap)
         ));
     }
     if let Some(reached) = &spend.reached {
