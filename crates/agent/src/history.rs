@@ -74,7 +74,18 @@ impl History {
     /// Reads the whole log from the store, as the model sees it: without the entries a
     /// rewind took back.
     pub(crate) async fn load(&mut self) -> Result<(), StorageError> {
+        self.load_seeing(|_| {}).await
+    }
+
+    /// [`History::load`], showing `see` the whole log as it was read first — the entries a
+    /// rewind took back included (what was spent stays spent) — so a caller that needs it
+    /// does not read the log a second time.
+    pub(crate) async fn load_seeing(
+        &mut self,
+        see: impl FnOnce(&[StoredEntry]),
+    ) -> Result<(), StorageError> {
         let loaded = self.store.load(&self.id).await?;
+        see(&loaded.entries);
         self.last_seq = loaded.last_seq;
         self.keep(loaded.after_rewinds());
         Ok(())

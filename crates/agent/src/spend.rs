@@ -170,16 +170,28 @@ impl Meter {
         prices: Prices,
     ) -> Result<Self, ba_storage::StorageError> {
         let meta = store.metadata(id).await?;
-        let own_from = meta.fork.as_ref().map_or(0, |f| f.at_seq);
         let log = crate::history::whole_log(store.as_ref(), id).await?;
-        let conversation = spent_after(&log, own_from, &prices);
-        Ok(Self {
+        Ok(Self::of_log(store, &meta, &log, budgets, prices))
+    }
+
+    /// The meter of the conversation `meta` describes, from its whole log `log` (read by the
+    /// caller, who had it already).
+    pub(crate) fn of_log(
+        store: &Arc<dyn ConversationStore>,
+        meta: &ba_storage::ConversationMeta,
+        log: &[StoredEntry],
+        budgets: Budgets,
+        prices: Prices,
+    ) -> Self {
+        let own_from = meta.fork.as_ref().map_or(0, |f| f.at_seq);
+        let conversation = spent_after(log, own_from, &prices);
+        Self {
             budgets,
             prices,
-            owner: meta.owner,
+            owner: meta.owner.clone(),
             directory: store.directory(),
             conversation,
-        })
+        }
     }
 
     /// Counts the call that wrote `entry` (nothing for an entry without usage): into the

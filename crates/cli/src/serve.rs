@@ -139,23 +139,30 @@ impl ServeArgs {
     }
 }
 
-fn token(args: &ServeArgs, single: bool) -> anyhow::Result<(Token, bool)> {
-    let given = match (&args.token, &args.token_file) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(f)) => Some(
-            std::fs::read_to_string(f)
-                .with_context(|| format!("reading the token file {}", f.display()))?
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_owned(),
-        ),
-        (None, None) => None,
+/// The token `--token` or `--token-file` (its first line) gives, checked; `None` when neither
+/// is given. `mcp serve` takes its token the same way.
+pub(crate) fn given_token(
+    token: Option<&str>,
+    file: Option<&Path>,
+) -> anyhow::Result<Option<Token>> {
+    let given = match (token, file) {
+        (Some(t), _) => t.to_owned(),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .with_context(|| format!("reading the token file {}", f.display()))?
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned(),
+        (None, None) => return Ok(None),
     };
-    match given {
-        Some(t) => Token::new(&t)
-            .map(|t| (t, false))
-            .ok_or_else(|| anyhow!("the token is empty or has spaces or control characters")),
+    Token::new(&given)
+        .map(Some)
+        .ok_or_else(|| anyhow!("the token is empty or has spaces or control characters"))
+}
+
+fn token(args: &ServeArgs, single: bool) -> anyhow::Result<(Token, bool)> {
+    match given_token(args.token.as_deref(), args.token_file.as_deref())? {
+        Some(t) => Ok((t, false)),
         None if single && !args.bind.ip().is_loopback() => bail!(
             "listening on {} (not loopback) needs a token: pass --token or --token-file",
             args.bind

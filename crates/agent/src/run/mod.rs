@@ -340,17 +340,22 @@ impl Runner {
         self.naming.untitled = meta.title.as_deref().is_none_or(|t| t.trim().is_empty());
         self.mode = meta.mode.unwrap_or_default();
         tracing::Span::current().record("mode", self.mode.as_str());
-        self.history.load().await?;
-        let settings = &self.inner.settings;
-        self.meter = Some(
-            crate::spend::Meter::open(
-                &self.inner.store,
-                &self.id,
-                settings.budgets,
-                settings.prices.clone(),
-            )
-            .await?,
-        );
+        // The log is read once: the history keeps what the model sees, the meter counts every
+        // call made, the entries a rewind took back included.
+        let (inner, mut meter) = (Arc::clone(&self.inner), None);
+        self.history
+            .load_seeing(|log| {
+                let settings = &inner.settings;
+                meter = Some(crate::spend::Meter::of_log(
+                    &inner.store,
+                    &meta,
+                    log,
+                    settings.budgets,
+                    settings.prices.clone(),
+                ));
+            })
+            .await?;
+        self.meter = meter;
         self.offer_tools();
         self.load_workflow();
         self.emit(AgentEvent::RunStarted {

@@ -467,22 +467,8 @@ impl ServerHandler for Session {
 }
 
 fn token(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Option<Token>> {
-    let given = match (&args.token, &args.token_file) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(f)) => Some(
-            std::fs::read_to_string(f)
-                .with_context(|| format!("reading the token file {}", f.display()))?
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_owned(),
-        ),
-        (None, None) => None,
-    };
-    match given {
-        Some(t) => Token::new(&t)
-            .map(Some)
-            .ok_or_else(|| anyhow!("the token is empty or has spaces or control characters")),
+    match crate::serve::given_token(args.token.as_deref(), args.token_file.as_deref())? {
+        Some(t) => Ok(Some(t)),
         None if !addr.ip().is_loopback() => bail!(
             "serving MCP on {addr} (not loopback) needs a token: pass --token or --token-file"
         ),
