@@ -6,10 +6,11 @@
 )]
 //! Against a real model server: llama.cpp's `llama-server` serving SmolLM2-135M-Instruct with a
 //! 4096-token window, as `.ci/llama.sh` starts it (its address in `BA_AGENT_TEST_LLAMA_URL`).
-//! Every test is `#[ignore]`d: CI does not start the server yet (compiling llama.cpp adds about
-//! ten minutes to a fresh machine, and the long tests take far longer on a small one). Run them
-//! with `cargo test -p ba-cli --test real_server -- --ignored` after `eval "$(bash
-//! .ci/llama.sh)"`; without the variable they skip with a message, and under `CI=true` they fail.
+//! `.ci/run` starts the server before the tests; without the variable the tests skip with a
+//! message (run them with `eval "$(bash .ci/llama.sh)"` first), and under `CI=true` they fail.
+//! The conversations are sized so that a follow-up adds some 600 tokens: the server keeps
+//! each slot's prompt, reads only what a request adds to it, and the suite stays within
+//! minutes on a small machine while the windows still outgrow the server's 4,096 tokens.
 //!
 //! The model is small and weak: the tests assert the mechanics — an answer, the server's usage,
 //! the window learned from the server, a cancelled stream's slot freed, eight conversations at
@@ -138,7 +139,6 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_plain_question_is_answered_with_the_servers_usage_and_window() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -193,7 +193,6 @@ fn server_tokens(url: &str, text: &str) -> usize {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn the_calibration_follows_the_servers_tokenizer_not_the_local_one() {
     let Some(url) = server() else { return };
     // The same business prose, counted by the server's tokenizer and by cl100k.
@@ -257,16 +256,16 @@ fn long_text(seed: usize, words: usize) -> String {
     out
 }
 
-/// A question on about 1,000 words of notes (some 1,500 tokens), different for each `n`.
+/// A question on about 400 words of notes (some 600 tokens), different for each `n`: seven
+/// of them are more than the server's window.
 fn batch(n: usize) -> String {
     format!(
         "Here are the sales notes of batch {n}:\n{}\nWhich region sold most in batch {n}?",
-        long_text(n, 1000)
+        long_text(n, 400)
     )
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn six_long_follow_ups_in_one_conversation_each_end_with_an_answer() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -309,7 +308,6 @@ fn windows_in(home: &Path, id: &str) -> Vec<Value> {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_window_configured_too_large_is_learned_from_the_servers_refusal() {
     let Some(url) = server() else { return };
     let home = tempfile::tempdir().unwrap();
@@ -320,7 +318,7 @@ fn a_window_configured_too_large_is_learned_from_the_servers_refusal() {
     let mut n = 0;
     while windows_in(home.path(), &id).is_empty() {
         n += 1;
-        assert!(n <= 4, "four follow-ups of 1,500 tokens and no refusal");
+        assert!(n <= 9, "nine follow-ups of 600 tokens and no refusal");
         let (_, metrics) = run_json(
             &config,
             &["--mode", "chat", "--conversation", &id, "--task", &batch(n)],
@@ -350,7 +348,6 @@ fn a_window_configured_too_large_is_learned_from_the_servers_refusal() {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn the_chat_agent_and_run_modes_each_end_with_an_answer() {
     let Some(url) = server() else { return };
     for mode in ["chat", "agent", "run"] {
@@ -369,7 +366,6 @@ fn the_chat_agent_and_run_modes_each_end_with_an_answer() {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn eight_conversations_at_once_are_each_answered() {
     let Some(url) = server() else { return };
     let client: Arc<dyn ModelClient> = Arc::new(client(&url));
@@ -413,7 +409,6 @@ async fn slots(http: &reqwest::Client, url: &str) -> Vec<Value> {
 }
 
 #[test]
-#[ignore = "needs llama-server: eval \"$(bash .ci/llama.sh)\", then run with --ignored"]
 fn a_cancelled_stream_frees_its_slot() {
     let Some(url) = server() else { return };
     let client: Arc<dyn ModelClient> = Arc::new(client(&url));

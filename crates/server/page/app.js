@@ -1084,7 +1084,7 @@
     if (!S.conv) { body.replaceChildren(el('p', { text: 'No conversation yet.' })); return; }
     try {
       const c = await api(base() + '/context');
-      const u = c.usage; const r = c.record;
+      const u = c.usage; const r = c.last_call && c.last_call.record;
       const rows = [el('p', { text: 'The last model call used ' + fmt(u.used) + ' of ' + fmt(u.total) + ' tokens (' + Math.round(u.percent) + '%, ' + u.status + '); ' + fmt(c.budget.reserved_for_response) + ' are kept for the answer.' })];
       if (!r) rows.push(el('p', { text: 'No model call yet: the model sees the whole conversation.' }));
       else if (!r.compressed && !r.dropped) rows.push(el('p', { text: 'Nothing is left out: the model sees the whole conversation (' + fmt(r.system_tokens) + ' tokens of system prompt).' }));
@@ -1096,6 +1096,15 @@
       }
       // Entry by entry: what the next call leaves out, and why (from /messages).
       const msgs = await api(base() + '/messages');
+      // The tools: how many definitions the last call sent, how many waited for the tool
+      // search, and what the search found (offered from then on).
+      if (r && r.tools_sent) {
+        const found = [];
+        msgs.entries.forEach((m) => (m.entry.tools_found || []).forEach((n) => { if (!found.includes(n)) found.push(n); }));
+        rows.push(el('p', { class: 'context-tools', text: 'Tools: ' + r.tools_sent + ' sent with the last call' +
+          (r.tools_deferred ? ', ' + r.tools_deferred + ' deferred until a search finds them' : '') +
+          (found.length ? '; found by search: ' + found.join(', ') : '') + '.' }));
+      }
       const out = msgs.entries.filter((m) => m.in_window === false);
       if (out.length) {
         rows.push(el('p', { text: 'Left out of the next call:' }), el('ul', {}, out.slice(-50).map((m) =>

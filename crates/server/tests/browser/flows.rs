@@ -401,10 +401,14 @@ async fn every_component_the_sidebar_and_the_meter() {
         return d.open && !d.textContent.includes('Loading') && d.textContent",
     )
     .await;
+    let said = said.as_str().unwrap();
+    assert!(said.contains("The last model call used"), "{said}");
+    // It reads the record of the last call: the system prompt it sent and the tools.
     assert!(
-        said.as_str().unwrap().contains("The last model call used"),
+        said.contains("Nothing is left out") || said.contains("no longer sees"),
         "{said}"
     );
+    assert!(said.contains("sent with the last call"), "{said}");
     click(&c, "#context-dialog button").await;
 
     // Mode switch, rename and delete from the sidebar.
