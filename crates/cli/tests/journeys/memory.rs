@@ -33,7 +33,12 @@ fn memory_model() -> ba_testkit::model::Builder {
                     && r.round() == 0
                     && r.system().contains("/memories/preferences.md")
             },
-            |_| Turn::call("memory", json!({"command": "view", "path": "/memories/preferences.md"})),
+            |_| {
+                Turn::call(
+                    "memory",
+                    json!({"command": "view", "path": "/memories/preferences.md"}),
+                )
+            },
         )
         .rule(
             "quarter: look in memory when the index is empty",
@@ -66,7 +71,14 @@ fn add_user(home: &Path, name: &str, role: &str) -> &'static str {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
-    Box::leak(text.lines().last().unwrap().trim().to_owned().into_boxed_str())
+    Box::leak(
+        text.lines()
+            .last()
+            .unwrap()
+            .trim()
+            .to_owned()
+            .into_boxed_str(),
+    )
 }
 
 /// `ba-agent memory ARGS… --home HOME`: its stdout.
@@ -148,7 +160,11 @@ async fn memory_x_restart_x_people() {
         .await
         .unwrap();
     assert_eq!(listed["files"], json!([]), "{listed}");
-    let read = bob.get("/api/v1/memory/preferences.md").send().await.unwrap();
+    let read = bob
+        .get("/api/v1/memory/preferences.md")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(read.status(), 404);
     let mine: Value = ann
         .get("/api/v1/memory/preferences.md")

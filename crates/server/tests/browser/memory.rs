@@ -41,7 +41,11 @@ async fn analyst() -> ScriptedModel {
 
 async fn text_of(server: &Server, path: &str) -> Value {
     server
-        .api(reqwest::Method::GET, &format!("/api/v1/memory/{path}"), None)
+        .api(
+            reqwest::Method::GET,
+            &format!("/api/v1/memory/{path}"),
+            None,
+        )
         .await["text"]
         .clone()
 }
@@ -66,7 +70,9 @@ async fn the_notice_undoes_a_change_and_the_panel_edits_and_restores() {
     )
     .await;
     assert!(
-        said.as_str().unwrap().starts_with("Remembered in preferences.md"),
+        said.as_str()
+            .unwrap()
+            .starts_with("Remembered in preferences.md"),
         "{said}"
     );
     assert_eq!(
@@ -129,7 +135,11 @@ async fn the_notice_undoes_a_change_and_the_panel_edits_and_restores() {
         "return document.querySelector(\".mem-history [data-version='1'] [data-action=memory-restore]\")",
     )
     .await;
-    click(&c, ".mem-history [data-version='1'] [data-action=memory-restore]").await;
+    click(
+        &c,
+        ".mem-history [data-version='1'] [data-action=memory-restore]",
+    )
+    .await;
     wait_for(
         &c,
         "the restored text in the panel",
@@ -138,7 +148,11 @@ async fn the_notice_undoes_a_change_and_the_panel_edits_and_restores() {
     .await;
     assert_eq!(text_of(&server, "notes.md").await, "First.\n");
     let versions = server
-        .api(reqwest::Method::GET, "/api/v1/memory/notes.md/versions", None)
+        .api(
+            reqwest::Method::GET,
+            "/api/v1/memory/notes.md/versions",
+            None,
+        )
         .await;
     assert_eq!(versions["versions"][0]["version"], 4, "{versions}");
 }
