@@ -60,22 +60,29 @@ pub struct MemoryChanged {
 /// The changes of one run's calls, by call id, and the run's id.
 #[derive(Debug, Default)]
 pub(crate) struct MemoryRunState {
-    state: Mutex<(Option<String>, Vec<(String, MemoryChanged)>)>,
+    state: Mutex<RunChanges>,
+}
+
+/// The run's id and the changes of its calls, by call id.
+#[derive(Debug, Default)]
+struct RunChanges {
+    run: Option<String>,
+    changed: Vec<(String, MemoryChanged)>,
 }
 
 impl MemoryRunState {
     /// Names the run whose calls make the changes.
     pub(crate) fn set_run(scope: &RunScope, run: Option<&str>) {
         let s = scope.get_or_default::<Self>();
-        s.state.lock().unwrap_or_else(PoisonError::into_inner).0 = run.map(str::to_owned);
+        s.state.lock().unwrap_or_else(PoisonError::into_inner).run = run.map(str::to_owned);
     }
 
     /// The change call `call_id` made, taken out.
     pub(crate) fn changed(scope: &RunScope, call_id: &str) -> Option<MemoryChanged> {
         let s = scope.get::<Self>()?;
         let mut state = s.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = state.1.iter().position(|(id, _)| id == call_id)?;
-        Some(state.1.remove(at).1)
+        let at = state.changed.iter().position(|(id, _)| id == call_id)?;
+        Some(state.changed.remove(at).1)
     }
 }
 
@@ -506,7 +513,7 @@ impl Tool for MemoryTool {
         let run = ctx.scope.as_ref().and_then(|s| {
             let state = s.get::<MemoryRunState>()?;
             let state = state.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.0.clone()
+            state.run.clone()
         });
         let author = MemoryAuthor {
             user: Some(owner.clone()),
@@ -523,7 +530,7 @@ impl Tool for MemoryTool {
                 .state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .1
+                .changed
                 .push((
                     ctx.call_id.to_string(),
                     MemoryChanged {
