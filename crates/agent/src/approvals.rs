@@ -208,6 +208,13 @@ pub(crate) fn gate(
         };
     }
     let mut policy = settings.tools.get(name).copied().unwrap_or(caps.approval);
+    if let Some((key, value)) = caps.reads_when
+        && call
+            .arguments_json()
+            .is_ok_and(|args| args.get(key).and_then(Value::as_str) == Some(value))
+    {
+        policy = ToolApproval::Never;
+    }
     if let Some(exempt) = settings.unless.get(name).filter(|m| !m.is_empty()) {
         let args = call.arguments_json().unwrap_or(Value::Null);
         if exempt.iter().all(|(k, v)| args.get(k) == Some(v)) {

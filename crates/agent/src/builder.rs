@@ -224,6 +224,11 @@ impl AgentBuilder {
         if let Some(skill_tool) = &skills {
             registry.register_arc(Arc::new(skill_tool.clone()))?;
         }
+        if let Some(mode) = self.settings.memory
+            && let Some(tool) = crate::adapters::MemoryTool::new(Arc::clone(&store), mode)
+        {
+            registry.register_arc(Arc::new(tool))?;
+        }
         if self.recall {
             registry.register_arc(Arc::new(crate::adapters::RecallTool::new(Arc::clone(
                 &store,

@@ -84,6 +84,10 @@ pub use adapters::{
     SearchKind, SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TOOL_SEARCH_TOOL, TaskTool,
     ToolSearchTool, WorkspaceFiles, activation_text, file_info, transcript,
 };
+pub use adapters::{
+    MEMORY_INDEX_FILE, MEMORY_INDEX_LINES, MEMORY_INDEX_TOKENS, MEMORY_TOOL, MemoryChanged,
+    MemoryMode, MemoryTool, memory_index, memory_input_schema, writes_team,
+};
 pub use agent::{Agent, Input, RunOptions};
 pub use approvals::{ApprovalAnswer, ApprovalCheck, ApprovalSettings};
 pub use budget::{Calibration, calibration, window_record};

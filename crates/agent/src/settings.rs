@@ -65,6 +65,9 @@ pub struct AgentSettings {
     pub budgets: crate::Budgets,
     /// Which tools a request sends and which it leaves for the tool search.
     pub tool_search: crate::ToolSearchSettings,
+    /// Memory across conversations: `None` (the default) offers no `memory` tool and puts no
+    /// index in the system prompt; otherwise whether the model's changes wait for a person.
+    pub memory: Option<crate::MemoryMode>,
 }
 
 impl Default for AgentSettings {
@@ -90,6 +93,7 @@ impl Default for AgentSettings {
             prices: crate::Prices::default(),
             budgets: crate::Budgets::default(),
             tool_search: crate::ToolSearchSettings::default(),
+            memory: None,
         }
     }
 }

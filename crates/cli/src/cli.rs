@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 use crate::exit::{CliError, message};
 use crate::mcp::ExtOpts;
 use crate::{
-    agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, users,
-    workflows,
+    agent, context, convert, log, mcp, memory, report, serve, skills, telemetry, tokens, tools,
+    users, workflows,
 };
 
 /// BA-Agent: a business-analysis agent pipeline.
@@ -64,6 +64,10 @@ enum Command {
     /// Add and list the people of a shared server, their tokens and monthly budgets.
     #[command(subcommand)]
     Users(users::Command),
+    /// List, show, edit, remove and restore a person's memory files (kept across
+    /// conversations, every change a version).
+    #[command(subcommand)]
+    Memory(memory::Command),
 }
 
 impl Command {
@@ -131,6 +135,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Context(command) => context::run(command),
         Command::Tools(command) => tools::run(command),
         Command::Users(command) => users::run(command),
+        Command::Memory(command) => memory::run(command),
     };
     telemetry.shutdown();
     if crate::out::is_closed() {

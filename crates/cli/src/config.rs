@@ -155,6 +155,10 @@ pub(crate) struct Config {
     /// (issuer, audience, `jwks_url` or `jwks_file`, claims, unknown users) and `proxy`
     /// (`header`, `trusted` addresses).
     pub auth: Option<ba_server::AuthSettings>,
+    /// Memory across conversations: `mode` (`auto`, the default: the `memory` tool and the
+    /// index in the system prompt; `ask`: its changes wait for approval; `off`: neither).
+    #[serde(default)]
+    pub memory: MemoryConfig,
     /// Where traces and metrics are exported (OTLP): `endpoint`, `sample_ratio`,
     /// `service_name`, `metrics_interval_secs`; read by [`crate::telemetry`], the environment
     /// winning key by key.
@@ -177,6 +181,39 @@ pub(crate) struct HookConfig {
     /// Seconds it may run (default 60).
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+}
+
+/// `memory: {mode: auto}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MemoryConfig {
+    /// `auto`, `ask` or `off`.
+    #[serde(default)]
+    pub mode: MemoryModeConfig,
+}
+
+/// `memory.mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MemoryModeConfig {
+    /// The model changes memory as it asks.
+    #[default]
+    Auto,
+    /// Changes wait for a person.
+    Ask,
+    /// No tool, no index.
+    Off,
+}
+
+impl MemoryConfig {
+    /// The agent's setting.
+    pub(crate) fn agent_mode(&self) -> Option<ba_agent::MemoryMode> {
+        match self.mode {
+            MemoryModeConfig::Auto => Some(ba_agent::MemoryMode::Auto),
+            MemoryModeConfig::Ask => Some(ba_agent::MemoryMode::Ask),
+            MemoryModeConfig::Off => None,
+        }
+    }
 }
 
 /// `approvals: {mode: ask, tools: {query_database: ask}}`.
@@ -544,6 +581,7 @@ impl Config {
                 s.prices = prices;
                 s.budgets = budgets;
                 s.tool_search = tool_search;
+                s.memory = self.memory.agent_mode();
             });
         let roots = self.skill_roots(plugin_roots);
         if !roots.is_empty() {

@@ -12,6 +12,7 @@ mod exit;
 mod input;
 mod log;
 mod mcp;
+mod memory;
 mod out;
 mod print;
 mod provider;

@@ -19,10 +19,10 @@ pub(crate) struct StoreOpts {
     /// A YAML or JSON configuration file (also `BA_AGENT_CONFIG`): its `database_url` or
     /// `home` names the store.
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Where conversations live (overrides `home`; default `.ba-agent`, or `BA_AGENT_HOME`).
     #[arg(long, value_name = "DIR")]
-    home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
 }
 
 /// Subcommands of `users`.

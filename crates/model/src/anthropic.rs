@@ -25,6 +25,13 @@ const PROVIDER: &str = "anthropic";
 /// The beta the API's tool search needs.
 const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
 
+/// The beta the API's own memory tool needs.
+const MEMORY_BETA: &str = "context-management-2025-06-27";
+
+/// How the API's own memory tool types begin (`memory_20250818`): a tool declared with one is
+/// sent by its type alone, and the request turns [`MEMORY_BETA`] on.
+const MEMORY_TYPE_PREFIX: &str = "memory_";
+
 /// The beta that context editing needs.
 const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
 
@@ -249,6 +256,14 @@ pub struct AnthropicClient {
     tool_search: bool,
 }
 
+/// Whether the request declares its tool `name` as the API's own memory tool.
+fn native_memory(request: &ModelRequest, name: &str) -> bool {
+    request
+        .native_types
+        .get(name)
+        .is_some_and(|t| t.starts_with(MEMORY_TYPE_PREFIX))
+}
+
 impl AnthropicClient {
     /// The public API.
     pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
@@ -315,10 +330,13 @@ impl AnthropicClient {
 
     /// The `anthropic-beta` header of a request that thinks or not: every beta turned on and
     /// those its context editing needs, comma-separated; `None` for none.
-    fn beta_header(&self, thinking: bool, deferred: bool) -> Option<String> {
+    fn beta_header(&self, thinking: bool, deferred: bool, memory: bool) -> Option<String> {
         let mut betas: Vec<&str> = self.betas.iter().map(String::as_str).collect();
         if deferred && !betas.contains(&TOOL_SEARCH_BETA) {
             betas.push(TOOL_SEARCH_BETA);
+        }
+        if memory && !betas.contains(&MEMORY_BETA) {
+            betas.push(MEMORY_BETA);
         }
         for beta in self
             .context_editing
@@ -367,12 +385,15 @@ impl AnthropicClient {
             let mut tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| {
-                    json!({
+                .map(|t| match request.native_types.get(&t.name) {
+                    Some(native) if native_memory(request, &t.name) => {
+                        json!({"type": native, "name": t.name})
+                    }
+                    _ => json!({
                         "name": t.name,
                         "description": t.description,
                         "input_schema": t.input_schema,
-                    })
+                    }),
                 })
                 .collect();
             // Held-back tools after the others, then the API's search: the list is the same
@@ -500,6 +521,10 @@ impl ModelClient for AnthropicClient {
         let beta = self.beta_header(
             request.thinking_budget.is_some(),
             request.deferred.is_some(),
+            request
+                .tools
+                .iter()
+                .any(|t| native_memory(request, &t.name)),
         );
         let (response, retries, deadline, call_deadline) = self
             .transport

@@ -128,6 +128,10 @@ pub struct ModelRequest {
     /// Prompt caching: where the part of the request that repeats from call to call ends, and
     /// the key that ties one conversation's calls together. `None` asks for no caching.
     pub cache: Option<CacheHint>,
+    /// Tools of `tools` the provider knows as a type of its own, by name (`memory` →
+    /// `memory_20250818`): a client that has the type declares the tool by it, others send the
+    /// tool as it is.
+    pub native_types: std::collections::BTreeMap<String, String>,
 }
 
 /// Tools sent for the provider's own tool search: their definitions are in the request (so its
@@ -168,6 +172,7 @@ impl ModelRequest {
             thinking_budget: None,
             stream: false,
             cache: None,
+            native_types: std::collections::BTreeMap::new(),
         }
     }
 

@@ -99,8 +99,9 @@ pub use media::media_type_for;
 pub use message::{Message, Role};
 pub use records::{
     AttachmentRecord, COMPACTION_VERSION, ChangeKind, Changed, CompactionRecord, ContextRecord,
-    DropReason, Dropped, EntryKind, EntryRecords, ModelRecord, RewindRecord, ServerInventoryRecord,
-    ServerRecord, SkillActivationRecord, Usage, WindowItem, WindowRecord,
+    DropReason, Dropped, EntryKind, EntryRecords, MemoryChangeRecord, MemoryVersionRef,
+    ModelRecord, RewindRecord, ServerInventoryRecord, ServerRecord, SkillActivationRecord, Usage,
+    WindowItem, WindowRecord,
 };
 pub use round::{ConversationRound, RoundStatus};
 pub use skill::{

@@ -51,6 +51,10 @@ pub enum EntryKind {
     /// The context window the conversation's requests are sized to changed (hidden; in
     /// `window`): a server refused a request as too long and said its size.
     Window,
+    /// The memory index the conversation's system prompt carries from here on (hidden; its
+    /// text): written when the conversation starts and after a compaction, so the prompt
+    /// stays the same between.
+    MemoryIndex,
     /// A kind this build does not know (the value itself stays in `extra`).
     Other,
 }
@@ -465,6 +469,27 @@ pub struct EntryRecords {
     /// next request on for the rest of the conversation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_found: Option<Vec<String>>,
+    /// On a tool entry: the memory files the call changed (the page shows them, with undo).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_change: Option<MemoryChangeRecord>,
+}
+
+/// What a call of the memory tool changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryChangeRecord {
+    /// The command (`create`, `str_replace`, `insert`, `delete`, `rename`).
+    pub command: String,
+    /// The versions it made, in order.
+    pub versions: Vec<MemoryVersionRef>,
+}
+
+/// One version of a memory file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryVersionRef {
+    /// The full path (`/memories/preferences.md`).
+    pub path: String,
+    /// The version made.
+    pub version: u32,
 }
 
 /// The context window of a conversation, learned from the server: later requests of the
@@ -508,7 +533,7 @@ pub struct RewindRecord {
 }
 
 /// The wire names of the records, in the order they are written.
-pub(crate) const RECORD_KEYS: [&str; 27] = [
+pub(crate) const RECORD_KEYS: [&str; 28] = [
     "kind",
     "round",
     "usage",
@@ -536,6 +561,7 @@ pub(crate) const RECORD_KEYS: [&str; 27] = [
     "attachments",
     "actor",
     "tools_found",
+    "memory_change",
 ];
 
 impl EntryRecords {
@@ -599,6 +625,7 @@ impl EntryRecords {
             "attachments" => put(&mut self.attachments, value),
             "actor" => put(&mut self.actor, value),
             "tools_found" => put(&mut self.tools_found, value),
+            "memory_change" => object(&mut self.memory_change, value),
             _ => Err(value),
         }
     }
@@ -633,6 +660,7 @@ impl EntryRecords {
             "attachments" => self.attachments.is_some(),
             "actor" => self.actor.is_some(),
             "tools_found" => self.tools_found.is_some(),
+            "memory_change" => self.memory_change.is_some(),
             _ => false,
         }
     }
@@ -675,7 +703,8 @@ impl EntryRecords {
         opt(m, "window", &self.window)?;
         opt(m, "attachments", &self.attachments)?;
         opt(m, "actor", &self.actor)?;
-        opt(m, "tools_found", &self.tools_found)
+        opt(m, "tools_found", &self.tools_found)?;
+        opt(m, "memory_change", &self.memory_change)
     }
 }
 

@@ -648,7 +648,92 @@
     const liveHere = last && S.live && S.running;
     if (!assistant.length && !liveHere) { art.append(...markers); return art; }
     art.append(answer(t, assistant, liveHere ? S.live : null, markers));
+    art.append(...memoryNotices(t));
     return art;
+  }
+  // ---- memory: a notice where the model changed the person's memory (the change a click
+  // away, and Undo: each version it made taken back — a new file deleted, an edit restored to
+  // the version before), and the Memory panel (files, view, edit, delete, history, restore).
+  const memUrl = (path) => '/api/v1/memory/' + path.replace(/^\/memories\//, '').split('/').map(encodeURIComponent).join('/');
+  const memName = (path) => path.replace(/^\/memories\//, '');
+  function memoryNotices(t) {
+    return t.rest.filter((e) => e.role === 'tool' && e.memory_change && (e.memory_change.versions || []).length).map((e) => {
+      const m = e.memory_change;
+      const names = m.versions.map((v) => memName(v.path));
+      const verb = { delete: 'Forgot', rename: 'Renamed in memory:' }[m.command] || 'Remembered in';
+      const label = m.command === 'rename' ? verb + ' ' + names.slice(0, 2).reverse().join(' → ') : verb + ' ' + names.join(', ');
+      const out = el('output', { class: 'small' });
+      const change = el('details', { class: 'mem-change' }, el('summary', { text: 'Change' }));
+      change.addEventListener('toggle', async () => {
+        if (!change.open || change.dataset.loaded) return;
+        change.dataset.loaded = '1';
+        for (const v of m.versions) {
+          try {
+            const h = (await api(memUrl(v.path) + '/versions')).versions || [];
+            const now = h.find((x) => x.version === v.version);
+            const before = h.find((x) => x.version === v.version - 1);
+            change.append(diffView(before && !before.deleted ? before.text : '', now && !now.deleted ? now.text : '', v.path + ' (version ' + v.version + ')'));
+          } catch (err) { change.append(el('p', { text: v.path + ': ' + err.message })); }
+        }
+      });
+      const undo = el('button', { type: 'button', class: 'small', 'data-action': 'memory-undo', text: 'Undo', onclick: async () => {
+        undo.disabled = true;
+        try {
+          for (const v of [...m.versions].reverse()) {
+            if (v.version === 1) await api(memUrl(v.path), { method: 'DELETE' });
+            else await api(memUrl(v.path) + '/restore', { method: 'POST', body: { version: v.version - 1 } });
+          }
+          out.textContent = 'Undone.'; note.dataset.state = 'undone';
+        } catch (err) { out.textContent = err.message; undo.disabled = false; }
+      } });
+      const note = el('div', { class: 'marker memory', role: 'note', 'data-notice': 'memory', 'data-state': 'done' }, label + ' ', change, undo, out);
+      if (readOnly()) undo.hidden = true;
+      return note;
+    });
+  }
+  async function showMemory(open) {
+    const dlg = $('#memory-dialog'); const body = $('#memory-body');
+    let listed;
+    try { listed = await api('/api/v1/memory'); } catch (e) { notice(e.message, 'error'); return; }
+    const writable = (f) => !f.team || listed.team_writable;
+    const view = el('div', { id: 'memory-view' });
+    const openFile = async (path, team) => {
+      const text = el('textarea', { id: 'memory-text', rows: '10', 'aria-label': 'Text of ' + path, readOnly: team && !listed.team_writable });
+      const out = el('output', { class: 'small', id: 'memory-out' });
+      const hist = el('ul', { class: 'mem-history', 'aria-label': 'Versions of ' + path });
+      try { text.value = (await api(memUrl(path))).text || ''; } catch (e) { out.textContent = e.message; }
+      const save = el('button', { type: 'button', id: 'memory-save', text: 'Save', onclick: async () => {
+        try { await api(memUrl(path), { method: 'PUT', body: { text: text.value } }); out.textContent = 'Saved.'; showMemory(path); } catch (e) { out.textContent = e.message; }
+      } });
+      const del = el('button', { type: 'button', id: 'memory-delete', text: 'Delete', onclick: async () => {
+        try { await api(memUrl(path), { method: 'DELETE' }); showMemory(); } catch (e) { out.textContent = e.message; }
+      } });
+      const history = el('button', { type: 'button', id: 'memory-history', text: 'History', onclick: async () => {
+        try {
+          const vs = (await api(memUrl(path) + '/versions')).versions || [];
+          hist.replaceChildren(...vs.map((v) => el('li', { 'data-version': v.version },
+            'v' + v.version + ' · ' + v.created + ' · ' + (v.deleted ? 'deleted' : fmt(v.size) + ' bytes') + ' · ' +
+              (v.author.conversation ? 'conversation ' + v.author.conversation : (v.author.user || '')) + ' ',
+            (v.deleted || !writable({ team })) ? null : el('button', { type: 'button', class: 'small', 'data-action': 'memory-restore', text: 'Restore', onclick: async () => {
+              try { await api(memUrl(path) + '/restore', { method: 'POST', body: { version: v.version } }); showMemory(path); } catch (e) { out.textContent = e.message; }
+            } }))));
+        } catch (e) { out.textContent = e.message; }
+      } });
+      if (!writable({ team })) { save.hidden = true; del.hidden = true; }
+      view.replaceChildren(el('h4', { text: path }), text, el('div', { class: 'actions' }, save, del, history, out), hist);
+    };
+    const rows = listed.files.map((f) => el('li', { 'data-path': f.path },
+      el('button', { type: 'button', class: 'linkish', text: memName(f.path), onclick: () => openFile(f.path, f.team) }),
+      ' ' + fmt(f.size) + ' bytes · v' + f.versions + (f.team ? ' · team' + (listed.team_writable ? '' : ' (read only)') : '')));
+    const name = el('input', { type: 'text', id: 'memory-new-name', 'aria-label': 'New file name', placeholder: 'notes.md' });
+    const create = el('button', { type: 'button', text: 'New file', onclick: async () => {
+      const p = name.value.trim(); if (!p) return;
+      try { await api(memUrl(p), { method: 'PUT', body: { text: '' } }); showMemory('/memories/' + p); } catch (e) { notice(e.message, 'error'); }
+    } });
+    body.replaceChildren(rows.length ? el('ul', { id: 'memory-files' }, rows) : el('p', { text: 'Nothing remembered yet.' }),
+      el('div', { class: 'actions' }, name, create), view);
+    if (!dlg.open) dlg.showModal();
+    if (typeof open === 'string') { const f = listed.files.find((x) => x.path === open); if (f) openFile(f.path, f.team); }
   }
   // ---- workflows (run mode): each run's steps, read from the log's records (the start names
   // the nodes; each completion its outputs and the next node), and the form that starts one.
@@ -1390,6 +1475,7 @@
     $('#signin-form').addEventListener('submit', signInSubmitted);
     $('#sign-out').addEventListener('click', signOut);
     $('#admin-open').addEventListener('click', showAdmin);
+    $('#memory-open').addEventListener('click', () => showMemory());
     whoami();
   }
   // Once signed in: the lists, the demo questions, the conversation in the address.

@@ -20,7 +20,7 @@ use crate::auth::{Auth, Guard, HostCheck, authenticate, check_host};
 use crate::conversations::{self, conversation_id};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::{access, approvals, events, files, page, people, runs};
+use crate::{access, approvals, events, files, memory, page, people, runs};
 
 /// The whole application for a server listening on `addr`, its callers signed in by `auth`.
 pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
@@ -89,6 +89,14 @@ pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
             get(people::tokens).post(people::issue_token),
         )
         .route("/api/v1/tokens/{token}", delete(people::revoke_token))
+        .route("/api/v1/memory", get(memory::list))
+        .route(
+            "/api/v1/memory/{*path}",
+            get(memory::read)
+                .put(memory::write)
+                .delete(memory::remove)
+                .post(memory::restore),
+        )
         .route("/api/v1/skills", get(skills))
         .route("/api/v1/workflows", get(workflows))
         .route("/api/v1/demo/questions", get(demo_questions))

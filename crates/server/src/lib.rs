@@ -43,6 +43,7 @@ mod error;
 mod events;
 mod files;
 mod hub;
+mod memory;
 mod oidc;
 mod page;
 mod people;

@@ -27,6 +27,10 @@
 //!   Every conversation has an owner ([`ConversationMeta::owner`], [`DEFAULT_OWNER`] for
 //!   conversations stored before owners were kept); [`ConversationStore::list_owned`] and
 //!   [`ConversationStore::search_owned`] show one owner's.
+//! - Memory across conversations behind one [`MemoryStore`] trait, reached through
+//!   [`ConversationStore::memory`]: small text files in a user's [`MemoryScope`] or the team's,
+//!   every change a [`MemoryVersion`] naming its [`MemoryAuthor`], bounded by [`MemoryLimits`],
+//!   paths checked by [`MemoryPath::parse`].
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -62,6 +66,7 @@ mod events;
 mod file;
 mod id;
 mod import;
+mod memory;
 mod people;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -82,6 +87,10 @@ pub use id::MAX_ID_LEN;
 pub use import::{
     Imported, ImportedConversation, MAX_LINE_BYTES, read_claude_code, read_codex, read_lines,
     read_utf8, store_imported,
+};
+pub use memory::{
+    MAX_MEMORY_DEPTH, MAX_MEMORY_NAME, MEMORY_ROOT, MemoryAuthor, MemoryChange, MemoryFile,
+    MemoryLimits, MemoryPath, MemoryScope, MemoryStore, MemoryVersion, TEAM_FOLDER,
 };
 pub use people::{
     Access, DEFAULT_OWNER, Directory, IssuedToken, MAX_USER_NAME, Role, Share, Spend, TokenInfo,

@@ -733,6 +733,12 @@ pub trait ConversationStore: Send + Sync {
         None
     }
 
+    /// The memory files people keep across conversations; `None` when the backend keeps none
+    /// (the default).
+    fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
+        None
+    }
+
     /// One page of `owner`'s conversations in id order, after `page.after`. This default
     /// filters [`ConversationStore::list`]; `PostgresStore` asks the database.
     async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
@@ -860,6 +866,9 @@ macro_rules! forward {
             }
             fn directory(&self) -> Option<Arc<dyn Directory>> {
                 (**self).directory()
+            }
+            fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
+                (**self).memory()
             }
             async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
                 (**self).list_owned(owner, page).await

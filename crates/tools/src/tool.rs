@@ -51,9 +51,29 @@ pub struct ToolCapabilities {
     /// The tool finds the tools a request left out (a tool search): it is offered only when
     /// some are, and never left out itself.
     pub finds_tools: bool,
+    /// Calls whose argument named `.0` is the string `.1` only read (a memory tool's `view`):
+    /// they never wait for approval, whatever the tool's policy.
+    pub reads_when: Option<(&'static str, &'static str)>,
+    /// The provider's own type of this tool (`memory_20250818`), declared that way to a
+    /// provider that has it; elsewhere the tool is an ordinary one with the same schema.
+    pub native_type: Option<&'static str>,
 }
 
 impl ToolCapabilities {
+    /// Declares that a call whose argument `key` is `value` only reads (never asked about).
+    #[must_use]
+    pub fn with_reads_when(mut self, key: &'static str, value: &'static str) -> Self {
+        self.reads_when = Some((key, value));
+        self
+    }
+
+    /// Declares the provider's own type of this tool.
+    #[must_use]
+    pub fn with_native_type(mut self, native_type: &'static str) -> Self {
+        self.native_type = Some(native_type);
+        self
+    }
+
     /// Declares the tool a tool search (offered only when tools are left out).
     #[must_use]
     pub fn with_finds_tools(mut self, finds_tools: bool) -> Self {

@@ -38,9 +38,11 @@ impl Runner {
     pub(super) async fn build_context(&mut self, active: &[ActiveSkill]) -> Result<Built, Stop> {
         let inner = Arc::clone(&self.inner);
         let view = self.history.context_view();
+        let memory = crate::adapters::index_in_log(self.history.all());
         let mut request = build_request(
             &inner,
             view,
+            memory,
             self.mode,
             self.kit.specs(),
             self.kit.catalogue.as_deref(),
@@ -188,16 +190,19 @@ fn not_read_whole<'a>(
 }
 
 /// The request of the next call's window over `view` (the log after the last compaction): the
-/// system sections (skills catalogue, reply format), the pinned skill instructions and the
+/// system sections (memory index, skills catalogue, reply format), the pinned skill instructions and the
 /// tokens of the tool list.
 pub(crate) fn build_request<'a>(
     inner: &Inner,
     view: &'a [LogEntry],
+    memory: Option<String>,
     mode: ba_protocol::Mode,
     tools: &[ba_protocol::ToolSpec],
     catalogue: Option<&str>,
 ) -> BuildRequest<'a> {
     let mut sections = Vec::new();
+    // The memory index as it was when the conversation started (or last compacted).
+    sections.extend(memory);
     if let Some(catalogue) = catalogue
         && !catalogue.trim().is_empty()
     {
@@ -268,6 +273,7 @@ async fn preview(
     let mut request = build_request(
         inner,
         history.context_view(),
+        crate::adapters::index_in_log(history.all()),
         mode,
         &tools,
         catalogue.as_deref(),

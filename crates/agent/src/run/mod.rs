@@ -403,6 +403,7 @@ impl Runner {
         };
         if let Some(mut e) = entry {
             self.record_inventory().await?;
+            self.record_memory_index().await?;
             self.drop_waiting().await?;
             // Stamped when it is appended, after the records written before it.
             e.created_at = now();
@@ -567,6 +568,43 @@ impl Runner {
         self.append(e).await
     }
 
+    /// Writes the memory index the system prompt carries from here on (a hidden entry, empty
+    /// when there is no memory) when the conversation has none yet or a compaction came after
+    /// it: the prompt then stays the same, byte for byte, while the model changes memory
+    /// (those changes reach it through the tool's results). A store that cannot be read
+    /// leaves the index out rather than stop the run.
+    async fn record_memory_index(&mut self) -> Result<(), Stop> {
+        if self.inner.settings.memory.is_none() || !crate::adapters::index_due(self.history.all()) {
+            return Ok(());
+        }
+        let Some(memory) = self.inner.store.memory() else {
+            return Ok(());
+        };
+        let owner = match self.inner.store.metadata(&self.id).await {
+            Ok(meta) => meta.owner,
+            Err(_) => return Ok(()),
+        };
+        let counter = self.inner.builders.counter();
+        let index = crate::adapters::memory_index(
+            memory.as_ref(),
+            &owner,
+            crate::adapters::MEMORY_INDEX_TOKENS,
+            |t| counter.text(t),
+        )
+        .await;
+        let text = match index {
+            Ok(index) => index.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(conversation = %self.id, "memory index not read: {e}");
+                return Ok(());
+            }
+        };
+        let mut e = LogEntry::new(new_id(), LogRole::System, now()).with_text(text);
+        e.include_in_context = false;
+        e.records.kind = Some(EntryKind::MemoryIndex);
+        self.append(e).await
+    }
+
     /// Takes the tool list of the conversation's mode, with the tools the searches of its log
     /// found (see [`crate::deferral`]).
     fn offer_tools(&mut self) {
@@ -647,6 +685,15 @@ impl Runner {
             .with_max_tokens(max_tokens)
             .with_stream(settings.stream);
         request.thinking_budget = settings.thinking_budget;
+        let registry = self.kit.tools.runtime.registry();
+        request.native_types = request
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let native = registry.get(&t.name)?.tool().capabilities().native_type?;
+                Some((t.name.clone(), native.to_owned()))
+            })
+            .collect();
         let held_back = self.kit.native_deferred();
         if !held_back.is_empty() {
             request.deferred = Some(ba_model::DeferredTools {

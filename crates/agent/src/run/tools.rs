@@ -52,6 +52,7 @@ impl Runner {
             .as_ref()
             .map(|f| Arc::clone(f) as Arc<dyn ConversationFiles>);
         let scope = Arc::clone(&self.kit.scope);
+        crate::adapters::MemoryRunState::set_run(&scope, self.options.run_id.as_deref());
         let opts = CallOptions {
             context_usage: self.usage,
             modifier: modifier.as_ref(),
@@ -103,6 +104,7 @@ impl Runner {
         let activation = SkillTool::outcome(scope, &call.id);
         // The tools a tool search found, sent from the next request on.
         let found = crate::adapters::DeferredTools::found(scope, &call.id);
+        let memory = crate::adapters::MemoryRunState::changed(scope, &call.id);
         self.keep_full_output(call, &mut result).await;
         if let Some((edited, by)) = edits.get(&call.id) {
             result.observation = format!(
@@ -127,6 +129,14 @@ impl Runner {
         let mut entry = tool_entry(call, &result, activation.as_ref());
         entry.records.workflow = completion.clone().map(Box::new);
         entry.records.tools_found = found.filter(|f| !f.is_empty());
+        entry.records.memory_change = memory.map(|m| ba_protocol::MemoryChangeRecord {
+            command: m.command,
+            versions: m
+                .versions
+                .into_iter()
+                .map(|(path, version)| ba_protocol::MemoryVersionRef { path, version })
+                .collect(),
+        });
         self.append(entry).await?;
         self.emit(AgentEvent::ToolResult {
             round: self.round,

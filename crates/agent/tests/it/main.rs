@@ -19,6 +19,7 @@ mod forks;
 mod hooks;
 #[cfg(feature = "mcp")]
 mod mcp_tools;
+mod memory;
 mod recall;
 mod responses_loop;
 mod skill_activation;

@@ -24,6 +24,7 @@ mod approval;
 mod compaction;
 mod edit;
 mod hooks;
+mod memory;
 mod rewind;
 mod servers;
 mod upload;

@@ -285,6 +285,8 @@ pub struct Options {
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// Callers sign in with tokens of the store's users (`--auth users`) instead of `TOKEN`.
     pub users: bool,
+    /// Memory across conversations (off by default).
+    pub memory: Option<ba_agent::MemoryMode>,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -389,6 +391,7 @@ impl Server {
                 s.approvals = options.approvals.clone();
                 s.prices = options.prices.clone();
                 s.budgets = options.budgets;
+                s.memory = options.memory;
             })
             .build()
             .unwrap();

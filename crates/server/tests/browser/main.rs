@@ -18,6 +18,7 @@ mod export;
 mod files;
 mod flows;
 mod harness;
+mod memory;
 mod people;
 mod proxy;
 mod safety;

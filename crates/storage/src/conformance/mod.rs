@@ -3,8 +3,9 @@
 //! [`run_all`] takes a factory that makes a fresh, empty store around a [`ManualClock`] and
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
 //! paging, delete, retention, unicode and 10 MB entries, the round trip of every entry kind,
-//! owners, and the people of the store (users, tokens, shares, spend added from many tasks at
-//! once). A failed check is returned as an error naming the check.
+//! owners, the people of the store (users, tokens, shares, spend added from many tasks at
+//! once), and memory (versions, restore, scopes, bounds, path checks, concurrent commits). A
+//! failed check is returned as an error naming the check.
 //!
 //! [`workspace()`] is the suite of the conversations' workspaces ([`crate::Workspace`]), run the
 //! same way on every backend that has one.
@@ -80,6 +81,7 @@ async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 // After `ensure!`, which the workspace checks use too.
 mod files;
 mod forks;
+mod memory;
 mod people;
 
 /// An entry with text `text`.
@@ -109,6 +111,10 @@ pub const CHECKS: &[&str] = &[
     "tokens",
     "shares",
     "spend",
+    "memory_versions",
+    "memory_scopes",
+    "memory_bounds",
+    "memory_concurrent",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -141,6 +147,10 @@ where
             "tokens" => people::tokens(&store).await,
             "shares" => people::shares(&store).await,
             "spend" => people::spend(&store).await,
+            "memory_versions" => memory::memory_versions(&store, &clock).await,
+            "memory_scopes" => memory::memory_scopes(&store).await,
+            "memory_bounds" => memory::memory_bounds(&store).await,
+            "memory_concurrent" => memory::memory_concurrent(&store).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;

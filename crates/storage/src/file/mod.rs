@@ -33,6 +33,7 @@ mod group;
 mod incoming;
 mod index;
 mod lock;
+mod memory;
 mod migrate;
 mod people;
 mod workspace;
@@ -152,6 +153,8 @@ pub(super) struct Inner {
     workspace: Arc<FileWorkspace>,
     /// Users, tokens, shares and spend, under `people/`.
     directory: Arc<people::FileDirectory>,
+    /// The memory files, under `memory/`.
+    memory: Arc<memory::FileMemory>,
 }
 
 /// In-process state of one conversation file.
@@ -196,9 +199,11 @@ impl FileStore {
             opts.workspace_limits,
         ));
         let directory = Arc::new(people::FileDirectory::new(&root, opts.clock.clone()));
+        let memory = Arc::new(memory::FileMemory::new(&root, opts.clock.clone()));
         let store = Self {
             inner: Arc::new(Inner {
                 directory,
+                memory,
                 root,
                 dir,
                 opts,
@@ -619,6 +624,10 @@ impl ConversationStore for FileStore {
 
     fn directory(&self) -> Option<Arc<dyn Directory>> {
         Some(self.inner.directory.clone())
+    }
+
+    fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
+        Some(self.inner.memory.clone())
     }
 
     /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file (the

@@ -15,6 +15,7 @@
 //! any number of servers sharing one database share every file with no shared disk.
 
 mod history;
+mod memory;
 mod people;
 mod workspace;
 
@@ -169,6 +170,17 @@ pub const MIGRATIONS: &[&str] = &[
         tokens BIGINT NOT NULL DEFAULT 0,
         PRIMARY KEY (user_name, month)
     );",
+    // Memory across conversations: a row a version of a path of a scope (`user:NAME` or
+    // `team`), `text` NULL for a delete.
+    "CREATE TABLE ba_memory (
+        scope TEXT NOT NULL,
+        path TEXT NOT NULL,
+        version INT NOT NULL CHECK (version > 0),
+        text TEXT,
+        author TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        PRIMARY KEY (scope, path, version)
+    );",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -206,6 +218,7 @@ pub struct PostgresStore {
     clock: SharedClock,
     workspace: Arc<PostgresWorkspace>,
     directory: Arc<people::PgDirectory>,
+    memory: Arc<memory::PgMemory>,
     schema: String,
 }
 
@@ -317,8 +330,10 @@ impl PostgresStore {
             opts.cache_dir,
         ));
         let directory = Arc::new(people::PgDirectory::new(pool.clone(), opts.clock.clone()));
+        let memory = Arc::new(memory::PgMemory::new(pool.clone(), opts.clock.clone()));
         let store = Self {
             directory,
+            memory,
             pool,
             clock: opts.clock,
             workspace,
@@ -434,6 +449,10 @@ impl ConversationStore for PostgresStore {
 
     fn directory(&self) -> Option<Arc<dyn Directory>> {
         Some(self.directory.clone())
+    }
+
+    fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
+        Some(self.memory.clone())
     }
 
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
