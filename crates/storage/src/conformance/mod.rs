@@ -3,8 +3,8 @@
 //! [`run_all`] takes a factory that makes a fresh, empty store around a [`ManualClock`] and
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
 //! paging, delete, retention, unicode and 10 MB entries, the round trip of every entry kind,
-//! owners, and the people of the store (users, tokens, shares, spend added from many tasks at
-//! once). A failed check is returned as an error naming the check.
+//! owners, the people of the store (users, tokens, shares, spend added from many tasks at
+//! once), and its schedules (each occurrence claimed once by many tasks at once, catch-up). A failed check is returned as an error naming the check.
 //!
 //! [`workspace()`] is the suite of the conversations' workspaces ([`crate::Workspace`]), run the
 //! same way on every backend that has one.
@@ -81,6 +81,7 @@ async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 mod files;
 mod forks;
 mod people;
+mod schedules;
 
 /// An entry with text `text`.
 pub fn text_entry(id: &str, role: LogRole, text: &str) -> LogEntry {
@@ -109,6 +110,9 @@ pub const CHECKS: &[&str] = &[
     "tokens",
     "shares",
     "spend",
+    "schedules",
+    "schedule_claims",
+    "catch_up",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -141,6 +145,9 @@ where
             "tokens" => people::tokens(&store).await,
             "shares" => people::shares(&store).await,
             "spend" => people::spend(&store).await,
+            "schedules" => schedules::schedules_kept(&store, &clock).await,
+            "schedule_claims" => schedules::schedule_claims(&store).await,
+            "catch_up" => schedules::catch_up(&store, &clock).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;

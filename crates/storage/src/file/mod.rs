@@ -35,6 +35,7 @@ mod index;
 mod lock;
 mod migrate;
 mod people;
+mod schedule;
 mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
@@ -59,6 +60,7 @@ use crate::atomic::sync_dir;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::people::Directory;
+use crate::schedule::Schedules;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
     MetaUpdate, NewConversation, Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -152,6 +154,8 @@ pub(super) struct Inner {
     workspace: Arc<FileWorkspace>,
     /// Users, tokens, shares and spend, under `people/`.
     directory: Arc<people::FileDirectory>,
+    /// Schedules and their runs, under `schedules/`.
+    schedules: Arc<schedule::FileSchedules>,
 }
 
 /// In-process state of one conversation file.
@@ -196,9 +200,11 @@ impl FileStore {
             opts.workspace_limits,
         ));
         let directory = Arc::new(people::FileDirectory::new(&root, opts.clock.clone()));
+        let schedules = Arc::new(schedule::FileSchedules::new(&root, opts.clock.clone()));
         let store = Self {
             inner: Arc::new(Inner {
                 directory,
+                schedules,
                 root,
                 dir,
                 opts,
@@ -619,6 +625,10 @@ impl ConversationStore for FileStore {
 
     fn directory(&self) -> Option<Arc<dyn Directory>> {
         Some(self.inner.directory.clone())
+    }
+
+    fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+        Some(self.inner.schedules.clone())
     }
 
     /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file (the

@@ -16,6 +16,7 @@
 
 mod history;
 mod people;
+mod schedule;
 mod workspace;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub use self::workspace::PostgresWorkspace;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::people::Directory;
+use crate::schedule::Schedules;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, ListPage, Loaded, MetaUpdate, NewConversation,
     Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -169,6 +171,27 @@ pub const MIGRATIONS: &[&str] = &[
         tokens BIGINT NOT NULL DEFAULT 0,
         PRIMARY KEY (user_name, month)
     );",
+    // Schedules and their runs: a run is claimed by inserting its row unless one exists
+    // (the primary key makes the claim once across every server), and goes with its
+    // schedule. The inputs are JSON text, read back through one serde type.
+    "CREATE TABLE ba_schedules (
+        id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        since_ms BIGINT NOT NULL
+    );
+    CREATE TABLE ba_schedule_runs (
+        schedule_id TEXT NOT NULL REFERENCES ba_schedules (id) ON DELETE CASCADE,
+        occurrence_ms BIGINT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        claimed_ms BIGINT NOT NULL,
+        finished_ms BIGINT,
+        status TEXT,
+        error TEXT,
+        PRIMARY KEY (schedule_id, occurrence_ms)
+    );
+    CREATE INDEX ba_schedule_runs_unfinished ON ba_schedule_runs (claimed_ms)
+        WHERE finished_ms IS NULL;",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -206,6 +229,7 @@ pub struct PostgresStore {
     clock: SharedClock,
     workspace: Arc<PostgresWorkspace>,
     directory: Arc<people::PgDirectory>,
+    schedules: Arc<schedule::PgSchedules>,
     schema: String,
 }
 
@@ -317,8 +341,10 @@ impl PostgresStore {
             opts.cache_dir,
         ));
         let directory = Arc::new(people::PgDirectory::new(pool.clone(), opts.clock.clone()));
+        let schedules = Arc::new(schedule::PgSchedules::new(pool.clone(), opts.clock.clone()));
         let store = Self {
             directory,
+            schedules,
             pool,
             clock: opts.clock,
             workspace,
@@ -434,6 +460,10 @@ impl ConversationStore for PostgresStore {
 
     fn directory(&self) -> Option<Arc<dyn Directory>> {
         Some(self.directory.clone())
+    }
+
+    fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+        Some(self.schedules.clone())
     }
 
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
