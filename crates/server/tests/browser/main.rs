@@ -21,6 +21,7 @@ mod harness;
 mod people;
 mod proxy;
 mod safety;
+mod schedules;
 mod stream;
 mod turns;
 mod workflows;
