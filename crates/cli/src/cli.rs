@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 use crate::exit::{CliError, message};
 use crate::mcp::ExtOpts;
 use crate::{
-    agent, context, convert, log, mcp, report, serve, skills, telemetry, tokens, tools, users,
-    workflows,
+    agent, context, convert, log, mcp, report, schedules, serve, skills, telemetry, tokens, tools,
+    users, workflows,
 };
 
 /// BA-Agent: a business-analysis agent pipeline.
@@ -64,6 +64,9 @@ enum Command {
     /// Add and list the people of a shared server, their tokens and monthly budgets.
     #[command(subcommand)]
     Users(users::Command),
+    /// Scheduled workflows: list, add, pause, resume, run now, remove (`serve` runs them).
+    #[command(subcommand)]
+    Schedules(schedules::Command),
 }
 
 impl Command {
@@ -131,6 +134,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Context(command) => context::run(command),
         Command::Tools(command) => tools::run(command),
         Command::Users(command) => users::run(command),
+        Command::Schedules(command) => schedules::run(command, &ext),
     };
     telemetry.shutdown();
     if crate::out::is_closed() {

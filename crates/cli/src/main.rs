@@ -16,6 +16,7 @@ mod out;
 mod print;
 mod provider;
 mod report;
+mod schedules;
 mod serve;
 mod skills;
 mod telemetry;
