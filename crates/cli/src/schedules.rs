@@ -27,47 +27,7 @@ pub(crate) enum Command {
         store: StoreOpts,
     },
     /// Add a schedule and print its id.
-    Add {
-        /// A name for lists and the runs' conversation titles.
-        name: String,
-        /// A cron expression: minute hour day-of-month month day-of-week (`0 6 1 * *`: 06:00
-        /// on the first of every month).
-        #[arg(long)]
-        cron: String,
-        /// The IANA time zone the expression is read in.
-        #[arg(long, default_value = "UTC")]
-        time_zone: String,
-        /// The workflow each run starts.
-        #[arg(long)]
-        workflow: String,
-        /// An input of the workflow, `NAME=VALUE` (repeatable); the value may hold dated
-        /// placeholders such as `{{previous_month}}` (see the README).
-        #[arg(long = "input", value_name = "NAME=VALUE", value_parser = parse_input)]
-        inputs: Vec<(String, String)>,
-        /// Whose runs they are.
-        #[arg(long, default_value = ba_storage::DEFAULT_OWNER)]
-        owner: String,
-        /// US dollars one run may spend.
-        #[arg(long, value_name = "USD")]
-        budget_usd: Option<f64>,
-        /// Tokens one run may use.
-        #[arg(long, value_name = "N")]
-        budget_tokens: Option<u64>,
-        /// What missed occurrences do: `one` (run the latest once) or `none`.
-        #[arg(long, default_value = "one", value_parser = parse_catch_up)]
-        catch_up: CatchUp,
-        /// Where each run's result is posted (signed with `--webhook-secret`).
-        #[arg(long, requires = "webhook_secret")]
-        webhook: Option<String>,
-        /// The HMAC-SHA256 key of the webhook's `X-BA-Signature`.
-        #[arg(long, requires = "webhook")]
-        webhook_secret: Option<String>,
-        /// Add it paused.
-        #[arg(long)]
-        paused: bool,
-        #[command(flatten)]
-        store: StoreOpts,
-    },
+    Add(Box<AddArgs>),
     /// Pause a schedule: it starts nothing until resumed.
     Pause {
         /// The schedule's id (`sch_…`).
@@ -98,6 +58,50 @@ pub(crate) enum Command {
     },
 }
 
+/// `schedules add`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AddArgs {
+    /// A name for lists and the runs' conversation titles.
+    name: String,
+    /// A cron expression: minute hour day-of-month month day-of-week (`0 6 1 * *`: 06:00
+    /// on the first of every month).
+    #[arg(long)]
+    cron: String,
+    /// The IANA time zone the expression is read in.
+    #[arg(long, default_value = "UTC")]
+    time_zone: String,
+    /// The workflow each run starts.
+    #[arg(long)]
+    workflow: String,
+    /// An input of the workflow, `NAME=VALUE` (repeatable); the value may hold dated
+    /// placeholders such as `{{previous_month}}` (see the README).
+    #[arg(long = "input", value_name = "NAME=VALUE", value_parser = parse_input)]
+    inputs: Vec<(String, String)>,
+    /// Whose runs they are.
+    #[arg(long, default_value = ba_storage::DEFAULT_OWNER)]
+    owner: String,
+    /// US dollars one run may spend.
+    #[arg(long, value_name = "USD")]
+    budget_usd: Option<f64>,
+    /// Tokens one run may use.
+    #[arg(long, value_name = "N")]
+    budget_tokens: Option<u64>,
+    /// What missed occurrences do: `one` (run the latest once) or `none`.
+    #[arg(long, default_value = "one", value_parser = parse_catch_up)]
+    catch_up: CatchUp,
+    /// Where each run's result is posted (signed with `--webhook-secret`).
+    #[arg(long, requires = "webhook_secret")]
+    webhook: Option<String>,
+    /// The HMAC-SHA256 key of the webhook's `X-BA-Signature`.
+    #[arg(long, requires = "webhook")]
+    webhook_secret: Option<String>,
+    /// Add it paused.
+    #[arg(long)]
+    paused: bool,
+    #[command(flatten)]
+    store: StoreOpts,
+}
+
 fn parse_input(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -111,8 +115,8 @@ fn parse_catch_up(text: &str) -> Result<CatchUp, String> {
 impl Command {
     fn store(&self) -> &StoreOpts {
         match self {
+            Self::Add(add) => &add.store,
             Self::List { store, .. }
-            | Self::Add { store, .. }
             | Self::Pause { store, .. }
             | Self::Resume { store, .. }
             | Self::RunNow { store, .. }
@@ -170,21 +174,22 @@ async fn execute(command: Command, ext: &ExtOpts) -> anyhow::Result<()> {
                 writeln!(out, "{}", line(&s, last.as_ref()))?;
             }
         }
-        Command::Add {
-            name,
-            cron,
-            time_zone,
-            workflow,
-            inputs,
-            owner,
-            budget_usd,
-            budget_tokens,
-            catch_up,
-            webhook,
-            webhook_secret,
-            paused,
-            ..
-        } => {
+        Command::Add(add) => {
+            let AddArgs {
+                name,
+                cron,
+                time_zone,
+                workflow,
+                inputs,
+                owner,
+                budget_usd,
+                budget_tokens,
+                catch_up,
+                webhook,
+                webhook_secret,
+                paused,
+                ..
+            } = *add;
             let new = NewSchedule {
                 name,
                 cron,

@@ -252,8 +252,11 @@ async fn the_budget_stops_a_run_and_the_next_occurrence_starts_afresh() {
 
 /// A receiver that fails its first `fail` posts (500), then takes them; it keeps each body
 /// with the signature it came with.
-async fn receiver(fail: usize) -> (String, Arc<Mutex<Vec<(Vec<u8>, String)>>>) {
-    let got: Arc<Mutex<Vec<(Vec<u8>, String)>>> = Arc::default();
+/// Each post a receiver got: its body and its signature header.
+type Posts = Arc<Mutex<Vec<(Vec<u8>, String)>>>;
+
+async fn receiver(fail: usize) -> (String, Posts) {
+    let got: Posts = Arc::default();
     let kept = Arc::clone(&got);
     let app = axum::Router::new().route(
         "/hook",
