@@ -293,46 +293,15 @@
     if (!dlg.open) dlg.showModal();
   }
 
-  // ---- scheduled workflows: each with its next and last run, the last run's status and a link
-  // to its result (the conversation, and its report), pause or resume, run now.
-  async function showSchedules() {
-    const dlg = $('#schedules-dialog'); const body = $('#schedules-body');
-    let list;
-    try { list = (await api('/api/v1/schedules')).schedules || []; } catch (e) { notice(e.message, 'error'); return; }
-    const when = (t) => (t ? new Date(t).toLocaleString() : '—');
-    const act = async (path, opts) => {
-      try { await api(path, opts); } catch (e) { notice(e.message, 'error'); }
-      showSchedules();
-    };
-    const rows = list.map((s) => {
-      const path = '/api/v1/schedules/' + encodeURIComponent(s.id);
-      const last = s.last_run;
-      const result = last ? el('span', {},
-        el('a', { href: '?conversation=' + encodeURIComponent(last.conversation_id), class: 'schedule-result',
-          text: 'Result', onclick: (ev) => { ev.preventDefault(); dlg.close(); openConv(last.conversation_id); loadList(); } }),
-        ' ', el('button', { type: 'button', class: 'small', text: 'Report', onclick: () => download(last.report) })) : '—';
-      return el('tr', { 'data-schedule': s.id },
-        el('th', { scope: 'row', text: s.name }),
-        el('td', { text: s.workflow }),
-        el('td', { class: 'schedule-next', text: s.paused ? 'paused' : when(s.next_run) }),
-        el('td', { class: 'schedule-last', text: last ? when(last.occurrence) : 'never' }),
-        el('td', { class: 'schedule-status', text: last ? last.status : '—' }),
-        el('td', {}, result),
-        el('td', {},
-          el('button', { type: 'button', class: 'schedule-pause', text: s.paused ? 'Resume' : 'Pause',
-            onclick: () => act(path, { method: 'PATCH', body: { paused: !s.paused } }) }),
-          el('button', { type: 'button', class: 'schedule-run', text: 'Run now',
-            onclick: () => act(path + '/run', { method: 'POST' }) })));
-    });
-    body.replaceChildren(list.length
-      ? el('table', {}, el('thead', {}, el('tr', {}, ['Schedule', 'Workflow', 'Next run', 'Last run', 'Status', 'Result', ''].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, rows))
-      : el('p', { text: 'No schedules yet (add one with `ba-agent schedules add` or POST /api/v1/schedules).' }));
+  async function schedules() {
+    const dlg = $('#schedules-dialog'); let list;
+    try { list = (await api('/api/v1/schedules')).schedules; } catch (e) { notice(e.message, 'error'); return; }
+    const act = (p, o) => api(p, o).catch((e) => notice(e.message, 'error')).then(schedules);
+    const B = (c, text, onclick) => el('button', { type: 'button', class: c, text, onclick });
+    $('#schedules-body').replaceChildren(el('table', {}, list.map((s) => { const p = '/api/v1/schedules/' + s.id; const l = s.last_run; return el('tr', { 'data-schedule': s.id }, el('th', { text: s.name }), el('td', { class: 'schedule-next', text: s.paused ? 'paused' : s.next_run }), el('td', { class: 'schedule-last', text: l ? l.occurrence : 'never' }), el('td', { class: 'schedule-status', text: l && l.status }), el('td', {}, l && el('a', { href: '#', class: 'schedule-result', text: 'Result', onclick: (e) => { e.preventDefault(); dlg.close(); openConv(l.conversation_id); } })), el('td', {}, B('schedule-pause', s.paused ? 'Resume' : 'Pause', () => act(p, { method: 'PATCH', body: { paused: !s.paused } })), B('schedule-run', 'Run now', () => act(p + '/run', { method: 'POST' }))));
+    })));
     if (!dlg.open) dlg.showModal();
-    // A run under way is looked at again until it ends (only while the list is open).
-    clearTimeout(S.schedulesTimer);
-    if (list.some((s) => s.last_run && s.last_run.status === 'running')) {
-      S.schedulesTimer = setTimeout(() => { if (dlg.open) showSchedules(); }, 1000);
-    }
+    if (list.some((s) => s.last_run && s.last_run.status === 'running')) S.st = setTimeout(() => dlg.open && schedules(), 1000);
   }
 
   // ---- opening a conversation
@@ -1423,7 +1392,7 @@
     $('#signin-form').addEventListener('submit', signInSubmitted);
     $('#sign-out').addEventListener('click', signOut);
     $('#admin-open').addEventListener('click', showAdmin);
-    $('#schedules-open').addEventListener('click', showSchedules);
+    $('#schedules-open').addEventListener('click', schedules);
     whoami();
   }
   // Once signed in: the lists, the demo questions, the conversation in the address.
