@@ -95,7 +95,7 @@ impl Input {
 
 /// How a run is started beyond its input: the caller's ids, recorded on the user entry it
 /// appends, and the events a front end wants besides the default ones.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct RunOptions {
     /// The caller's id of the request that started the run (kept in the user entry's
@@ -110,6 +110,9 @@ pub struct RunOptions {
     pub entry_events: bool,
     /// Send an [`AgentEvent::ContextStatus`](crate::AgentEvent::ContextStatus) every round.
     pub context_status: bool,
+    /// Caps of this conversation on top of the configuration's (the lower of the two holds):
+    /// a scheduled run's budget.
+    pub conversation_caps: crate::Budgets,
 }
 
 impl RunOptions {
@@ -123,6 +126,14 @@ impl RunOptions {
     /// Records `actor` as the person the run acts for.
     pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
         self.actor = Some(actor.into());
+        self
+    }
+
+    /// Caps what the conversation may spend, below the configuration's caps when those are
+    /// lower; `None` leaves a cap as configured.
+    pub fn with_conversation_caps(mut self, usd: Option<f64>, tokens: Option<u64>) -> Self {
+        self.conversation_caps.conversation_usd = usd;
+        self.conversation_caps.conversation_tokens = tokens;
         self
     }
 

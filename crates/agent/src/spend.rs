@@ -63,6 +63,23 @@ impl Budgets {
         Ok(())
     }
 
+    /// These caps with each of `other`'s set caps in force where it is lower (or where none
+    /// was set).
+    pub fn tightened(&self, other: &Self) -> Self {
+        fn low<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(if y < x { y } else { x }),
+                (x, y) => x.or(y),
+            }
+        }
+        Self {
+            conversation_usd: low(self.conversation_usd, other.conversation_usd),
+            user_month_usd: low(self.user_month_usd, other.user_month_usd),
+            conversation_tokens: low(self.conversation_tokens, other.conversation_tokens),
+            user_month_tokens: low(self.user_month_tokens, other.user_month_tokens),
+        }
+    }
+
     /// Whether no cap is set.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()

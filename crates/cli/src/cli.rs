@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 use crate::exit::{CliError, message};
 use crate::mcp::ExtOpts;
 use crate::{
-    agent, context, convert, log, mcp, memory, report, serve, skills, telemetry, tokens, tools,
-    users, workflows,
+    agent, context, convert, log, mcp, memory, report, schedules, serve, skills, telemetry, tokens,
+    tools, users, workflows,
 };
 
 /// BA-Agent: a business-analysis agent pipeline.
@@ -68,6 +68,9 @@ enum Command {
     /// conversations, every change a version).
     #[command(subcommand)]
     Memory(memory::Command),
+    /// Scheduled workflows: list, add, pause, resume, run now, remove (`serve` runs them).
+    #[command(subcommand)]
+    Schedules(schedules::Command),
 }
 
 impl Command {
@@ -136,6 +139,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Tools(command) => tools::run(command),
         Command::Users(command) => users::run(command),
         Command::Memory(command) => memory::run(command),
+        Command::Schedules(command) => schedules::run(command, &ext),
     };
     telemetry.shutdown();
     if crate::out::is_closed() {

@@ -17,6 +17,7 @@ mod out;
 mod print;
 mod provider;
 mod report;
+mod schedules;
 mod serve;
 mod skills;
 mod telemetry;

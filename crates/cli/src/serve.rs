@@ -51,6 +51,12 @@ pub(crate) struct ServeArgs {
     /// settings in the configuration's `auth:` section). Overrides `auth.mode`.
     #[arg(long, value_enum, value_name = "MODE")]
     auth: Option<AuthArg>,
+    /// Start no scheduled workflows here (another server sharing the store does).
+    #[arg(long)]
+    no_scheduler: bool,
+    /// How often the scheduler looks for occurrences due, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    schedule_every: u64,
 }
 
 /// `--auth`.
@@ -246,6 +252,7 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             .unwrap_or_else(|| PathBuf::from("target").join("assets"));
         let echarts = assets.join(ba_server::ECHARTS_FILE).is_file();
         let mut server = ServerConfig::new()
+            .with_webhooks(crate::schedules::webhooks()?)
             .with_allowed_hosts(args.allow_hosts)
             .with_assets_dir(&assets);
         if let Some(q) = questions {
@@ -262,6 +269,10 @@ pub(crate) fn run(args: ServeArgs, ext: &ExtOpts) -> CliResult {
             eprintln!("ba-agent: could not print the address to standard output ({e}); serving on {addr} anyway");
         }
         let state = AppState::new(agent, server);
+        if !args.no_scheduler {
+            ba_server::Scheduler::new(state.clone())
+                .spawn(std::time::Duration::from_secs(args.schedule_every));
+        }
         let served = ba_server::serve(listener, state, auth, stop_signal()).await;
         if let Some(manager) = mcp {
             manager.shutdown().await;

@@ -25,6 +25,17 @@ pub(crate) struct StoreOpts {
     pub(crate) home: Option<PathBuf>,
 }
 
+impl StoreOpts {
+    /// The configuration, with `--home` in force.
+    pub(crate) fn config(&self) -> anyhow::Result<Config> {
+        let mut config = Config::load(self.config.as_deref())?;
+        if let Some(home) = &self.home {
+            config.home = Some(home.clone());
+        }
+        Ok(config)
+    }
+}
+
 /// Subcommands of `users`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
@@ -225,10 +236,7 @@ pub(crate) async fn check_access(
 
 /// The directory of the store `opts` names.
 async fn open(opts: &StoreOpts) -> anyhow::Result<Arc<dyn Directory>> {
-    let mut config = Config::load(opts.config.as_deref())?;
-    if let Some(home) = &opts.home {
-        config.home = Some(home.clone());
-    }
+    let config = opts.config()?;
     let store = config.shared_store().await?;
     store.directory().ok_or_else(|| {
         anyhow!(

@@ -454,3 +454,93 @@ fn walk(path: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+#[test]
+fn schedules_are_added_listed_paused_resumed_run_now_and_removed() {
+    let home = tempfile::tempdir().unwrap();
+    let config = setup(
+        home.path(),
+        json!([
+            {"response": {"message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "c1", "name": "complete_node",
+                 "input": {"node": "only", "outputs": {}}}]}, "stop_reason": "tool_use"}},
+            {"response": {"message": {"role": "assistant", "content": "Reviewed."},
+                "stop_reason": "end_turn"}}
+        ]),
+    );
+    let flow = home.path().join("flows/small");
+    std::fs::create_dir_all(&flow).unwrap();
+    let mut yaml = std::fs::read_to_string(&config).unwrap();
+    yaml.push_str(&format!(
+        "workflows: [{}]\n",
+        home.path().join("flows").display()
+    ));
+    std::fs::write(&config, yaml).unwrap();
+    std::fs::write(
+        flow.join("WORKFLOW.md"),
+        "---\nname: small\ndescription: A small one.\ninputs:\n  month: {type: string, default: x}\nnodes:\n  - {id: only, title: Only, brief: Do it.}\n---\n",
+    )
+    .unwrap();
+    let schedules = |args: &[&str]| {
+        let out = ba_agent(&config)
+            .arg("schedules")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = schedules(&["add", "Bad", "--cron", "sometimes", "--workflow", "small"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cron expression `sometimes`"), "{err}");
+    let (code, added, err) = schedules(&[
+        "add",
+        "Monthly review",
+        "--cron",
+        "0 6 1 * *",
+        "--time-zone",
+        "Europe/Berlin",
+        "--workflow",
+        "small",
+        "--input",
+        "month={{previous_month}}",
+        "--webhook",
+        "http://127.0.0.1:9/hook",
+        "--webhook-secret",
+        "s3cret",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let id = added.split_whitespace().nth(1).unwrap().to_owned();
+    assert!(id.starts_with("sch_"), "{added}");
+    assert!(added.contains("next run "), "{added}");
+    let (_, listed, _) = schedules(&["list"]);
+    assert!(
+        listed.contains(&id)
+            && listed.contains("`0 6 1 * *` Europe/Berlin")
+            && listed.contains("never run"),
+        "{listed}"
+    );
+    let (_, paused, _) = schedules(&["pause", &id]);
+    assert_eq!(paused, format!("paused {id} (Monthly review)\n"));
+    let (_, listed, _) = schedules(&["list"]);
+    assert!(listed.contains("next paused"), "{listed}");
+    let (_, resumed, _) = schedules(&["resume", &id]);
+    assert_eq!(resumed, format!("resumed {id} (Monthly review)\n"));
+    let (code, ran, err) = schedules(&["run-now", &id]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(ran.starts_with(&format!("{id} answered in {id}-")), "{ran}");
+    let (_, listed, _) = schedules(&["list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["last_run"]["status"], "answered");
+    assert_eq!(listed[0]["webhook"]["secret"], serde_json::Value::Null);
+    assert!(!listed.to_string().contains("s3cret"));
+    let (_, removed, _) = schedules(&["rm", &id]);
+    assert_eq!(removed, format!("removed {id}\n"));
+    let (code, _, err) = schedules(&["rm", &id]);
+    assert_eq!(code, Some(2), "{err}");
+    let (_, listed, _) = schedules(&["list"]);
+    assert!(listed.starts_with("no schedules"), "{listed}");
+}

@@ -293,6 +293,33 @@
     if (!dlg.open) dlg.showModal();
   }
 
+  // ---- scheduled workflows: each with its next and last run, its status, the result's
+  // conversation, and pause / resume / run now; refreshed while a run goes on.
+  async function schedules() {
+    const dlg = $('#schedules-dialog'); let list;
+    try { list = (await api('/api/v1/schedules')).schedules; } catch (e) { notice(e.message, 'error'); return; }
+    const act = (path, opts) => api(path, opts).catch((e) => notice(e.message, 'error')).then(schedules);
+    const button = (cls, text, onclick) => el('button', { type: 'button', class: cls, text, onclick });
+    const row = (s) => {
+      const path = '/api/v1/schedules/' + s.id; const last = s.last_run;
+      const result = last && el('a', { href: '#', class: 'schedule-result', text: 'Result', onclick: (e) => {
+        e.preventDefault(); dlg.close(); openConv(last.conversation_id);
+      } });
+      return el('tr', { 'data-schedule': s.id },
+        el('th', { text: s.name }),
+        el('td', { class: 'schedule-next', text: s.paused ? 'paused' : s.next_run }),
+        el('td', { class: 'schedule-last', text: last ? last.occurrence : 'never' }),
+        el('td', { class: 'schedule-status', text: last && last.status }),
+        el('td', {}, result),
+        el('td', {},
+          button('schedule-pause', s.paused ? 'Resume' : 'Pause', () => act(path, { method: 'PATCH', body: { paused: !s.paused } })),
+          button('schedule-run', 'Run now', () => act(path + '/run', { method: 'POST' }))));
+    };
+    $('#schedules-body').replaceChildren(el('table', {}, list.map(row)));
+    if (!dlg.open) dlg.showModal();
+    if (list.some((s) => s.last_run && s.last_run.status === 'running')) S.st = setTimeout(() => dlg.open && schedules(), 1000);
+  }
+
   // ---- opening a conversation
   async function openConv(id) {
     S.gen += 1; if (S.abort) S.abort.abort();
@@ -1476,6 +1503,7 @@
     $('#sign-out').addEventListener('click', signOut);
     $('#admin-open').addEventListener('click', showAdmin);
     $('#memory-open').addEventListener('click', () => showMemory());
+    $('#schedules-open').addEventListener('click', schedules);
     whoami();
   }
   // Once signed in: the lists, the demo questions, the conversation in the address.

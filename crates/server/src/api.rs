@@ -20,7 +20,7 @@ use crate::auth::{Auth, Guard, HostCheck, authenticate, check_host};
 use crate::conversations::{self, conversation_id};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::{access, approvals, events, files, memory, page, people, runs};
+use crate::{access, approvals, events, files, memory, page, people, runs, schedules};
 
 /// The whole application for a server listening on `addr`, its callers signed in by `auth`.
 pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
@@ -99,6 +99,15 @@ pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
         )
         .route("/api/v1/skills", get(skills))
         .route("/api/v1/workflows", get(workflows))
+        .route(
+            "/api/v1/schedules",
+            get(schedules::list).post(schedules::add),
+        )
+        .route(
+            "/api/v1/schedules/{id}",
+            patch(schedules::update).delete(schedules::remove),
+        )
+        .route("/api/v1/schedules/{id}/run", post(schedules::run_now))
         .route("/api/v1/demo/questions", get(demo_questions))
         .layer(DefaultBodyLimit::max(json_limit))
         .layer(RequestBodyLimitLayer::new(json_limit));

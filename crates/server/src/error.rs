@@ -142,7 +142,9 @@ impl From<StorageError> for ApiError {
             StorageError::HasForks { .. } => {
                 Self::new(StatusCode::CONFLICT, "has_forks", e.to_string())
             }
-            StorageError::NoFile { .. } => Self::not_found(e.to_string()),
+            StorageError::NoFile { .. } | StorageError::NoSchedule { .. } => {
+                Self::not_found(e.to_string())
+            }
             StorageError::TooLarge { .. } => {
                 Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", e.to_string())
             }

@@ -50,8 +50,11 @@ mod people;
 mod proxy;
 mod render;
 mod runs;
+mod scheduler;
+mod schedules;
 mod settings;
 mod state;
+mod webhook;
 mod wire;
 
 use std::future::Future;
@@ -66,10 +69,15 @@ pub use conversations::{
 };
 pub use error::{ApiError, ApiResult};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
+pub use scheduler::{Fired, RESUME_AFTER_MS, Scheduler};
 pub use settings::{
     AuthMode, AuthSettings, AuthSettingsError, OidcSettings, ProxySettings, UnknownUsers,
 };
 pub use state::{AppState, ServerConfig};
+pub use webhook::{
+    Payload, Posted, SIGNATURE_HEADER, Sender as WebhookSender, WebhookTransport, report_path,
+    signature,
+};
 pub use wire::{
     EntryFrame, ErrorBody, ErrorDetail, OpenCall, ResetFrame, RunAccepted, SyncFrame, UploadMeta,
 };

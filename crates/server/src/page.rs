@@ -148,9 +148,11 @@ mod tests {
 
     #[test]
     fn the_page_is_small() {
+        // Uncompressed, comments and all: 100 KiB until the memory and schedule panels,
+        // 128 KiB since (some 33 KiB gzipped).
         let total = APP_JS.len() + STYLE_CSS.len();
         assert!(
-            total < 100 * 1024,
+            total < 128 * 1024,
             "the page's JS and CSS weigh {total} bytes"
         );
         assert!(INDEX_HTML.contains("__NONCE__"));

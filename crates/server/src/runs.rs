@@ -161,12 +161,42 @@ pub(crate) async fn launch(
     request_id: String,
     input: Input,
 ) -> ApiResult<axum::response::Response> {
+    let options = RunOptions::default().with_actor(caller.name.clone());
+    let started = start_run(state, id, request_id, input, options).await?;
+    if started.done.is_some() {
+        tracing::info!(
+            "run {} of conversation {id} started by {}",
+            started.run_id,
+            caller.name
+        );
+    }
+    Ok(accepted(id, &started.run_id, started.done.is_none()).into_response())
+}
+
+/// A run [`start_run`] started, or found started by its request already.
+pub(crate) struct Started {
+    /// The run's id.
+    pub(crate) run_id: String,
+    /// Its summary when it ends; `None` when the request had started it before.
+    pub(crate) done: Option<tokio::task::JoinHandle<RunSummary>>,
+}
+
+/// Starts a run of `input` for request `request_id` with `options` (its ids are set here), or
+/// finds the run the request started already.
+pub(crate) async fn start_run(
+    state: &AppState,
+    id: &ConversationId,
+    request_id: String,
+    input: Input,
+    options: RunOptions,
+) -> ApiResult<Started> {
     let hub = state.hub(id).await?;
+    let found = |run_id: String| Started { run_id, done: None };
     if let Some(run_id) = Hub::run_of_request(&hub.lock(), &request_id) {
-        return Ok(accepted(id, &run_id, true).into_response());
+        return Ok(found(run_id));
     }
     if let Some(run_id) = logged_run(state, id, &request_id).await? {
-        return Ok(accepted(id, &run_id, true).into_response());
+        return Ok(found(run_id));
     }
     if *state.0.shutdown.borrow() {
         return Err(ApiError::new(
@@ -179,7 +209,7 @@ pub(crate) async fn launch(
     {
         let mut hs = hub.lock();
         if let Some(existing) = Hub::run_of_request(&hs, &request_id) {
-            return Ok(accepted(id, &existing, true).into_response());
+            return Ok(found(existing));
         }
         // Remembered before the lease is awaited, so a concurrent retry in this process finds
         // this run.
@@ -187,9 +217,8 @@ pub(crate) async fn launch(
     }
     // The run's lease refuses it while another run holds the conversation, here or on another
     // server sharing the store.
-    let options = RunOptions::default()
+    let options = options
         .with_ids(request_id, run_id.clone())
-        .with_actor(caller.name.clone())
         .with_durable_events();
     let run = match state.agent().start(id, input, options).await {
         Ok(run) => run,
@@ -198,12 +227,11 @@ pub(crate) async fn launch(
             return Err(e.into());
         }
     };
-    tracing::info!(
-        "run {run_id} of conversation {id} started by {}",
-        caller.name
-    );
-    spawn_run(state, hub, id.clone(), run);
-    Ok(accepted(id, &run_id, false).into_response())
+    let done = spawn_run(state, hub, id.clone(), run);
+    Ok(Started {
+        run_id,
+        done: Some(done),
+    })
 }
 
 /// The uploads a message attaches, each an upload of this conversation (400 naming one that
@@ -252,7 +280,12 @@ impl Drop for RunGuard {
 
 /// Carries a run's events to the conversation's hub (the open event streams), on a task of
 /// the server's: a run belongs to the server, not to a connection.
-fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, mut run: Run) {
+fn spawn_run(
+    state: &AppState,
+    hub: Arc<Hub>,
+    id: ConversationId,
+    mut run: Run,
+) -> tokio::task::JoinHandle<RunSummary> {
     state.0.running.send_modify(|n| *n += 1);
     let run_id = run.id().to_owned();
     hub.begin(&run_id);
@@ -263,17 +296,20 @@ fn spawn_run(state: &AppState, hub: Arc<Hub>, id: ConversationId, mut run: Run) 
     };
     tokio::spawn(async move {
         let _guard = guard;
-        let mut finished = false;
+        let mut summary = None;
         while let Some(event) = run.next().await {
-            finished |= matches!(event, AgentEvent::Finished(_));
+            if let AgentEvent::Finished(s) = &event {
+                summary = Some(s.clone());
+            }
             hub.publish_event(&run_id, &event);
         }
         // A run whose task died without its summary still ends on every stream.
-        if !finished {
+        summary.unwrap_or_else(|| {
             let summary = RunSummary::failed(id.as_str(), ba_agent::NO_SUMMARY);
-            hub.publish_event(&run_id, &AgentEvent::Finished(summary));
-        }
-    });
+            hub.publish_event(&run_id, &AgentEvent::Finished(summary.clone()));
+            summary
+        })
+    })
 }
 
 /// Cancels a run of this conversation: cooperative (the partial answer is kept) and

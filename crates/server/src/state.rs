@@ -39,6 +39,10 @@ pub struct ServerConfig {
     /// entries another server appended, and a run here looks for a cancel request another
     /// server recorded in the store (250 ms).
     pub log_poll: Duration,
+    /// The scheduler's clock (the system's; tests move a manual one).
+    pub clock: Arc<dyn ba_storage::Clock>,
+    /// How the results of scheduled runs are posted.
+    pub webhooks: crate::webhook::Sender,
 }
 
 impl Default for ServerConfig {
@@ -60,7 +64,21 @@ impl ServerConfig {
             keep_alive: Duration::from_secs(15),
             assets_dir: None,
             log_poll: Duration::from_millis(250),
+            clock: Arc::new(ba_storage::SystemClock),
+            webhooks: crate::webhook::Sender::default(),
         }
+    }
+
+    /// The scheduler reads time from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn ba_storage::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Scheduled runs' results are posted by `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: crate::webhook::Sender) -> Self {
+        self.webhooks = webhooks;
+        self
     }
 
     /// Serves these demo questions.

@@ -112,6 +112,12 @@ pub enum StorageError {
         /// The name.
         name: String,
     },
+    /// No schedule has this id.
+    #[error("schedule `{id}` does not exist")]
+    NoSchedule {
+        /// The id.
+        id: String,
+    },
     /// A database operation failed.
     #[error("database: {0}")]
     Database(String),
@@ -193,6 +199,7 @@ impl StorageError {
             },
             Self::UserExists { name } => Self::UserExists { name: name.clone() },
             Self::NoUser { name } => Self::NoUser { name: name.clone() },
+            Self::NoSchedule { id } => Self::NoSchedule { id: id.clone() },
             Self::Database(message) => Self::Database(message.clone()),
             Self::Task(message) => Self::Task(message.clone()),
         }

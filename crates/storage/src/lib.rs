@@ -31,6 +31,10 @@
 //!   [`ConversationStore::memory`]: small text files in a user's [`MemoryScope`] or the team's,
 //!   every change a [`MemoryVersion`] naming its [`MemoryAuthor`], bounded by [`MemoryLimits`],
 //!   paths checked by [`MemoryPath::parse`].
+//! - Schedules behind one [`Schedules`] trait, reached through
+//!   [`ConversationStore::schedules`]: a workflow on a cron expression in a time zone, for an
+//!   owner, within a budget; each occurrence claimed once ([`Claim`]) across every process
+//!   sharing the store.
 //!
 //! The crate depends on `ba-protocol` only: entries are [`ba_protocol::LogEntry`]. The agent
 //! crate plugs these stores into the tool runtime and the orchestrator.
@@ -71,6 +75,7 @@ mod people;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rewind;
+mod schedule;
 mod store;
 mod text;
 mod verify;
@@ -99,6 +104,10 @@ pub use people::{
 #[cfg(feature = "postgres")]
 pub use postgres::{MIGRATIONS, PostgresOptions, PostgresStore, PostgresWorkspace};
 pub use rewind::after_rewinds;
+pub use schedule::{
+    CatchUp, Claim, Due, MAX_SCHEDULE_NAME, NewSchedule, ON_TIME_MS, Schedule, ScheduleBudget,
+    ScheduleUpdate, ScheduledRun, Schedules, Webhook, check_schedule, expand_input,
+};
 pub use store::{
     Appended, Clock, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ForkPoint,
     ListPage, Loaded, MAX_HOLDER_FIELD, ManualClock, MetaUpdate, NewConversation, Page, RunHolder,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::people::{DEFAULT_OWNER, Directory};
+use crate::schedule::Schedules;
 use crate::workspace::Workspace;
 
 /// A log entry with the sequence number the store gave it (1 for the first entry).
@@ -739,6 +740,12 @@ pub trait ConversationStore: Send + Sync {
         None
     }
 
+    /// The schedules of this store and their runs; `None` when the backend keeps none (the
+    /// default).
+    fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+        None
+    }
+
     /// One page of `owner`'s conversations in id order, after `page.after`. This default
     /// filters [`ConversationStore::list`]; `PostgresStore` asks the database.
     async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
@@ -869,6 +876,9 @@ macro_rules! forward {
             }
             fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
                 (**self).memory()
+            }
+            fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+                (**self).schedules()
             }
             async fn list_owned(&self, owner: &str, page: Page) -> Result<ListPage> {
                 (**self).list_owned(owner, page).await

@@ -343,15 +343,18 @@ impl Runner {
         // The log is read once: the history keeps what the model sees, the meter counts every
         // call made, the entries a rewind took back included.
         let (inner, mut meter) = (Arc::clone(&self.inner), None);
+        let budgets = inner
+            .settings
+            .budgets
+            .tightened(&self.options.conversation_caps);
         self.history
             .load_seeing(|log| {
-                let settings = &inner.settings;
                 meter = Some(crate::spend::Meter::of_log(
                     &inner.store,
                     &meta,
                     log,
-                    settings.budgets,
-                    settings.prices.clone(),
+                    budgets,
+                    inner.settings.prices.clone(),
                 ));
             })
             .await?;

@@ -22,6 +22,7 @@ mod memory;
 mod people;
 mod proxy;
 mod safety;
+mod schedules;
 mod stream;
 mod turns;
 mod workflows;

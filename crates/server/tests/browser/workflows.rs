@@ -7,13 +7,14 @@ use serde_json::json;
 
 use crate::harness::*;
 
-const REVIEW: &str = include_str!("../../../cli/demo/workflows/monthly-sales-review/WORKFLOW.md");
+pub(crate) const REVIEW: &str =
+    include_str!("../../../cli/demo/workflows/monthly-sales-review/WORKFLOW.md");
 
 fn at(r: &Request, id: &str) -> bool {
     r.system().contains(&format!(": `{id}` — "))
 }
 
-async fn analyst() -> ScriptedModel {
+pub(crate) async fn analyst() -> ScriptedModel {
     ScriptedModel::builder()
         .rule(
             "report",

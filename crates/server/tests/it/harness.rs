@@ -87,6 +87,11 @@ impl Model {
         self
     }
 
+    /// The calls made so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
     pub fn release(&self, calls: usize) {
         self.gate.add_permits(calls);
     }
@@ -133,6 +138,8 @@ pub struct Server {
     /// Tool calls wait for a permit here (plenty unless `Options::tool_gated`).
     pub tool_gate: Arc<Semaphore>,
     pub model: Arc<Model>,
+    /// The server's state (for a scheduler of its own).
+    pub state: AppState,
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     done: Option<std::sync::mpsc::Receiver<()>>,
@@ -165,6 +172,10 @@ pub struct Options {
     /// The agent's prices and spending caps.
     pub prices: ba_agent::Prices,
     pub budgets: ba_agent::Budgets,
+    /// The scheduler's clock (the system's when `None`).
+    pub clock: Option<Arc<dyn ba_storage::Clock>>,
+    /// How scheduled runs' webhooks are posted.
+    pub webhooks: Option<ba_server::WebhookSender>,
 }
 
 impl Default for Options {
@@ -186,6 +197,8 @@ impl Default for Options {
             log: None,
             prices: ba_agent::Prices::default(),
             budgets: ba_agent::Budgets::default(),
+            clock: None,
+            webhooks: None,
         }
     }
 }
@@ -263,6 +276,12 @@ impl Server {
         if let Some(q) = options.demo_questions {
             config = config.with_demo_questions(q);
         }
+        if let Some(clock) = options.clock {
+            config = config.with_clock(clock);
+        }
+        if let Some(webhooks) = options.webhooks {
+            config = config.with_webhooks(webhooks);
+        }
         let state = AppState::new(agent, config);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -284,10 +303,22 @@ impl Server {
             tool_calls,
             tool_gate,
             model,
+            state,
             runtime: Some(runtime),
             stop: Some(stop),
             done: Some(done),
         }
+    }
+
+    /// One tick of a scheduler of this server, on the server's runtime (so its runs die with
+    /// a kill).
+    pub async fn tick(&self) -> Vec<ba_server::Fired> {
+        let scheduler = ba_server::Scheduler::new(self.state.clone());
+        let rt = self.runtime.as_ref().expect("a running server");
+        rt.spawn(async move { scheduler.tick().await })
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     /// Kills the server: every task (runs included) is dropped where it stands.

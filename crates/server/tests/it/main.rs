@@ -19,5 +19,6 @@ mod runs;
 mod runtime;
 mod safety;
 mod scale_out;
+mod schedules;
 mod signin;
 mod workflows;

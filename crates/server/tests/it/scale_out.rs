@@ -169,6 +169,16 @@ impl Pg {
         PostgresStore::connect(&self.url, opts).await.unwrap()
     }
 
+    /// A store in this schema on `clock`.
+    pub(crate) async fn store_on(&self, clock: Arc<dyn ba_storage::Clock>) -> PostgresStore {
+        let opts = PostgresOptions {
+            schema: self.schema.clone(),
+            clock,
+            ..PostgresOptions::default()
+        };
+        PostgresStore::connect(&self.url, opts).await.unwrap()
+    }
+
     /// A server on a store of its own in this schema.
     async fn server(&self, dir: &std::path::Path, model: Model) -> Server {
         let store: Arc<dyn ConversationStore> = Arc::new(self.store().await);

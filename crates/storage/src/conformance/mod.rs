@@ -4,8 +4,9 @@
 //! runs every check on its own store: ordering, sequence conflicts, concurrent appenders,
 //! paging, delete, retention, unicode and 10 MB entries, the round trip of every entry kind,
 //! owners, the people of the store (users, tokens, shares, spend added from many tasks at
-//! once), and memory (versions, restore, scopes, bounds, path checks, concurrent commits). A
-//! failed check is returned as an error naming the check.
+//! once), memory (versions, restore, scopes, bounds, path checks, concurrent commits), and
+//! schedules (each occurrence claimed once by many tasks at once, catch-up). A failed check
+//! is returned as an error naming the check.
 //!
 //! [`workspace()`] is the suite of the conversations' workspaces ([`crate::Workspace`]), run the
 //! same way on every backend that has one.
@@ -83,6 +84,7 @@ mod files;
 mod forks;
 mod memory;
 mod people;
+mod schedules;
 
 /// An entry with text `text`.
 pub fn text_entry(id: &str, role: LogRole, text: &str) -> LogEntry {
@@ -115,6 +117,9 @@ pub const CHECKS: &[&str] = &[
     "memory_scopes",
     "memory_bounds",
     "memory_concurrent",
+    "schedules",
+    "schedule_claims",
+    "catch_up",
 ];
 
 /// Runs every check, each on a fresh store from `make`.
@@ -151,6 +156,9 @@ where
             "memory_scopes" => memory::memory_scopes(&store).await,
             "memory_bounds" => memory::memory_bounds(&store).await,
             "memory_concurrent" => memory::memory_concurrent(&store).await,
+            "schedules" => schedules::schedules_kept(&store, &clock).await,
+            "schedule_claims" => schedules::schedule_claims(&store).await,
+            "catch_up" => schedules::catch_up(&store, &clock).await,
             _ => entry_kinds_round_trip(&store).await,
         };
         result.map_err(|message| Failure { check, message })?;

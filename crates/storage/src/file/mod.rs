@@ -36,6 +36,7 @@ mod lock;
 mod memory;
 mod migrate;
 mod people;
+mod schedule;
 mod workspace;
 
 use std::collections::{BTreeMap, HashMap};
@@ -60,6 +61,7 @@ use crate::atomic::sync_dir;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::people::Directory;
+use crate::schedule::Schedules;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, Diagnostic, DiagnosticKind, ListPage, Loaded,
     MetaUpdate, NewConversation, Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -155,6 +157,8 @@ pub(super) struct Inner {
     directory: Arc<people::FileDirectory>,
     /// The memory files, under `memory/`.
     memory: Arc<memory::FileMemory>,
+    /// Schedules and their runs, under `schedules/`.
+    schedules: Arc<schedule::FileSchedules>,
 }
 
 /// In-process state of one conversation file.
@@ -200,10 +204,12 @@ impl FileStore {
         ));
         let directory = Arc::new(people::FileDirectory::new(&root, opts.clock.clone()));
         let memory = Arc::new(memory::FileMemory::new(&root, opts.clock.clone()));
+        let schedules = Arc::new(schedule::FileSchedules::new(&root, opts.clock.clone()));
         let store = Self {
             inner: Arc::new(Inner {
                 directory,
                 memory,
+                schedules,
                 root,
                 dir,
                 opts,
@@ -628,6 +634,10 @@ impl ConversationStore for FileStore {
 
     fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
         Some(self.inner.memory.clone())
+    }
+
+    fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+        Some(self.inner.schedules.clone())
     }
 
     /// An exclusive `flock` on `conversations/<id>.run`, held by the lease's open file (the

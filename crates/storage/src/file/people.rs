@@ -51,6 +51,62 @@ struct SpendRow {
     tokens: u64,
 }
 
+/// The rows of a JSON file; none when it does not exist. A file past [`MAX_FILE_BYTES`] is
+/// refused as damaged, not read whole.
+pub(super) fn read_rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StorageError::io("opening", path, e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| StorageError::io("reading", path, e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(StorageError::Format {
+            what: path.display().to_string(),
+            message: format!("larger than {MAX_FILE_BYTES} bytes"),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| StorageError::Format {
+        what: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Replaces a JSON file with `rows`, atomically.
+pub(super) fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(rows).map_err(|e| StorageError::Format {
+        what: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &bytes)
+}
+
+/// Runs `change` under an exclusive `flock` on `dir/lock_name` (creating `dir`, private to
+/// the store's user), so processes sharing the folder change its files one at a time.
+pub(super) fn locked_in<R>(
+    dir: &Path,
+    lock_name: &str,
+    change: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| StorageError::io("creating", dir, e))?;
+    let path = dir.join(lock_name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StorageError::io("opening", &path, e))?;
+    let _flock = FileLock::exclusive(&file, &path)?;
+    change()
+}
+
 /// The [`Directory`] of a [`FileStore`](super::FileStore). Cheap to clone.
 #[derive(Debug, Clone)]
 pub(super) struct FileDirectory {
@@ -75,54 +131,17 @@ impl FileDirectory {
     }
 
     fn read<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
-        let path = self.dir.join(name);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StorageError::io("opening", path, e)),
-        };
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| StorageError::io("reading", &path, e))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(StorageError::Format {
-                what: path.display().to_string(),
-                message: format!("larger than {MAX_FILE_BYTES} bytes"),
-            });
-        }
-        serde_json::from_slice(&bytes).map_err(|e| StorageError::Format {
-            what: path.display().to_string(),
-            message: e.to_string(),
-        })
+        read_rows(&self.dir.join(name))
     }
 
     fn write<T: Serialize>(&self, name: &str, rows: &[T]) -> Result<()> {
-        let path = self.dir.join(name);
-        let bytes = serde_json::to_vec_pretty(rows).map_err(|e| StorageError::Format {
-            what: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        write_atomic(&path, &bytes)
+        write_rows(&self.dir.join(name), rows)
     }
 
     /// Runs `change` under the exclusive lock of the people files (creating their folder,
     /// private to the store's user).
     fn locked<R>(&self, change: impl FnOnce(&Self) -> Result<R>) -> Result<R> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| StorageError::io("creating", &self.dir, e))?;
-        let path = self.dir.join("people.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StorageError::io("opening", &path, e))?;
-        let _flock = FileLock::exclusive(&file, &path)?;
-        change(self)
+        locked_in(&self.dir, "people.lock", || change(self))
     }
 
     async fn run<R: Send + 'static>(

@@ -17,6 +17,7 @@
 mod history;
 mod memory;
 mod people;
+mod schedule;
 mod workspace;
 
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ pub use self::workspace::PostgresWorkspace;
 use crate::error::{Result, StorageError};
 use crate::id::ConversationId;
 use crate::people::Directory;
+use crate::schedule::Schedules;
 use crate::store::{
     Appended, ConversationMeta, ConversationStore, ListPage, Loaded, MetaUpdate, NewConversation,
     Page, RunHolder, RunLease, RunLock, SharedClock, SystemClock,
@@ -181,6 +183,27 @@ pub const MIGRATIONS: &[&str] = &[
         created_ms BIGINT NOT NULL,
         PRIMARY KEY (scope, path, version)
     );",
+    // Schedules and their runs: a run is claimed by inserting its row unless one exists
+    // (the primary key makes the claim once across every server), and goes with its
+    // schedule. The inputs are JSON text, read back through one serde type.
+    "CREATE TABLE ba_schedules (
+        id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        since_ms BIGINT NOT NULL
+    );
+    CREATE TABLE ba_schedule_runs (
+        schedule_id TEXT NOT NULL REFERENCES ba_schedules (id) ON DELETE CASCADE,
+        occurrence_ms BIGINT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        claimed_ms BIGINT NOT NULL,
+        finished_ms BIGINT,
+        status TEXT,
+        error TEXT,
+        PRIMARY KEY (schedule_id, occurrence_ms)
+    );
+    CREATE INDEX ba_schedule_runs_unfinished ON ba_schedule_runs (claimed_ms)
+        WHERE finished_ms IS NULL;",
 ];
 
 /// Options of a [`PostgresStore`].
@@ -219,6 +242,7 @@ pub struct PostgresStore {
     workspace: Arc<PostgresWorkspace>,
     directory: Arc<people::PgDirectory>,
     memory: Arc<memory::PgMemory>,
+    schedules: Arc<schedule::PgSchedules>,
     schema: String,
 }
 
@@ -331,9 +355,11 @@ impl PostgresStore {
         ));
         let directory = Arc::new(people::PgDirectory::new(pool.clone(), opts.clock.clone()));
         let memory = Arc::new(memory::PgMemory::new(pool.clone(), opts.clock.clone()));
+        let schedules = Arc::new(schedule::PgSchedules::new(pool.clone(), opts.clock.clone()));
         let store = Self {
             directory,
             memory,
+            schedules,
             pool,
             clock: opts.clock,
             workspace,
@@ -453,6 +479,10 @@ impl ConversationStore for PostgresStore {
 
     fn memory(&self) -> Option<Arc<dyn crate::memory::MemoryStore>> {
         Some(self.memory.clone())
+    }
+
+    fn schedules(&self) -> Option<Arc<dyn Schedules>> {
+        Some(self.schedules.clone())
     }
 
     async fn create(&self, id: &ConversationId, new: NewConversation) -> Result<ConversationMeta> {
