@@ -81,7 +81,8 @@ async fn chat_goes_on_in_a_fork_and_leaves_the_original() {
         .trim()
         .to_owned();
     let mut chat = command("chat", &config, &home)
-        .args(["--fork", &parent, "--at", "1"])
+        // Entry 1 is the memory index the first run wrote; entry 2 the first question.
+        .args(["--fork", &parent, "--at", "2"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -100,7 +101,7 @@ async fn chat_goes_on_in_a_fork_and_leaves_the_original() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains(&format!("Forked {parent} at entry 1.")),
+        text.contains(&format!("Forked {parent} at entry 2.")),
         "{text}"
     );
     assert!(

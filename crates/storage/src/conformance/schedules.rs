@@ -100,8 +100,9 @@ pub(super) async fn schedules_kept<S: ConversationStore>(
         )
         .await
         .map_err(err)?;
+    let renamed = "Monthly sales review";
     ensure!(
-        paused.spec.paused && paused.spec.name == "Monthly sales review",
+        paused.spec.paused && paused.spec.name == renamed,
         "the update gave {paused:?}"
     );
     ensure!(
