@@ -51,12 +51,12 @@ struct SpendRow {
     tokens: u64,
 }
 
-/// The rows of a JSON file; none when it does not exist. A file past [`MAX_FILE_BYTES`] is
-/// refused as damaged, not read whole.
-pub(super) fn read_rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+/// The value of a JSON file; the type's default (no rows) when it does not exist. A file past
+/// [`MAX_FILE_BYTES`] is refused as damaged, not read whole.
+pub(super) fn read_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(T::default()),
         Err(e) => return Err(StorageError::io("opening", path, e)),
     };
     let mut bytes = Vec::new();
@@ -75,9 +75,19 @@ pub(super) fn read_rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     })
 }
 
+/// The rows of a JSON file ([`read_json`]).
+pub(super) fn read_rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    read_json(path)
+}
+
 /// Replaces a JSON file with `rows`, atomically.
 pub(super) fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(rows).map_err(|e| StorageError::Format {
+    write_json(path, rows)
+}
+
+/// Replaces a JSON file with `value`, atomically.
+pub(super) fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| StorageError::Format {
         what: path.display().to_string(),
         message: e.to_string(),
     })?;
