@@ -42,19 +42,28 @@ pub struct Calibration {
     pub ratio: f64,
     /// The calls it was measured on.
     pub calls: usize,
+    /// Whether the server's prompt tokens hold the tool definitions. A server whose chat
+    /// template has no place for tools (llama.cpp's without `--jinja`, say) drops them from
+    /// the prompt, and they take none of its window.
+    pub tools_counted: bool,
 }
 
 /// The calibration of the model of the latest answered call: its server's prompt tokens over
 /// the window's local count, summed over its latest calls whose usage the server reported.
-/// The window's count leaves out the tool definitions the server counts; see
-/// `calibration_with_tools` for the ratio the budget uses.
+/// See `calibration_with_tools`.
 pub fn calibration(log: &[LogEntry]) -> Option<Calibration> {
     calibration_with_tools(log, 0)
 }
 
-/// [`calibration`] with `tool_tokens` (the local count of the tool definitions sent with each
-/// call) added to each call's local count: the server counts the definitions in its prompt
-/// tokens, and a ratio without them would shrink the messages' budget by the tools' share.
+/// [`calibration`], with `tool_tokens` (the local count of the tool definitions sent with each
+/// call) standing for the definitions of calls whose record left them out of `used` (logs
+/// written before they were counted).
+///
+/// The server counts the definitions where its prompt holds them, and not at all where its
+/// template drops them; the prompt tokens it reports say which. Of the two readings — the
+/// ratio over everything sent and the ratio over the system prompt and messages alone — the
+/// one nearer to 1 is taken: two tokenizers differ by tens of percent, while definitions a
+/// server drops (or counts) move the ratio by their whole share of the request.
 pub(crate) fn calibration_with_tools(log: &[LogEntry], tool_tokens: usize) -> Option<Calibration> {
     let answered = |e: &&LogEntry| {
         let r = &e.records;
@@ -70,30 +79,47 @@ pub(crate) fn calibration_with_tools(log: &[LogEntry], tool_tokens: usize) -> Op
         .find(answered)
         .and_then(|e| e.records.model.as_ref())
         .and_then(|m| m.name.clone())?;
-    let (mut server, mut local, mut calls) = (0u64, 0u64, 0usize);
+    let (mut server, mut with_tools, mut without, mut calls) = (0u64, 0u64, 0u64, 0usize);
     for e in log.iter().rev().filter(answered) {
         if e.records.model.as_ref().and_then(|m| m.name.as_deref()) != Some(model.as_str()) {
             continue;
         }
+        let Some(c) = e.records.context.as_ref() else {
+            continue;
+        };
         server += e.records.usage.map_or(0, |u| u.prompt_tokens());
-        local += e
-            .records
-            .context
-            .as_ref()
-            .map_or(0, |c| (c.used + tool_tokens) as u64);
+        let (sent, tools) = if c.tool_tokens == 0 {
+            (c.used + tool_tokens, tool_tokens)
+        } else {
+            (c.used, c.tool_tokens)
+        };
+        with_tools += sent as u64;
+        without += sent.saturating_sub(tools).max(1) as u64;
         calls += 1;
         if calls == CALIBRATION_CALLS {
             break;
         }
     }
-    let ratio = server as f64 / local as f64;
+    let (all, bare) = (
+        server as f64 / with_tools as f64,
+        server as f64 / without as f64,
+    );
+    let tools_counted = all.ln().abs() <= bare.ln().abs();
+    let ratio = if tools_counted { all } else { bare };
     (RATIO_BOUNDS.0..=RATIO_BOUNDS.1)
         .contains(&ratio)
         .then_some(Calibration {
             model,
             ratio,
             calls,
+            tools_counted,
         })
+}
+
+/// Whether the next request's window makes room for the tool definitions: yes unless the
+/// calibration found the server leaves them out of its prompt.
+pub(crate) fn tools_take_room(log: &[LogEntry], tool_tokens: usize) -> bool {
+    calibration_with_tools(log, tool_tokens).is_none_or(|c| c.tools_counted)
 }
 
 /// The last window the log keeps for the conversation.
@@ -292,5 +318,40 @@ mod tests {
         assert!(without.total < 10_000 * 10 / 23, "{without:?}");
         assert!(with.total > 10_000 * 100 / 125, "{with:?}");
         assert!(with.total < 10_000 * 100 / 115, "{with:?}");
+    }
+
+    /// A call whose record counts `tools` tokens of definitions in its `local` tokens.
+    fn answered_with_tools(server: u64, local: usize, tools: usize) -> LogEntry {
+        let mut e = answered(server, local, "m", false);
+        if let Some(c) = e.records.context.as_mut() {
+            c.tool_tokens = tools;
+        }
+        e
+    }
+
+    #[test]
+    fn a_server_that_drops_the_tool_definitions_is_calibrated_on_the_rest() {
+        // 1 500 tokens sent, 1 200 of them definitions; the server read 340: its template
+        // left the definitions out, and its tokenizer counts 1.13 of ours on the rest.
+        let dropped = calibration(&[answered_with_tools(340, 1_500, 1_200)]).unwrap();
+        assert!(!dropped.tools_counted);
+        assert!((dropped.ratio - 340.0 / 300.0).abs() < 1e-9, "{dropped:?}");
+        assert!(!tools_take_room(
+            &[answered_with_tools(340, 1_500, 1_200)],
+            1_200
+        ));
+        // The same request where the server read 1 700: it counted the definitions.
+        let counted = calibration(&[answered_with_tools(1_700, 1_500, 1_200)]).unwrap();
+        assert!(counted.tools_counted);
+        assert!(
+            (counted.ratio - 1_700.0 / 1_500.0).abs() < 1e-9,
+            "{counted:?}"
+        );
+        assert!(tools_take_room(
+            &[answered_with_tools(1_700, 1_500, 1_200)],
+            1_200
+        ));
+        // Nothing to calibrate on: room is made.
+        assert!(tools_take_room(&[], 1_200));
     }
 }

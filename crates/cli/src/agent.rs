@@ -260,13 +260,6 @@ fn spend_line(spend: &ba_agent::SpendReport) -> String {
     line
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 /// The exit code of a run refused because another run holds the conversation.
 const BUSY: u8 = 3;
 fn exit_code(summary: &RunSummary) -> ExitCode {
@@ -323,7 +316,7 @@ pub(crate) fn demo(args: DemoArgs) -> CliResult {
     let dir = args
         .dir
         .unwrap_or_else(|| std::env::temp_dir().join("ba-agent-demo"));
-    let rt = runtime()?;
+    let rt = crate::exit::runtime()?;
     rt.block_on(async {
         let d = if args.workflow {
             demo::setup_workflow(&dir, args.budget).await
@@ -531,7 +524,7 @@ pub(crate) fn run(args: RunArgs, ext: &ExtOpts) -> CliResult {
             )));
         }
     };
-    let rt = runtime()?;
+    let rt = crate::exit::runtime()?;
     rt.block_on(async {
         let title = args.task.as_ref().map(|t| t.chars().take(80).collect());
         let session = open_conversation(
@@ -630,7 +623,7 @@ the skills), /mode chat|agent|run (switch mode), /continue (resume after a failu
 pub(crate) fn chat(args: ChatArgs, ext: &ExtOpts) -> CliResult {
     let config = config_of(&args.opts)?;
     let mode = args.opts.mode.map(Mode::from);
-    let rt = runtime()?;
+    let rt = crate::exit::runtime()?;
     let mut session = rt.block_on(open_conversation(
         "ba-agent chat",
         &config,
@@ -803,7 +796,7 @@ pub(crate) fn cancel(args: CancelArgs) -> CliResult {
     if let Some(home) = args.home {
         config.home = Some(home);
     }
-    let rt = runtime()?;
+    let rt = crate::exit::runtime()?;
     rt.block_on(async {
         let store = config.shared_store().await.map_err(CliError::input)?;
         let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
@@ -835,7 +828,7 @@ pub(crate) fn inspect(args: InspectArgs) -> CliResult {
         config.home = Some(home);
     }
     let home = config.home();
-    let rt = runtime()?;
+    let rt = crate::exit::runtime()?;
     rt.block_on(async {
         let store: std::sync::Arc<dyn ConversationStore> =
             std::sync::Arc::new(config.existing_store().map_err(CliError::input)?);

@@ -29,6 +29,16 @@ impl From<anyhow::Error> for CliError {
 
 pub(crate) type CliResult = Result<ExitCode, CliError>;
 
+/// The runtime a command's async work runs on: one thread (a command does one thing at a
+/// time; `serve` and `schedules` build their own).
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 /// The error and its causes on one line, each said once: a cause whose text a message above
 /// it already holds (an I/O error quoted by the store's error and then chained as its source)
 /// is left out.

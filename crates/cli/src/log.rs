@@ -95,9 +95,7 @@ pub(crate) enum Command {
 }
 
 pub(crate) fn run(cmd: Command) -> CliResult {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .context("starting the runtime")?;
+    let runtime = crate::exit::runtime()?;
     runtime.block_on(run_async(cmd))
 }
 

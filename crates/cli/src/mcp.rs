@@ -177,13 +177,6 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 fn load(config: Option<&Path>, opts: &ExtOpts) -> Result<Extensions, CliError> {
     let config = Config::load(config).map_err(CliError::input)?;
     Extensions::gather(&config, opts).map_err(CliError::input)
@@ -211,7 +204,7 @@ fn command_options() -> McpOptions {
 
 fn list(config: Option<&Path>, opts: &ExtOpts, json: bool) -> CliResult {
     let ext = load(config, opts)?;
-    let rt = runtime().map_err(CliError::input)?;
+    let rt = crate::exit::runtime().map_err(CliError::input)?;
     let inventory = rt.block_on(async {
         let manager = ext.start(command_options()).await?;
         let longest = ext
@@ -321,7 +314,7 @@ fn call(
             }
         )));
     };
-    let rt = runtime().map_err(CliError::input)?;
+    let rt = crate::exit::runtime().map_err(CliError::input)?;
     let outcome = rt.block_on(async {
         let manager = McpManager::start([found], command_options()).await;
         let outcome = manager

@@ -53,10 +53,7 @@ pub(crate) fn run(args: Args) -> CliResult {
     let home = config.home();
     let store = config.existing_store().map_err(CliError::input)?;
     let id = ConversationId::new(&args.conv).map_err(CliError::input)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = crate::exit::runtime()?;
     let failed = |e: ExportError| match e {
         ExportError::Storage(e) => CliError::input(
             anyhow::Error::from(e).context(format!("conversation {id} in {}", home.display())),

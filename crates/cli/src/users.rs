@@ -116,10 +116,7 @@ impl Command {
 
 /// Runs `users …`.
 pub(crate) fn run(command: Command) -> CliResult {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = crate::exit::runtime()?;
     rt.block_on(execute(command)).map_err(CliError::input)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -42,17 +42,16 @@ fn server() -> Option<String> {
 const TIMEOUTS: &str =
     "stream_idle_timeout_secs: 900\nrequest_timeout_secs: 900\ncall_timeout_secs: 1800\n";
 
-/// A configuration as a new user writes it for a local server: no `context_window`. Memory is
-/// off: the tool definitions are not yet taken out of the window's budget (only the
-/// calibration sees them), and the memory tool's schema is enough to push a full 4096-token
-/// request over the server's window, twice (the retry is sized the same way).
+/// A configuration as a new user writes it for a local server: no `context_window`, memory on
+/// (the CLI's default), so every request carries the memory tool's definition beside the
+/// others and the window must make room for them.
 fn config(home: &Path, url: &str, extra: &str) -> PathBuf {
     let path = home.join("config.yaml");
     std::fs::write(
         &path,
         format!(
             "provider: openai\ncompat: true\nbase_url: {url}/v1\nmodel: smollm2\nhome: {}\n\
-             run_python: false\nmax_tokens: 64\nmemory: {{mode: off}}\n{TIMEOUTS}{extra}",
+             run_python: false\nmax_tokens: 64\n{TIMEOUTS}{extra}",
             home.display()
         ),
     )

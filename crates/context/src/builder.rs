@@ -416,8 +416,11 @@ impl ContextBuilder {
             When::OverTrigger
         };
         let prepared = self.prepare(&effective.entries, request);
-        let fixed =
-            self.counter.system(&system) + note.as_ref().map_or(0, |n| self.counter.entry(n));
+        // The tool definitions travel with every request and take their share of the window
+        // like the system prompt does.
+        let fixed = self.counter.system(&system)
+            + note.as_ref().map_or(0, |n| self.counter.entry(n))
+            + request.fixed_tokens;
         let c = self
             .pipeline
             .run_with(&prepared, fixed, when, &self.budget, &self.counter)
@@ -664,5 +667,47 @@ mod tests {
         assert!(again.compaction.is_none(), "one entry since the record");
         assert_eq!(&again.entries[..6], &built.entries[..]);
         assert_eq!(again.entries[6].id, "m6");
+    }
+
+    #[test]
+    fn tool_definitions_take_their_share_of_the_window() {
+        let b = builder(BuilderSettings::default());
+        // Twelve rounds of ~150 tokens: about 1 800 tokens of messages, under the trigger of a
+        // 4 000-token budget alone, over it beside 1 500 tokens of tool definitions.
+        let log: Vec<LogEntry> = (0..12)
+            .map(|i| {
+                let role = if i % 2 == 0 {
+                    LogRole::User
+                } else {
+                    LogRole::Assistant
+                };
+                let text = format!("round {i}: ") + &"revenue by region and month ".repeat(25);
+                LogEntry::new(format!("m{i}"), role, "t").with_text(text)
+            })
+            .collect();
+        let bare = block_on(b.build(&BuildRequest {
+            entries: &log,
+            ..BuildRequest::default()
+        }))
+        .unwrap();
+        assert!(!bare.debug.compressed, "{:?}", bare.debug.usage);
+        let with_tools = block_on(b.build(&BuildRequest {
+            entries: &log,
+            fixed_tokens: 1_500,
+            ..BuildRequest::default()
+        }))
+        .unwrap();
+        assert!(with_tools.debug.compressed, "{:?}", with_tools.debug.usage);
+        assert_eq!(
+            with_tools.debug.system_tokens,
+            bare.debug.system_tokens + 1_500
+        );
+        // What is sent (system, tools, messages) stays within the budget less the reserve.
+        assert!(
+            with_tools.debug.usage.used <= 3_500,
+            "{:?}",
+            with_tools.debug.usage
+        );
+        assert!(with_tools.debug.usage.used >= with_tools.debug.tokens_after + 1_500);
     }
 }

@@ -20,10 +20,12 @@ pub enum ContextError {
         /// Tokens reserved for the response.
         reserved: usize,
     },
-    /// The system prompt alone does not fit.
-    #[error("the system prompt takes {system} tokens, more than the {available} tokens available")]
+    /// The system prompt and the tool definitions alone do not fit.
+    #[error(
+        "the system prompt takes {system} tokens with the tool definitions, more than the {available} tokens available"
+    )]
     SystemTooLarge {
-        /// Tokens of the system prompt.
+        /// Tokens of the system prompt, the tool definitions and the note after the window.
         system: usize,
         /// Tokens available after the response reserve.
         available: usize,

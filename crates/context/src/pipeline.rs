@@ -157,13 +157,19 @@ impl Pipeline {
             Some(t) if t > 0 => t,
             _ => limit,
         };
-        let compressed = match when {
+        let mut compressed = match when {
             When::OverTrigger => window.tokens() > trigger,
             When::Now => true,
             When::Never => false,
         };
         let dropped_on_read = window.dropped.len();
         if compressed {
+            // Over the trigger but within the target (the system prompt and tool definitions
+            // take so much of the budget that the target is the whole limit): nothing to do,
+            // and no compaction to report.
+            if when == When::OverTrigger && window.tokens() <= target {
+                compressed = false;
+            }
             for strategy in &self.strategies {
                 if window.tokens() <= target {
                     break;

@@ -110,8 +110,13 @@ pub struct ContextRecord {
     pub tokens_after: usize,
     /// Tokens of the system prompt.
     pub system_tokens: usize,
-    /// System and message tokens sent.
+    /// System, tool-definition and message tokens sent (logs written before the tool
+    /// definitions were counted leave them out: their `tool_tokens` is 0).
     pub used: usize,
+    /// Tokens of the tool definitions sent, counted in `used`. The window makes room for
+    /// them unless the server was found to leave them out of its prompt.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub tool_tokens: usize,
     /// Strategies applied.
     pub strategies: Vec<String>,
     /// Entries left out of the window.

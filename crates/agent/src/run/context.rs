@@ -52,6 +52,11 @@ impl Runner {
         {
             w.shape(&mut request);
         }
+        let tool_tokens = request.fixed_tokens;
+        let room = crate::budget::tools_take_room(self.history.all(), tool_tokens);
+        if !room {
+            request.fixed_tokens = 0;
+        }
         let mut built = self.build(&request).await?;
         // Active skills whose activation the model no longer reads whole get their
         // instructions back in the system prompt (the same ones every round until the next
@@ -87,7 +92,10 @@ impl Runner {
             tokens_before: debug.tokens_before,
             tokens_after: debug.tokens_after,
             system_tokens: debug.system_tokens,
-            used: debug.usage.used,
+            // Everything sent, as the calibration reads it: the definitions too when the
+            // window made no room for them.
+            used: debug.usage.used + if room { 0 } else { tool_tokens },
+            tool_tokens,
             strategies: debug.strategies.clone(),
             dropped: debug.dropped.len(),
             skills_reinjected: reinjected,
@@ -223,15 +231,7 @@ pub(crate) fn build_request<'a>(
         .filter(|e| e.records.skill.is_some())
         .map(|e| e.id.clone())
         .collect();
-    let counter = inner.builders.counter();
-    let fixed_tokens = tools
-        .iter()
-        .map(|t| {
-            counter.text(&t.name)
-                + counter.text(&t.description)
-                + counter.text(&t.input_schema.to_string())
-        })
-        .sum();
+    let fixed_tokens = inner.builders.spec_tokens(tools);
     BuildRequest {
         entries: view,
         mode,
@@ -284,6 +284,9 @@ async fn preview(
         w.shape(&mut request);
     }
     let tool_tokens = inner.builders.spec_tokens(&tools);
+    if !crate::budget::tools_take_room(history.all(), tool_tokens) {
+        request.fixed_tokens = 0;
+    }
     let budget = crate::budget::budget_for(inner.settings.budget, history.all(), tool_tokens);
     Ok(inner
         .builders

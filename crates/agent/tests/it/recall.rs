@@ -113,8 +113,9 @@ async fn a_figure_dropped_from_the_window_is_recalled_through_its_trace() {
             .collect();
         Ok(Value::String(rows))
     });
+    // Small enough that the table leaves the window beside the tool definitions it carries.
     let settings = AgentSettings {
-        budget: ContextBudget::new(1_500, 200),
+        budget: ContextBudget::new(1_800, 200),
         ..AgentSettings::default()
     };
     let agent = Agent::builder(Arc::new(client))

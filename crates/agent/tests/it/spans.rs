@@ -67,6 +67,11 @@ where
 async fn a_sub_agents_run_is_traced_inside_the_task_call_that_started_it() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let tree = SpanTree::default();
+    // While a single subscriber is registered, tracing sizes a callsite's interest by the
+    // default of the thread that reaches it first: a test on another thread (no subscriber)
+    // reaching `run` first would switch the span off for this one too. A second live
+    // subscriber makes every callsite ask all of them.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     let _traced =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(tree.clone()));
     let dir = tempfile::tempdir().unwrap();

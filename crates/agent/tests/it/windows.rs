@@ -236,10 +236,10 @@ async fn the_calibrated_budget_fits_a_window_the_local_count_overflows() {
     assert_eq!(*server.refusals.lock().unwrap(), Vec::<u64>::new());
     let report = agent.report(&id).await.unwrap();
     let calibration = report.calibration.unwrap();
-    // The server also counts the tool definitions, which the local count of the window leaves
-    // out: the calibration takes them in, a little over the tokenizers' ratio.
+    // Both counts hold the tool definitions: the calibration is the tokenizers' ratio, give or
+    // take what the two count differently (a message's overhead, the definitions' JSON).
     assert!(
-        (RATIO..RATIO * 1.15).contains(&calibration.ratio),
+        (RATIO * 0.95..RATIO * 1.05).contains(&calibration.ratio),
         "{calibration:?}"
     );
     assert!(report.window.is_none());
@@ -266,4 +266,88 @@ async fn the_context_preview_counts_in_the_window_the_next_request_gets() {
         "the preview counts against {total} tokens"
     );
     assert!(preview.usage.used <= total, "{:?}", preview.usage);
+}
+
+/// A tool with a long definition, as MCP servers declare them.
+#[derive(Debug)]
+struct Wordy(String);
+
+#[async_trait::async_trait]
+impl ba_tools::Tool for Wordy {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn description(&self) -> &str {
+        "Reads the sales ledger of one region for a period and returns its rows with the \
+         product, the quantity, the net amount, the discount and the channel of each sale; \
+         filters by store, by product family and by customer segment, and sorts by any column."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        let field = |what: &str| {
+            serde_json::json!({"type": "string", "description": format!(
+                "The {what} to read, as the ledger names it; several may be given separated \
+                 by commas, and an empty value reads them all.")})
+        };
+        serde_json::json!({"type": "object", "properties": {
+            "region": field("region"), "period": field("period"), "store": field("store"),
+            "family": field("product family"), "segment": field("customer segment"),
+            "sort": field("column to sort by"),
+        }})
+    }
+    async fn call(
+        &self,
+        _: serde_json::Value,
+        _: &ba_tools::CallContext,
+    ) -> Result<serde_json::Value, ba_tools::ToolError> {
+        Ok(serde_json::json!({"rows": []}))
+    }
+}
+
+/// The tool definitions travel with every request: the window must make room for them. With
+/// three long definitions (about a fifth of the server's window) and the budget calibrated
+/// on the server's counts, a conversation that grows past the window is compressed in time,
+/// and the server never refuses a request.
+#[tokio::test]
+async fn tool_definitions_are_counted_against_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::new(true);
+    let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+    let tools: Vec<Arc<dyn ba_tools::Tool>> = (0..3)
+        .map(|i| Arc::new(Wordy(format!("ledger_{i}"))) as Arc<dyn ba_tools::Tool>)
+        .collect();
+    let agent = Agent::builder(Arc::clone(&server) as Arc<dyn ba_model::ModelClient>)
+        .store(store)
+        .sub_agents(false)
+        .tools(tools)
+        .configure(|s| {
+            s.model = "smollm2".into();
+            s.budget = ContextBudget::new(WINDOW as usize, 256);
+            s.stream = false;
+            s.tool_search.defer = ba_agent::DeferMode::Never;
+        })
+        .build()
+        .unwrap();
+    let id = conversation(&agent).await;
+    for n in 0..6 {
+        let status = ask(&agent, &id, notes(n)).await;
+        assert_eq!(
+            status,
+            RunStatus::Answered,
+            "follow-up {n}: {:#?}",
+            failures(&agent, &id).await
+        );
+    }
+    assert_eq!(*server.refusals.lock().unwrap(), Vec::<u64>::new());
+    // Each call's record counts the definitions it sent, inside what it used.
+    let entries = log(&agent, &id).await;
+    let records: Vec<_> = entries
+        .iter()
+        .filter_map(|e| e.records.context.as_ref())
+        .collect();
+    assert_eq!(records.len(), 6);
+    assert!(
+        records
+            .iter()
+            .all(|c| c.tool_tokens > 400 && c.used > c.tool_tokens)
+    );
 }
