@@ -627,12 +627,11 @@ async fn context_replay_embeds_through_the_endpoint_too() {
     .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
-    let asked = model
-        .embedding_requests()
-        .iter()
-        .any(|r| r.input.first().is_some_and(|q| q.contains("item 35")));
-    assert!(
-        asked,
-        "the request before the last answer embedded its question"
-    );
+    // Retrieval runs when a request compacts; each time, the question of that request is
+    // embedded first, then the passages.
+    let questions = ["Tell me about region", "What is the value of item 35?"];
+    for r in model.embedding_requests() {
+        let first = r.input.first().cloned().unwrap_or_default();
+        assert!(questions.iter().any(|q| first.contains(q)), "{:?}", r.input);
+    }
 }
