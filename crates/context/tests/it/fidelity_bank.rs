@@ -507,8 +507,8 @@ fn retrieval_brings_the_named_item_back() {
                 rows.last_mut().unwrap()
             }
         };
-        for k in 0..3 {
-            slot.1[k] += usize::from(kept[k]);
+        for (count, k) in slot.1.iter_mut().zip(kept) {
+            *count += usize::from(k);
         }
         slot.1[3] += 1;
     };
