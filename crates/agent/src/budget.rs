@@ -15,8 +15,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ba_context::{
-    BuilderSettings, ContextBudget, ContextBuilder, MessageCounter, ModelTokenizer, Pipeline,
-    Summarizer,
+    BuilderSettings, ContextBudget, ContextBuilder, Embedder, MessageCounter, ModelTokenizer,
+    Pipeline, RetrievalStrategy, Summarizer,
 };
 use ba_protocol::{LogEntry, WindowRecord};
 use serde::Serialize;
@@ -157,23 +157,45 @@ pub(crate) struct Builders {
     kept: Mutex<Vec<(ContextBudget, Arc<ContextBuilder>)>>,
     prompts: Prompts,
     settings: BuilderSettings,
-    strategy: String,
-    summarizer: Option<Arc<dyn Summarizer>>,
+    strategy: Strategy,
     model: String,
 }
 
+/// The compression strategy of the windows: its name (one of [`ba_context::STRATEGY_NAMES`])
+/// and what it is made with.
+#[derive(Clone)]
+pub(crate) struct Strategy {
+    pub(crate) name: String,
+    pub(crate) summarizer: Option<Arc<dyn Summarizer>>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) retrieval_share: f64,
+}
+
+impl Strategy {
+    /// The pipeline of the strategy: `retrieval` takes its share and the embedder, the others
+    /// are [`Pipeline::named`].
+    fn pipeline(&self) -> Result<Pipeline, ba_context::ContextError> {
+        if self.name == "retrieval" {
+            let mut r = RetrievalStrategy::default().with_share(self.retrieval_share);
+            if let Some(e) = &self.embedder {
+                r = r.with_embedder(Arc::clone(e));
+            }
+            return Ok(Pipeline::new(vec![Box::new(r)]));
+        }
+        Pipeline::named(&self.name, self.summarizer.clone())
+    }
+}
+
 impl Builders {
-    /// The builders of windows by `strategy` (a name of [`ba_context::STRATEGY_NAMES`]) in
-    /// `budget`, counted with `model`'s tokenizer.
+    /// The builders of windows by `strategy` in `budget`, counted with `model`'s tokenizer.
     pub(crate) fn new(
         prompts: Prompts,
         settings: BuilderSettings,
         budget: ContextBudget,
-        strategy: &str,
-        summarizer: Option<Arc<dyn Summarizer>>,
+        strategy: Strategy,
         model: &str,
     ) -> Result<Self, ba_context::ContextError> {
-        let pipeline = Pipeline::named(strategy, summarizer.clone())?;
+        let pipeline = strategy.pipeline()?;
         let own = Arc::new(ContextBuilder::new(
             prompts.parts(),
             settings,
@@ -186,8 +208,7 @@ impl Builders {
             kept: Mutex::default(),
             prompts,
             settings,
-            strategy: strategy.to_owned(),
-            summarizer,
+            strategy,
             model: model.to_owned(),
         })
     }
@@ -213,7 +234,9 @@ impl Builders {
             return Arc::clone(b);
         }
         // The strategy's name was checked when the first builder was made.
-        let pipeline = Pipeline::named(&self.strategy, self.summarizer.clone())
+        let pipeline = self
+            .strategy
+            .pipeline()
             .unwrap_or_else(|_| Pipeline::new(Vec::new()));
         let builder = Arc::new(ContextBuilder::new(
             self.prompts.parts(),

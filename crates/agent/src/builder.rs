@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ba_context::Summarizer;
+use ba_context::{Embedder, Summarizer};
 use ba_model::ModelClient;
 use ba_skills::SkillSet;
 use ba_storage::{ConversationStore, Workspace};
@@ -11,7 +11,7 @@ use ba_tools::{DataSink, Tool, ToolRegistry, ToolRuntime, ToolsConfig};
 
 use crate::adapters::{SkillTool, TaskTool};
 use crate::agent::Agent;
-use crate::budget::{Builders, tokenizer_for};
+use crate::budget::{Builders, Strategy, tokenizer_for};
 use crate::error::AgentError;
 use crate::lease::Leases;
 use crate::parts::Inner;
@@ -32,6 +32,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn ConversationStore>>,
     workspace: Option<Arc<dyn Workspace>>,
     summarizer: Option<Arc<dyn Summarizer>>,
+    embedder: Option<Arc<dyn Embedder>>,
     sub_agents: bool,
     recall: bool,
     sources: Vec<Arc<dyn ToolSource>>,
@@ -64,6 +65,7 @@ impl AgentBuilder {
             store: None,
             workspace: None,
             summarizer: None,
+            embedder: None,
             sub_agents: false,
             recall: true,
             sources: Vec::new(),
@@ -180,6 +182,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Embeddings for the `retrieval` strategy (an OpenAI-compatible endpoint through
+    /// [`ba_model::OpenAiEmbeddings`], say): passages are ranked by BM25 and by the cosine of
+    /// their vectors to the latest question's. A compaction during which the endpoint fails
+    /// ranks by BM25 alone and logs a warning; the turn goes on.
+    pub fn embeddings(mut self, embeddings: Arc<dyn ba_model::Embeddings>) -> Self {
+        self.embedder = Some(Arc::new(crate::adapters::ModelEmbedder::new(embeddings)));
+        self
+    }
+
     /// Offers the `task` tool, which runs a child agent (with the same parts, without `task`)
     /// on a sub-task in its own conversation.
     pub fn sub_agents(mut self, on: bool) -> Self {
@@ -263,8 +274,12 @@ impl AgentBuilder {
             self.prompts,
             self.settings.builder,
             self.settings.budget,
-            &self.settings.strategy,
-            self.summarizer.clone(),
+            Strategy {
+                name: self.settings.strategy.clone(),
+                summarizer: self.summarizer.clone(),
+                embedder: self.embedder.clone(),
+                retrieval_share: self.settings.retrieval_share,
+            },
             &self.settings.model,
         )
         .map_err(|e| AgentError::Config {

@@ -80,9 +80,9 @@ mod workflow;
 #[cfg(feature = "mcp")]
 pub use adapters::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use adapters::{
-    DataFileSink, ModelSummarizer, RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool, SUMMARY_INSTRUCTION,
-    SearchKind, SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TOOL_SEARCH_TOOL, TaskTool,
-    ToolSearchTool, WorkspaceFiles, activation_text, file_info, transcript,
+    DataFileSink, ModelEmbedder, ModelSummarizer, RECALL_PAGE_CHARS, RECALL_TOOL, RecallTool,
+    SUMMARY_INSTRUCTION, SearchKind, SkillTool, TASK_TOOL, TITLE_INSTRUCTION, TOOL_SEARCH_TOOL,
+    TaskTool, ToolSearchTool, WorkspaceFiles, activation_text, file_info, transcript,
 };
 pub use adapters::{
     MEMORY_INDEX_FILE, MEMORY_INDEX_LINES, MEMORY_INDEX_TOKENS, MEMORY_TOOL, MemoryChanged,

@@ -38,6 +38,9 @@ pub struct AgentSettings {
     pub budget: ContextBudget,
     /// The compression strategy (see [`ba_context::STRATEGY_NAMES`]).
     pub strategy: String,
+    /// The share of the window the `retrieval` strategy's recalled passages may take (0 to
+    /// 0.5; 0.1 by default).
+    pub retrieval_share: f64,
     /// The context builder's settings.
     pub builder: BuilderSettings,
     /// Tokens of one active skill's instructions put back after a compression, at most.
@@ -81,6 +84,7 @@ impl Default for AgentSettings {
             response_mode: ResponseMode::Native,
             budget: ContextBudget::new(200_000, 8_192),
             strategy: "key-messages".to_owned(),
+            retrieval_share: 0.10,
             builder: BuilderSettings::default(),
             skill_reinject_tokens: 2_000,
             skill_reinject_total: 6_000,

@@ -91,6 +91,10 @@ pub(crate) struct Config {
     pub reserve: Option<usize>,
     /// The compression strategy.
     pub strategy: Option<String>,
+    /// `strategy: retrieval`'s settings: `share` (of the window the recalled passages may
+    /// take, 0 to 0.5, default 0.1) and `embeddings` (an OpenAI-compatible endpoint: `base_url`,
+    /// `model`, `api_key_env`, `batch_size`, `timeout_secs`); BM25 alone without it.
+    pub retrieval: Option<RetrievalConfig>,
     /// Rounds a run may make.
     pub max_rounds: Option<u32>,
     /// Output cap of a call.
@@ -213,6 +217,81 @@ impl MemoryConfig {
             MemoryModeConfig::Ask => Some(ba_agent::MemoryMode::Ask),
             MemoryModeConfig::Off => None,
         }
+    }
+}
+
+/// `retrieval: {share: 0.1, embeddings: {base_url: http://127.0.0.1:8081/v1, model: m}}`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RetrievalConfig {
+    /// The share of the window the recalled passages may take (0 to 0.5).
+    pub share: Option<f64>,
+    /// The embeddings endpoint; BM25 alone without one.
+    pub embeddings: Option<EmbeddingsConfig>,
+}
+
+/// `retrieval.embeddings`: an OpenAI-compatible `/embeddings` endpoint.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EmbeddingsConfig {
+    /// The part before `/embeddings` (`https://api.openai.com/v1`, `http://127.0.0.1:8081/v1`).
+    pub base_url: String,
+    /// The embedding model's name.
+    pub model: String,
+    /// The environment variable holding the API key; none is sent without it.
+    pub api_key_env: Option<String>,
+    /// Texts a request (default 32).
+    pub batch_size: Option<usize>,
+    /// Seconds a request may take (default 30).
+    pub timeout_secs: Option<u64>,
+}
+
+impl EmbeddingsConfig {
+    /// The client the section describes.
+    pub(crate) fn client(&self) -> anyhow::Result<ba_model::OpenAiEmbeddings> {
+        let key = match &self.api_key_env {
+            Some(var) => Some(ba_model::ApiKey::new(env(var).ok_or_else(|| {
+                anyhow!("retrieval.embeddings: the API key is read from ${var}, which is not set")
+            })?)),
+            None => None,
+        };
+        let mut client = ba_model::OpenAiEmbeddings::new(&self.base_url, self.model.clone(), key)
+            .map_err(|e| anyhow!("retrieval.embeddings: {e}"))?;
+        if let Some(n) = self.batch_size {
+            if n == 0 {
+                bail!("retrieval.embeddings.batch_size: expected at least 1");
+            }
+            client = client.with_batch_size(n);
+        }
+        if let Some(secs) = self.timeout_secs {
+            client = client.with_timeout(Duration::from_secs(secs.max(1)));
+        }
+        Ok(client)
+    }
+}
+
+impl Config {
+    /// The `retrieval` section, checked: its share, and the embeddings client if any. It
+    /// applies to `strategy: retrieval` only.
+    pub(crate) fn retrieval(
+        &self,
+    ) -> anyhow::Result<Option<(f64, Option<ba_model::OpenAiEmbeddings>)>> {
+        let Some(r) = &self.retrieval else {
+            return Ok(None);
+        };
+        if self.strategy.as_deref() != Some("retrieval") {
+            bail!("retrieval: the section applies with `strategy: retrieval` only");
+        }
+        let share = r.share.unwrap_or(0.10);
+        if !(0.0..=0.5).contains(&share) {
+            bail!("retrieval.share: expected a share of the window from 0 to 0.5, found {share}");
+        }
+        let embeddings = r
+            .embeddings
+            .as_ref()
+            .map(EmbeddingsConfig::client)
+            .transpose()?;
+        Ok(Some((share, embeddings)))
     }
 }
 
@@ -542,6 +621,7 @@ impl Config {
         let prices = self.prices()?;
         let budgets = self.budgets()?;
         let tool_search = self.tools.clone();
+        let retrieval = self.retrieval()?;
         let workflows = Arc::new(self.workflow_set());
         // The store's workspace keeps every file of a conversation: uploads, saved code,
         // spilled data and outputs.
@@ -559,6 +639,9 @@ impl Config {
                 s.budget = self.budget(s.budget);
                 if let Some(name) = &self.strategy {
                     s.strategy = name.clone();
+                }
+                if let Some((share, _)) = &retrieval {
+                    s.retrieval_share = *share;
                 }
                 if let Some(n) = self.max_rounds {
                     s.max_rounds = n;
@@ -600,6 +683,9 @@ impl Config {
         }
         for hook in self.hooks()? {
             builder = builder.hook(hook);
+        }
+        if let Some((_, Some(embeddings))) = retrieval {
+            builder = builder.embeddings(Arc::new(embeddings));
         }
         if let Some(summary_model) = &self.summary_model {
             builder = builder.summarizer(Arc::new(ModelSummarizer::new(client, summary_model)));
@@ -724,6 +810,56 @@ mod tests {
             Ok(config) => config,
             Err(e) => panic!("{yaml}: {e}"),
         }
+    }
+
+    /// The `retrieval` section's share and embeddings client, or the error as the user reads
+    /// it.
+    fn retrieval(yaml: &str) -> Result<Option<(f64, Option<String>)>, String> {
+        let c: Config = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
+        c.retrieval()
+            .map(|r| r.map(|(share, e)| (share, e.map(|e| e.model().to_owned()))))
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn the_retrieval_section_is_read_and_checked() {
+        assert_eq!(retrieval("strategy: retrieval"), Ok(None));
+        assert_eq!(
+            retrieval("strategy: retrieval\nretrieval: {share: 0.2}"),
+            Ok(Some((0.2, None)))
+        );
+        assert_eq!(
+            retrieval(
+                "strategy: retrieval\nretrieval:\n  embeddings: {base_url: 'http://127.0.0.1:9/v1', model: nomic, batch_size: 8}"
+            ),
+            Ok(Some((0.1, Some("nomic".to_owned()))))
+        );
+        let typo = retrieval(
+            "strategy: retrieval\nretrieval: {embeddings: {base_url: 'http://x/v1', model: m, key_env: K}}",
+        )
+        .unwrap_err();
+        assert!(typo.contains("unknown field `key_env`"), "{typo}");
+        let typo = retrieval("strategy: retrieval\nretrieval: {shar: 0.1}").unwrap_err();
+        assert!(typo.contains("unknown field `shar`"), "{typo}");
+        assert_eq!(
+            retrieval("strategy: retrieval\nretrieval: {share: 0.9}"),
+            Err("retrieval.share: expected a share of the window from 0 to 0.5, found 0.9".into())
+        );
+        assert_eq!(
+            retrieval("retrieval: {share: 0.2}"),
+            Err("retrieval: the section applies with `strategy: retrieval` only".into())
+        );
+        assert_eq!(
+            retrieval(
+                "strategy: retrieval\nretrieval: {embeddings: {base_url: 'http://x/v1', model: m, api_key_env: BA_AGENT_TEST_UNSET_EMBEDDINGS_KEY}}"
+            ),
+            Err("retrieval.embeddings: the API key is read from $BA_AGENT_TEST_UNSET_EMBEDDINGS_KEY, which is not set".into())
+        );
+        let bad = retrieval(
+            "strategy: retrieval\nretrieval: {embeddings: {base_url: 'ftp://x', model: m}}",
+        )
+        .unwrap_err();
+        assert!(bad.contains("must start with http:// or https://"), "{bad}");
     }
 
     #[test]

@@ -459,3 +459,183 @@ fn claude_code_sessions_meet_the_cost_goals() {
         );
     }
 }
+
+/// A conversation whose early tool result (seventy items, item 35 worth 777123.45) leaves a
+/// 1,500-token window, and whose last question names item 35 (answered when `answered`).
+fn item_conversation(answered: bool) -> String {
+    let rows: String = (0..70)
+        .map(|i| {
+            let v = if i == 35 {
+                "777123.45".to_owned()
+            } else {
+                format!("{}.{:02}", 10_000 + (i * 7_919) % 80_000, i % 100)
+            };
+            format!("item {i}: value {v}\n")
+        })
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are a analyst."}),
+        serde_json::json!({"role": "user", "content": "Read the items table."}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_items", "type": "function", "function": {"name": "items", "arguments": "{}"}}
+        ]}),
+        serde_json::json!({"role": "tool", "tool_call_id": "call_items", "content": rows}),
+        serde_json::json!({"role": "assistant", "content": "I read the items table."}),
+    ];
+    for i in 0..4 {
+        messages.push(
+            serde_json::json!({"role": "user", "content": format!("Tell me about region {i}.")}),
+        );
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("Region {i}: {}", "sales were steady ".repeat(20))}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": "What is the value of item 35?"}));
+    if answered {
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": "Item 35 is worth 777123.45."}),
+        );
+    }
+    serde_json::json!({"messages": messages}).to_string()
+}
+
+/// `context build --strategy retrieval --embeddings URL`: the passages are embedded by the
+/// endpoint and the figure the last question names comes back, marked as recalled; an endpoint
+/// that fails leaves BM25 to recall it, with a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_build_recalls_with_an_embeddings_endpoint() {
+    use ba_testkit::model::{EmbeddingsReply, ScriptedModel};
+    let model = ScriptedModel::builder().start().await;
+    let f = file(&item_conversation(false));
+    let path = f.path().to_str().unwrap().to_owned();
+    let url = model.embeddings_base_url();
+    let build = move |extra: &[&str]| {
+        let mut args: Vec<String> = [
+            "context",
+            "build",
+            "--budget",
+            "1500",
+            "--reserve",
+            "200",
+            "--strategy",
+            "retrieval",
+            "--embeddings",
+            &url,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args.push(path.clone());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args, None)
+    };
+    let with = {
+        let build = build.clone();
+        tokio::task::spawn_blocking(move || build(&["--embeddings-model", "nomic"]))
+            .await
+            .unwrap()
+    };
+    assert!(with.status.success(), "{}", stderr(&with));
+    assert!(stderr(&with).is_empty(), "{}", stderr(&with));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&with)).unwrap();
+    let recalled: Vec<&serde_json::Value> = v["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "recalled")
+        .collect();
+    assert_eq!(recalled.len(), 1, "{}", v["changed"]);
+    let messages = v["messages"].to_string();
+    assert!(messages.contains("[recalled "), "{messages}");
+    assert!(messages.contains("item 35: value 777123.45"), "{messages}");
+    let sent = model.embedding_requests();
+    assert!(!sent.is_empty());
+    assert!(sent.iter().all(|r| r.model == "nomic"));
+    assert!(
+        sent[0].input[0].contains("What is the value of item 35?"),
+        "the question is embedded first: {:?}",
+        sent[0].input
+    );
+
+    model.set_embeddings(EmbeddingsReply::Status(503, "loading the model".to_owned()));
+    let failed = tokio::task::spawn_blocking(move || build(&[]))
+        .await
+        .unwrap();
+    assert!(failed.status.success(), "{}", stderr(&failed));
+    let err = stderr(&failed);
+    assert!(
+        err.contains("warning: the embeddings endpoint failed; retrieval ranked by BM25 alone")
+            && err.contains("HTTP 503")
+            && err.contains("loading the model"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&failed)).unwrap();
+    assert!(
+        v["messages"]
+            .to_string()
+            .contains("item 35: value 777123.45")
+    );
+}
+
+#[test]
+fn embeddings_apply_to_retrieval_only() {
+    let f = file(&item_conversation(false));
+    let o = run(
+        &[
+            "context",
+            "build",
+            "--budget",
+            "1500",
+            "--embeddings",
+            "http://127.0.0.1:9/v1",
+            f.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--embeddings applies to --strategy retrieval only"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_replay_embeds_through_the_endpoint_too() {
+    use ba_testkit::model::ScriptedModel;
+    let model = ScriptedModel::builder().start().await;
+    let f = file(&item_conversation(true));
+    let path = f.path().to_str().unwrap().to_owned();
+    let url = model.embeddings_base_url();
+    let o = tokio::task::spawn_blocking(move || {
+        run(
+            &[
+                "context",
+                "replay",
+                "--budget",
+                "1500",
+                "--strategy",
+                "retrieval",
+                "--embeddings",
+                &url,
+                "--json",
+                &path,
+            ],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    // Retrieval runs when a request compacts; each time the question of that request is
+    // embedded first, then the passages (32 texts a request).
+    let questions = ["Tell me about region", "What is the value of item 35?"];
+    let sent = model.embedding_requests();
+    assert!(
+        sent.iter().any(|r| r
+            .input
+            .first()
+            .is_some_and(|t| questions.iter().any(|q| t.contains(q)))),
+        "{sent:?}"
+    );
+}

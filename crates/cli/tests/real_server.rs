@@ -466,3 +466,45 @@ fn a_cancelled_stream_frees_its_slot() {
         assert!(answer.usage.output_tokens > 0, "{:?}", answer.usage);
     });
 }
+
+/// The embeddings server `.ci/llama.sh` starts beside the chat one (`--embeddings --pooling
+/// mean`, the same model), its address in `BA_AGENT_TEST_LLAMA_EMBED_URL`.
+const EMBED_VAR: &str = "BA_AGENT_TEST_LLAMA_EMBED_URL";
+
+fn embeddings_server() -> Option<String> {
+    ba_testkit::require_env(EMBED_VAR, HOW).map(|url| url.trim_end_matches('/').to_owned())
+}
+
+#[test]
+fn the_embeddings_client_reads_the_servers_vectors_in_batches() {
+    use ba_model::{Embeddings, OpenAiEmbeddings};
+    let Some(url) = embeddings_server() else {
+        return;
+    };
+    let texts: Vec<String> = [
+        "freight cost by carrier for week 12 came to 4410.20",
+        "revenue by region for week 12",
+        "the weather in Lyon",
+        "freight cost by carrier for week 12 came to 4410.20",
+        "What was the freight cost in week 12?",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    // Batches of two: the repeated text goes in another batch than its first copy.
+    let client = OpenAiEmbeddings::new(&format!("{url}/v1"), "smollm2", None)
+        .unwrap()
+        .with_batch_size(2);
+    let vectors = runtime().block_on(client.embed(&texts)).unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    let dim = vectors[0].len();
+    assert!(dim > 0 && vectors.iter().all(|v| v.len() == dim), "{dim}");
+    let cosine = |a: &[f32], b: &[f32]| -> f32 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (n(a) * n(b))
+    };
+    // The same text gives the same vector whichever batch it is in; others differ.
+    assert!(cosine(&vectors[0], &vectors[3]) > 0.999);
+    assert!(cosine(&vectors[0], &vectors[2]) < 0.999);
+}

@@ -214,6 +214,14 @@ pub enum ModelError {
         /// What was received before the limit.
         partial: Box<PartialOutput>,
     },
+    /// An embeddings endpoint answered with vectors that do not fit the request.
+    #[error("the {provider} answer {problem}")]
+    BadEmbeddings {
+        /// Provider name.
+        provider: String,
+        /// What was wrong.
+        problem: crate::EmbeddingProblem,
+    },
     /// No API key in the configuration or the environment.
     #[error("no API key for {provider}: set {var} or give one in the configuration")]
     MissingApiKey {
@@ -276,7 +284,9 @@ impl ModelError {
             Self::Server { .. } => LlmErrorKind::Server,
             Self::StreamCut { .. } => LlmErrorKind::StreamCut,
             Self::ContextOverflow { .. } => LlmErrorKind::ContextOverflow,
-            Self::InvalidResponse { .. } | Self::TooLarge { .. } => LlmErrorKind::InvalidResponse,
+            Self::InvalidResponse { .. } | Self::TooLarge { .. } | Self::BadEmbeddings { .. } => {
+                LlmErrorKind::InvalidResponse
+            }
             Self::Replayed { error, .. } => error.kind,
             Self::Rejected { .. }
             | Self::MissingApiKey { .. }

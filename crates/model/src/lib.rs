@@ -14,6 +14,9 @@
 //!   `stream_options`, `prompt_cache_key` and `reasoning_effort` for vLLM, llama.cpp, Ollama
 //!   and the like; answers are read leniently whatever the profile (tool arguments as objects,
 //!   calls without ids or indexes, no usage).
+//! - [`Embeddings`] turns texts into vectors (for retrieval); [`OpenAiEmbeddings`] (feature
+//!   `openai`) calls any OpenAI-compatible `/embeddings` endpoint, in batches, and checks
+//!   what comes back ([`EmbeddingProblem`]).
 //! - [`ContextEditing`] asks Anthropic to clear old tool results and thinking server-side
 //!   ([`AnthropicClient::with_context_editing`]).
 //! - [`ReplayClient`] (feature `replay`) plays a recorded session file and fails loudly when
@@ -65,6 +68,7 @@
 mod anthropic;
 #[cfg(feature = "openai")]
 mod compat;
+mod embeddings;
 mod error;
 #[cfg(feature = "http")]
 mod http;
@@ -93,6 +97,9 @@ use serde::{Deserialize, Serialize};
 pub use anthropic::{AnthropicClient, ContextEditing, MIN_COMPACTION_TRIGGER, ServerCompaction};
 #[cfg(feature = "openai")]
 pub use compat::OpenAiCompat;
+#[cfg(feature = "openai")]
+pub use embeddings::OpenAiEmbeddings;
+pub use embeddings::{EmbeddingProblem, Embeddings};
 pub use error::{MAX_LOGGED_PARTIAL, ModelError, PartialOutput, PartialToolCall, TimeoutPhase};
 #[cfg(feature = "http")]
 pub use http::{ApiKey, HttpConfig};

@@ -335,3 +335,174 @@ async fn responses_journey() {
 async fn responses_streaming_journey() {
     journey(Wire::Responses, true).await;
 }
+
+/// The embeddings client against the scripted endpoint (hashed bag-of-words vectors).
+mod embeddings {
+    use super::*;
+    use ba_model::{EmbeddingProblem, Embeddings, OpenAiEmbeddings};
+    use ba_testkit::model::{EmbeddingsReply, hashed_embedding};
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    fn texts(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("passage {i}: freight cost for week {i}"))
+            .collect()
+    }
+
+    fn client(model: &ScriptedModel) -> OpenAiEmbeddings {
+        OpenAiEmbeddings::new(
+            &model.embeddings_base_url(),
+            "nomic-embed",
+            Some(ApiKey::new(KEY)),
+        )
+        .unwrap()
+        .with_http(config())
+    }
+
+    #[tokio::test]
+    async fn vectors_come_back_in_batches_in_the_order_of_the_texts() {
+        let model = ScriptedModel::builder().start().await;
+        let embedder = client(&model).with_batch_size(4);
+        let texts = texts(10);
+        let vectors = embedder.embed(&texts).await.unwrap();
+        // The stand-in answers each batch in reverse order of `index`.
+        let expected: Vec<Vec<f32>> = texts.iter().map(|t| hashed_embedding(t)).collect();
+        assert_eq!(vectors, expected);
+        let sent = model.embedding_requests();
+        assert_eq!(
+            sent.iter().map(|r| r.input.len()).collect::<Vec<_>>(),
+            [4, 4, 2],
+            "batches of four"
+        );
+        let inputs: Vec<String> = sent.iter().flat_map(|r| r.input.clone()).collect();
+        assert_eq!(inputs, texts);
+        assert!(sent.iter().all(|r| r.model == "nomic-embed"));
+        // Related texts are closer than unrelated ones.
+        let q = embedder
+            .embed(&[
+                "what was the freight cost in week 3?".to_owned(),
+                "passage 3: freight cost for week 3".to_owned(),
+                "the weather in Lyon".to_owned(),
+            ])
+            .await
+            .unwrap();
+        // Four words shared against two ("the", "in").
+        assert!(cosine(&q[0], &q[1]) > cosine(&q[0], &q[2]) + 0.2, "{q:?}");
+        assert!(embedder.embed(&[]).await.unwrap().is_empty());
+        assert_eq!(
+            model.embedding_requests().len(),
+            4,
+            "no request for no texts"
+        );
+        let request = &model.requests();
+        assert!(request.is_empty(), "embeddings are not chat requests");
+    }
+
+    #[tokio::test]
+    async fn each_fault_of_the_endpoint_is_a_typed_error_that_names_it() {
+        let model = ScriptedModel::builder().start().await;
+        let embedder = client(&model);
+        let texts = texts(3);
+        model.set_embeddings(EmbeddingsReply::Status(
+            500,
+            "the embedding model is not loaded".to_owned(),
+        ));
+        let e = embedder.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(&e, ModelError::Server { status: 500, message, .. } if message == "the embedding model is not loaded"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("HTTP 500"), "{e}");
+        model.set_embeddings(EmbeddingsReply::Status(401, "bad key".to_owned()));
+        let e = embedder.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(&e, ModelError::Rejected { status: 401, message, .. } if message == "bad key"),
+            "{e:?}"
+        );
+        model.set_embeddings(EmbeddingsReply::WrongCount);
+        let e = embedder.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ModelError::BadEmbeddings {
+                    problem: EmbeddingProblem::Count {
+                        expected: 3,
+                        found: 2
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the embeddings answer held 2 vector(s) for 3 text(s)"
+        );
+        model.set_embeddings(EmbeddingsReply::WrongDimension);
+        let e = embedder.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ModelError::BadEmbeddings {
+                    problem: EmbeddingProblem::Dimension { .. },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        model.set_embeddings(EmbeddingsReply::NonFinite);
+        let e = embedder.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ModelError::BadEmbeddings {
+                    problem: EmbeddingProblem::NonFinite {
+                        index: 0,
+                        position: 0
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("not a finite 32-bit float"), "{e}");
+        model.set_embeddings(EmbeddingsReply::Oversize(200_000));
+        let bounded = embedder.with_http(config().with_max_response_bytes(100_000));
+        let e = bounded.embed(&texts).await.unwrap_err();
+        assert!(
+            matches!(e, ModelError::TooLarge { limit: 100_000, .. }),
+            "{e:?}"
+        );
+        // The same answer within a larger bound is read.
+        let roomy = bounded.with_http(config());
+        assert_eq!(roomy.embed(&texts).await.unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_key_goes_as_a_bearer_token_and_a_bad_base_url_is_refused() {
+        let model = ScriptedModel::builder()
+            .embeddings(EmbeddingsReply::Hashed)
+            .start()
+            .await;
+        client(&model).embed(&texts(1)).await.unwrap();
+        let sent = model.embedding_requests();
+        assert_eq!(
+            sent[0].header("authorization"),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+        assert!(
+            OpenAiEmbeddings::new("ftp://example.com/v1", "m", None)
+                .unwrap_err()
+                .to_string()
+                .contains("must start with http:// or https://")
+        );
+        let bare = OpenAiEmbeddings::new(&model.embeddings_base_url(), "m", None).unwrap();
+        assert_eq!(bare.batch_size(), OpenAiEmbeddings::DEFAULT_BATCH);
+        assert_eq!(bare.model(), "m");
+        bare.embed(&texts(2)).await.unwrap();
+        assert_eq!(model.embedding_requests()[1].header("authorization"), None);
+    }
+}

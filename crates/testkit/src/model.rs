@@ -37,6 +37,12 @@
 //! # }
 //! ```
 //!
+//! It also serves OpenAI-compatible embeddings (`POST /v1/embeddings`): a hashed bag of words
+//! per input ([`hashed_embedding`], so texts that share words are close), or a fault set with
+//! [`Builder::embeddings`] / [`ScriptedModel::set_embeddings`] ([`EmbeddingsReply`]: an error
+//! status, a vector too few, a dimension that differs, a number that is not finite, an answer
+//! too large); [`ScriptedModel::embedding_requests`] lists what was embedded.
+//!
 //! Rules are tried in order and the first whose condition holds answers. When none holds
 //! (or a rule panics) the reply is an HTTP 500 in the wire's error shape, with
 //! `x-should-retry: false` so the client does not retry, naming the request and the last user
@@ -87,12 +93,16 @@ struct Rule {
 /// Builds a [`ScriptedModel`]: rules, then [`Builder::start`].
 pub struct Builder {
     rules: Vec<Rule>,
+    embeddings: EmbeddingsReply,
 }
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.rules.iter().map(|r| r.name.as_str()).collect();
-        f.debug_struct("Builder").field("rules", &names).finish()
+        f.debug_struct("Builder")
+            .field("rules", &names)
+            .field("embeddings", &self.embeddings)
+            .finish()
     }
 }
 
@@ -114,6 +124,13 @@ impl Builder {
         self
     }
 
+    /// How `POST /v1/embeddings` answers (hashed vectors unless told otherwise; see
+    /// [`ScriptedModel::set_embeddings`] to change it later).
+    pub fn embeddings(mut self, reply: EmbeddingsReply) -> Self {
+        self.embeddings = reply;
+        self
+    }
+
     /// Binds 127.0.0.1 on a free port and starts serving (on the current tokio runtime).
     pub async fn start(self) -> ScriptedModel {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -121,6 +138,8 @@ impl Builder {
         let shared = Arc::new(Shared {
             rules: self.rules,
             log: Mutex::new(Vec::new()),
+            embeddings: Mutex::new(self.embeddings),
+            embedded: Mutex::new(Vec::new()),
             arrived: tokio::sync::Notify::new(),
             next_call: AtomicU64::new(1),
         });
@@ -152,6 +171,9 @@ struct Exchange {
 struct Shared {
     rules: Vec<Rule>,
     log: Mutex<Vec<Exchange>>,
+    embeddings: Mutex<EmbeddingsReply>,
+    /// The embeddings requests, in order.
+    embedded: Mutex<Vec<EmbeddingRequest>>,
     arrived: tokio::sync::Notify,
     next_call: AtomicU64,
 }
@@ -181,7 +203,10 @@ impl Drop for ScriptedModel {
 impl ScriptedModel {
     /// A builder with no rules.
     pub fn builder() -> Builder {
-        Builder { rules: Vec::new() }
+        Builder {
+            rules: Vec::new(),
+            embeddings: EmbeddingsReply::default(),
+        }
     }
 
     /// `http://127.0.0.1:<port>`: the server answers `/v1/messages`, `/v1/chat/completions`
@@ -204,6 +229,23 @@ impl ScriptedModel {
     /// The base URL for an OpenAI Responses API client (which appends `/responses`): `…/v1`.
     pub fn responses_base_url(&self) -> String {
         format!("{}/v1", self.base_url)
+    }
+
+    /// The base URL for an OpenAI-compatible embeddings client (which appends `/embeddings`):
+    /// `…/v1`.
+    pub fn embeddings_base_url(&self) -> String {
+        format!("{}/v1", self.base_url)
+    }
+
+    /// How `POST /v1/embeddings` answers from now on.
+    pub fn set_embeddings(&self, reply: EmbeddingsReply) {
+        *self.shared.embeddings.lock().unwrap() = reply;
+    }
+
+    /// Every embeddings request received so far, in order (these are not in
+    /// [`ScriptedModel::requests`]).
+    pub fn embedding_requests(&self) -> Vec<EmbeddingRequest> {
+        self.shared.embedded.lock().unwrap().clone()
     }
 
     /// Every request received so far, in order (including those no rule answered).
@@ -256,6 +298,25 @@ impl Response {
 }
 
 impl Shared {
+    fn embed(&self, request: &RawRequest) -> Response {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return error_reply(Wire::OpenAi, 400, "the request body is not JSON", true);
+        };
+        let texts = embeddings::inputs(&body);
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.embedded.lock().unwrap().push(EmbeddingRequest {
+            model: model.clone(),
+            input: texts.clone(),
+            headers: request.headers.clone(),
+        });
+        let how = self.embeddings.lock().unwrap().clone();
+        embeddings::reply(&how, &model, &texts)
+    }
+
     fn answer(&self, wire: Option<Wire>, request: RawRequest) -> Response {
         let Some(wire) = wire else {
             return Response::json(
@@ -687,11 +748,13 @@ fn pieces(text: &str, chars: usize) -> impl Iterator<Item = &str> {
     })
 }
 
+mod embeddings;
 mod http;
 mod request;
 mod responses;
 mod turn;
 
+pub use self::embeddings::{EMBEDDING_DIM, EmbeddingRequest, EmbeddingsReply, hashed_embedding};
 use self::http::{RawRequest, serve_connection};
 pub use self::request::{Call, Message, Request, Role, ToolResult, Wire, upload_ids};
 pub use self::turn::Turn;

@@ -1,7 +1,8 @@
 //! Adapters where the middle crates meet without depending on each other: the skills crate's
 //! `activate_skill` as a `ba_tools::Tool` ([`SkillTool`]), the storage crate's data files as
 //! the tool runtime's `DataSink` ([`DataFileSink`]), a model as the context crate's
-//! `Summarizer` ([`ModelSummarizer`]), a child agent as the `task` tool ([`TaskTool`]), the
+//! `Summarizer` ([`ModelSummarizer`]), a model provider's embeddings as its `Embedder`
+//! ([`ModelEmbedder`]), a child agent as the `task` tool ([`TaskTool`]), the
 //! conversation's own log as the `recall` tool (what a trace left out, [`RecallTool`]), a
 //! conversation's workspace as the files a tool call sees ([`WorkspaceFiles`]), the tools left
 //! out of the requests as the `tool_search` tool ([`ToolSearchTool`]), the storage crate's
@@ -10,6 +11,7 @@
 //! (feature `mcp`) MCP servers' tools as tools ([`McpTool`], offered through [`McpToolSource`]).
 
 mod datafile;
+mod embedder;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod memory;
@@ -22,6 +24,7 @@ mod workflow;
 mod workspace;
 
 pub use datafile::DataFileSink;
+pub use embedder::ModelEmbedder;
 #[cfg(feature = "mcp")]
 pub use mcp::{DEFAULT_MCP_MAX_CALL, McpTool, McpToolSource};
 pub use memory::{

@@ -22,6 +22,7 @@ mod mcp_tools;
 mod memory;
 mod recall;
 mod responses_loop;
+mod retrieval;
 mod skill_activation;
 mod spans;
 mod titles;

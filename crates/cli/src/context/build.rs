@@ -4,12 +4,12 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ba_context::BuildRequest;
-use ba_context::{ContextBudget, block_on};
+use ba_context::ContextBudget;
 use ba_protocol::convert::{log_to_anthropic, log_to_openai};
 use ba_protocol::{LogEntry, LogRole, Mode};
 use serde_json::Value;
 
-use super::{Strategy, Wire, builder, read_conversation};
+use super::{EmbeddingsArgs, Runner, Strategy, Wire, builder, read_conversation};
 use crate::exit::CliResult;
 use crate::input::InputFormat;
 use crate::out::outln;
@@ -33,6 +33,8 @@ pub(crate) struct BuildArgs {
     /// Compression strategy.
     #[arg(long, value_enum, default_value = "key-messages")]
     strategy: Strategy,
+    #[command(flatten)]
+    embeddings: EmbeddingsArgs,
     /// Compose the system prompt for this mode (the input's system text as the base rules).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
@@ -104,7 +106,8 @@ pub(super) fn run(args: BuildArgs) -> CliResult {
         _ => Wire::Anthropic,
     });
     let budget = ContextBudget::new(args.budget, args.reserve);
-    let builder = builder(&conv.system, budget, args.strategy, tok)?;
+    let runner = Runner::new(args.strategy, &args.embeddings)?;
+    let builder = builder(&conv.system, budget, args.strategy, tok, runner.embedder())?;
     let mut request = BuildRequest {
         entries: &conv.entries,
         ..BuildRequest::default()
@@ -120,8 +123,10 @@ pub(super) fn run(args: BuildArgs) -> CliResult {
             builder.system_prompt(&request)
         }
     };
-    let built = block_on(builder.build_with_system(&request, system.clone()))
+    let built = runner
+        .block_on(builder.build_with_system(&request, system.clone()))
         .with_context(|| format!("{name}: cannot build a context of {} tokens", args.budget))?;
+    runner.warn();
     let window = built.entries;
     let (system_json, messages) = match wire {
         Wire::Anthropic => {

@@ -12,11 +12,11 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use ba_context::BuildRequest;
-use ba_context::{ContextBudget, block_on};
+use ba_context::ContextBudget;
 use ba_model::{AnthropicClient, CacheHint, ModelRequest, OpenAiClient};
 use ba_protocol::{LogEntry, LogRole};
 
-use super::{Strategy, Wire, builder, read_conversation};
+use super::{EmbeddingsArgs, Runner, Strategy, Wire, builder, read_conversation};
 use crate::exit::{CliError, CliResult};
 use crate::out::outln;
 
@@ -29,6 +29,8 @@ pub(crate) struct ReplayArgs {
     /// Compression strategy.
     #[arg(long, value_enum, default_value = "key-messages")]
     strategy: Strategy,
+    #[command(flatten)]
+    embeddings: EmbeddingsArgs,
     /// Tokens kept free for the response (default: an eighth of the budget).
     #[arg(long)]
     reserve: Option<usize>,
@@ -244,8 +246,10 @@ pub(super) fn run(args: ReplayArgs) -> CliResult {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the folder {}", dir.display()))?;
     }
+    let runner = Runner::new(args.strategy, &args.embeddings)?;
     let mut replay = Replay {
-        builder: builder(&conv.system, budget, args.strategy, tok)?,
+        builder: builder(&conv.system, budget, args.strategy, tok, runner.embedder())?,
+        runner,
         system: conv.system.clone(),
         args: &args,
         log: Vec::new(),
@@ -297,6 +301,7 @@ fn awaits_answer(log: &[LogEntry]) -> bool {
 /// same requests with no compression.
 struct Replay<'a> {
     builder: ba_context::ContextBuilder,
+    runner: Runner,
     system: String,
     args: &'a ReplayArgs,
     log: Vec<LogEntry>,
@@ -324,16 +329,19 @@ impl Replay<'_> {
             task,
             ..BuildRequest::default()
         };
-        let built = block_on(
-            self.builder
-                .build_with_system(&request, self.system.clone()),
-        )
-        .with_context(|| {
-            format!(
-                "{name}: the request before entry {} does not fit {} tokens",
-                entry.id, self.args.budget
+        let built = self
+            .runner
+            .block_on(
+                self.builder
+                    .build_with_system(&request, self.system.clone()),
             )
-        })?;
+            .with_context(|| {
+                format!(
+                    "{name}: the request before entry {} does not fit {} tokens",
+                    entry.id, self.args.budget
+                )
+            })?;
+        self.runner.warn();
         let compacted = built.compaction.is_some();
         let n = self.requests.len() + 1;
         let model_request = ModelRequest::new("replay", built.entries.clone())

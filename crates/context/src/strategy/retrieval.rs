@@ -47,6 +47,9 @@ pub const RECALL_MARK: &str = "[recalled ";
 /// Passages embedded at most in one compaction (the best by BM25, then the most recent).
 const EMBED_AT_MOST: usize = 256;
 
+/// Characters of the question embedded at most.
+const QUERY_CHARS: usize = 2_000;
+
 /// Characters of one passage at most.
 const PASSAGE_CHARS: usize = 240;
 
@@ -272,7 +275,9 @@ impl CompressionStrategy for RetrievalStrategy {
             let mut order: Vec<usize> = (0..pool.len()).collect();
             order.sort_by(|&a, &b| lexical[b].total_cmp(&lexical[a]).then(b.cmp(&a)));
             order.truncate(EMBED_AT_MOST);
-            let mut texts = vec![query.clone()];
+            // A long question is cut: a server that pools a text's tokens refuses one longer
+            // than its batch, and the question's head says what is asked.
+            let mut texts = vec![crate::structure::clip(&query, QUERY_CHARS)];
             texts.extend(order.iter().map(|&i| pool[i].search.clone()));
             // An endpoint that fails leaves BM25 alone to choose.
             if let Ok(vectors) = embedder.embed(&texts).await

@@ -398,14 +398,85 @@ fn the_bank_set_meets_the_fidelity_goals() {
     }
 }
 
+/// Vectors for the retrieval measure: the test kit's hashed bag of words, or an
+/// OpenAI-compatible endpoint's (`BA_AGENT_RETRIEVAL_EMBEDDINGS=URL`, e.g. the llama.cpp
+/// server `.ci/llama.sh` starts for embeddings), each text embedded once.
+#[derive(Debug)]
+struct MeasureEmbedder {
+    endpoint: Option<(tokio::runtime::Runtime, ba_model::OpenAiEmbeddings)>,
+    seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl MeasureEmbedder {
+    fn from_env() -> Self {
+        let endpoint = std::env::var("BA_AGENT_RETRIEVAL_EMBEDDINGS")
+            .ok()
+            .map(|url| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let client = ba_model::OpenAiEmbeddings::new(&url, "embeddings", None).unwrap();
+                (rt, client)
+            });
+        Self {
+            endpoint,
+            seen: std::sync::Mutex::default(),
+        }
+    }
+
+    fn name(&self) -> String {
+        match &self.endpoint {
+            Some(_) => format!(
+                "the endpoint at {}",
+                std::env::var("BA_AGENT_RETRIEVAL_EMBEDDINGS").unwrap_or_default()
+            ),
+            None => "the test kit's hashed bag of words".to_owned(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ba_context::Embedder for MeasureEmbedder {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ba_context::EmbedError> {
+        let missing: Vec<String> = {
+            let seen = self.seen.lock().unwrap();
+            let mut m: Vec<String> = texts
+                .iter()
+                .filter(|t| !seen.contains_key(*t))
+                .cloned()
+                .collect();
+            m.sort();
+            m.dedup();
+            m
+        };
+        let vectors: Vec<Vec<f32>> = match &self.endpoint {
+            // Called inside the context crate's executor, not a runtime: the endpoint's own
+            // runtime drives the request.
+            Some((rt, client)) => {
+                use ba_model::Embeddings as _;
+                rt.block_on(client.embed(&missing))?
+            }
+            None => missing
+                .iter()
+                .map(|t| ba_testkit::model::hashed_embedding(t))
+                .collect(),
+        };
+        let mut seen = self.seen.lock().unwrap();
+        seen.extend(missing.into_iter().zip(vectors));
+        Ok(texts.iter().map(|t| seen[t].clone()).collect())
+    }
+}
+
 /// The retrieval measure: each conversation again with a final question that names one of
 /// its planted items (a figure by its measure and slice, a constraint by what it is about);
-/// is the named item in the window, by key-messages alone and with retrieval around it? Eight
-/// items a conversation, in turn over shapes and kinds, at 4 % of each conversation's size
-/// (at 10 % key-messages alone keeps them all) — other sizes with
-/// `BA_AGENT_RETRIEVAL_SHARES=0.04,0.10` — on the first salt (all of them with
-/// `BA_AGENT_RETRIEVAL_ALL_SALTS=1`). With `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to
-/// FILE.
+/// is the named item in the window, by key-messages alone, with retrieval (BM25) around it,
+/// and with retrieval ranking by BM25 and embeddings? Eight items a conversation, in turn over
+/// shapes and kinds, at 4 % of each conversation's size (at 10 % key-messages alone keeps
+/// them all) — other sizes with `BA_AGENT_RETRIEVAL_SHARES=0.04,0.10` — on the first salt (all
+/// of them with `BA_AGENT_RETRIEVAL_ALL_SALTS=1`). The vectors are the test kit's hashed bag of
+/// words unless `BA_AGENT_RETRIEVAL_EMBEDDINGS` names an endpoint. With
+/// `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to FILE.
 #[test]
 fn retrieval_brings_the_named_item_back() {
     let counter = MessageCounter::exact(Encoding::Cl100kBase);
@@ -418,24 +489,28 @@ fn retrieval_brings_the_named_item_back() {
         .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
         .filter(|v: &Vec<f64>| !v.is_empty())
         .unwrap_or_else(|| vec![0.04]);
+    let embedder = std::sync::Arc::new(MeasureEmbedder::from_env());
+    let vectors = embedder.name();
     let pipelines = [
         Pipeline::named("key-messages", None).unwrap(),
         Pipeline::named("retrieval", None).unwrap(),
+        Pipeline::named_with("retrieval", None, Some(embedder)).unwrap(),
     ];
-    // (row, share) → [kept without, kept with, total]
-    let mut rows: Vec<((String, usize), [usize; 3])> = Vec::new();
-    let mut add = |row: &str, share: usize, kept: [bool; 2]| {
+    // (row, share) → [kept by key-messages, by retrieval, by retrieval with embeddings, total]
+    let mut rows: Vec<((String, usize), [usize; 4])> = Vec::new();
+    let mut add = |row: &str, share: usize, kept: [bool; 3]| {
         let key = (row.to_owned(), share);
         let slot = match rows.iter_mut().find(|r| r.0 == key) {
             Some(r) => r,
             None => {
-                rows.push((key, [0; 3]));
+                rows.push((key, [0; 4]));
                 rows.last_mut().unwrap()
             }
         };
-        slot.1[0] += usize::from(kept[0]);
-        slot.1[1] += usize::from(kept[1]);
-        slot.1[2] += 1;
+        for (count, k) in slot.1.iter_mut().zip(kept) {
+            *count += usize::from(k);
+        }
+        slot.1[3] += 1;
     };
     let mut broken = 0;
     for salt in &salts {
@@ -461,7 +536,7 @@ fn retrieval_brings_the_named_item_back() {
                         .with_text(question),
                 );
                 for (s, share) in shares.iter().enumerate() {
-                    let mut kept = [false; 2];
+                    let mut kept = [false; 3];
                     for (k, p) in pipelines.iter().enumerate() {
                         let built = build(&log, p, *share, &counter);
                         broken += built.broken_pairs + usize::from(built.over_budget);
@@ -483,12 +558,12 @@ fn retrieval_brings_the_named_item_back() {
     let mut table = String::from("| named item |");
     for share in &shares {
         table.push_str(&format!(
-            " with retrieval, {0:.0} % | key-messages alone, {0:.0} % |",
+            " with retrieval and embeddings, {0:.0} % | with retrieval (BM25), {0:.0} % | key-messages alone, {0:.0} % |",
             share * 100.0
         ));
     }
     table.push_str("\n|---|");
-    table.push_str(&"---|---|".repeat(shares.len()));
+    table.push_str(&"---|---|---|".repeat(shares.len()));
     table.push('\n');
     let names: Vec<String> = {
         let mut v: Vec<String> = rows.iter().map(|r| r.0.0.clone()).collect();
@@ -501,20 +576,26 @@ fn retrieval_brings_the_named_item_back() {
             let c = rows
                 .iter()
                 .find(|r| r.0.0 == *name && r.0.1 == s)
-                .map_or([0; 3], |r| r.1);
-            table.push_str(&format!(" {} | {} |", pct(c[1], c[2]), pct(c[0], c[2])));
+                .map_or([0; 4], |r| r.1);
+            table.push_str(&format!(
+                " {} | {} | {} |",
+                pct(c[2], c[3]),
+                pct(c[1], c[3]),
+                pct(c[0], c[3])
+            ));
         }
         table.push('\n');
     }
     table.push_str(&format!(
-        "\nSalts {salts:?}; eight named items a conversation; retrieval's share of the window: 10 %. Broken pairs or builds over budget: {broken}.\n"
+        "\nSalts {salts:?}; eight named items a conversation; retrieval's share of the window: 10 %; vectors: {vectors}. Broken pairs or builds over budget: {broken}.\n"
     ));
     eprintln!("{table}");
     if let Ok(path) = std::env::var("BA_AGENT_RETRIEVAL_TABLE") {
         std::fs::write(&path, &table).unwrap();
     }
     assert_eq!(broken, 0);
-    // Named items in all, at each size: as many in the window with retrieval as without.
+    // Named items in all, at each size: as many in the window with retrieval as without, with
+    // embeddings or not.
     for (s, share) in shares.iter().enumerate() {
         let sum = |k: usize| -> usize {
             rows.iter()
@@ -523,9 +604,10 @@ fn retrieval_brings_the_named_item_back() {
                 .sum()
         };
         assert!(
-            sum(1) >= sum(0),
-            "at {share}: {} with retrieval, {} without",
+            sum(1) >= sum(0) && sum(2) >= sum(0),
+            "at {share}: {} with retrieval, {} with retrieval and embeddings, {} without",
             sum(1),
+            sum(2),
             sum(0)
         );
     }

@@ -41,7 +41,12 @@ pub(super) async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>)
             ("POST", p) if p.ends_with("/messages") => Some(Wire::Anthropic),
             _ => None,
         };
-        let response = shared.answer(wire, request);
+        let embeds = request.method == "POST" && path.ends_with("/embeddings");
+        let response = if embeds {
+            shared.embed(&request)
+        } else {
+            shared.answer(wire, request)
+        };
         if matches!(response.body, Body::Held) {
             // Read until the client closes (what it sends meanwhile is ignored).
             while fill(&mut stream, &mut buf).await.is_some() {}
