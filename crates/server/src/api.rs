@@ -133,6 +133,7 @@ pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
         .route("/", get(page::index))
         .route("/page/app.js", get(page::app_js))
         .route("/page/style.css", get(page::style_css))
+        .route("/page/i18n.js", get(page::i18n_js))
         .route("/page/status", get(page::status))
         .route(page::ECHARTS_PATH, get(page::echarts))
         .layer(RequestBodyLimitLayer::new(json_limit))
