@@ -262,7 +262,13 @@ mod tests {
             }
         }
         let own = include_str!("error.rs");
-        let statuses = own.split("fn from_status").nth(1).unwrap().split("\n}").next().unwrap();
+        let statuses = own
+            .split("fn from_status")
+            .nth(1)
+            .unwrap()
+            .split("\n}")
+            .next()
+            .unwrap();
         for line in statuses.lines() {
             if let Some(rest) = line.trim().strip_prefix("(\"") {
                 found.insert(rest.split('"').next().unwrap().to_owned());
@@ -276,7 +282,10 @@ mod tests {
             );
         }
         for code in ERROR_CODES {
-            assert!(found.contains(*code), "ERROR_CODES lists `{code}`, which no handler uses");
+            assert!(
+                found.contains(*code),
+                "ERROR_CODES lists `{code}`, which no handler uses"
+            );
             assert!(
                 code.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
                 "`{code}` is not snake_case"

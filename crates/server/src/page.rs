@@ -180,7 +180,11 @@ mod tests {
         );
         // The words come apart, one catalogue a language, each within its own budget.
         for catalogue in [CATALOGUE_EN, CATALOGUE_ZH_CN] {
-            assert!(catalogue.len() < 32 * 1024, "a catalogue weighs {} bytes", catalogue.len());
+            assert!(
+                catalogue.len() < 32 * 1024,
+                "a catalogue weighs {} bytes",
+                catalogue.len()
+            );
         }
         assert!(INDEX_HTML.contains("__NONCE__"));
     }
@@ -269,7 +273,12 @@ mod tests {
             keys.insert(format!("{key}.one"));
             keys.insert(format!("{key}.other"));
         }
-        for name in ["data-i18n", "data-i18n-placeholder", "data-i18n-title", "data-i18n-aria-label"] {
+        for name in [
+            "data-i18n",
+            "data-i18n-placeholder",
+            "data-i18n-title",
+            "data-i18n-aria-label",
+        ] {
             keys.extend(attribute(name).into_iter().map(str::to_owned));
         }
         keys.extend(crate::ERROR_CODES.iter().map(|c| format!("error.{c}")));
@@ -285,26 +294,48 @@ mod tests {
         let used = used_keys();
         assert!(used.len() > 200, "{} keys", used.len());
         let placeholders = |s: &str| -> std::collections::BTreeSet<String> {
-            s.split('{').skip(1).filter_map(|r| r.split_once('}')).map(|(p, _)| p.to_owned()).collect()
+            s.split('{')
+                .skip(1)
+                .filter_map(|r| r.split_once('}'))
+                .map(|(p, _)| p.to_owned())
+                .collect()
         };
         let en = catalogue(CATALOGUE_EN);
         for (lang, text) in [("en", CATALOGUE_EN), ("zh-CN", CATALOGUE_ZH_CN)] {
             let words = catalogue(text);
             for key in &used {
                 let value = words.get(key);
-                assert!(value.is_some_and(|v| !v.trim().is_empty() || key == "ctx.end"), "{lang} has no `{key}`");
+                assert!(
+                    value.is_some_and(|v| !v.trim().is_empty() || key == "ctx.end"),
+                    "{lang} has no `{key}`"
+                );
             }
             for (key, value) in &words {
-                assert!(used.contains(key), "{lang} has `{key}`, which the page never asks for");
+                assert!(
+                    used.contains(key),
+                    "{lang} has `{key}`, which the page never asks for"
+                );
                 // A singular may say "one" in words; every other form names what English names.
                 if !key.ends_with(".one") {
-                    assert_eq!(placeholders(value), placeholders(&en[key]), "{lang} `{key}`");
+                    assert_eq!(
+                        placeholders(value),
+                        placeholders(&en[key]),
+                        "{lang} `{key}`"
+                    );
                 }
             }
         }
         let zh = catalogue(CATALOGUE_ZH_CN);
-        let same: Vec<&String> = en.iter().filter(|(k, v)| zh[*k] == **v).map(|(k, _)| k).collect();
-        assert_eq!(same, ["app.name", "lang.en", "lang.zh"], "words left in English");
+        let same: Vec<&String> = en
+            .iter()
+            .filter(|(k, v)| zh[*k] == **v)
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            same,
+            ["app.name", "lang.en", "lang.zh"],
+            "words left in English"
+        );
     }
 
     #[test]
@@ -318,15 +349,29 @@ mod tests {
         }
         assert_eq!(text, "", "text in the HTML that no catalogue holds");
         for name in ["placeholder", "title", "aria-label", "alt"] {
-            assert_eq!(attribute(name), Vec::<&str>::new(), "a literal {name} attribute");
+            assert_eq!(
+                attribute(name),
+                Vec::<&str>::new(),
+                "a literal {name} attribute"
+            );
         }
         // The script shows no literal words either: each text, label, title and notice is a key.
-        for opening in ["text: '", "'aria-label': '", "title: '", "notice('", "placeholder: '"] {
+        for opening in [
+            "text: '",
+            "'aria-label': '",
+            "title: '",
+            "notice('",
+            "placeholder: '",
+        ] {
             let literal: Vec<&str> = quoted_after(APP_JS, opening)
                 .into_iter()
                 .filter(|s| s.chars().any(char::is_alphabetic) && *s != "notes.md")
                 .collect();
-            assert_eq!(literal, Vec::<&str>::new(), "words in the script after {opening}");
+            assert_eq!(
+                literal,
+                Vec::<&str>::new(),
+                "words in the script after {opening}"
+            );
         }
     }
 
