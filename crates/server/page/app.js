@@ -110,7 +110,7 @@
   // A time the server sent (RFC 3339), in the page's language; anything else as it came.
   const when = (s) => {
     const d = typeof s === 'string' && /^\d{4}-\d\d-\d\dT/.test(s) ? new Date(s) : null;
-    return d && !isNaN(d) ? new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'short' }).format(d) : s;
+    return d && !isNaN(d) ? new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'long' }).format(d) : s;
   };
   const uuid = () => (crypto.randomUUID ? crypto.randomUUID()
     : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join(''));
@@ -909,7 +909,8 @@
     const box = el('div', { class: 'answer', 'data-role': 'assistant' }, markers);
     // One notice per compression, where it happened: before the calls of the round it was
     // made for (or before the report, for the last round), the meter's explanation a click away.
-    const notice = (e) => el('li', { class: 'marker', role: 'note', 'data-notice': 'compression', 'data-round': e.round || '' },
+    // A list item keeps its role (a list of anything else is no list to a screen reader).
+    const notice = (e) => el('li', { class: 'marker', 'data-notice': 'compression', 'data-round': e.round || '' },
       tx('ans.compressed', { round: e.round || '?', strategies: (e.context.strategies || []).join(', '), dropped: fmt(e.context.dropped),
         before: fmt(e.context.tokens_before), after: fmt(e.context.tokens_after) }) + ' ',
       el('button', { type: 'button', class: 'small why', text: tx('ans.why'), 'aria-label': tx('ans.why_label'), onclick: () => $('#meter').click() }));
