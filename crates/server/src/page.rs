@@ -36,9 +36,11 @@ pub(crate) const APP_JS: &str = include_str!("../page/app.js");
 pub(crate) const STYLE_CSS: &str = include_str!("../page/style.css");
 
 /// The page's words in English, key by key (`page/i18n/en.json`).
-pub(crate) const CATALOGUE_EN: &str = include_str!("../page/i18n/en.json");
+#[cfg(test)]
+const CATALOGUE_EN: &str = include_str!("../page/i18n/en.json");
 /// The page's words in Simplified Chinese (`page/i18n/zh-CN.json`).
-pub(crate) const CATALOGUE_ZH_CN: &str = include_str!("../page/i18n/zh-CN.json");
+#[cfg(test)]
+const CATALOGUE_ZH_CN: &str = include_str!("../page/i18n/zh-CN.json");
 /// Both catalogues as one script the page loads before its own: `window.BA_I18N`, by language.
 const I18N_JS: &str = concat!(
     "window.BA_I18N = {\"en\": ",
