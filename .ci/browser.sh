@@ -14,6 +14,12 @@ if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null
     apt-get update >&2
     apt-get install -y chromium chromium-driver >&2
 fi
+# The page in Simplified Chinese needs a font with its characters (its screenshots too).
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=zh 2>/dev/null)" ]; then
+    log "installing a Chinese font (fonts-wqy-microhei)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y fonts-wqy-microhei >&2 || { apt-get update >&2 && apt-get install -y fonts-wqy-microhei >&2; }
+fi
 log "$(chromium --version 2>/dev/null || echo 'chromium: version unknown')"
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

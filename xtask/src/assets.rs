@@ -1,7 +1,7 @@
 //! `cargo xtask assets`: the page's third-party assets, fetched into `target/assets` (ignored by
-//! git, never committed). Today one: ECharts, from the npm registry's `echarts` package at a
-//! pinned version, its tarball checked against the registry's sha512 integrity before anything
-//! is taken out of it. `ba-agent serve` serves `target/assets/echarts.min.js` at
+//! git, never committed): ECharts for the page's charts and axe-core for the browser tests'
+//! accessibility checks, each from the npm registry at a pinned version, its tarball checked
+//! against the registry's sha512 integrity before anything is taken out of it. `ba-agent serve` serves `target/assets/echarts.min.js` at
 //! `/assets/echarts.min.js` (or from `--assets DIR` / `BA_AGENT_ASSETS`).
 //!
 //! The download and the extraction use the machine's `curl` and `tar`, so xtask needs no HTTP
@@ -18,6 +18,11 @@ use sha2::{Digest as _, Sha512};
 pub(crate) const ECHARTS_VERSION: &str = "6.1.0";
 /// Its tarball's integrity, as the registry publishes it (`npm view echarts@VERSION dist.integrity`).
 pub(crate) const ECHARTS_INTEGRITY: &str = "sha512-q0yaFPggC9FUdsWH4blavRWFmxdrIodbkoKNAjJudAI6CA9gNPxHtV2RcZNEepZVlk4yvBYkOkbk6HIVpIyHZA==";
+
+/// The pinned axe-core release: the browser tests run its accessibility rules on the page.
+pub(crate) const AXE_VERSION: &str = "4.14.1";
+/// Its tarball's integrity (`npm view axe-core@VERSION dist.integrity`).
+pub(crate) const AXE_INTEGRITY: &str = "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==";
 
 /// The folder the assets go to.
 pub(crate) fn dir() -> PathBuf {
@@ -36,42 +41,87 @@ pub(crate) fn integrity(bytes: &[u8]) -> String {
     )
 }
 
+/// One npm package the page or its tests need: its tarball's members to take, each to a file
+/// of the assets folder.
+struct Package {
+    name: &'static str,
+    version: &'static str,
+    integrity: &'static str,
+    members: &'static [(&'static str, &'static str)],
+}
+
+const PACKAGES: &[Package] = &[
+    Package {
+        name: "echarts",
+        version: ECHARTS_VERSION,
+        integrity: ECHARTS_INTEGRITY,
+        members: &[
+            ("package/dist/echarts.min.js", "echarts.min.js"),
+            ("package/LICENSE", "echarts.LICENSE"),
+        ],
+    },
+    Package {
+        name: "axe-core",
+        version: AXE_VERSION,
+        integrity: AXE_INTEGRITY,
+        members: &[
+            ("package/axe.min.js", "axe.min.js"),
+            ("package/LICENSE", "axe.LICENSE"),
+        ],
+    },
+];
+
 pub(crate) fn run() -> anyhow::Result<()> {
     let dir = dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let target = dir.join("echarts.min.js");
-    let stamp = dir.join("echarts.version");
-    if target.is_file()
-        && std::fs::read_to_string(&stamp).is_ok_and(|v| v.trim() == ECHARTS_VERSION)
-    {
-        println!("{} is echarts {ECHARTS_VERSION} already", target.display());
+    for package in PACKAGES {
+        fetch(&dir, package)?;
+    }
+    Ok(())
+}
+
+fn fetch(dir: &Path, package: &Package) -> anyhow::Result<()> {
+    let Package {
+        name,
+        version,
+        integrity: pinned,
+        members,
+    } = package;
+    let target = dir.join(members[0].1);
+    let stamp = dir.join(format!("{name}.version"));
+    if target.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|v| v.trim() == *version) {
+        println!("{} is {name} {version} already", target.display());
         return Ok(());
     }
-    let url = format!("https://registry.npmjs.org/echarts/-/echarts-{ECHARTS_VERSION}.tgz");
-    let tgz = dir.join(format!("echarts-{ECHARTS_VERSION}.tgz"));
+    let url = format!("https://registry.npmjs.org/{name}/-/{name}-{version}.tgz");
+    let tgz = dir.join(format!("{name}-{version}.tgz"));
     println!("fetching {url}");
     let status = Command::new("curl")
         .args(["-fsSL", "--retry", "3", "--max-time", "300", "-o"])
         .arg(&tgz)
         .arg(&url)
         .status()
-        .context("running curl (install it, or put echarts.min.js in target/assets by hand)")?;
+        .with_context(|| {
+            format!(
+                "running curl (install it, or put {} in target/assets by hand)",
+                members[0].1
+            )
+        })?;
     ensure!(status.success(), "curl could not fetch {url}");
     let bytes = std::fs::read(&tgz).with_context(|| format!("reading {}", tgz.display()))?;
     let got = integrity(&bytes);
-    if got != ECHARTS_INTEGRITY {
+    if got != *pinned {
         let _ = std::fs::remove_file(&tgz);
-        bail!(
-            "{url}: integrity {got} is not the pinned {ECHARTS_INTEGRITY}; nothing was installed"
-        );
+        bail!("{url}: integrity {got} is not the pinned {pinned}; nothing was installed");
     }
-    extract(&tgz, &dir, "package/dist/echarts.min.js", &target)?;
-    extract(&tgz, &dir, "package/LICENSE", &dir.join("echarts.LICENSE"))?;
-    std::fs::write(&stamp, ECHARTS_VERSION)?;
+    for (member, file) in *members {
+        extract(&tgz, dir, member, &dir.join(file))?;
+    }
+    std::fs::write(&stamp, version)?;
     std::fs::remove_file(&tgz)?;
     let size = std::fs::metadata(&target)?.len();
     println!(
-        "wrote {} (echarts {ECHARTS_VERSION}, {size} bytes, integrity checked)",
+        "wrote {} ({name} {version}, {size} bytes, integrity checked)",
         target.display()
     );
     Ok(())
@@ -110,5 +160,6 @@ mod tests {
             "sha512-3a81oZNherrMQXNJriBBMRLm+k6JqX6iCp7u5ktV05ohkpkqJ0/BqDa6PCOj/uu9RU1EI2Q86A4qmslPpUyknw=="
         );
         assert!(ECHARTS_INTEGRITY.starts_with("sha512-"));
+        assert!(AXE_INTEGRITY.starts_with("sha512-"));
     }
 }

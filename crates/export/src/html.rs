@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 
 use super::sanitise::{Allowed, Slot, clean_html, escape, fill};
-use super::{MAX_EMBEDDED_TOTAL, Packaging, Parts};
+use super::{MAX_EMBEDDED_TOTAL, Packaging, Parts, Words};
 
 /// The HTML document's stylesheet: a readable page on screen and a clean one on paper.
 const STYLE: &str = "\
@@ -49,10 +49,10 @@ fn data_uri(media_type: &str, bytes: &[u8]) -> String {
 }
 
 /// A size in words a reader takes in at a glance (`980 bytes`, `12.4 KB`, `3.1 MB`).
-pub(crate) fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64, words: &Words) -> String {
     let b = bytes as f64;
     if bytes < 1000 {
-        format!("{bytes} bytes")
+        format!("{bytes} {}", words.bytes)
     } else if bytes < 1_000_000 {
         format!("{:.1} KB", b / 1e3)
     } else {
@@ -63,8 +63,13 @@ pub(crate) fn size(bytes: u64) -> String {
 /// The report as one HTML document.
 pub(crate) fn document(p: &Parts, packaging: Packaging) -> String {
     let body = body(p);
+    let w = p.language.words();
     let mut out = String::with_capacity(body.len() + 4096);
-    out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n",
+        p.language.tag()
+    );
     out.push_str(
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          img-src data:; style-src 'unsafe-inline'\">\n",
@@ -74,21 +79,27 @@ pub(crate) fn document(p: &Parts, packaging: Packaging) -> String {
     let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>\n<article>");
     let _ = write!(
         out,
-        "<header><h1>{}</h1><p class=\"meta\">Answered {}</p>",
+        "<header><h1>{}</h1><p class=\"meta\">{} {}</p>",
         escape(&p.title),
+        w.answered,
         escape(&p.answered())
     );
     let q = &p.question;
     if !q.words.is_empty() || !q.attached.is_empty() {
         let _ = write!(
             out,
-            "<div class=\"question\"><p><strong>Question:</strong> {}</p>",
+            "<div class=\"question\"><p><strong>{}{}</strong>{}{}</p>",
+            w.question,
+            w.colon.trim_end(),
+            if w.colon.ends_with(' ') { " " } else { "" },
             escape(&q.words)
         );
         if !q.attached.is_empty() {
             let _ = write!(
                 out,
-                "<p class=\"attached\">Attached: {}</p>",
+                "<p class=\"attached\">{}{}{}</p>",
+                w.attached,
+                w.colon,
                 escape(&q.attached.join(", "))
             );
         }
@@ -98,12 +109,9 @@ pub(crate) fn document(p: &Parts, packaging: Packaging) -> String {
     out.push_str(&body);
     out.push_str("\n</section>\n");
     if !p.linked.is_empty() {
-        out.push_str("<section class=\"files\"><h2>Files</h2>");
+        let _ = write!(out, "<section class=\"files\"><h2>{}</h2>", w.files);
         if packaging == Packaging::Alone {
-            out.push_str(
-                "<p class=\"note\">The files are not inside this page: the report's zip export \
-                 keeps them in the folder <code>files</code> beside it, where these links lead.</p>",
-            );
+            let _ = write!(out, "<p class=\"note\">{}</p>", w.files_apart);
         }
         out.push_str("<ul>");
         for l in &p.linked {
@@ -112,12 +120,16 @@ pub(crate) fn document(p: &Parts, packaging: Packaging) -> String {
                 "<li><a href=\"{}\">{}</a> <span class=\"size\">({})</span></li>",
                 escape(&l.place.href),
                 escape(&l.name),
-                size(l.size)
+                size(l.size, w)
             );
         }
         out.push_str("</ul></section>\n");
     }
-    out.push_str("<footer>Exported from BA-Agent.</footer>\n</article>\n</body>\n</html>\n");
+    let _ = writeln!(
+        out,
+        "<footer>{}</footer>\n</article>\n</body>\n</html>",
+        w.exported
+    );
     out
 }
 
@@ -174,7 +186,7 @@ fn block(p: &Parts, slot: Slot, left: &mut u64) -> Option<String> {
         Slot::File(n) => {
             let f = p.file(n)?;
             let Some(place) = &f.place else {
-                return Some("<em>(a file that is no longer there)</em>".into());
+                return Some(format!("<em>{}</em>", p.language.words().gone));
             };
             match &f.image {
                 Some(bytes) if (bytes.len() as u64) <= *left => {
@@ -192,7 +204,7 @@ fn block(p: &Parts, slot: Slot, left: &mut u64) -> Option<String> {
             let c = p.charts.get(k)?;
             format!(
                 "<figure class=\"chart\"><img alt=\"{}\" src=\"{}\"></figure>",
-                escape(c.title.as_deref().unwrap_or("Chart")),
+                escape(c.title.as_deref().unwrap_or(p.language.words().chart)),
                 data_uri("image/svg+xml", c.svg.as_bytes())
             )
         }
@@ -271,8 +283,11 @@ mod tests {
 
     #[test]
     fn sizes_read_at_a_glance() {
-        assert_eq!(size(980), "980 bytes");
-        assert_eq!(size(12_400), "12.4 KB");
-        assert_eq!(size(3_100_000), "3.1 MB");
+        let w = crate::Language::English.words();
+        assert_eq!(size(980, w), "980 bytes");
+        assert_eq!(size(12_400, w), "12.4 KB");
+        assert_eq!(size(3_100_000, w), "3.1 MB");
+        let zh = crate::Language::SimplifiedChinese.words();
+        assert_eq!(size(980, zh), "980 字节");
     }
 }

@@ -252,6 +252,93 @@ enum Source {
     Made(Arc<[u8]>),
 }
 
+/// The language of a report's own words: its headings, labels, notes and sizes. The answer
+/// stays as the model wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Language {
+    /// English (`en`).
+    #[default]
+    English,
+    /// Simplified Chinese (`zh-CN`).
+    SimplifiedChinese,
+}
+
+impl Language {
+    /// The language of a BCP 47 tag: `zh`, `zh-CN`, `zh-Hans…` are Simplified Chinese;
+    /// anything else (or nothing) English.
+    pub fn from_tag(tag: &str) -> Self {
+        let tag = tag.trim().to_ascii_lowercase();
+        if tag == "zh" || tag.starts_with("zh-") || tag.starts_with("zh_") {
+            Self::SimplifiedChinese
+        } else {
+            Self::English
+        }
+    }
+
+    /// Its BCP 47 tag, for `<html lang>`.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::English => "en",
+            Self::SimplifiedChinese => "zh-CN",
+        }
+    }
+
+    pub(crate) fn words(self) -> &'static Words {
+        match self {
+            Self::English => &ENGLISH,
+            Self::SimplifiedChinese => &CHINESE,
+        }
+    }
+}
+
+/// A report's fixed words in one language.
+#[derive(Debug)]
+pub(crate) struct Words {
+    pub(crate) report: &'static str,
+    pub(crate) answered: &'static str,
+    pub(crate) question: &'static str,
+    pub(crate) attached: &'static str,
+    pub(crate) files: &'static str,
+    pub(crate) files_apart: &'static str,
+    pub(crate) exported: &'static str,
+    pub(crate) chart: &'static str,
+    pub(crate) bytes: &'static str,
+    pub(crate) gone: &'static str,
+    /// What follows a label (`Question: …`).
+    pub(crate) colon: &'static str,
+}
+
+const ENGLISH: Words = Words {
+    report: "Report",
+    answered: "Answered",
+    question: "Question",
+    attached: "Attached",
+    files: "Files",
+    files_apart: "The files are not inside this page: the report's zip export keeps them in the \
+                  folder <code>files</code> beside it, where these links lead.",
+    exported: "Exported from BA-Agent.",
+    chart: "Chart",
+    bytes: "bytes",
+    gone: "(a file that is no longer there)",
+    colon: ": ",
+};
+
+const CHINESE: Words = Words {
+    report: "报告",
+    answered: "回答于",
+    question: "问题",
+    attached: "附件",
+    files: "文件",
+    files_apart: "文件不在本页面中：报告的 zip 导出把它们放在旁边的 <code>files</code> 文件夹里，\
+                  以下链接指向那里。",
+    exported: "由 BA-Agent 导出。",
+    chart: "图表",
+    bytes: "字节",
+    gone: "（文件已不存在）",
+    colon: "：",
+};
+
 /// An exported report: the document and the files that go beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportedReport {
@@ -307,7 +394,29 @@ pub async fn export_report(
     format: ReportFormat,
     packaging: Packaging,
 ) -> Result<ExportedReport, ExportError> {
-    let parts = read_parts(store, id, seq).await?;
+    export_report_in(store, id, seq, format, packaging, Language::English).await
+}
+
+/// [`export_report`] with the report's own words (headings, labels, notes) in `language`.
+///
+/// # Errors
+/// As [`export_report`].
+pub async fn export_report_in(
+    store: &dyn ConversationStore,
+    id: &ConversationId,
+    seq: Option<u64>,
+    format: ReportFormat,
+    packaging: Packaging,
+    language: Language,
+) -> Result<ExportedReport, ExportError> {
+    let mut parts = read_parts(store, id, seq).await?;
+    // The file's name keeps the English word: a name is for the disk, and stays the same
+    // whatever the page's language.
+    let stem = format!("report-{}-{}", slug(&parts.title), parts.seq);
+    if parts.untitled {
+        parts.title = language.words().report.into();
+    }
+    parts.language = language;
     let body = match format {
         ReportFormat::Markdown => markdown::document(&parts),
         ReportFormat::Html => html::document(&parts, packaging),
@@ -335,7 +444,7 @@ pub async fn export_report(
         body,
         seq: parts.seq,
         files,
-        stem: format!("report-{}-{}", slug(&parts.title), parts.seq),
+        stem,
         conversation: id.clone(),
         answered_at: parts.answered_at,
     })
@@ -345,6 +454,10 @@ pub async fn export_report(
 #[derive(Debug)]
 pub(crate) struct Parts {
     pub(crate) title: String,
+    /// The conversation has no title (`title` is a word for "report").
+    pub(crate) untitled: bool,
+    /// The language of the report's own words.
+    pub(crate) language: Language,
     pub(crate) question: Question,
     pub(crate) answered_at: String,
     pub(crate) seq: u64,
@@ -566,6 +679,8 @@ async fn read_parts(
         }
     }
     Ok(Parts {
+        untitled: title.is_empty(),
+        language: Language::English,
         title: if title.is_empty() {
             "Report".into()
         } else {

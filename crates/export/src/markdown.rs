@@ -14,16 +14,23 @@ use super::sanitise::{
 /// The report as Markdown.
 pub(crate) fn document(p: &Parts) -> String {
     let mut out = String::new();
+    let w = p.language.words();
     let _ = writeln!(out, "# {}\n", md_text(&p.title.replace('\n', " ")));
-    let _ = writeln!(out, "*Answered {}*\n", md_text(&p.answered()));
+    let _ = writeln!(out, "*{} {}*\n", w.answered, md_text(&p.answered()));
     let q = &p.question;
     if !q.words.is_empty() || !q.attached.is_empty() {
-        out.push_str("> **Question**\n>\n");
+        let _ = writeln!(out, "> **{}**\n>", w.question);
         for line in md_text(&q.words).lines() {
             let _ = writeln!(out, "> {line}");
         }
         if !q.attached.is_empty() {
-            let _ = writeln!(out, ">\n> Attached: {}", md_text(&q.attached.join(", ")));
+            let _ = writeln!(
+                out,
+                ">\n> {}{}{}",
+                w.attached,
+                w.colon,
+                md_text(&q.attached.join(", "))
+            );
         }
         out.push('\n');
     }
@@ -35,14 +42,14 @@ pub(crate) fn document(p: &Parts) -> String {
     out.push_str(body.trim_end());
     out.push('\n');
     if !p.linked.is_empty() {
-        out.push_str("\n## Files\n\n");
+        let _ = write!(out, "\n## {}\n\n", w.files);
         for l in &p.linked {
             let _ = writeln!(
                 out,
                 "- [{}]({}) ({})",
                 md_text(&l.name),
                 l.place.href,
-                size(l.size)
+                size(l.size, w)
             );
         }
     }
@@ -71,7 +78,7 @@ fn markdown_body(p: &Parts) -> String {
         Slot::File(n) => {
             let f = p.file(n)?;
             let Some(place) = &f.place else {
-                return Some("*(a file that is no longer there)*".into());
+                return Some(format!("*{}*", p.language.words().gone));
             };
             let bang = if f.media_type.starts_with("image/") {
                 "!"
@@ -106,7 +113,7 @@ fn html_body(p: &Parts) -> String {
                 Slot::File(n) => {
                     let f = p.file(n)?;
                     let Some(place) = &f.place else {
-                        return Some("<em>(a file that is no longer there)</em>".into());
+                        return Some(format!("<em>{}</em>", p.language.words().gone));
                     };
                     if f.media_type.starts_with("image/") {
                         format!(
@@ -123,7 +130,7 @@ fn html_body(p: &Parts) -> String {
                     format!(
                         "<p><img src=\"{}\" alt=\"{}\"></p>",
                         escape(&c.place.href),
-                        escape(c.title.as_deref().unwrap_or("Chart"))
+                        escape(c.title.as_deref().unwrap_or(p.language.words().chart))
                     )
                 }
             })

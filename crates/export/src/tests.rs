@@ -81,6 +81,8 @@ fn parts(response: &str, html: bool) -> Parts {
     let png = names.stored("output_001", "chart <1>.png");
     Parts {
         title: "Targets <b>by</b> region".into(),
+        untitled: false,
+        language: crate::Language::English,
         question: Question {
             words: "Check targets.csv — <script>x</script>?\n# not a heading\n1. not a list".into(),
             attached: vec!["targets.csv".into()],
@@ -201,4 +203,34 @@ proptest::proptest! {
         let body = body_of(&doc);
         proptest::prop_assert_eq!(dangers(body, true), Vec::<String>::new(), "{}", body);
     }
+}
+
+#[test]
+fn a_language_tag_names_chinese_or_english() {
+    for tag in ["zh", "zh-CN", "zh-Hans-CN", "ZH_cn", " zh-TW "] {
+        assert_eq!(
+            crate::Language::from_tag(tag),
+            crate::Language::SimplifiedChinese,
+            "{tag}"
+        );
+    }
+    for tag in ["en", "en-US", "", "fr", "zhx", "<script>"] {
+        assert_eq!(
+            crate::Language::from_tag(tag),
+            crate::Language::English,
+            "{tag}"
+        );
+    }
+    let mut p = parts("An answer.", false);
+    p.language = crate::Language::SimplifiedChinese;
+    let doc = crate::html::document(&p, crate::Packaging::Alone);
+    assert!(
+        doc.starts_with("<!doctype html>\n<html lang=\"zh-CN\">"),
+        "{doc}"
+    );
+    let md = crate::markdown::document(&p);
+    assert!(
+        md.contains("*回答于 2025-11-27 15:41 UTC*") && md.contains("> 附件：targets.csv"),
+        "{md}"
+    );
 }

@@ -1,5 +1,6 @@
-// The page of seed 003: a conversation sidebar, the transcript with each assistant turn in
-// §七 order, the context meter of seed 002, and a composer. No framework, no build step.
+// The analyst's page: a conversation sidebar, the transcript with each assistant turn in its
+// fixed order, the context meter, and a composer. No framework, no build step. Every word it
+// shows comes from the catalogues (i18n/*.json, served as /page/i18n.js).
 // Model output is hostile: Markdown arrives rendered and sanitised by the server; text is only
 // ever set with textContent; an HTML report runs in a sandboxed frame (see reportFrame).
 'use strict';
@@ -16,6 +17,38 @@
     for (const kid of kids.flat()) if (kid != null) e.append(kid);
     return e;
   };
+  // ---- language: the catalogues of /page/i18n.js, in the language the person chose on the
+  // page (kept in localStorage) or else the browser's first (zh… → Simplified Chinese, anything
+  // else → English). The server's errors carry a code; the page says them in its language.
+  const CATALOGUES = window.BA_I18N || { en: {} };
+  const pickLang = () => {
+    const kept = localStorage.getItem('ba-lang');
+    if (kept && CATALOGUES[kept]) return kept;
+    const first = (navigator.languages && navigator.languages[0]) || navigator.language || 'en';
+    return /^zh/i.test(first) && CATALOGUES['zh-CN'] ? 'zh-CN' : 'en';
+  };
+  let lang = pickLang();
+  function tx(key, vars) {
+    const s = (CATALOGUES[lang] || {})[key] ?? CATALOGUES.en[key] ?? key;
+    return vars ? s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m)) : s;
+  }
+  // A phrase with a count: `key.one` or `key.other`, as the language's plural rules choose.
+  const tn = (key, n, vars) => tx(key + (new Intl.PluralRules(lang).select(n) === 'one' ? '.one' : '.other'), Object.assign({ n: fmt(n) }, vars));
+  // What an error answer says: in English the server's own sentence (it names what failed); in
+  // another language the catalogue's sentence for its code, or the server's when it has none.
+  function errText(e) {
+    const code = e && e.code; const own = code && CATALOGUES[lang] && CATALOGUES[lang]['error.' + code];
+    if (own && (lang !== 'en' || !e.message)) return own;
+    return (e && e.message) || (code ? code : '');
+  }
+  function applyStatic() {
+    document.documentElement.lang = lang;
+    document.querySelectorAll('[data-i18n]').forEach((n) => { n.textContent = tx(n.dataset.i18n); });
+    for (const a of ['placeholder', 'title', 'aria-label']) {
+      document.querySelectorAll('[data-i18n-' + a + ']').forEach((n) => n.setAttribute(a, tx(n.getAttribute('data-i18n-' + a))));
+    }
+    $('#lang').value = lang;
+  }
   const COMPONENTS = ['task_analysis', 'execution_plan', 'tool_call_status', 'final_report',
     'code_blocks', 'recommended_questions', 'download_links'];
   // The token is pasted once into the sign-in form and kept in this tab's sessionStorage: no
@@ -47,7 +80,7 @@
     const data = text ? JSON.parse(text) : null;
     if (!r.ok) {
       const err = new Error((data && data.error && data.error.message) || r.statusText);
-      err.status = r.status; err.data = data; throw err;
+      err.status = r.status; err.data = data; err.code = data && data.error && data.error.code; throw err;
     }
     return data;
   }
@@ -73,7 +106,12 @@
     const n = $('#notice');
     n.hidden = !text; n.textContent = text || ''; n.className = kind || '';
   }
-  const fmt = (n) => Number(n || 0).toLocaleString('en-US');
+  const fmt = (n) => Number(n || 0).toLocaleString(lang);
+  // A time the server sent (RFC 3339), in the page's language; anything else as it came.
+  const when = (s) => {
+    const d = typeof s === 'string' && /^\d{4}-\d\d-\d\dT/.test(s) ? new Date(s) : null;
+    return d && !isNaN(d) ? new Intl.DateTimeFormat(lang, { dateStyle: 'medium', timeStyle: 'long' }).format(d) : s;
+  };
   const uuid = () => (crypto.randomUUID ? crypto.randomUUID()
     : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join(''));
   const textOf = (entry) => {
@@ -92,7 +130,7 @@
       const a = el('a', { href: url, download: savedName(r.headers.get('content-disposition'), path.split('/').pop()) });
       document.body.append(a); a.click(); a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
-    } catch (e) { notice('Download failed: ' + e.message, 'error'); }
+    } catch (e) { notice(tx('download.failed', { error: errText(e) }), 'error'); }
   }
 
   // The name a download is saved under: RFC 6266's `filename*` (UTF-8, percent-encoded: the
@@ -125,7 +163,7 @@
     fetch(base() + '/files/' + encodeURIComponent(id), { headers: headers() })
       .then((r) => { if (!r.ok) throw new Error('HTTP ' + r.status); return r.blob(); })
       .then((b) => { const url = URL.createObjectURL(b); img.addEventListener('load', () => URL.revokeObjectURL(url), { once: true }); img.src = url; })
-      .catch((e) => fig.replaceChildren(el('figcaption', { text: name + ': the image could not be loaded (' + e.message + ')' })));
+      .catch((e) => fig.replaceChildren(el('figcaption', { text: tx('image.failed', { name, error: e.message }) })));
     return fig;
   }
 
@@ -164,46 +202,46 @@
     known.then((text) => { if (text) { into.textContent = '✎ ' + text; into.closest('button').title += '\n✎ ' + text; } });
   }
   function convItem(c) {
-    const title = c.title || 'Untitled ' + c.id.slice(0, 8);
+    const title = c.title || tx('conv.untitled', { id: c.id.slice(0, 8) });
     const li = el('li', { class: c.id === S.conv ? 'current' : null, 'data-id': c.id });
-    const edited = c.fork ? el('span', { class: 'edited', text: '✎ branch after entry ' + c.fork.at_seq }) : null;
+    const edited = c.fork ? el('span', { class: 'edited', text: tx('conv.branch', { seq: c.fork.at_seq }) }) : null;
     const open = el('button', { type: 'button', class: 'open', title,
       'aria-current': c.id === S.conv ? 'page' : null, onclick: () => openConv(c.id) }, el('span', { class: 'name', text: title }), edited);
     if (edited) forkQuestion(c, edited);
-    const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: c.status.replace(/_/g, ' ') });
+    const badge = c.status === 'idle' ? null : el('span', { class: 'badge ' + c.status, text: statusName(c.status) });
     if (c.access === 'read') {
-      li.append(open, el('span', { class: 'meta', text: 'from ' + c.owner }), badge || '');
+      li.append(open, el('span', { class: 'meta', text: tx('conv.from', { owner: c.owner }) }), badge || '');
       return li;
     }
-    const rename = el('button', { type: 'button', class: 'small', text: 'Rename', 'aria-label': 'Rename ' + title,
+    const rename = el('button', { type: 'button', class: 'small', text: tx('conv.rename'), 'aria-label': tx('conv.rename_of', { title }),
       onclick: () => {
-        const input = el('input', { type: 'text', value: c.title || '', 'aria-label': 'New title' });
+        const input = el('input', { type: 'text', value: c.title || '', 'aria-label': tx('conv.new_title') });
         input.addEventListener('keydown', async (ev) => {
           if (ev.key === 'Escape') return loadList();
           if (ev.key !== 'Enter') return;
           ev.preventDefault();
           await api('/api/v1/conversations/' + c.id, { method: 'PATCH', body: { title: input.value.trim() } });
-          if (c.id === S.conv) $('#conv-title').textContent = input.value.trim() || 'Untitled';
+          if (c.id === S.conv) $('#conv-title').textContent = input.value.trim() || tx('conv.untitled_short');
           loadList();
         });
         open.replaceWith(input); input.focus(); input.select();
       } });
     let armed = false;
-    const del = el('button', { type: 'button', class: 'small', text: 'Delete', 'aria-label': 'Delete ' + title,
+    const del = el('button', { type: 'button', class: 'small', text: tx('conv.delete'), 'aria-label': tx('conv.delete_of', { title }),
       onclick: async () => {
-        if (!armed) { armed = true; del.textContent = 'Really delete?'; setTimeout(() => { armed = false; del.textContent = 'Delete'; }, 4000); return; }
+        if (!armed) { armed = true; del.textContent = tx('conv.really_delete'); setTimeout(() => { armed = false; del.textContent = tx('conv.delete'); }, 4000); return; }
         try {
           await api('/api/v1/conversations/' + c.id, { method: 'DELETE' });
           if (c.id === S.conv) openConv(null);
           loadList();
         } catch (e) { notice(e.message, 'error'); }
       } });
-    li.append(...[open, el('span', { class: 'meta', text: c.mode }), badge, rename, del].filter(Boolean));
+    li.append(...[open, el('span', { class: 'meta', text: modeName(c.mode) }), badge, rename, del].filter(Boolean));
     return li;
   }
   function authError(e) {
-    if (e.status === 401) { signIn('The server did not accept the token: sign in again.'); return; }
-    notice(e.message, 'error');
+    if (e.status === 401) { signIn(tx('signin.again')); return; }
+    notice(errText(e), 'error');
   }
 
   // ---- signing in: who the server says we are (`/api/v1/me`); a sign-in form when it needs a
@@ -211,15 +249,15 @@
   let started = false;
   async function whoami() {
     try { S.me = await api('/api/v1/me'); } catch (e) {
-      if (e.status === 401) { signIn(token ? 'The server did not accept the token.' : ''); return; }
+      if (e.status === 401) { signIn(token ? tx('signin.refused') : ''); return; }
       notice(e.message, 'error'); return;
     }
     document.body.dataset.signin = 'done';
     const dlg = $('#signin'); if (dlg.open) dlg.close();
     const me = S.me;
-    const parts = [me.name + ' (' + me.role + ')'];
-    if (me.spend && me.budget && me.budget.month_usd != null) parts.push('$' + me.spend.usd.toFixed(2) + ' of $' + me.budget.month_usd.toFixed(2) + ' this month');
-    else if (me.spend && me.spend.usd) parts.push('$' + me.spend.usd.toFixed(2) + ' this month');
+    const parts = [me.name + ' (' + roleName(me.role) + ')'];
+    if (me.spend && me.budget && me.budget.month_usd != null) parts.push(tx('me.month_of', { spent: dollars(me.spend.usd), cap: dollars(me.budget.month_usd) }));
+    else if (me.spend && me.spend.usd) parts.push(tx('me.month', { spent: dollars(me.spend.usd) }));
     $('#whoami-text').textContent = parts.join(' · ');
     $('#whoami').hidden = false;
     $('#sign-out').hidden = !token;
@@ -227,6 +265,21 @@
     $('#new-conv').hidden = me.role === 'viewer';
     document.body.dataset.role = me.role;
     if (!started) { started = true; begin(); }
+  }
+  // The names the server sends as codes, in the page's language.
+  const roleName = (r) => ({ admin: tx('role.admin'), analyst: tx('role.analyst'), viewer: tx('role.viewer') }[r] || r);
+  const modeName = (m) => ({ chat: tx('mode.chat'), agent: tx('mode.agent'), run: tx('mode.run') }[m] || m);
+  const statusName = (s) => ({ running: tx('status.running'), interrupted: tx('status.interrupted'), failed: tx('status.failed'),
+    budget_reached: tx('status.budget_reached'), awaiting_approval: tx('status.awaiting_approval'), broken: tx('status.broken') }[s] || String(s).replace(/_/g, ' '));
+  const runStatus = (s) => ({ running: tx('status.running'), answered: tx('run.answered'), failed: tx('status.failed'), round_limit: tx('run.round_limit'),
+    budget_reached: tx('status.budget_reached'), model_failed: tx('run.model_failed'), cancelled: tx('run.cancelled') }[s] || s);
+  const meterStatus = (s) => ({ normal: tx('meter.normal'), warning: tx('meter.warning'), compressing: tx('meter.compressing') }[s] || s);
+  // A failed run's event names its kind: in English its own sentence, else the catalogue's.
+  function runError(d) {
+    const known = { busy: tx('run_error.busy'), store: tx('run_error.store'), lease_lost: tx('run_error.lease_lost'), context: tx('run_error.context'),
+      config: tx('run_error.config'), input: tx('run_error.input'), model: tx('run_error.model'), hook: tx('run_error.hook'),
+      round_limit: tx('run_error.round_limit'), budget_reached: tx('run_error.budget_reached'), format: tx('run_error.format'), cancelled: tx('run_error.cancelled') }[d.kind];
+    return lang === 'en' || !known ? d.message : known;
   }
   function signIn(why) {
     document.body.dataset.signin = 'needed';
@@ -261,34 +314,34 @@
   async function showAdmin() {
     const dlg = $('#admin-dialog'); const body = $('#admin-body');
     let users;
-    try { users = (await api('/api/v1/users')).users; } catch (e) { notice(e.message, 'error'); return; }
+    try { users = (await api('/api/v1/users')).users; } catch (e) { notice(errText(e), 'error'); return; }
     const rows = users.map((u) => {
-      const role = el('select', { 'aria-label': 'Role of ' + u.name }, ['admin', 'analyst', 'viewer'].map((r) => el('option', { value: r, text: r, selected: r === u.role })));
-      const usd = el('input', { type: 'number', min: '0', step: '0.01', 'aria-label': 'Monthly dollars of ' + u.name, value: u.budget && u.budget.month_usd != null ? u.budget.month_usd : '' });
-      const toks = el('input', { type: 'number', min: '0', step: '1', 'aria-label': 'Monthly tokens of ' + u.name, value: u.budget && u.budget.month_tokens != null ? u.budget.month_tokens : '' });
+      const role = el('select', { 'aria-label': tx('admin.role_of', { name: u.name }) }, ['admin', 'analyst', 'viewer'].map((r) => el('option', { value: r, text: roleName(r), selected: r === u.role })));
+      const usd = el('input', { type: 'number', min: '0', step: '0.01', 'aria-label': tx('admin.usd_of', { name: u.name }), value: u.budget && u.budget.month_usd != null ? u.budget.month_usd : '' });
+      const toks = el('input', { type: 'number', min: '0', step: '1', 'aria-label': tx('admin.tokens_of', { name: u.name }), value: u.budget && u.budget.month_tokens != null ? u.budget.month_tokens : '' });
       const out = el('output', { class: 'secret' });
-      const save = el('button', { type: 'button', text: 'Save', onclick: async () => {
+      const save = el('button', { type: 'button', text: tx('admin.save'), onclick: async () => {
         const num = (v) => (v === '' ? null : Number(v));
         try {
           await api('/api/v1/users/' + encodeURIComponent(u.name), { method: 'PATCH', body: { role: role.value, budget: { month_usd: num(usd.value), month_tokens: num(toks.value) } } });
-          out.textContent = 'saved';
-        } catch (e) { out.textContent = e.message; }
+          out.textContent = tx('admin.saved');
+        } catch (e) { out.textContent = errText(e); }
       } });
-      const issue = el('button', { type: 'button', text: 'New token', onclick: async () => {
+      const issue = el('button', { type: 'button', text: tx('admin.new_token'), onclick: async () => {
         try {
-          const t = await api('/api/v1/users/' + encodeURIComponent(u.name) + '/tokens', { method: 'POST' });
-          out.textContent = 'Token (shown once): ' + t.secret;
-        } catch (e) { out.textContent = e.message; }
+          const tk = await api('/api/v1/users/' + encodeURIComponent(u.name) + '/tokens', { method: 'POST' });
+          out.textContent = tx('admin.token_once', { secret: tk.secret });
+        } catch (e) { out.textContent = errText(e); }
       } });
       return el('tr', { 'data-user': u.name }, el('th', { scope: 'row', text: u.name }), el('td', {}, role), el('td', {}, usd), el('td', {}, toks), el('td', {}, save, issue, out));
     });
-    const name = el('input', { type: 'text', 'aria-label': 'New user name', placeholder: 'name' });
-    const role = el('select', { 'aria-label': 'New user role' }, ['analyst', 'viewer', 'admin'].map((r) => el('option', { value: r, text: r })));
-    const add = el('button', { type: 'button', text: 'Add user', onclick: async () => {
-      try { await api('/api/v1/users', { method: 'POST', body: { name: name.value.trim(), role: role.value } }); showAdmin(); } catch (e) { notice(e.message, 'error'); }
+    const name = el('input', { type: 'text', 'aria-label': tx('admin.new_name'), placeholder: tx('admin.name') });
+    const role = el('select', { 'aria-label': tx('admin.new_role') }, ['analyst', 'viewer', 'admin'].map((r) => el('option', { value: r, text: roleName(r) })));
+    const add = el('button', { type: 'button', text: tx('admin.add'), onclick: async () => {
+      try { await api('/api/v1/users', { method: 'POST', body: { name: name.value.trim(), role: role.value } }); showAdmin(); } catch (e) { notice(errText(e), 'error'); }
     } });
     body.replaceChildren(
-      el('table', {}, el('thead', {}, el('tr', {}, ['User', 'Role', '$ a month', 'Tokens a month', ''].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, rows)),
+      el('table', {}, el('thead', {}, el('tr', {}, [tx('admin.user'), tx('admin.role'), tx('admin.usd'), tx('admin.tokens'), ''].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, rows)),
       el('p', {}, name, role, add));
     if (!dlg.open) dlg.showModal();
   }
@@ -297,25 +350,25 @@
   // conversation, and pause / resume / run now; refreshed while a run goes on.
   async function schedules() {
     const dlg = $('#schedules-dialog'); let list;
-    try { list = (await api('/api/v1/schedules')).schedules; } catch (e) { notice(e.message, 'error'); return; }
-    const act = (path, opts) => api(path, opts).catch((e) => notice(e.message, 'error')).then(schedules);
+    try { list = (await api('/api/v1/schedules')).schedules; } catch (e) { notice(errText(e), 'error'); return; }
+    const act = (path, opts) => api(path, opts).catch((e) => notice(errText(e), 'error')).then(schedules);
     const button = (cls, text, onclick) => el('button', { type: 'button', class: cls, text, onclick });
     const row = (s) => {
       const path = '/api/v1/schedules/' + s.id; const last = s.last_run;
-      const result = last && el('a', { href: '#', class: 'schedule-result', text: 'Result', onclick: (e) => {
+      const result = last && el('a', { href: '#', class: 'schedule-result', text: tx('sched.result'), onclick: (e) => {
         e.preventDefault(); dlg.close(); openConv(last.conversation_id);
       } });
       return el('tr', { 'data-schedule': s.id },
         el('th', { text: s.name }),
-        el('td', { class: 'schedule-next', text: s.paused ? 'paused' : s.next_run }),
-        el('td', { class: 'schedule-last', text: last ? last.occurrence : 'never' }),
-        el('td', { class: 'schedule-status', text: last && last.status }),
+        el('td', { class: 'schedule-next', text: s.paused ? tx('sched.paused') : when(s.next_run) }),
+        el('td', { class: 'schedule-last', text: last ? when(last.occurrence) : tx('sched.never') }),
+        el('td', { class: 'schedule-status', text: last && runStatus(last.status) }),
         el('td', {}, result),
         el('td', {},
-          button('schedule-pause', s.paused ? 'Resume' : 'Pause', () => act(path, { method: 'PATCH', body: { paused: !s.paused } })),
-          button('schedule-run', 'Run now', () => act(path + '/run', { method: 'POST' }))));
+          button('schedule-pause', s.paused ? tx('sched.resume') : tx('sched.pause'), () => act(path, { method: 'PATCH', body: { paused: !s.paused } })),
+          button('schedule-run', tx('sched.run_now'), () => act(path + '/run', { method: 'POST' }))));
     };
-    $('#schedules-body').replaceChildren(el('table', {}, list.map(row)));
+    $('#schedules-body').replaceChildren(el('table', {}, el('thead', {}, el('tr', {}, [tx('sched.name'), tx('sched.next'), tx('sched.last'), tx('sched.status'), tx('sched.result'), tx('sched.actions')].map((h) => el('th', { scope: 'col', text: h })))), el('tbody', {}, list.map(row))));
     if (!dlg.open) dlg.showModal();
     if (list.some((s) => s.last_run && s.last_run.status === 'running')) S.st = setTimeout(() => dlg.open && schedules(), 1000);
   }
@@ -336,7 +389,7 @@
     setMeter(null); $('#spend').hidden = true;
     document.querySelectorAll('#conv-list li').forEach((li) => li.classList.toggle('current', li.dataset.id === id));
     restoreDraft();
-    if (!id) { $('#conv-title').textContent = 'New conversation'; showAccess(); showCost(); renderAll(); updateControls(); return; }
+    if (!id) { $('#conv-title').textContent = tx('conv.new'); showAccess(); showCost(); renderAll(); updateControls(); return; }
     const gen = S.gen;
     try {
       S.meta = await api(base());
@@ -360,7 +413,7 @@
   function showMeta() {
     showAccess();
     const m = S.meta; if (!m) return;
-    $('#conv-title').textContent = m.title || 'Untitled ' + m.id.slice(0, 8);
+    $('#conv-title').textContent = m.title || tx('conv.untitled', { id: m.id.slice(0, 8) });
     const radio = document.querySelector('#mode input[value="' + m.mode + '"]');
     if (radio) radio.checked = true;
     renderWorkflowForm();
@@ -384,7 +437,7 @@
       try {
         const h = headers(); if (S.lastId) h['Last-Event-ID'] = S.lastId;
         const r = await reach(fetch(base() + '/events', { headers: h, signal: ctrl.signal, cache: 'no-store' }));
-        if (r.status === 404 || r.status === 401) { notice('The event stream is refused (' + r.status + ').', 'error'); return; }
+        if (r.status === 404 || r.status === 401) { notice(tx('stream.refused', { status: r.status }), 'error'); return; }
         if (!r.ok) throw new Error('HTTP ' + r.status);
         document.body.dataset.stream = 'open';
         if (S.running) recheckRun(gen);
@@ -448,9 +501,9 @@
         S.live = { round: d.round, text: d.text_so_far || '', calls, plan: null };
         updateControls(); scheduleLive(); break;
       }
-      case 'error': S.lastError = d; notice(d.message + (d.resumable ? ' (Continue goes on from here)' : ''), 'error'); break;
+      case 'error': S.lastError = d; notice(runError(d) + (d.resumable ? tx('run.continue_hint') : ''), 'error'); break;
       case 'approval_requested': S.approvals = d.calls || []; renderApprovals(); rerenderLast(); break;
-      case 'cancelled': S.cancelled = true; notice('Stopped. Continue picks the answer up where it was cut.'); break;
+      case 'cancelled': S.cancelled = true; notice(tx('run.stopped')); break;
       case 'finished':
         // Remembered: a run can end before the request that started it has answered.
         S.ended.add(d.run_id); document.body.dataset.finished = d.run_id || '';
@@ -538,8 +591,8 @@
   let liveTimer = 0;
   function scheduleLive() { if (!liveTimer) liveTimer = requestAnimationFrame(() => { liveTimer = 0; rerenderLast(); }); }
   function emptyState() {
-    const box = el('div', { class: 'empty' }, el('p', { text: 'Ask a question about your data. Upload files with the Upload button or by dropping them on the message box.' }));
-    if (S.demo.length) box.append(el('p', { text: 'Recorded demo questions:' }), el('div', { class: 'chips questions' },
+    const box = el('div', { class: 'empty' }, el('p', { text: tx('empty.ask') }));
+    if (S.demo.length) box.append(el('p', { text: tx('empty.demo') }), el('div', { class: 'chips questions' },
       S.demo.map((q) => el('button', { type: 'button', text: q, onclick: () => fill(q) }))));
     return box;
   }
@@ -573,13 +626,13 @@
     const list = branchesAt(u.seq);
     if (list.length > 1) {
       const i = list.indexOf(S.conv);
-      bar.append(el('span', { class: 'branches', 'data-component': 'branches', role: 'group', 'aria-label': 'Versions of this question' },
-        el('button', { type: 'button', class: 'prev', 'aria-label': 'Previous version', disabled: i <= 0, text: '‹', onclick: () => openConv(list[i - 1]) }),
+      bar.append(el('span', { class: 'branches', 'data-component': 'branches', role: 'group', 'aria-label': tx('branch.versions') },
+        el('button', { type: 'button', class: 'prev', 'aria-label': tx('branch.prev'), disabled: i <= 0, text: '‹', onclick: () => openConv(list[i - 1]) }),
         el('span', { class: 'count', text: (i + 1) + ' / ' + list.length }),
-        el('button', { type: 'button', class: 'next', 'aria-label': 'Next version', disabled: i >= list.length - 1, text: '›', onclick: () => openConv(list[i + 1]) })));
+        el('button', { type: 'button', class: 'next', 'aria-label': tx('branch.next'), disabled: i >= list.length - 1, text: '›', onclick: () => openConv(list[i + 1]) })));
     }
     // Always there; hidden while a run goes on (see updateControls), so no re-render is needed.
-    bar.append(el('button', { type: 'button', class: 'edit', text: 'Edit', 'aria-label': 'Edit this question', onclick: (ev) => editQuestion(u, ev.target.closest('article')) }));
+    bar.append(el('button', { type: 'button', class: 'edit', text: tx('edit.button'), 'aria-label': tx('edit.this'), onclick: (ev) => editQuestion(u, ev.target.closest('article')) }));
     return bar;
   }
   // A question as the person wrote it: their words and the files they attached as chips, never
@@ -602,24 +655,24 @@
   }
   // Attached files as chips: a click downloads one; with `remove`, each has a × that drops it.
   function fileChips(files, remove) {
-    return el('div', { class: 'chips files', role: 'group', 'aria-label': 'Attached files' }, files.map((f) => {
+    return el('div', { class: 'chips files', role: 'group', 'aria-label': tx('files.attached') }, files.map((f) => {
       const name = f.name || f.id;
-      const chip = el('span', { class: 'chip', title: [f.media_type, f.size != null ? fmt(f.size) + ' bytes' : ''].filter(Boolean).join(', ') },
-        el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.id, text: name, 'aria-label': 'Download ' + name,
+      const chip = el('span', { class: 'chip', title: [f.media_type, f.size != null ? tn('bytes', f.size) : ''].filter(Boolean).join(', ') },
+        el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.id, text: name, 'aria-label': tx('files.download', { name }),
           onclick: () => download(base() + '/uploads/' + encodeURIComponent(f.id)) }));
-      if (remove) chip.append(el('button', { type: 'button', class: 'remove', text: '×', 'aria-label': 'Remove ' + name, onclick: () => remove(f) }));
+      if (remove) chip.append(el('button', { type: 'button', class: 'remove', text: '×', 'aria-label': tx('files.remove', { name }), onclick: () => remove(f) }));
       return chip;
     }));
   }
   function editQuestion(u, art) {
     const q = questionOf(u); let kept = q.files.slice();
-    const box = el('form', { class: 'edit-question', 'aria-label': 'Edit the question' });
-    const area = el('textarea', { rows: 3, 'aria-label': 'The new question' }); area.value = q.text;
+    const box = el('form', { class: 'edit-question', 'aria-label': tx('edit.form') });
+    const area = el('textarea', { rows: 3, 'aria-label': tx('edit.new') }); area.value = q.text;
     const chips = el('div', { class: 'edit-files' });
     const showChips = () => chips.replaceChildren(...(kept.length ? [fileChips(kept, (f) => { kept = kept.filter((x) => x !== f); showChips(); area.focus(); })] : []));
     showChips();
-    const send = el('button', { type: 'submit', class: 'primary', text: 'Send edit' });
-    const cancel = el('button', { type: 'button', text: 'Cancel', onclick: () => renderAll() });
+    const send = el('button', { type: 'submit', class: 'primary', text: tx('edit.send') });
+    const cancel = el('button', { type: 'button', text: tx('edit.cancel'), onclick: () => renderAll() });
     box.append(area, chips, el('div', { class: 'actions' }, cancel, send));
     box.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -632,7 +685,7 @@
         const upload_ids = await carry(f.id, kept);
         await api('/api/v1/conversations/' + encodeURIComponent(f.id) + '/runs', { method: 'POST', body: { request_id: uuid(), input: { type: 'message', text, upload_ids } } });
         S.anchor = null; await openConv(f.id); loadList();
-      } catch (e) { notice(e.message, 'error'); send.disabled = false; }
+      } catch (e) { notice(errText(e), 'error'); send.disabled = false; }
     });
     const user = art.querySelector('.user'); if (user) user.replaceWith(box);
     const tools = art.querySelector('.user-tools'); if (tools) tools.remove();
@@ -649,7 +702,7 @@
     for (const f of files) {
       if (have.has(f.id)) { ids.push(f.id); continue; }
       const r = await reach(fetch(base() + '/uploads/' + encodeURIComponent(f.id), { headers: headers() }));
-      if (!r.ok) throw new Error('The file ' + (f.name || f.id) + ' could not be read for the edit (HTTP ' + r.status + ').');
+      if (!r.ok) throw new Error(tx('edit.file_failed', { name: f.name || f.id, status: r.status }));
       const form = new FormData(); form.append('file', await r.blob(), f.name || f.id);
       ids.push((await api(at, { method: 'POST', form })).id);
     }
@@ -664,13 +717,12 @@
     }
     if (t.user && t.user.workflow && t.user.workflow.event === 'started') art.append(workflowSteps(t.user.workflow));
     if (t.user && t.user.inWindow === false) {
-      art.append(el('div', { class: 'marker out', role: 'note', text: 'The model no longer sees this message' + (t.user.dropped ? ' (' + reason(t.user.dropped) + ')' : '') + '.' }));
+      art.append(el('div', { class: 'marker out', role: 'note', text: t.user.dropped ? tx('turn.out_why', { why: reason(t.user.dropped) }) : tx('turn.out') }));
     }
     // A `/compact` is a notice of its own; an automatic compaction record is told by the
     // compression notice of the round it was made for.
     const markers = t.rest.filter((e) => e.kind === 'compaction' && e.compaction && (e.compaction.strategies || []).includes('compact'))
-      .map((e) => el('div', { class: 'marker', role: 'note', 'data-notice': 'compaction', text: 'Conversation compacted (/compact): earlier turns are summarised for the model' +
-        (e.compaction.tokens_before ? ' (' + fmt(e.compaction.tokens_before) + ' → ' + fmt(e.compaction.tokens_after) + ' tokens)' : '') + '.' }));
+      .map((e) => el('div', { class: 'marker', role: 'note', 'data-notice': 'compaction', text: e.compaction.tokens_before ? tx('turn.compacted_tokens', { before: fmt(e.compaction.tokens_before), after: fmt(e.compaction.tokens_after) }) : tx('turn.compacted') }));
     const assistant = t.rest.filter((e) => e.role === 'assistant');
     const liveHere = last && S.live && S.running;
     if (!assistant.length && !liveHere) { art.append(...markers); return art; }
@@ -687,10 +739,10 @@
     return t.rest.filter((e) => e.role === 'tool' && e.memory_change && (e.memory_change.versions || []).length).map((e) => {
       const m = e.memory_change;
       const names = m.versions.map((v) => memName(v.path));
-      const verb = { delete: 'Forgot', rename: 'Renamed in memory:' }[m.command] || 'Remembered in';
-      const label = m.command === 'rename' ? verb + ' ' + names.slice(0, 2).reverse().join(' → ') : verb + ' ' + names.join(', ');
+      const label = m.command === 'rename' ? tx('mem.renamed', { names: names.slice(0, 2).reverse().join(' → ') })
+        : m.command === 'delete' ? tx('mem.forgot', { names: names.join(', ') }) : tx('mem.remembered', { names: names.join(', ') });
       const out = el('output', { class: 'small' });
-      const change = el('details', { class: 'mem-change' }, el('summary', { text: 'Change' }));
+      const change = el('details', { class: 'mem-change' }, el('summary', { text: tx('mem.change') }));
       change.addEventListener('toggle', async () => {
         if (!change.open || change.dataset.loaded) return;
         change.dataset.loaded = '1';
@@ -699,19 +751,19 @@
             const h = (await api(memUrl(v.path) + '/versions')).versions || [];
             const now = h.find((x) => x.version === v.version);
             const before = h.find((x) => x.version === v.version - 1);
-            change.append(diffView(before && !before.deleted ? before.text : '', now && !now.deleted ? now.text : '', v.path + ' (version ' + v.version + ')'));
-          } catch (err) { change.append(el('p', { text: v.path + ': ' + err.message })); }
+            change.append(diffView(before && !before.deleted ? before.text : '', now && !now.deleted ? now.text : '', tx('mem.version_of', { path: v.path, version: v.version })));
+          } catch (err) { change.append(el('p', { text: v.path + ': ' + errText(err) })); }
         }
       });
-      const undo = el('button', { type: 'button', class: 'small', 'data-action': 'memory-undo', text: 'Undo', onclick: async () => {
+      const undo = el('button', { type: 'button', class: 'small', 'data-action': 'memory-undo', text: tx('mem.undo'), onclick: async () => {
         undo.disabled = true;
         try {
           for (const v of [...m.versions].reverse()) {
             if (v.version === 1) await api(memUrl(v.path), { method: 'DELETE' });
             else await api(memUrl(v.path) + '/restore', { method: 'POST', body: { version: v.version - 1 } });
           }
-          out.textContent = 'Undone.'; note.dataset.state = 'undone';
-        } catch (err) { out.textContent = err.message; undo.disabled = false; }
+          out.textContent = tx('mem.undone'); note.dataset.state = 'undone';
+        } catch (err) { out.textContent = errText(err); undo.disabled = false; }
       } });
       const note = el('div', { class: 'marker memory', role: 'note', 'data-notice': 'memory', 'data-state': 'done' }, label + ' ', change, undo, out);
       if (readOnly()) undo.hidden = true;
@@ -721,43 +773,43 @@
   async function showMemory(open) {
     const dlg = $('#memory-dialog'); const body = $('#memory-body');
     let listed;
-    try { listed = await api('/api/v1/memory'); } catch (e) { notice(e.message, 'error'); return; }
+    try { listed = await api('/api/v1/memory'); } catch (e) { notice(errText(e), 'error'); return; }
     const writable = (f) => !f.team || listed.team_writable;
     const view = el('div', { id: 'memory-view' });
     const openFile = async (path, team) => {
-      const text = el('textarea', { id: 'memory-text', rows: '10', 'aria-label': 'Text of ' + path, readOnly: team && !listed.team_writable });
+      const text = el('textarea', { id: 'memory-text', rows: '10', 'aria-label': tx('mem.text_of', { path }), readOnly: team && !listed.team_writable });
       const out = el('output', { class: 'small', id: 'memory-out' });
-      const hist = el('ul', { class: 'mem-history', 'aria-label': 'Versions of ' + path });
-      try { text.value = (await api(memUrl(path))).text || ''; } catch (e) { out.textContent = e.message; }
-      const save = el('button', { type: 'button', id: 'memory-save', text: 'Save', onclick: async () => {
-        try { await api(memUrl(path), { method: 'PUT', body: { text: text.value } }); out.textContent = 'Saved.'; showMemory(path); } catch (e) { out.textContent = e.message; }
+      const hist = el('ul', { class: 'mem-history', 'aria-label': tx('mem.versions_of', { path }) });
+      try { text.value = (await api(memUrl(path))).text || ''; } catch (e) { out.textContent = errText(e); }
+      const save = el('button', { type: 'button', id: 'memory-save', text: tx('mem.save'), onclick: async () => {
+        try { await api(memUrl(path), { method: 'PUT', body: { text: text.value } }); out.textContent = tx('mem.saved'); showMemory(path); } catch (e) { out.textContent = errText(e); }
       } });
-      const del = el('button', { type: 'button', id: 'memory-delete', text: 'Delete', onclick: async () => {
-        try { await api(memUrl(path), { method: 'DELETE' }); showMemory(); } catch (e) { out.textContent = e.message; }
+      const del = el('button', { type: 'button', id: 'memory-delete', text: tx('mem.delete'), onclick: async () => {
+        try { await api(memUrl(path), { method: 'DELETE' }); showMemory(); } catch (e) { out.textContent = errText(e); }
       } });
-      const history = el('button', { type: 'button', id: 'memory-history', text: 'History', onclick: async () => {
+      const history = el('button', { type: 'button', id: 'memory-history', text: tx('mem.history'), onclick: async () => {
         try {
           const vs = (await api(memUrl(path) + '/versions')).versions || [];
           hist.replaceChildren(...vs.map((v) => el('li', { 'data-version': v.version },
-            'v' + v.version + ' · ' + v.created + ' · ' + (v.deleted ? 'deleted' : fmt(v.size) + ' bytes') + ' · ' +
-              (v.author.conversation ? 'conversation ' + v.author.conversation : (v.author.user || '')) + ' ',
-            (v.deleted || !writable({ team })) ? null : el('button', { type: 'button', class: 'small', 'data-action': 'memory-restore', text: 'Restore', onclick: async () => {
-              try { await api(memUrl(path) + '/restore', { method: 'POST', body: { version: v.version } }); showMemory(path); } catch (e) { out.textContent = e.message; }
+            'v' + v.version + ' · ' + when(v.created) + ' · ' + (v.deleted ? tx('mem.deleted') : tn('bytes', v.size)) + ' · ' +
+              (v.author.conversation ? tx('mem.by_conversation', { id: v.author.conversation }) : (v.author.user || '')) + ' ',
+            (v.deleted || !writable({ team })) ? null : el('button', { type: 'button', class: 'small', 'data-action': 'memory-restore', text: tx('mem.restore'), onclick: async () => {
+              try { await api(memUrl(path) + '/restore', { method: 'POST', body: { version: v.version } }); showMemory(path); } catch (e) { out.textContent = errText(e); }
             } }))));
-        } catch (e) { out.textContent = e.message; }
+        } catch (e) { out.textContent = errText(e); }
       } });
       if (!writable({ team })) { save.hidden = true; del.hidden = true; }
       view.replaceChildren(el('h4', { text: path }), text, el('div', { class: 'actions' }, save, del, history, out), hist);
     };
     const rows = listed.files.map((f) => el('li', { 'data-path': f.path },
       el('button', { type: 'button', class: 'linkish', text: memName(f.path), onclick: () => openFile(f.path, f.team) }),
-      ' ' + fmt(f.size) + ' bytes · v' + f.versions + (f.team ? ' · team' + (listed.team_writable ? '' : ' (read only)') : '')));
-    const name = el('input', { type: 'text', id: 'memory-new-name', 'aria-label': 'New file name', placeholder: 'notes.md' });
-    const create = el('button', { type: 'button', text: 'New file', onclick: async () => {
+      ' ' + tn('bytes', f.size) + ' · v' + f.versions + (f.team ? ' · ' + (listed.team_writable ? tx('mem.team') : tx('mem.team_ro')) : '')));
+    const name = el('input', { type: 'text', id: 'memory-new-name', 'aria-label': tx('mem.new_name'), placeholder: 'notes.md' });
+    const create = el('button', { type: 'button', text: tx('mem.new_file'), onclick: async () => {
       const p = name.value.trim(); if (!p) return;
-      try { await api(memUrl(p), { method: 'PUT', body: { text: '' } }); showMemory('/memories/' + p); } catch (e) { notice(e.message, 'error'); }
+      try { await api(memUrl(p), { method: 'PUT', body: { text: '' } }); showMemory('/memories/' + p); } catch (e) { notice(errText(e), 'error'); }
     } });
-    body.replaceChildren(rows.length ? el('ul', { id: 'memory-files' }, rows) : el('p', { text: 'Nothing remembered yet.' }),
+    body.replaceChildren(rows.length ? el('ul', { id: 'memory-files' }, rows) : el('p', { text: tx('mem.nothing') }),
       el('div', { class: 'actions' }, name, create), view);
     if (!dlg.open) dlg.showModal();
     if (typeof open === 'string') { const f = listed.files.find((x) => x.path === open); if (f) openFile(f.path, f.team); }
@@ -774,12 +826,12 @@
     }
     const show = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
     const ol = el('ol', { class: 'wf-steps', 'data-component': 'workflow_steps', 'data-run-id': w.run_id, 'data-state': active ? 'running' : 'complete',
-      'aria-label': 'Steps of workflow ' + w.workflow });
+      'aria-label': tx('wf.steps_of', { name: w.workflow }) });
     for (const n of nodes) {
       const state = done.has(n.id) ? 'done' : n.id === active ? 'active' : active ? 'pending' : 'skipped';
       const li = el('li', { 'data-node': n.id, 'data-state': state },
         el('span', { class: 'wf-mark', 'aria-hidden': 'true', text: { done: '✓', active: '●', pending: '○', skipped: '–' }[state] }),
-        el('span', { class: 'wf-title', text: n.title }), el('span', { class: 'sr-only', text: ' (' + state + ')' }));
+        el('span', { class: 'wf-title', text: n.title }), el('span', { class: 'sr-only', text: ' (' + { done: tx('wf.done'), active: tx('wf.active'), pending: tx('wf.pending'), skipped: tx('wf.skipped') }[state] + ')' }));
       if (done.has(n.id)) li.append(el('div', { class: 'wf-out', text: Object.entries(done.get(n.id)).map(([k, v]) => k + ': ' + show(v)).join(' · ').slice(0, 600) }));
       ol.append(li);
     }
@@ -808,14 +860,14 @@
       }));
     };
     select.addEventListener('change', fill); fill();
-    const go = el('button', { type: 'button', class: 'primary', id: 'wf-start', text: 'Start workflow', onclick: async () => {
+    const go = el('button', { type: 'button', class: 'primary', id: 'wf-start', text: tx('wf.start'), onclick: async () => {
       if (S.running) return;
       const inputs = {};
       fields.querySelectorAll('input').forEach((x) => { if (x.value !== '') inputs[x.name] = x.value; });
       go.disabled = true;
       try { await start({ type: 'workflow', name: select.value, inputs }); } finally { go.disabled = false; }
     } });
-    box.replaceChildren(el('h3', { text: 'Run a workflow' }), el('label', { for: 'wf-name', text: 'Workflow' }), select, desc, fields, go);
+    box.replaceChildren(el('h3', { text: tx('wf.run') }), el('label', { for: 'wf-name', text: tx('wf.workflow') }), select, desc, fields, go);
   }
   function userText(text) {
     const frag = document.createDocumentFragment();
@@ -824,7 +876,7 @@
       frag.append(text.slice(at, m.index));
       const id = m[1].trim();
       frag.append(el('button', { type: 'button', class: 'file-ref', 'data-file-ref': id, text: id,
-        'aria-label': 'Download uploaded file ' + id, onclick: () => download(base() + '/uploads/' + encodeURIComponent(id)) }));
+        'aria-label': tx('files.download_upload', { id }), onclick: () => download(base() + '/uploads/' + encodeURIComponent(id)) }));
       at = re.lastIndex;
     }
     frag.append(text.slice(at));
@@ -857,12 +909,13 @@
     const box = el('div', { class: 'answer', 'data-role': 'assistant' }, markers);
     // One notice per compression, where it happened: before the calls of the round it was
     // made for (or before the report, for the last round), the meter's explanation a click away.
-    const notice = (e) => el('li', { class: 'marker', role: 'note', 'data-notice': 'compression', 'data-round': e.round || '' },
-      'Context compressed before round ' + (e.round || '?') + ': ' + (e.context.strategies || []).join(', ') + '; ' +
-      e.context.dropped + ' entries left out (' + fmt(e.context.tokens_before) + ' → ' + fmt(e.context.tokens_after) + ' tokens) ',
-      el('button', { type: 'button', class: 'small why', text: 'Why?', 'aria-label': 'What the model no longer sees', onclick: () => $('#meter').click() }));
+    // A list item keeps its role (a list of anything else is no list to a screen reader).
+    const notice = (e) => el('li', { class: 'marker', 'data-notice': 'compression', 'data-round': e.round || '' },
+      tx('ans.compressed', { round: e.round || '?', strategies: (e.context.strategies || []).join(', '), dropped: fmt(e.context.dropped),
+        before: fmt(e.context.tokens_before), after: fmt(e.context.tokens_after) }) + ' ',
+      el('button', { type: 'button', class: 'small why', text: tx('ans.why'), 'aria-label': tx('ans.why_label'), onclick: () => $('#meter').click() }));
     const compressed = assistant.filter((e) => e.context && e.context.compressed);
-    if (live && live.compressed) box.append(el('div', { class: 'marker', role: 'note', text: 'Context compressed for round ' + live.compressed.round + ': ' + live.compressed.dropped + ' entries left out' }));
+    if (live && live.compressed) box.append(el('div', { class: 'marker', role: 'note', text: tx('ans.compressed_live', { round: live.compressed.round, dropped: fmt(live.compressed.dropped) }) }));
     // A tool-call round's entry holds the structured answer as its text: read its analysis and
     // plan out of it (never shown raw).
     const apis = assistant.map((e) => e.api || planOf(e)).filter(Boolean);
@@ -880,13 +933,13 @@
       const rounds = apis.map((a) => a.metadata.task_analysis).filter(Boolean);
       if (!rounds.length || rounds[rounds.length - 1] !== analysis) rounds.push(analysis);
       box.append(el('details', { class: 'box ta', 'data-component': 'task_analysis', open: true },
-        el('summary', { text: 'Task analysis' }), rounds.map((r) => el('p', { text: r }))));
+        el('summary', { text: tx('ans.analysis') }), rounds.map((r) => el('p', { text: r }))));
     }
     // 2. execution_plan (orange, fixed)
     if (plan) {
       const steps = plan.split(/;\s*/).filter((s) => s.trim());
       box.append(el('div', { class: 'box plan', 'data-component': 'execution_plan' },
-        el('div', { class: 'title', text: 'Execution plan' }), el('ol', {}, steps.map((s) => el('li', { text: s.trim() })))));
+        el('div', { class: 'title', text: tx('ans.plan') }), el('ol', {}, steps.map((s) => el('li', { text: s.trim() })))));
     }
     // 3. tool_call_status: a spinner per running call, then ✓/✗, duration, observation.
     const results = new Map(t.rest.filter((e) => e.role === 'tool').map((e) => [e.tool_call_id, e]));
@@ -905,19 +958,18 @@
           const bad = r.is_error === true;
           ul.append(el('li', { 'data-call': c.id, 'data-state': bad ? 'failed' : 'done' },
             el('span', { class: bad ? 'fail' : 'ok', text: bad ? '✗ ' : '✓ ' }), c.name + (r.duration_ms != null ? ' · ' + fmt(r.duration_ms) + ' ms' : ''),
-            el('details', {}, el('summary', { text: 'Observation' }), el('pre', { text: textOf(r).slice(0, 20000) }))));
+            el('details', {}, el('summary', { text: tx('ans.observation') }), el('pre', { tabindex: '0', text: textOf(r).slice(0, 20000) }))));
         } else if (S.running && live) {
-          ul.append(el('li', { 'data-call': c.id, 'data-state': 'running' }, el('span', { class: 'spinner', role: 'img', 'aria-label': 'running' }), ' ' + c.name + ' running…'));
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'running' }, el('span', { class: 'spinner', role: 'img', 'aria-label': tx('ans.running_label') }), ' ' + tx('ans.running', { name: c.name })));
         } else if (S.approvals.some((a) => a.call_id === c.id)) {
-          ul.append(el('li', { 'data-call': c.id, 'data-state': 'awaiting' }, '‖ ' + c.name + ' waits for your approval (below)'));
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'awaiting' }, '‖ ' + tx('ans.awaiting', { name: c.name })));
         } else {
           // Only an interrupted run is resumed, and only then does the page offer Resume.
           const st = S.meta ? S.meta.status : 'idle';
-          ul.append(el('li', { 'data-call': c.id, 'data-state': 'pending' }, '… ' + c.name + (st === 'awaiting_approval' ? ' runs after your decision'
-            : st === 'interrupted' ? ' not run yet (Resume runs it)' : ' not run')));
+          ul.append(el('li', { 'data-call': c.id, 'data-state': 'pending' }, '… ' + (st === 'awaiting_approval' ? tx('ans.after_decision', { name: c.name }) : st === 'interrupted' ? tx('ans.not_yet', { name: c.name }) : tx('ans.not_run', { name: c.name }))));
         }
       }
-      box.append(el('div', { class: 'box tools', 'data-component': 'tool_call_status' }, el('div', { class: 'title', text: 'Tool calls' }), ul));
+      box.append(el('div', { class: 'box tools', 'data-component': 'tool_call_status' }, el('div', { class: 'title', text: tx('ans.tools') }), ul));
     } else if (compressed.length) {
       box.append(el('ul', { class: 'notices' }, compressed.map(notice)));
     }
@@ -930,18 +982,18 @@
     // 5. code_blocks
     if (md && md.code_refs && md.code_refs.length) {
       box.append(el('div', { class: 'code-list', 'data-component': 'code_blocks' },
-        el('div', { class: 'title', text: 'Code in this answer' }),
+        el('div', { class: 'title', text: tx('ans.code') }),
         el('div', { class: 'chips' }, [...md.code_refs].sort((a, b) => a.index - b.index).map((c) => codeButtons(c)))));
     }
     // 6. recommended_questions
     if (md && md.recommended_questions && md.recommended_questions.length) {
-      box.append(el('div', { class: 'chips questions', 'data-component': 'recommended_questions', role: 'group', 'aria-label': 'Recommended questions' },
+      box.append(el('div', { class: 'chips questions', 'data-component': 'recommended_questions', role: 'group', 'aria-label': tx('ans.questions') },
         md.recommended_questions.map((q) => el('button', { type: 'button', text: q, onclick: () => fill(q) }))));
     }
     // 7. download_links
     if (md && md.download_links && md.download_links.length) {
       const buttons = md.download_links.map((id) => el('button', { type: 'button', 'data-file-id': id, text: '⬇ ' + id, onclick: () => download(base() + '/files/' + encodeURIComponent(id)) }));
-      box.append(el('div', { class: 'chips', 'data-component': 'download_links', role: 'group', 'aria-label': 'Downloads' }, buttons));
+      box.append(el('div', { class: 'chips', 'data-component': 'download_links', role: 'group', 'aria-label': tx('ans.downloads') }, buttons));
       // Each button takes its file's name; an image is also shown in the report.
       const rep = box.querySelector('[data-component="final_report"]');
       filesOf().then((known) => md.download_links.forEach((id, i) => {
@@ -954,13 +1006,13 @@
     // Export: the answer as a file to send — one self-contained HTML file, or a zip with the
     // files it names beside it (the Markdown always comes so, for its images).
     if (final && final.api.response) {
-      const path = (f) => base() + '/report/' + final.seq + '?format=' + f;
+      const path = (f) => base() + '/report/' + final.seq + '?format=' + f + '&lang=' + encodeURIComponent(lang);
       const button = (text, format) => el('button', { type: 'button', text, 'data-format': format, onclick: () => download(path(format)) });
-      box.append(el('div', { class: 'chips export', 'data-component': 'export_report', role: 'group', 'aria-label': 'Export this answer' },
-        button('Export HTML', 'html'),
-        button('Export Markdown (zip)', 'md'),
-        button('Export HTML with files (zip)', 'zip'),
-        el('button', { type: 'button', text: 'Print', onclick: () => printAnswer(box) })));
+      box.append(el('div', { class: 'chips export', 'data-component': 'export_report', role: 'group', 'aria-label': tx('export.label') },
+        button(tx('export.html'), 'html'),
+        button(tx('export.md'), 'md'),
+        button(tx('export.zip'), 'zip'),
+        el('button', { type: 'button', text: tx('export.print'), onclick: () => printAnswer(box) })));
     }
     if (assistant.some((e) => e.usage)) {
       const t = tally(assistant);
@@ -980,12 +1032,14 @@
   // "Tokens: 12,345 in · 678 out · 9,000 cached · 3 model calls · $0.0123": the same figures
   // for an answer (its calls) and for the conversation. Tokens written to the provider's cache
   // (Anthropic bills them apart) are shown when there are any.
-  const money = (usd) => '$' + (usd >= 0.1 ? usd.toFixed(2) : usd.toFixed(4));
-  function costLine(t) {
-    let line = 'Tokens: ' + fmt(t.input) + ' in · ' + fmt(t.output) + ' out · ' + fmt(t.cached) + ' cached · ';
-    if (t.written) line += fmt(t.written) + ' written to cache · ';
-    line += t.calls + ' model call' + (t.calls === 1 ? '' : 's');
-    if (t.cost !== null) line += ' · ' + money(t.cost) + (t.unpriced ? ' (' + t.unpriced + ' without a price)' : '');
+  const usdIn = (usd, digits) => new Intl.NumberFormat(lang, { style: 'currency', currency: 'USD', minimumFractionDigits: digits, maximumFractionDigits: digits }).format(usd);
+  const money = (usd) => usdIn(usd, usd >= 0.1 ? 2 : 4);
+  const dollars = (v) => usdIn(Number(v || 0), 2);
+  function costLine(s) {
+    let line = tx('cost.tokens', { input: fmt(s.input), output: fmt(s.output), cached: fmt(s.cached) });
+    if (s.written) line += tx('cost.written', { n: fmt(s.written) });
+    line += tn('cost.calls', s.calls);
+    if (s.cost !== null) line += ' · ' + money(s.cost) + (s.unpriced ? tx('cost.unpriced', { n: fmt(s.unpriced) }) : '');
     return line;
   }
   // What entries add up to, counted as the metrics report (`inspect`) counts: a model call is
@@ -1007,20 +1061,21 @@
     const box = $('#conv-cost'); const t = tally(S.entries); const back = tally(S.rewound);
     box.hidden = !S.conv || !(t.calls || back.calls);
     box.dataset.cost = t.cost === null ? '' : String(t.cost);
-    box.textContent = 'This conversation — ' + costLine(t) + (back.calls ? '; a rewind took back ' + back.calls + ' more model call' +
-      (back.calls === 1 ? '' : 's') + (back.cost !== null ? ' (' + money(back.cost) + ')' : '') : '');
+    box.textContent = tx('cost.conversation', { line: costLine(t) }) + (back.calls ? tn('cost.rewound', back.calls) + (back.cost !== null ? ' (' + money(back.cost) + ')' : '') : '');
   }
   function codeButtons(c) {
     return el('span', { class: 'chip' }, c.language + ' · ' + (c.description || c.code_id) + ' ',
-      el('button', { type: 'button', text: 'View', 'aria-label': 'View code ' + c.code_id, onclick: () => viewCode(c) }),
-      el('button', { type: 'button', text: 'Download', 'aria-label': 'Download code ' + c.code_id, onclick: () => download(base() + '/code/' + encodeURIComponent(c.code_id) + '/download') }));
+      ...codeActions(c));
   }
+  const codeActions = (c) => [
+    el('button', { type: 'button', text: tx('code.view'), 'aria-label': tx('code.view_of', { id: c.code_id }), onclick: () => viewCode(c) }),
+    el('button', { type: 'button', text: tx('code.download'), 'aria-label': tx('code.download_of', { id: c.code_id }), onclick: () => download(base() + '/code/' + encodeURIComponent(c.code_id) + '/download') })];
   async function viewCode(c) {
     const d = $('#code-dialog');
     $('#code-title').textContent = c.language + ' · ' + (c.description || c.code_id);
-    const body = $('#code-body'); body.textContent = 'Loading…';
+    const body = $('#code-body'); body.textContent = tx('loading');
     d.showModal();
-    try { const r = await api(base() + '/code/' + encodeURIComponent(c.code_id)); body.replaceChildren(el('code', {}, highlight(r.code, c.language))); } catch (e) { body.textContent = e.message; }
+    try { const r = await api(base() + '/code/' + encodeURIComponent(c.code_id)); body.replaceChildren(el('code', {}, highlight(r.code, c.language))); } catch (e) { body.textContent = errText(e); }
   }
   function report(final, assistant, live, structuredLive, round) {
     const box = el('div', { class: 'report', 'data-component': 'final_report' });
@@ -1035,16 +1090,16 @@
     if (live) {
       box.classList.add('streaming');
       if (!structuredLive && live.text) box.textContent = live.text;
-      else box.textContent = 'Working… (round ' + round + ')';
+      else box.textContent = tx('ans.working_round', { round });
       return box;
     }
     if (lastA && lastA.llm_error) {
       const e = lastA.llm_error;
-      box.append(el('div', { class: 'error', text: (e.kind === 'cancelled' ? 'Stopped' : 'The model failed: ' + e.message) + '. Continue goes on from here.' }));
+      box.append(el('div', { class: 'error', text: e.kind === 'cancelled' ? tx('ans.stopped') : tx('ans.model_failed', { error: e.message }) }));
     } else if (lastA && !lastA.api && !(lastA.tool_calls || []).length) {
       box.textContent = textOf(lastA);
     } else {
-      box.textContent = S.running ? 'Working…' : 'No answer yet.';
+      box.textContent = S.running ? tx('ans.working') : tx('ans.none');
     }
     return box;
   }
@@ -1067,7 +1122,7 @@
           const f = (md.file_refs || []).find((x) => x.index === i);
           if (f && f.size_bytes && /^(png|jpe?g|gif|webp)$/.test(f.file_type)) { frag.append(inlineImage(f.file_id, f.filename || f.file_id)); continue; }
           frag.append(f ? el('button', { type: 'button', class: 'file-ref', 'data-file-ref': f.file_id,
-            text: (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + fmt(f.size_bytes) + ' bytes)' : ''),
+            text: (f.filename || f.file_id) + (f.size_bytes ? ' (' + f.file_type + ', ' + tn('bytes', f.size_bytes) + ')' : ''),
             onclick: () => download(base() + '/files/' + encodeURIComponent(f.file_id)) }) : p);
         }
       }
@@ -1079,16 +1134,15 @@
   }
   const codeCache = new Map();
   function codeBlock(c) {
-    const pre = el('pre', { class: 'code-view' }, el('code', { text: 'Loading code…' }));
+    const pre = el('pre', { class: 'code-view', tabindex: '0' }, el('code', { text: tx('code.loading') }));
     const fig = el('figure', { class: 'code-block', 'data-code-id': c.code_id },
       el('figcaption', {}, el('span', { class: 'lang', text: c.language }), el('span', { class: 'desc', text: c.description }),
-        el('button', { type: 'button', text: 'View', 'aria-label': 'View code ' + c.code_id, onclick: () => viewCode(c) }),
-        el('button', { type: 'button', text: 'Download', 'aria-label': 'Download code ' + c.code_id, onclick: () => download(base() + '/code/' + encodeURIComponent(c.code_id) + '/download') })),
+        ...codeActions(c)),
       pre);
     const key = S.conv + '/' + c.code_id;
     if (!codeCache.has(key)) codeCache.set(key, api(base() + '/code/' + encodeURIComponent(c.code_id)).then((r) => r.code));
     codeCache.get(key).then((code) => pre.firstChild.replaceChildren(highlight(code, c.language)))
-      .catch((e) => { pre.firstChild.textContent = 'The code could not be read: ' + e.message; });
+      .catch((e) => { pre.firstChild.textContent = tx('code.failed', { error: errText(e) }); });
     return fig;
   }
   // A small highlighter for Python and SQL (and a rough one for the rest): comments, strings
@@ -1117,7 +1171,7 @@
     put(code.slice(at));
     return frag;
   }
-  const codeView = (code, lang) => el('pre', { class: 'code-view', 'data-lang': lang || null }, el('code', {}, highlight(code, lang)));
+  const codeView = (code, language) => el('pre', { class: 'code-view', tabindex: '0', 'data-lang': language || null }, el('code', {}, highlight(code, language)));
   // An HTML report: parsed inertly, external scripts dropped, inline scripts given the
   // page's nonce, a stricter CSP (no network) put first, then shown in a frame sandboxed to
   // an opaque origin (allow-scripts only): it cannot read the page, its storage or its token.
@@ -1137,9 +1191,9 @@
     doc.head.prepend(...add);
     const wrap = el('div', { class: 'html-report' });
     if (!S.echarts && /echarts/i.test(html)) {
-      wrap.append(el('p', { class: 'error', text: 'This report draws ECharts charts, but ECharts is not installed on this server: run `cargo xtask assets` (it fetches the npm registry\'s echarts package into target/assets), then restart `ba-agent serve`.' }));
+      wrap.append(el('p', { class: 'error', text: tx('report.no_echarts') }));
     }
-    const frame = el('iframe', { sandbox: 'allow-scripts', title: 'Report (HTML, sandboxed)', referrerpolicy: 'no-referrer' });
+    const frame = el('iframe', { sandbox: 'allow-scripts', title: tx('report.frame'), referrerpolicy: 'no-referrer' });
     frame.srcdoc = '<!doctype html>' + doc.documentElement.outerHTML;
     wrap.append(frame);
     return wrap;
@@ -1177,7 +1231,7 @@
     }
   });
 
-  // ---- context meter (seed 002)
+  // ---- context meter
   function setMeter(u) {
     const m = $('#meter');
     // Before anything was sent there is no window to measure: it says so, not "0 / 0".
@@ -1185,26 +1239,29 @@
     const used = known ? u.used : 0; const total = known ? u.total : 0; const pct = known ? u.percent : 0;
     m.dataset.status = known ? u.status : 'normal';
     m.querySelector('.fill').style.width = Math.min(100, pct || 0) + '%';
-    $('#meter-text').textContent = known ? 'context ' + fmt(used) + ' / ' + fmt(total) + ' · ' + u.status : 'context: nothing sent yet';
-    m.setAttribute('aria-label', (known ? 'Context: ' + fmt(used) + ' of ' + fmt(total) + ' tokens used (' + Math.round(pct || 0) + '%), ' + u.status
-      : 'Context: nothing sent to the model yet') + '. Show what the model no longer sees.');
+    const status = known ? meterStatus(u.status) : '';
+    $('#meter-text').textContent = known ? tx('meter.text', { used: fmt(used), total: fmt(total), status }) : tx('meter.empty');
+    // The accessible name starts with the words shown, so a person who says what they see
+    // can name the button.
+    m.setAttribute('aria-label', (known ? tx('meter.label', { used: fmt(used), total: fmt(total), percent: Math.round(pct || 0), status })
+      : tx('meter.empty')) + tx('meter.show'));
   }
   const reason = (r) => String(typeof r === 'object' ? JSON.stringify(r) : r).replace(/_/g, ' ');
   async function showContext() {
-    const body = $('#context-body'); body.replaceChildren(el('p', { text: 'Loading…' }));
+    const body = $('#context-body'); body.replaceChildren(el('p', { text: tx('loading') }));
     $('#context-dialog').showModal();
-    if (!S.conv) { body.replaceChildren(el('p', { text: 'No conversation yet.' })); return; }
+    if (!S.conv) { body.replaceChildren(el('p', { text: tx('ctx.no_conv') })); return; }
     try {
       const c = await api(base() + '/context');
       const u = c.usage; const r = c.last_call && c.last_call.record;
-      const rows = [el('p', { text: 'The last model call used ' + fmt(u.used) + ' of ' + fmt(u.total) + ' tokens (' + Math.round(u.percent) + '%, ' + u.status + '); ' + fmt(c.budget.reserved_for_response) + ' are kept for the answer.' })];
-      if (!r) rows.push(el('p', { text: 'No model call yet: the model sees the whole conversation.' }));
-      else if (!r.compressed && !r.dropped) rows.push(el('p', { text: 'Nothing is left out: the model sees the whole conversation (' + fmt(r.system_tokens) + ' tokens of system prompt).' }));
+      const rows = [el('p', { text: tx('ctx.last_call', { used: fmt(u.used), total: fmt(u.total), percent: Math.round(u.percent), status: meterStatus(u.status), reserved: fmt(c.budget.reserved_for_response) }) })];
+      if (!r) rows.push(el('p', { text: tx('ctx.no_call') }));
+      else if (!r.compressed && !r.dropped) rows.push(el('p', { text: tx('ctx.whole', { n: fmt(r.system_tokens) }) }));
       else {
-        rows.push(el('p', { text: 'The model no longer sees ' + r.dropped + ' entr' + (r.dropped === 1 ? 'y' : 'ies') + ' of this conversation: the window went over its trigger and was compressed from ' + fmt(r.tokens_before) + ' to ' + fmt(r.tokens_after) + ' tokens.' }));
-        rows.push(el('p', { text: 'Why: ' + ((r.strategies || []).join(', ') || 'compression') + '.' }));
-        if ((r.skills_reinjected || []).length) rows.push(el('p', { text: 'Skills put back into the system prompt: ' + r.skills_reinjected.join(', ') }));
-        rows.push(el('p', { text: 'Everything stays in the log and on this page; only the model’s view is shortened.' }));
+        rows.push(el('p', { text: tn('ctx.dropped', r.dropped, { before: fmt(r.tokens_before), after: fmt(r.tokens_after) }) }));
+        rows.push(el('p', { text: tx('ctx.why', { why: (r.strategies || []).join(', ') || tx('ctx.compression') }) }));
+        if ((r.skills_reinjected || []).length) rows.push(el('p', { text: tx('ctx.skills', { names: r.skills_reinjected.join(', ') }) }));
+        rows.push(el('p', { text: tx('ctx.kept') }));
       }
       // Entry by entry: what the next call leaves out, and why (from /messages).
       const msgs = await api(base() + '/messages');
@@ -1213,17 +1270,17 @@
       if (r && r.tools_sent) {
         const found = [];
         msgs.entries.forEach((m) => (m.entry.tools_found || []).forEach((n) => { if (!found.includes(n)) found.push(n); }));
-        rows.push(el('p', { class: 'context-tools', text: 'Tools: ' + r.tools_sent + ' sent with the last call' +
-          (r.tools_deferred ? ', ' + r.tools_deferred + ' deferred until a search finds them' : '') +
-          (found.length ? '; found by search: ' + found.join(', ') : '') + '.' }));
+        rows.push(el('p', { class: 'context-tools', text: tx('ctx.tools', { n: fmt(r.tools_sent) }) +
+          (r.tools_deferred ? tx('ctx.deferred', { n: fmt(r.tools_deferred) }) : '') +
+          (found.length ? tx('ctx.found', { names: found.join(', ') }) : '') + tx('ctx.end') }));
       }
       const out = msgs.entries.filter((m) => m.in_window === false);
       if (out.length) {
-        rows.push(el('p', { text: 'Left out of the next call:' }), el('ul', {}, out.slice(-50).map((m) =>
-          el('li', { text: '#' + m.seq + ' ' + m.entry.role + ': ' + textOf(m.entry).slice(0, 80) + ' — ' + reason(m.dropped_reason || 'outside the window') }))));
+        rows.push(el('p', { text: tx('ctx.left_out') }), el('ul', {}, out.slice(-50).map((m) =>
+          el('li', { text: '#' + m.seq + ' ' + m.entry.role + ': ' + textOf(m.entry).slice(0, 80) + ' — ' + (m.dropped_reason ? reason(m.dropped_reason) : tx('ctx.outside')) }))));
       }
       body.replaceChildren(...rows);
-    } catch (e) { body.replaceChildren(el('p', { text: e.message })); }
+    } catch (e) { body.replaceChildren(el('p', { text: errText(e) })); }
   }
 
   // ---- spend against the caps (`…/spend`): the conversation's next to the meter; a run that
@@ -1233,20 +1290,19 @@
     if (!conv) { box.hidden = true; return; }
     let r; try { r = await api(base() + '/spend'); } catch (e) { return; }
     if (conv !== S.conv) return;
-    const dollars = (v) => '$' + Number(v || 0).toFixed(2);
     const c = r.conversation; const parts = [];
-    const spent = c.usd > 0 || !c.tokens ? dollars(c.usd) : fmt(c.tokens) + ' tokens';
-    if (r.conversation_usd_cap != null) parts.push(dollars(c.usd) + ' of ' + dollars(r.conversation_usd_cap));
-    else if (r.conversation_tokens_cap != null) parts.push(fmt(c.tokens) + ' of ' + fmt(r.conversation_tokens_cap) + ' tokens');
+    const spent = c.usd > 0 || !c.tokens ? dollars(c.usd) : tx('spend.tokens', { n: fmt(c.tokens) });
+    if (r.conversation_usd_cap != null) parts.push(tx('spend.of', { spent: dollars(c.usd), cap: dollars(r.conversation_usd_cap) }));
+    else if (r.conversation_tokens_cap != null) parts.push(tx('spend.tokens_of', { spent: fmt(c.tokens), cap: fmt(r.conversation_tokens_cap) }));
     else parts.push(spent);
-    if (r.owner_month && r.month_usd_cap != null) parts.push(r.owner + '’s month ' + dollars(r.owner_month.usd) + ' of ' + dollars(r.month_usd_cap));
-    else if (r.owner_month && r.month_tokens_cap != null) parts.push(r.owner + '’s month ' + fmt(r.owner_month.tokens) + ' of ' + fmt(r.month_tokens_cap) + ' tokens');
-    box.textContent = 'spent ' + parts.join(' · ') + (r.reached ? ' · budget reached' : '');
+    if (r.owner_month && r.month_usd_cap != null) parts.push(tx('spend.month_of', { owner: r.owner, spent: dollars(r.owner_month.usd), cap: dollars(r.month_usd_cap) }));
+    else if (r.owner_month && r.month_tokens_cap != null) parts.push(tx('spend.month_tokens_of', { owner: r.owner, spent: fmt(r.owner_month.tokens), cap: fmt(r.month_tokens_cap) }));
+    box.textContent = tx('spend.spent', { parts: parts.join(' · ') }) + (r.reached ? tx('spend.reached') : '');
     box.dataset.reached = String(Boolean(r.reached));
-    box.title = r.reached || 'What this conversation spent, against its cap';
+    box.title = r.reached || tx('spend.title');
     box.hidden = false;
     if (r.reached && S.meta && S.meta.status === 'budget_reached' && !S.running && !S.lastError) {
-      notice(r.reached + ' (Continue goes on from here)', 'error');
+      notice(r.reached + tx('run.continue_hint'), 'error');
     }
   }
 
@@ -1256,9 +1312,9 @@
     const send = $('#send');
     const running = Boolean(S.running);
     document.body.classList.toggle('running', running);
-    send.textContent = running ? 'Stop' : 'Send';
+    send.textContent = running ? tx('send.stop') : tx('send.send');
     send.classList.toggle('stop', running);
-    send.setAttribute('aria-label', running ? 'Stop the run' : 'Send the message');
+    send.setAttribute('aria-label', running ? tx('send.stop_label') : tx('send.send_label'));
     const st = S.meta ? S.meta.status : 'idle';
     const last = lastEntry();
     const cut = last && last.role === 'assistant' && last.llm_error;
@@ -1298,7 +1354,7 @@
     }
     if (rows.childNodes.length) box.prepend(rows);
     const edits = [args, ...(Array.isArray(args && args.edits) ? args.edits : [])];
-    for (const e of edits) for (const [a, b] of pairsOf(e)) box.append(diffView(e[a], e[b], 'The change it makes'));
+    for (const e of edits) for (const [a, b] of pairsOf(e)) box.append(diffView(e[a], e[b], tx('args.change')));
     return box;
   }
   // The lines of `a` and `b` as a line diff, [op, line] with op ' ', '-' or '+' (a longest
@@ -1323,12 +1379,12 @@
       if (lines[i][0] !== ' ') { out.push(lines[i]); i += 1; continue; }
       let j = i; while (j < n && lines[j][0] === ' ') j += 1;
       const head = i ? 3 : 0; const tail = j < n ? 3 : 0;
-      if (j - i > head + tail + 1) out.push(...lines.slice(i, i + head), ['⋯', (j - i - head - tail) + ' unchanged lines'], ...lines.slice(j - tail, j));
+      if (j - i > head + tail + 1) out.push(...lines.slice(i, i + head), ['⋯', tn('diff.unchanged', j - i - head - tail)], ...lines.slice(j - tail, j));
       else out.push(...lines.slice(i, j));
       i = j;
     }
     return el('div', { class: 'diff', 'data-component': 'diff', role: 'group', 'aria-label': title },
-      el('div', { class: 'arg-name', text: title + (lines.some(([op]) => op !== ' ') ? '' : ': none') }),
+      el('div', { class: 'arg-name', text: lines.some(([op]) => op !== ' ') ? title : tx('diff.none', { title }) }),
       el('pre', {}, out.map(([op, t]) => el('span', { class: 'd' + (op === '-' ? ' del' : op === '+' ? ' add' : op === '⋯' ? ' skip' : ''), 'data-op': op, text: op + ' ' + t }))));
   }
   // The editor of a call's arguments: each code or edit text in a box of its own (real lines,
@@ -1338,10 +1394,10 @@
     const texts = new Map(); const rest = {}; const paired = new Set(pairsOf(args).flat());
     if (args) for (const [k, v] of Object.entries(args)) { if (isCode(k, v) || paired.has(k)) texts.set(k, v); else rest[k] = v; }
     const boxes = [...texts].map(([k, v]) => {
-      const t = el('textarea', { class: 'edit-code', 'data-arg': k, spellcheck: 'false', rows: Math.min(12, v.split('\n').length + 1), 'aria-label': k + ' of ' + c.tool });
-      t.value = v; return [k, t];
+      const box = el('textarea', { class: 'edit-code', 'data-arg': k, spellcheck: 'false', rows: Math.min(12, v.split('\n').length + 1), 'aria-label': tx('args.arg_of', { arg: k, tool: c.tool }) });
+      box.value = v; return [k, box];
     });
-    const json = el('textarea', { class: 'edit-args', rows: 4, spellcheck: 'false', 'aria-label': 'Arguments of ' + c.tool + ' (JSON)' });
+    const json = el('textarea', { class: 'edit-args', rows: 4, spellcheck: 'false', 'aria-label': tx('args.json_of', { tool: c.tool }) });
     const was = JSON.stringify(args ? rest : c.arguments, null, 2);
     json.value = was;
     const hasJson = !args || Object.keys(rest).length > 0;
@@ -1355,52 +1411,52 @@
       return Object.assign(out, more);
     };
     const show = () => {
-      const views = boxes.filter(([k, t]) => t.value !== args[k]).map(([k, t]) => diffView(args[k], t.value, 'Your change to ' + k));
+      const views = boxes.filter(([k, b]) => b.value !== args[k]).map(([k, b]) => diffView(args[k], b.value, tx('args.your_change', { arg: k })));
       let now = json.value; try { now = JSON.stringify(JSON.parse(now), null, 2); } catch (e) { /* compared as typed */ }
-      if (hasJson && now !== was) views.push(diffView(was, now, 'Your change to the arguments'));
+      if (hasJson && now !== was) views.push(diffView(was, now, tx('args.your_change_all')));
       changes.replaceChildren(...views);
     };
-    for (const t of [...boxes.map(([, t]) => t), json]) t.addEventListener('input', show);
+    for (const b of [...boxes.map(([, b]) => b), json]) b.addEventListener('input', show);
     const form = el('div', { class: 'arg-editor', hidden: true },
-      boxes.map(([k, t]) => el('label', { class: 'arg-name' }, k, t)), hasJson ? json : null, changes);
+      boxes.map(([k, b]) => el('label', { class: 'arg-name' }, k, b)), hasJson ? json : null, changes);
     return { form, value, first: boxes.length ? boxes[0][1] : json };
   }
   function renderApprovals() {
     const box = $('#approvals'); if (!box) return;
     const calls = S.approvals || [];
     box.hidden = !calls.length;
-    box.replaceChildren(...(calls.length ? [el('h3', { text: calls.length === 1 ? 'A tool call waits for your approval' : calls.length + ' tool calls wait for your approval' })] : []),
+    box.replaceChildren(...(calls.length ? [el('h3', { text: tn('appr.waiting', calls.length) })] : []),
       ...calls.map((c) => {
         const reasonId = 'reason-' + c.call_id;
         const editor = argsEditor(c);
-        const reason = el('input', { id: reasonId, class: 'reason', type: 'text', placeholder: 'Why (read by the model when you reject)', 'aria-label': 'Reason for ' + c.tool });
-        const editBtn = el('button', { type: 'button', 'data-act': 'edit', text: 'Edit…' });
+        const reason = el('input', { id: reasonId, class: 'reason', type: 'text', placeholder: tx('appr.why'), 'aria-label': tx('appr.reason_for', { tool: c.tool }) });
+        const editBtn = el('button', { type: 'button', 'data-act': 'edit', text: tx('appr.edit') });
         const view = argsView(c.tool, c.arguments);
         const act = (decision) => async () => {
           const body = { decision };
           if (reason.value.trim()) body.reason = reason.value.trim();
           if (decision === 'edit') {
-            try { body.arguments = editor.value(); } catch (e) { notice('The edited arguments are not JSON: ' + e.message, 'error'); editor.first.focus(); return; }
+            try { body.arguments = editor.value(); } catch (e) { notice(tx('appr.not_json', { error: e.message }), 'error'); editor.first.focus(); return; }
           }
           try {
             const r = await api(base() + '/approvals/' + encodeURIComponent(c.call_id), { method: 'POST', body });
             S.approvals = S.approvals.filter((x) => x.call_id !== c.call_id); renderApprovals();
             if (!(S.ended && S.ended.has(r.run_id))) S.running = r.run_id;
             notice(''); updateControls();
-          } catch (e) { notice(e.message, 'error'); if (e.status === 409) loadApprovals(); }
+          } catch (e) { notice(errText(e), 'error'); if (e.status === 409) loadApprovals(); }
         };
         editBtn.addEventListener('click', () => {
           // The editor takes the place of what it edits; the change shows below it as it is typed.
-          if (editor.form.hidden) { view.hidden = true; editor.form.hidden = false; editBtn.textContent = 'Run edited'; editor.first.focus(); } else act('edit')();
+          if (editor.form.hidden) { view.hidden = true; editor.form.hidden = false; editBtn.textContent = tx('appr.run_edited'); editor.first.focus(); } else act('edit')();
         });
         return el('div', { class: 'approval', 'data-component': 'approval_request', 'data-call-id': c.call_id },
-          el('p', {}, el('strong', { text: c.tool }), ' wants to run with:'),
+          el('p', {}, el('strong', { text: c.tool }), tx('appr.wants')),
           view, editor.form,
-          el('label', { for: reasonId, class: 'sr-only', text: 'Reason' }), reason,
+          reason,
           el('div', { class: 'actions' },
-            el('button', { type: 'button', class: 'primary', 'data-act': 'approve', text: 'Approve', onclick: act('approve') }),
-            el('button', { type: 'button', 'data-act': 'approve_for_conversation', text: 'Approve for this conversation', onclick: act('approve_for_conversation') }),
-            el('button', { type: 'button', 'data-act': 'reject', text: 'Reject', onclick: act('reject') }),
+            el('button', { type: 'button', class: 'primary', 'data-act': 'approve', text: tx('appr.approve'), onclick: act('approve') }),
+            el('button', { type: 'button', 'data-act': 'approve_for_conversation', text: tx('appr.approve_conv'), onclick: act('approve_for_conversation') }),
+            el('button', { type: 'button', 'data-act': 'reject', text: tx('appr.reject'), onclick: act('reject') }),
             editBtn));
       }));
   }
@@ -1424,8 +1480,8 @@
         updateControls();
         return true;
       } catch (e) {
-        if (e.status === 409) { notice('A run is already going on in this conversation.'); const a = e.data && e.data.error && e.data.error.active_run_id; if (a && !S.ended.has(a)) S.running = a; updateControls(); return false; }
-        if (e.status || attempt >= 2) { notice(e.message, 'error'); return false; }
+        if (e.status === 409) { notice(tx('run.busy')); const a = e.data && e.data.error && e.data.error.active_run_id; if (a && !S.ended.has(a)) S.running = a; updateControls(); return false; }
+        if (e.status || attempt >= 2) { notice(errText(e), 'error'); return false; }
         await new Promise((res) => setTimeout(res, 500 * (attempt + 1))); // same request_id: never a second run
       }
     }
@@ -1433,7 +1489,7 @@
   async function submit(ev) {
     if (ev) ev.preventDefault();
     if (S.running) {
-      try { await api(base() + '/runs/' + encodeURIComponent(S.running) + '/cancel', { method: 'POST' }); } catch (e) { notice(e.message, 'error'); }
+      try { await api(base() + '/runs/' + encodeURIComponent(S.running) + '/cancel', { method: 'POST' }); } catch (e) { notice(errText(e), 'error'); }
       return;
     }
     const text = $('#input').value.trim();
@@ -1447,7 +1503,7 @@
     for (const f of files) {
       const form = new FormData(); form.append('file', f, f.name);
       try { const meta = await api(base() + '/uploads', { method: 'POST', form }); S.attachments.push(meta); }
-      catch (e) { notice('Upload of ' + f.name + ' failed: ' + e.message, 'error'); }
+      catch (e) { notice(tx('upload.failed', { name: f.name, error: errText(e) }), 'error'); }
     }
     showAttachments();
   }
@@ -1465,7 +1521,7 @@
   function showAttachments() {
     $('#attachments').replaceChildren(...S.attachments.map((a) => el('span', { class: 'chip', 'data-upload-id': a.id },
       a.name + ' (' + a.id + ') ',
-      el('button', { type: 'button', text: '×', 'aria-label': 'Remove ' + a.name, onclick: () => { S.attachments = S.attachments.filter((x) => x !== a); showAttachments(); } }))));
+      el('button', { type: 'button', text: '×', 'aria-label': tx('files.remove', { name: a.name }), onclick: () => { S.attachments = S.attachments.filter((x) => x !== a); showAttachments(); } }))));
     saveDraft();
   }
 
@@ -1497,13 +1553,22 @@
     document.querySelectorAll('#mode input').forEach((r) => r.addEventListener('change', async () => {
       renderWorkflowForm();
       if (!S.conv) return;
-      try { S.meta = await api(base(), { method: 'PATCH', body: { mode: r.value } }); loadList(); } catch (e) { notice(e.message, 'error'); }
+      try { S.meta = await api(base(), { method: 'PATCH', body: { mode: r.value } }); loadList(); } catch (e) { notice(errText(e), 'error'); }
     }));
     $('#signin-form').addEventListener('submit', signInSubmitted);
     $('#sign-out').addEventListener('click', signOut);
     $('#admin-open').addEventListener('click', showAdmin);
     $('#memory-open').addEventListener('click', () => showMemory());
     $('#schedules-open').addEventListener('click', schedules);
+    // Another language: the page's words change in place; what the server rendered is fetched
+    // again (the open conversation, the list, who is signed in).
+    $('#lang').addEventListener('change', (ev) => {
+      if (!CATALOGUES[ev.target.value]) return;
+      lang = ev.target.value; localStorage.setItem('ba-lang', lang);
+      applyStatic(); updateControls(); setMeter(null);
+      if (started) { whoami(); loadList(); openConv(S.conv); }
+    });
+    applyStatic();
     whoami();
   }
   // Once signed in: the lists, the demo questions, the conversation in the address.

@@ -133,6 +133,7 @@ pub fn router(state: AppState, auth: Auth, addr: SocketAddr) -> Router {
         .route("/", get(page::index))
         .route("/page/app.js", get(page::app_js))
         .route("/page/style.css", get(page::style_css))
+        .route("/page/i18n.js", get(page::i18n_js))
         .route("/page/status", get(page::status))
         .route(page::ECHARTS_PATH, get(page::echarts))
         .layer(RequestBodyLimitLayer::new(json_limit))
@@ -229,11 +230,14 @@ async fn workflows(State(state): State<AppState>) -> Json<Value> {
 #[derive(Debug, serde::Deserialize)]
 struct ExportQuery {
     format: Option<String>,
+    /// The language of the report's own words (`en`, `zh-CN`); English by default.
+    lang: Option<String>,
 }
 
-/// `GET …/{id}/report/{seq}?format=html|zip|md` (html by default; `seq` may be `last`): the
-/// final answer at `seq` as a file to keep or send — one HTML file, or a zip of the document
-/// and its files (see [`ba_export`]).
+/// `GET …/{id}/report/{seq}?format=html|zip|md&lang=en|zh-CN` (html and English by default;
+/// `seq` may be `last`): the final answer at `seq` as a file to keep or send — one HTML file,
+/// or a zip of the document and its files (see [`ba_export`]), its headings and labels in the
+/// page's language.
 async fn export_report(
     State(state): State<AppState>,
     Path((id, seq)): Path<(String, String)>,
@@ -272,12 +276,14 @@ async fn export_report(
         _ => ApiError::bad_request(e.to_string()),
     };
     let store = state.store();
-    let exported = ba_export::export_report(
+    let language = ba_export::Language::from_tag(q.lang.as_deref().unwrap_or("en"));
+    let exported = ba_export::export_report_in(
         store.as_ref(),
         &id,
         seq,
         format.report_format(),
         format.packaging(),
+        language,
     )
     .await
     .map_err(refused)?;

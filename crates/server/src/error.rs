@@ -81,6 +81,39 @@ impl ApiError {
     }
 }
 
+/// Every code an error answer can carry. They are part of the API: the page says each in its
+/// own language (its catalogues have an `error.<code>` sentence for every one), and scripts
+/// match on them; a test finds each code the handlers use and fails when one is missing here.
+pub const ERROR_CODES: &[&str] = &[
+    "already_exists",
+    "bad_request",
+    "busy",
+    "context",
+    "forbidden",
+    "has_forks",
+    "internal",
+    "invalid",
+    "invalid_id",
+    "invalid_json",
+    "invalid_request",
+    "io",
+    "method_not_allowed",
+    "no_directory",
+    "no_echarts",
+    "no_files",
+    "no_memory",
+    "no_schedules",
+    "not_found",
+    "not_waiting",
+    "nothing_to_compact",
+    "sequence_conflict",
+    "shutting_down",
+    "too_large",
+    "unauthorized",
+    "unknown_user",
+    "unsupported_media_type",
+];
+
 /// The longest message an error answer carries, in characters: whatever a message quotes of
 /// a request (a name, a header, a value a parser did not expect) is cut to fit.
 const MAX_MESSAGE: usize = 1000;
@@ -192,3 +225,74 @@ impl From<AgentError> for ApiError {
 
 /// The result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The string literals of `source` that follow `before` (and then `after_ws`, once blanks
+    /// are skipped): `StatusCode::X, "code"` in a handler, `("code", "…")` in `from_status`.
+    fn literals_after(source: &str, before: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for (at, _) in source.match_indices(before) {
+            let rest = &source[at + before.len()..];
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_uppercase() || c == '_');
+            let Some(rest) = rest.strip_prefix(',') else {
+                continue;
+            };
+            let Some(rest) = rest.trim_start().strip_prefix('"') else {
+                continue;
+            };
+            if let Some((code, _)) = rest.split_once('"') {
+                out.push(code.to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_code_the_handlers_use_is_listed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = std::collections::BTreeSet::new();
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let source = std::fs::read_to_string(&path).unwrap();
+                // The code, not its tests (this one quotes the shape it looks for).
+                let code = source.split("#[cfg(test)]\nmod tests").next().unwrap();
+                found.extend(literals_after(code, "StatusCode::"));
+            }
+        }
+        let own = include_str!("error.rs");
+        let statuses = own
+            .split("fn from_status")
+            .nth(1)
+            .unwrap()
+            .split("\n}")
+            .next()
+            .unwrap();
+        for (at, _) in statuses.match_indices('(') {
+            let rest = statuses[at + 1..].trim_start();
+            if let Some((code, _)) = rest.strip_prefix('"').and_then(|r| r.split_once('"')) {
+                found.insert(code.to_owned());
+            }
+        }
+        assert!(found.len() >= 20, "codes found: {found:?}");
+        for code in &found {
+            assert!(
+                ERROR_CODES.contains(&code.as_str()),
+                "the API answers with code `{code}`, which ERROR_CODES does not list"
+            );
+        }
+        for code in ERROR_CODES {
+            assert!(
+                found.contains(*code),
+                "ERROR_CODES lists `{code}`, which no handler uses"
+            );
+            assert!(
+                code.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "`{code}` is not snake_case"
+            );
+        }
+    }
+}

@@ -67,7 +67,7 @@ pub use caller::Caller;
 pub use conversations::{
     Branch, Branches, ConversationStatus, ConversationView, ForkView, Forked, Rewound,
 };
-pub use error::{ApiError, ApiResult};
+pub use error::{ApiError, ApiResult, ERROR_CODES};
 pub use page::{ECHARTS_FILE, ECHARTS_PATH};
 pub use scheduler::{Fired, RESUME_AFTER_MS, Scheduler};
 pub use settings::{

@@ -1,5 +1,7 @@
 //! The analyst's page, embedded in the binary: `GET /` (the HTML, with a fresh CSP nonce),
-//! `/page/app.js` and `/page/style.css` (our own code, no build step), and
+//! `/page/app.js` and `/page/style.css` (our own code, no build step), `/page/i18n.js` (the
+//! catalogues of the page's words, English and Simplified Chinese, an asset of their own so
+//! that a language more does not weigh on the page's budget), and
 //! `/assets/echarts.min.js` when `cargo xtask assets` has fetched it. None of these needs the
 //! token: the page reads it from the URL fragment (`#token=…`, never sent to the server), takes
 //! it out of the address bar at once (the tab keeps it in `sessionStorage`) and sends it as
@@ -32,6 +34,21 @@ pub(crate) const INDEX_HTML: &str = include_str!("../page/index.html");
 pub(crate) const APP_JS: &str = include_str!("../page/app.js");
 /// The page's style sheet.
 pub(crate) const STYLE_CSS: &str = include_str!("../page/style.css");
+
+/// The page's words in English, key by key (`page/i18n/en.json`).
+#[cfg(test)]
+const CATALOGUE_EN: &str = include_str!("../page/i18n/en.json");
+/// The page's words in Simplified Chinese (`page/i18n/zh-CN.json`).
+#[cfg(test)]
+const CATALOGUE_ZH_CN: &str = include_str!("../page/i18n/zh-CN.json");
+/// Both catalogues as one script the page loads before its own: `window.BA_I18N`, by language.
+const I18N_JS: &str = concat!(
+    "window.BA_I18N = {\"en\": ",
+    include_str!("../page/i18n/en.json"),
+    ", \"zh-CN\": ",
+    include_str!("../page/i18n/zh-CN.json"),
+    "};\n"
+);
 
 /// Where the page loads ECharts from (the file `cargo xtask assets` writes).
 pub const ECHARTS_PATH: &str = "/assets/echarts.min.js";
@@ -101,6 +118,14 @@ pub(crate) async fn style_css() -> Response {
     )
 }
 
+pub(crate) async fn i18n_js() -> Response {
+    with_headers(
+        I18N_JS.into_response(),
+        "text/javascript; charset=utf-8",
+        "no-cache",
+    )
+}
+
 fn echarts_file(state: &AppState) -> Option<PathBuf> {
     let path = state.config().assets_dir.as_ref()?.join(ECHARTS_FILE);
     path.is_file().then_some(path)
@@ -155,6 +180,14 @@ mod tests {
             total < 128 * 1024,
             "the page's JS and CSS weigh {total} bytes"
         );
+        // The words come apart, one catalogue a language, each within its own budget.
+        for catalogue in [CATALOGUE_EN, CATALOGUE_ZH_CN] {
+            assert!(
+                catalogue.len() < 32 * 1024,
+                "a catalogue weighs {} bytes",
+                catalogue.len()
+            );
+        }
         assert!(INDEX_HTML.contains("__NONCE__"));
     }
 
@@ -199,6 +232,147 @@ mod tests {
             assert!(
                 ratio >= 4.5,
                 "--{name}-fg on --{name}-bg: contrast {ratio:.2} < 4.5"
+            );
+        }
+    }
+
+    /// The catalogue of `text` (one JSON object of strings).
+    fn catalogue(text: &str) -> std::collections::BTreeMap<String, String> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// The first argument of each call `name('…'` in `source`.
+    fn quoted_after<'a>(source: &'a str, opening: &str) -> Vec<&'a str> {
+        source
+            .match_indices(opening)
+            .filter(|(at, _)| {
+                // A call, not the end of another name (`ctx(`).
+                !source[..*at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+            })
+            .filter_map(|(at, _)| source[at + opening.len()..].split_once('\''))
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    /// The values of attribute `name` in the page's HTML.
+    fn attribute<'a>(name: &str) -> Vec<&'a str> {
+        INDEX_HTML
+            .split(&format!(" {name}=\""))
+            .skip(1)
+            .filter_map(|rest| rest.split_once('"').map(|(v, _)| v))
+            .collect()
+    }
+
+    /// Every key the page asks for: its script's `tx('…')` and `tn('…')` (a count: `.one` and
+    /// `.other`), its HTML's `data-i18n*` attributes, and a sentence for each error code.
+    fn used_keys() -> std::collections::BTreeSet<String> {
+        let mut keys = std::collections::BTreeSet::new();
+        keys.extend(quoted_after(APP_JS, "tx('").into_iter().map(str::to_owned));
+        for key in quoted_after(APP_JS, "tn('") {
+            keys.insert(format!("{key}.one"));
+            keys.insert(format!("{key}.other"));
+        }
+        for name in [
+            "data-i18n",
+            "data-i18n-placeholder",
+            "data-i18n-title",
+            "data-i18n-aria-label",
+        ] {
+            keys.extend(attribute(name).into_iter().map(str::to_owned));
+        }
+        keys.extend(crate::ERROR_CODES.iter().map(|c| format!("error.{c}")));
+        keys
+    }
+
+    #[test]
+    fn both_catalogues_have_every_key_the_page_uses_and_no_other() {
+        // Each call names its key in so many words: a key built at run time would escape this
+        // test. The only others: the two definitions and the two that read the HTML's keys.
+        let calls = APP_JS.matches("tx(").count() - APP_JS.matches("tx('").count();
+        assert_eq!(calls, 4, "a tx( call whose key is not a literal");
+        let used = used_keys();
+        assert!(used.len() > 200, "{} keys", used.len());
+        let placeholders = |s: &str| -> std::collections::BTreeSet<String> {
+            s.split('{')
+                .skip(1)
+                .filter_map(|r| r.split_once('}'))
+                .map(|(p, _)| p.to_owned())
+                .collect()
+        };
+        let en = catalogue(CATALOGUE_EN);
+        for (lang, text) in [("en", CATALOGUE_EN), ("zh-CN", CATALOGUE_ZH_CN)] {
+            let words = catalogue(text);
+            for key in &used {
+                let value = words.get(key);
+                assert!(
+                    value.is_some_and(|v| !v.trim().is_empty() || key == "ctx.end"),
+                    "{lang} has no `{key}`"
+                );
+            }
+            for (key, value) in &words {
+                assert!(
+                    used.contains(key),
+                    "{lang} has `{key}`, which the page never asks for"
+                );
+                // A singular may say "one" in words; every other form names what English names.
+                if !key.ends_with(".one") {
+                    assert_eq!(
+                        placeholders(value),
+                        placeholders(&en[key]),
+                        "{lang} `{key}`"
+                    );
+                }
+            }
+        }
+        let zh = catalogue(CATALOGUE_ZH_CN);
+        let same: Vec<&String> = en
+            .iter()
+            .filter(|(k, v)| zh[*k] == **v)
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            same,
+            ["app.name", "lang.en", "lang.zh"],
+            "words left in English"
+        );
+    }
+
+    #[test]
+    fn the_html_has_no_word_outside_the_catalogues() {
+        let mut text = String::new();
+        for piece in INDEX_HTML.split('<').skip(1) {
+            let (tag, after) = piece.split_once('>').unwrap();
+            if !tag.starts_with('!') && !after.trim().is_empty() {
+                text.push_str(&format!("<{tag}>{after}|"));
+            }
+        }
+        assert_eq!(text, "", "text in the HTML that no catalogue holds");
+        for name in ["placeholder", "title", "aria-label", "alt"] {
+            assert_eq!(
+                attribute(name),
+                Vec::<&str>::new(),
+                "a literal {name} attribute"
+            );
+        }
+        // The script shows no literal words either: each text, label, title and notice is a key.
+        for opening in [
+            "text: '",
+            "'aria-label': '",
+            "title: '",
+            "notice('",
+            "placeholder: '",
+        ] {
+            let literal: Vec<&str> = quoted_after(APP_JS, opening)
+                .into_iter()
+                .filter(|s| s.chars().any(char::is_alphabetic) && *s != "notes.md")
+                .collect();
+            assert_eq!(
+                literal,
+                Vec::<&str>::new(),
+                "words in the script after {opening}"
             );
         }
     }

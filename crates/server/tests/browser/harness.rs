@@ -517,6 +517,12 @@ impl Server {
 
 /// A headless chromium session, or `None` (after a message) when no WebDriver is configured.
 pub async fn browser() -> Option<Client> {
+    browser_in(None).await
+}
+
+/// A headless chromium whose person prefers `language` (`navigator.languages` starts with
+/// it), or the machine's default with `None`.
+pub async fn browser_in(language: Option<&str>) -> Option<Client> {
     let url = ba_testkit::require_env(
         "BA_AGENT_TEST_WEBDRIVER",
         "start chromedriver with `eval \"$(bash .ci/browser.sh)\"`",
@@ -527,6 +533,13 @@ pub async fn browser() -> Option<Client> {
         std::env::var("BA_AGENT_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if Path::new(&binary).exists() {
         options["binary"] = Value::String(binary);
+    }
+    if let Some(language) = language {
+        options["args"]
+            .as_array_mut()
+            .unwrap()
+            .push(format!("--lang={language}").into());
+        options["prefs"] = json!({"intl": {"accept_languages": language}});
     }
     let mut caps = serde_json::Map::new();
     caps.insert("goog:chromeOptions".into(), options);

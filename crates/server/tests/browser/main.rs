@@ -18,6 +18,7 @@ mod export;
 mod files;
 mod flows;
 mod harness;
+mod languages;
 mod memory;
 mod people;
 mod proxy;

@@ -52,10 +52,17 @@ async fn the_schedule_list_runs_now_and_links_the_result() {
     .await;
     assert_eq!(shown[0], "Monthly sales review");
     assert_ne!(shown[1], "paused");
-    assert!(
-        shown[1].as_str().unwrap().ends_with('Z'),
-        "the next run is shown: {shown}"
-    );
+    // The next run in the page's language and the browser's time zone, named.
+    let next = added["next_run"].as_str().unwrap();
+    let expected = js(
+        &c,
+        &format!(
+            "return new Intl.DateTimeFormat('en', {{ dateStyle: 'medium', timeStyle: 'long' }}) \
+             .format(new Date({next:?}))"
+        ),
+    )
+    .await;
+    assert_eq!(shown[1], expected, "the next run is shown: {shown}");
     assert_eq!(shown[2], "never");
     click(&c, &format!("{row} .schedule-run")).await;
     let status = wait_for(

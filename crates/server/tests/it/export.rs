@@ -416,3 +416,53 @@ async fn an_export_bundles_files_kept_in_postgres() {
     assert_eq!(beside("targets.csv"), Some(CSV.as_bytes().to_vec()));
     assert_eq!(beside("pixel.png"), Some(png()));
 }
+
+#[tokio::test]
+async fn an_export_speaks_the_language_the_page_asks_for() {
+    let answer = "Targets by region are in <file_ref>upload_001</file_ref>.";
+    let (_d, server, id) = answered(answer).await;
+    let api = Api::new(&server);
+    let base = format!("/api/v1/conversations/{id}/report/last");
+    let (_, english_name, english) = fetch(&api, &format!("{base}?format=html")).await;
+    let english = String::from_utf8(english).unwrap();
+    let (_, name, chinese) = fetch(&api, &format!("{base}?format=html&lang=zh-CN")).await;
+    let chinese = String::from_utf8(chinese).unwrap();
+    assert_eq!(
+        name, english_name,
+        "the file's name is the same in every language"
+    );
+    assert!(english.contains("<html lang=\"en\">"), "{english}");
+    for words in [
+        "Answered ",
+        "<strong>Question:</strong> ",
+        "<h2>Files</h2>",
+        "Exported from BA-Agent.",
+    ] {
+        assert!(english.contains(words), "{words:?} not in {english}");
+    }
+    assert!(chinese.contains("<html lang=\"zh-CN\">"), "{chinese}");
+    for words in [
+        "回答于 ",
+        "<strong>问题：</strong>Check",
+        "附件：",
+        "<h2>文件</h2>",
+        "由 BA-Agent 导出。",
+        "字节",
+    ] {
+        assert!(chinese.contains(words), "{words:?} not in {chinese}");
+    }
+    for words in [
+        "Answered", "Question", "Attached", "Files", "Exported", "bytes",
+    ] {
+        assert!(
+            !chinese.contains(words),
+            "{words:?} left in English in {chinese}"
+        );
+    }
+    // Markdown too; an unknown language is English.
+    let (_, _, zip) = fetch(&api, &format!("{base}?format=md&lang=zh-CN")).await;
+    let md = report_md(&unzip(&zip));
+    assert!(md.contains("> **问题**") && md.contains("## 文件"), "{md}");
+    let (_, _, plain) = fetch(&api, &format!("{base}?format=html&lang=xx")).await;
+    assert_eq!(String::from_utf8(plain).unwrap(), english);
+}
