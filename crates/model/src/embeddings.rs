@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use super::error::EmbeddingProblem;
 use super::error::ModelError;
 
 /// Turns texts into vectors.
@@ -24,74 +25,6 @@ impl<T: Embeddings + ?Sized> Embeddings for Arc<T> {
 }
 
 fn _object_safe(_: &dyn Embeddings) {}
-
-/// What was wrong with the vectors an embeddings endpoint sent back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EmbeddingProblem {
-    /// Not one vector per text sent.
-    Count {
-        /// Texts sent.
-        expected: usize,
-        /// Vectors received.
-        found: usize,
-    },
-    /// A vector's `index` names no text sent, or a text already answered.
-    Index {
-        /// The index received.
-        index: usize,
-        /// Texts sent.
-        texts: usize,
-    },
-    /// A vector's length differs from the first vector's.
-    Dimension {
-        /// The text's place in the request.
-        index: usize,
-        /// The first vector's length.
-        expected: usize,
-        /// This vector's length.
-        found: usize,
-    },
-    /// A vector holds a number that is not finite as a 32-bit float (or no number at all).
-    NonFinite {
-        /// The text's place in the request.
-        index: usize,
-        /// The place of the number in the vector.
-        position: usize,
-    },
-    /// A vector has no numbers.
-    Empty {
-        /// The text's place in the request.
-        index: usize,
-    },
-}
-
-impl fmt::Display for EmbeddingProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Count { expected, found } => {
-                write!(f, "held {found} vector(s) for {expected} text(s)")
-            }
-            Self::Index { index, texts } => write!(
-                f,
-                "gave index {index}, which is outside the {texts} text(s) sent or repeats one"
-            ),
-            Self::Dimension {
-                index,
-                expected,
-                found,
-            } => write!(
-                f,
-                "gave text {index} a vector of {found} dimension(s) where the others have {expected}"
-            ),
-            Self::NonFinite { index, position } => write!(
-                f,
-                "gave text {index} a vector whose number at position {position} is not a finite 32-bit float"
-            ),
-            Self::Empty { index } => write!(f, "gave text {index} an empty vector"),
-        }
-    }
-}
 
 #[cfg(feature = "openai")]
 pub use client::OpenAiEmbeddings;

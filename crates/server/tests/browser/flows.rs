@@ -392,7 +392,7 @@ async fn every_component_the_sidebar_and_the_meter() {
         "return document.querySelector('#meter-text').textContent",
     )
     .await;
-    assert!(meter.as_str().unwrap().contains("/ 4,000"), "{meter}");
+    assert!(meter.as_str().unwrap().contains("/ 5,500"), "{meter}");
     click(&c, "#meter").await;
     let said = wait_for(
         &c,

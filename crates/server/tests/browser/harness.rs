@@ -345,30 +345,43 @@ impl Server {
         std::fs::write(skill_dir.join("SKILL.md"), SKILL_MD).unwrap();
         let mut turns: Vec<Value> = serde_json::from_str(RECORDING).unwrap();
         turns.extend(options.extra_turns);
-        let (model, tools, name, budget): (Arc<dyn ModelClient>, _, _, _) =
-            match &options.anthropic_base_url {
-                None => {
-                    let model = DemoModel {
-                        turns: ReplayClient::from_json(&Value::Array(turns).to_string(), "test")
-                            .unwrap()
-                            .turns()
-                            .to_vec(),
-                        fallback: options.fallback,
-                        gate: options.gate,
-                    };
-                    let budget = ContextBudget::new(4_000, 4_000 / 6);
-                    let tools = ba_builtins::demo_tools(&data);
-                    (Arc::new(model), tools, "demo-recording", budget)
-                }
-                Some(url) => {
-                    let client = AnthropicClient::new(ApiKey::new("browser-test-key"))
+        let (model, tools, name, budget): (Arc<dyn ModelClient>, _, _, _) = match &options
+            .anthropic_base_url
+        {
+            None => {
+                let model = DemoModel {
+                    turns: ReplayClient::from_json(&Value::Array(turns).to_string(), "test")
                         .unwrap()
-                        .with_base_url(url)
-                        .unwrap();
-                    let budget = ContextBudget::new(100_000, 8_000);
-                    (Arc::new(client), analyst_tools(), "scripted", budget)
-                }
-            };
+                        .turns()
+                        .to_vec(),
+                    fallback: options.fallback,
+                    gate: options.gate,
+                };
+                // The CLI's demo budget (`ba_cli`'s DEMO_BUDGET: room for the demo's
+                // tool definitions beside a window small enough to be compacted), and
+                // room for the definitions of a test's own tools, and for a preview of their
+                // results, on top.
+                let extra: usize = options
+                    .extra_tools
+                    .iter()
+                    .map(|t| {
+                        let spec = format!("{}{}{}", t.name(), t.description(), t.input_schema());
+                        Encoding::Cl100kBase.count(&spec) + 200
+                    })
+                    .sum();
+                let budget = ContextBudget::new(5_500 + extra, 5_500 / 6);
+                let tools = ba_builtins::demo_tools(&data);
+                (Arc::new(model), tools, "demo-recording", budget)
+            }
+            Some(url) => {
+                let client = AnthropicClient::new(ApiKey::new("browser-test-key"))
+                    .unwrap()
+                    .with_base_url(url)
+                    .unwrap();
+                let budget = ContextBudget::new(100_000, 8_000);
+                (Arc::new(client), analyst_tools(), "scripted", budget)
+            }
+        };
         let model: Arc<dyn ModelClient> = match options.latch {
             Some(latch) => Arc::new(Latched {
                 inner: model,

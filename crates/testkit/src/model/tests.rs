@@ -479,7 +479,7 @@ async fn an_unmatched_request_fails_clearly_and_is_not_retried() {
     let ask = |text: &str| json!({"messages": [{"role": "user", "content": text}]});
     let mut raw = post("/v1/messages", &ask("what is in upload_004?"), false);
     raw.extend(post("/v1/chat/completions", &ask("boom"), false));
-    raw.extend(post("/v1/embeddings", &ask("x"), true));
+    raw.extend(post("/v1/moderations", &ask("x"), true));
     let replies = exchange(model.base_url(), &raw, 3).await;
     assert!(replies[0].0.starts_with("HTTP/1.1 500"));
     assert!(replies[0].1.contains("x-should-retry: false"));

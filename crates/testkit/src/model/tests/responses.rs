@@ -549,7 +549,7 @@ async fn responses_errors_have_the_openai_shape() {
     raw.extend(post("/v1/responses", &json!({"input": "long"}), false));
     raw.extend(post("/v1/responses", &json!({"input": "other"}), false));
     raw.extend(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\n{x}");
-    raw.extend(post("/v1/embeddings", &json!({"input": "x"}), true));
+    raw.extend(post("/v1/moderations", &json!({"input": "x"}), true));
     let replies = exchange(model.base_url(), &raw, 5).await;
     let bodies: Vec<Value> = replies
         .iter()
