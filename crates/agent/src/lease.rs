@@ -59,6 +59,10 @@ impl Leases {
                         });
                     }
                 },
+                // The store could not name the holder: a lease between its lock and its
+                // name, or one letting go (its name is cleared before its lock). A cancelled
+                // run of this process still in the table is that one, and is waited for.
+                RunLock::Held(None) if self.live.cancelled_in(id) => ended.await,
                 RunLock::Held(holder) => {
                     return Err(AgentError::Busy {
                         conversation: id.to_string(),
@@ -67,5 +71,84 @@ impl Leases {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ba_storage::FileStore;
+
+    use super::*;
+    use crate::run::Control;
+
+    /// The `.run` file of `id` under the store's folder.
+    fn run_file(root: &std::path::Path, id: &ConversationId) -> std::path::PathBuf {
+        let name = format!("{id}.run");
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().is_some_and(|n| n == name.as_str()) {
+                    return path;
+                }
+            }
+        }
+        panic!("no {name} under {}", root.display());
+    }
+
+    /// A cancelled run letting go clears its name before its lock: a run taking the lease in
+    /// that moment finds it held by nobody it can name, and waits for the cancelled run
+    /// rather than calling the conversation busy.
+    #[tokio::test]
+    async fn a_lease_letting_go_unnamed_is_waited_for_when_a_cancelled_run_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir.path()).unwrap());
+        let id = ConversationId::random();
+        let leases = Leases::new(Arc::clone(&store), "this process".into());
+        let first = match store
+            .lock_run(&id, &RunHolder::new("run_a", "this process"))
+            .await
+            .unwrap()
+        {
+            RunLock::Taken(lease) => lease,
+            RunLock::Held(h) => panic!("held by {h:?}"),
+        };
+        // The moment between the name cleared and the lock released.
+        std::fs::File::options()
+            .write(true)
+            .open(run_file(dir.path(), &id))
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+
+        // Not cancelled: busy, holder unknown.
+        let (control, _signal) = Control::new();
+        let live = leases.live().insert(&id, "run_a", control.clone());
+        match leases.take(&id, "run_b").await {
+            Err(AgentError::Busy { holder: None, .. }) => {}
+            other => panic!("expected busy, got {:?}", other.map(|_| ())),
+        }
+
+        // Cancelled: the new run waits until the old one has let go, then takes the lease.
+        control.raise(Signal::Cancel);
+        let mut waiting = tokio::spawn(async move { leases.take(&id, "run_b").await.map(|_| ()) });
+        // Refusing takes a few file operations; waiting lasts until the old run lets go.
+        if let Ok(done) = tokio::time::timeout(Duration::from_millis(300), &mut waiting).await {
+            panic!(
+                "the lease was given or refused while held: {:?}",
+                done.unwrap()
+            );
+        }
+        drop(first);
+        drop(live);
+        tokio::time::timeout(Duration::from_secs(20), waiting)
+            .await
+            .expect("the waiting run never took the lease")
+            .unwrap()
+            .unwrap();
     }
 }

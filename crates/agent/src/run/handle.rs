@@ -117,6 +117,16 @@ impl LiveRuns {
             .cloned()
     }
 
+    /// Whether a run of `conversation` going on in this process was cancelled (it is
+    /// writing its last records and lets the conversation go within moments).
+    pub(crate) fn cancelled_in(&self, conversation: &ConversationId) -> bool {
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|((c, _), control)| c == conversation && control.signal() == Signal::Cancel)
+    }
+
     /// Resolves when a run of this table ends after the call (register before looking).
     pub(crate) fn ended(&self) -> tokio::sync::futures::Notified<'_> {
         self.ended.notified()
