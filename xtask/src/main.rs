@@ -17,8 +17,10 @@ mod bench;
 mod codegen;
 mod corpus;
 mod deps;
+mod dist;
 mod load;
 mod modules;
+mod publish;
 mod tidy;
 
 use std::path::PathBuf;
@@ -53,8 +55,9 @@ fn run() -> anyhow::Result<()> {
         Some("load") => load::run(&args[1..]),
         Some("ci") => ci(),
         Some("assets") => assets::run(),
+        Some("dist") => dist::run(&args[1..]),
         _ => bail!(
-            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | load [--quick] [--write] | assets | ci"
+            "usage: cargo xtask codegen [--check] | fixtures | bench [FILTER] | fuzz [--cases N] | load [--quick] [--write] | assets | dist [--no-build] | ci"
         ),
     }
 }

@@ -52,6 +52,11 @@
 //! ```
 #![deny(missing_docs)]
 
+// The README's example, compiled and run with the documentation tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 mod budget;
 mod builder;
 mod compaction;

@@ -57,6 +57,11 @@
 //! ```
 #![deny(missing_docs)]
 
+// The README's example, compiled and run with the documentation tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 pub mod anthropic;
 mod approval;
 pub mod claude_code;
