@@ -414,7 +414,7 @@ fn build(config: &Config, extra: Vec<Arc<dyn Tool>>) -> Result<ba_agent::Agent, 
         Some(url) => url.clone(),
         None => config.home().display().to_string(),
     };
-    let store = crate::store::open(&location)?;
+    let store = crate::store::open(&location, None)?;
     let mut tools = config.tools()?;
     tools.extend(extra);
     let model = config.model();

@@ -15,11 +15,18 @@ use crate::conversation::{self, Format};
 use crate::error::{Error, to_json};
 use crate::runtime;
 
-/// Opens the store at `location`: a `postgres://` (or `postgresql://`) URL, else a folder
-/// (created when missing).
-pub(crate) fn open(location: &str) -> Result<Arc<dyn ConversationStore>, Error> {
+/// Opens the store at `location`: a `postgres://` (or `postgresql://`) URL, its tables in
+/// `schema` (`public` by default), else a folder (created when missing).
+pub(crate) fn open(
+    location: &str,
+    schema: Option<String>,
+) -> Result<Arc<dyn ConversationStore>, Error> {
     if location.starts_with("postgres://") || location.starts_with("postgresql://") {
-        let store = runtime::block_on(PostgresStore::connect(location, PostgresOptions::default()))??;
+        let mut options = PostgresOptions::default();
+        if let Some(schema) = schema {
+            options.schema = schema;
+        }
+        let store = runtime::block_on(PostgresStore::connect(location, options))??;
         return Ok(Arc::new(store));
     }
     Ok(Arc::new(FileStore::open(PathBuf::from(location))?))
@@ -37,11 +44,13 @@ pub(crate) struct Store {
 
 #[pymethods]
 impl Store {
-    /// Opens a folder (created when missing) or a PostgreSQL database by URL.
+    /// Opens a folder (created when missing) or a PostgreSQL database by URL (its tables in
+    /// `schema`).
     #[staticmethod]
-    fn open(py: Python<'_>, location: &str) -> PyResult<Self> {
+    #[pyo3(signature = (location, schema = None))]
+    fn open(py: Python<'_>, location: &str, schema: Option<String>) -> PyResult<Self> {
         let location = location.to_owned();
-        let inner = py.detach(move || open(&location))?;
+        let inner = py.detach(move || open(&location, schema))?;
         Ok(Self { inner })
     }
 

@@ -121,9 +121,12 @@ class Store:
         self._native = native
 
     @classmethod
-    def open(cls, location: Union[str, "os.PathLike[str]"]) -> "Store":
-        """Opens the store at ``location``: a ``postgres://`` URL, or a folder."""
-        return cls(_native.Store.open(os.fspath(location)))
+    def open(
+        cls, location: Union[str, "os.PathLike[str]"], *, schema: Optional[str] = None
+    ) -> "Store":
+        """Opens the store at ``location``: a ``postgres://`` URL (its tables in ``schema``,
+        ``public`` by default), or a folder (created when missing)."""
+        return cls(_native.Store.open(os.fspath(location), schema))
 
     def list(self) -> List[Dict[str, Any]]:
         """Every conversation's metadata (``id``, ``title``, ``last_seq``, ``fork``, ...)."""
