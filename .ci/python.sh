@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 log() { echo "python.sh: $*" >&2; }
 in_ci() { [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; }
 
+echo "== python package (wheel, pytest, notebook)"
 started=$SECONDS
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
     if in_ci; then

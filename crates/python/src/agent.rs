@@ -220,17 +220,11 @@ impl Config {
         let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(
             FileReaderConfig::new(self.data.clone()),
         ))];
+        let default = RunPythonOptions::default();
         let options = match &self.run_python {
             Some(RunPythonSetting::Enabled(false)) => return Ok(tools),
-            None | Some(RunPythonSetting::Enabled(true)) => RunPythonOptions::default(),
-            Some(RunPythonSetting::Options(o)) => RunPythonOptions {
-                sandbox: match &o.sandbox {
-                    None => None,
-                    Some(OnOff::Bool(b)) => Some(OnOff::Bool(*b)),
-                    Some(OnOff::Word(w)) => Some(OnOff::Word(w.clone())),
-                },
-                ..*o
-            },
+            None | Some(RunPythonSetting::Enabled(true)) => &default,
+            Some(RunPythonSetting::Options(o)) => o,
         };
         let mode = match &options.sandbox {
             None | Some(OnOff::Bool(true)) => SandboxMode::Required,

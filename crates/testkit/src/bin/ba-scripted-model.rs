@@ -157,3 +157,33 @@ fn figures(result: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_call_is_read_with_its_arguments() {
+        assert_eq!(
+            named_call(r#"call scale {"factor": 3}"#),
+            Some(("scale".to_owned(), json!({"factor": 3})))
+        );
+        assert_eq!(named_call("call scale [1]"), None);
+        assert_eq!(named_call("please call scale"), None);
+    }
+
+    #[test]
+    fn the_csv_name_comes_from_the_attachment_note() {
+        let text = "Totals?\n\nUploaded files (read one with file_reader):\n\
+                    - <file_ref>upload_001</file_ref> notes.txt (text/plain, 4 bytes)\n\
+                    - <file_ref>upload_002</file_ref> sales by region.csv (text/csv, 80 bytes)";
+        assert_eq!(csv_name(text), "sales by region.csv");
+        assert_eq!(csv_name("no files"), "data.csv");
+    }
+
+    #[test]
+    fn figures_are_the_total_lines_only() {
+        let printed = "exit code 0\nstdout:\n- north: 125.5\n- south: 40\nstderr: (none)";
+        assert_eq!(figures(printed), "- north: 125.5\n- south: 40");
+    }
+}
