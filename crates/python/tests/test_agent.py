@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import pytest
 
@@ -43,7 +43,6 @@ def test_a_python_tool_is_called_with_typed_arguments(agent_config: dict):
 
 
 def test_a_tool_schema_comes_from_type_hints():
-    from typing import Literal
 
     def top(metric: Literal["revenue", "units"], n: int = 5, regions: Optional[List[str]] = None) -> list:
         """The top products by a metric.

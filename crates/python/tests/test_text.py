@@ -106,7 +106,7 @@ def test_convert_round_trip_anthropic_log_chat_keeps_the_content():
 
 def test_convert_to_responses_and_a_detected_format():
     responses = ba_agent.convert(CONVERSATION, to="responses")
-    assert responses["instructions"] == "You are an analyst."
+    assert responses["input"][0] == {"type": "message", "role": "system", "content": "You are an analyst."}
     kinds = [item.get("type", item.get("role")) for item in responses["input"]]
     assert "function_call" in kinds and "function_call_output" in kinds
 
@@ -168,3 +168,15 @@ def test_what_a_conversion_leaves_out_is_a_warning():
     assert out["messages"] == [{"role": "user", "content": "hi"}]
     lost = [str(w.message) for w in caught if issubclass(w.category, ba_agent.ConversionLossWarning)]
     assert any("temperature" in m for m in lost), lost
+
+
+def test_token_counts_match_tiktokens_vectors(fixtures_dir: Path):
+    vectors = json.loads((fixtures_dir / "tokens" / "vectors.json").read_text(encoding="utf-8"))
+    ordinary = [v for v in vectors["vectors"] if v["allowed_special"] == "none"]
+    assert len(ordinary) > 50
+    wrong = [
+        (v["id"], v["count"], ba_agent.count_tokens(v["text"], v["encoding"]))
+        for v in ordinary
+        if ba_agent.count_tokens(v["text"], v["encoding"]) != v["count"]
+    ]
+    assert wrong == []

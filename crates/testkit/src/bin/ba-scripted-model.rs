@@ -148,9 +148,14 @@ fn sum_code(name: &str) -> String {
     )
 }
 
-/// The `- KEY: TOTAL` lines of what the code printed.
+/// The `- KEY: TOTAL` lines of what the code printed (the result's `stdout`, or its whole text
+/// when it is not the tool's JSON).
 fn figures(result: &str) -> String {
-    result
+    let stdout = serde_json::from_str::<Value>(result)
+        .ok()
+        .and_then(|v| v.get("stdout").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| result.to_owned());
+    stdout
         .lines()
         .map(str::trim)
         .filter(|l| l.starts_with("- ") && l.contains(": "))
@@ -185,5 +190,7 @@ mod tests {
     fn figures_are_the_total_lines_only() {
         let printed = "exit code 0\nstdout:\n- north: 125.5\n- south: 40\nstderr: (none)";
         assert_eq!(figures(printed), "- north: 125.5\n- south: 40");
+        let result = json!({"exit_code": 0, "stdout": "- north: 125.5\nnote\n- south: 40\n"});
+        assert_eq!(figures(&result.to_string()), "- north: 125.5\n- south: 40");
     }
 }
