@@ -302,15 +302,12 @@ mod tests {
         );
         // Only the front ends hand a report out; a library below them taking it would put the
         // document's rendering under the loop. (xtask drives the server, so it comes with it.)
-        for package in WORKSPACE
-            .iter()
-            .filter(|p| {
-                !matches!(
-                    **p,
-                    "ba-server" | "ba-cli" | "ba-agent-python" | "ba-export" | "xtask"
-                )
-            })
-        {
+        for package in WORKSPACE.iter().filter(|p| {
+            !matches!(
+                **p,
+                "ba-server" | "ba-cli" | "ba-agent-python" | "ba-export" | "xtask"
+            )
+        }) {
             forbid(
                 package,
                 &deps(package, false, &["--all-features"]),

@@ -119,9 +119,8 @@ impl Config {
     }
 
     fn load(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::io(format!("reading the configuration {}", path.display()), e)
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading the configuration {}", path.display()), e))?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -217,9 +216,9 @@ impl Config {
 
     /// `file_reader` always, `run_python` unless turned off.
     fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, Error> {
-        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(
-            FileReaderConfig::new(self.data.clone()),
-        ))];
+        let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(FileReader::new(FileReaderConfig::new(
+            self.data.clone(),
+        )))];
         let default = RunPythonOptions::default();
         let options = match &self.run_python {
             Some(RunPythonSetting::Enabled(false)) => return Ok(tools),
@@ -359,9 +358,9 @@ impl Agent {
         let agent = self.inner.clone();
         let id = ConversationId::new(conversation).map_err(Error::from)?;
         Ok(py.detach(move || {
-            runtime::block_on(async move {
-                start(&agent, &id, Input::Workflow { name, inputs }).await
-            })?
+            runtime::block_on(
+                async move { start(&agent, &id, Input::Workflow { name, inputs }).await },
+            )?
         })?)
     }
 
@@ -370,8 +369,7 @@ impl Agent {
         let agent = self.inner.clone();
         let id = ConversationId::new(conversation).map_err(Error::from)?;
         Ok(py.detach(move || -> Result<String, Error> {
-            let pending =
-                runtime::block_on(async move { agent.pending_approvals(&id).await })??;
+            let pending = runtime::block_on(async move { agent.pending_approvals(&id).await })??;
             to_json("the waiting calls", &pending)
         })?)
     }
@@ -470,7 +468,9 @@ async fn attach(
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| Error::Argument(format!("upload {}: not a file name", path.display())))?;
+            .ok_or_else(|| {
+                Error::Argument(format!("upload {}: not a file name", path.display()))
+            })?;
         let mut body = tokio::fs::File::open(path)
             .await
             .map_err(|e| Error::io(format!("opening the upload {}", path.display()), e))?;

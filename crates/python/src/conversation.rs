@@ -103,15 +103,18 @@ pub(crate) fn read(text: &str, format: Option<Format>) -> Result<Read, Error> {
                 "a log is a list of entries (or JSONL, one entry a line)".into(),
             ));
         }
-        (Format::Anthropic, v) => {
-            anthropic_to_log(&AnthropicRequest::from_json_value(body(v, "messages"))?, &mut stamp)?
-        }
-        (Format::Chat, v) => {
-            openai_to_log(&ChatRequest::from_json_value(body(v, "messages"))?, &mut stamp)
-        }
-        (Format::Responses, v) => {
-            responses_to_log(&ResponsesRequest::from_json_value(body(v, "input"))?, &mut stamp)?
-        }
+        (Format::Anthropic, v) => anthropic_to_log(
+            &AnthropicRequest::from_json_value(body(v, "messages"))?,
+            &mut stamp,
+        )?,
+        (Format::Chat, v) => openai_to_log(
+            &ChatRequest::from_json_value(body(v, "messages"))?,
+            &mut stamp,
+        ),
+        (Format::Responses, v) => responses_to_log(
+            &ResponsesRequest::from_json_value(body(v, "input"))?,
+            &mut stamp,
+        )?,
     };
     ba_protocol::validate_log(&entries)?;
     Ok(Read {

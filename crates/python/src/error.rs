@@ -112,7 +112,10 @@ impl From<Error> for PyErr {
 }
 
 /// JSON text for Python, or the error naming what could not be written.
-pub(crate) fn to_json<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String, Error> {
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
+    what: &str,
+    value: &T,
+) -> Result<String, Error> {
     serde_json::to_string(value).map_err(|e| Error::json(what, e))
 }
 

@@ -91,9 +91,14 @@ fn serve(py: Python<'_>, agent: &Agent, addr: &str, token: Option<&str>) -> PyRe
         let state = AppState::new(agent, ServerConfig::new());
         let (tx, rx) = oneshot::channel::<()>();
         let shown = token.expose().to_owned();
-        let handle = rt.spawn(ba_server::serve(listener, state, Auth::Token(token), async {
-            let _ = rx.await;
-        }));
+        let handle = rt.spawn(ba_server::serve(
+            listener,
+            state,
+            Auth::Token(token),
+            async {
+                let _ = rx.await;
+            },
+        ));
         Ok(Server {
             addr: bound,
             token: shown,

@@ -83,7 +83,9 @@ impl Tool for PyTool {
             })
         })
         .await
-        .map_err(|e| ToolError::execution(format!("the Python function `{name}` did not finish: {e}")))?
+        .map_err(|e| {
+            ToolError::execution(format!("the Python function `{name}` did not finish: {e}"))
+        })?
         .map_err(|e| ToolError::execution(format!("the Python function `{name}` failed: {e}")))?;
         serde_json::from_str(&text).map_err(|e| {
             ToolError::execution(format!(

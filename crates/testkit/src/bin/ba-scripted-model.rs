@@ -86,29 +86,46 @@ fn build(script: &str) -> ba_testkit::model::Builder {
         .rule(
             "read the upload",
             |r| r.round() == 0 && r.offers("file_reader") && !r.uploads().is_empty(),
-            |r| Turn::calls(r.uploads().into_iter().map(|u| ("file_reader", json!({"file": u})))),
+            |r| {
+                Turn::calls(
+                    r.uploads()
+                        .into_iter()
+                        .map(|u| ("file_reader", json!({"file": u}))),
+                )
+            },
         )
         .rule(
             "sum the upload",
             |r| {
                 r.offers("run_python")
-                    && r.last_result().is_some_and(|l| l.name == "file_reader" && !l.is_error)
+                    && r.last_result()
+                        .is_some_and(|l| l.name == "file_reader" && !l.is_error)
             },
-            |r| Turn::call("run_python", json!({"code": sum_code(&csv_name(r.last_user_text()))})),
+            |r| {
+                Turn::call(
+                    "run_python",
+                    json!({"code": sum_code(&csv_name(r.last_user_text()))}),
+                )
+            },
         )
         .rule(
             "give the figures",
             |r| r.last_result().is_some_and(|l| l.name == "run_python"),
             |r| {
                 let text = r.last_result().map(|l| l.text.clone()).unwrap_or_default();
-                Turn::text(format!("The totals by group, from the upload:\n{}", figures(&text)))
+                Turn::text(format!(
+                    "The totals by group, from the upload:\n{}",
+                    figures(&text)
+                ))
             },
         )
         .rule(
             "say what the tool said",
             |r| r.last_result().is_some(),
             |r| match r.last_result() {
-                Some(l) if l.is_error => Turn::text(format!("The tool `{}` failed: {}", l.name, l.text)),
+                Some(l) if l.is_error => {
+                    Turn::text(format!("The tool `{}` failed: {}", l.name, l.text))
+                }
                 Some(l) => Turn::text(format!("The tool `{}` said: {}", l.name, l.text)),
                 None => Turn::text("no tool answered"),
             },
