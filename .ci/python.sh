@@ -28,8 +28,10 @@ rm -rf "$work/build-venv" "$work/test-venv" "$work/wheels"
 mkdir -p "$work"
 
 # The programs the suite drives: the command line (token counts compared with it) and the
-# scripted model (the agent's provider in the tests and the notebook).
-cargo build --locked -p ba-testkit --bin ba-scripted-model
+# scripted model (the agent's provider in the tests and the notebook). The workspace's tests
+# build both (each package's integration tests run its programs); built here only when
+# missing, since a build of one package alone unifies other features and recompiles much.
+[ -x target/debug/ba-scripted-model ] || cargo build --locked -p ba-testkit --bin ba-scripted-model
 [ -x target/debug/ba-agent ] || cargo build --locked -p ba-cli --bin ba-agent
 
 python3 -m venv "$work/build-venv"
