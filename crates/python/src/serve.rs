@@ -13,12 +13,15 @@ use crate::agent::Agent;
 use crate::error::Error;
 use crate::runtime;
 
+/// What stops a server: the signal, and the task serving until it comes.
+type Running = (oneshot::Sender<()>, JoinHandle<std::io::Result<()>>);
+
 /// A running server.
 #[pyclass(module = "ba_agent._native", frozen)]
 pub(crate) struct Server {
     addr: SocketAddr,
     token: String,
-    stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<std::io::Result<()>>)>>,
+    stop: Mutex<Option<Running>>,
 }
 
 #[pymethods]
