@@ -40,7 +40,7 @@ def test_a_real_session_imports_lists_reads_forks_and_exports(tmp_path: Path, fi
     assert len(store.read(whole)) == len(entries)
 
     # The session's Anthropic-only fields are named as losses, not dropped silently.
-    with pytest.warns(ba_agent.ConversionLossWarning, match="has no OpenAI equivalent"):
+    with pytest.warns(ba_agent.ConversionLossWarning, match="has no OpenAI"):
         body = store.export(imported, to="chat")
     exported_calls = [c for m in body["messages"] for c in (m.get("tool_calls") or [])]
     assert {c["id"] for c in exported_calls} == {c["id"] for c in calls}
