@@ -8,7 +8,7 @@ mod tests {
     use std::process::Command;
 
     /// The workspace's packages.
-    const WORKSPACE: [&str; 14] = [
+    const WORKSPACE: [&str; 15] = [
         "ba-protocol",
         "ba-context",
         "ba-tools",
@@ -22,6 +22,7 @@ mod tests {
         "ba-server",
         "ba-cli",
         "ba-testkit",
+        "ba-agent-python",
         "xtask",
     ];
 
@@ -301,10 +302,12 @@ mod tests {
         );
         // Only the front ends hand a report out; a library below them taking it would put the
         // document's rendering under the loop. (xtask drives the server, so it comes with it.)
-        for package in WORKSPACE
-            .iter()
-            .filter(|p| !matches!(**p, "ba-server" | "ba-cli" | "ba-export" | "xtask"))
-        {
+        for package in WORKSPACE.iter().filter(|p| {
+            !matches!(
+                **p,
+                "ba-server" | "ba-cli" | "ba-agent-python" | "ba-export" | "xtask"
+            )
+        }) {
             forbid(
                 package,
                 &deps(package, false, &["--all-features"]),
@@ -370,10 +373,36 @@ mod tests {
     }
 
     #[test]
+    fn the_python_package_is_a_front_end() {
+        // It builds an agent and serves it as the binary does, from the binary's configuration
+        // format; it is not a way into the binary, nor into test support.
+        workspace_deps_only(
+            "ba-agent-python",
+            &[
+                "ba-protocol",
+                "ba-context",
+                "ba-tools",
+                "ba-skills",
+                "ba-storage",
+                "ba-model",
+                "ba-builtins",
+                "ba-agent",
+                "ba-server",
+            ],
+        );
+        forbid(
+            "ba-agent-python",
+            &deps("ba-agent-python", true, &[]),
+            &["clap", "anyhow"],
+            "the package raises typed exceptions; it parses no command line",
+        );
+    }
+
+    #[test]
     fn only_the_binary_has_clap_anyhow_and_yaml_configuration() {
         for package in WORKSPACE
             .iter()
-            .filter(|p| !matches!(**p, "ba-cli" | "xtask" | "ba-testkit"))
+            .filter(|p| !matches!(**p, "ba-cli" | "xtask" | "ba-testkit" | "ba-agent-python"))
         {
             forbid(
                 package,
