@@ -78,7 +78,12 @@ fn agent(dir: &Path, model: &ScriptedModel) -> Agent {
 }
 
 /// Sends `text`, expects an answer, and returns it with the last request that asked `text`.
-async fn say(agent: &Agent, id: &ConversationId, model: &ScriptedModel, text: &str) -> (String, Request) {
+async fn say(
+    agent: &Agent,
+    id: &ConversationId,
+    model: &ScriptedModel,
+    text: &str,
+) -> (String, Request) {
     let run = agent.send(id, Input::message(text)).finish().await;
     assert_eq!(run.status, RunStatus::Answered, "{run:?}");
     let asked = model
@@ -104,11 +109,7 @@ async fn ask(model: &ScriptedModel) -> (String, Request) {
 
 /// The first passage of a recalled entry.
 fn first_recalled(recalled: &str) -> String {
-    recalled
-        .split("\\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned()
+    recalled.split("\\n").nth(1).unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -210,5 +211,8 @@ async fn after_a_rewind_the_new_questions_item_is_recalled_not_the_old_ones() {
     assert!(!asked.shows("What is the value of item 35?"));
     let recalled = recalled(&asked).expect("a recalled entry for the new question");
     let first = first_recalled(&recalled);
-    assert!(first.contains(&format!("item 12: value {twelve}")), "{recalled}");
+    assert!(
+        first.contains(&format!("item 12: value {twelve}")),
+        "{recalled}"
+    );
 }

@@ -114,10 +114,19 @@ const QUESTIONS: &[&str] = &[
 /// How a figure is planted in a table (totals with or without a keyword, a peak, a note), and
 /// how a later question asks for it.
 const CSV_FORMATS: &[(&str, &str)] = &[
-    ("TOTAL,,,{}", "what did the TOTAL row of the sales table say"),
-    ("Grand total revenue: {}", "what was the grand total revenue"),
+    (
+        "TOTAL,,,{}",
+        "what did the TOTAL row of the sales table say",
+    ),
+    (
+        "Grand total revenue: {}",
+        "what was the grand total revenue",
+    ),
     ("net total {} EUR", "what was the net total in EUR"),
-    ("peak month 2024-07 with {}", "how much did the peak month bring"),
+    (
+        "peak month 2024-07 with {}",
+        "how much did the peak month bring",
+    ),
     (
         "# note: {} came from the corrected ledger",
         "which amount came from the corrected ledger",
@@ -144,7 +153,10 @@ const PRINT_FORMATS: &[(&str, &str)] = &[
 ];
 
 /// The format of `formats` the generator draws next (as `Rng::pick` would draw its text).
-fn pick_format(rng: &mut Rng, formats: &[(&'static str, &'static str)]) -> (&'static str, &'static str) {
+fn pick_format(
+    rng: &mut Rng,
+    formats: &[(&'static str, &'static str)],
+) -> (&'static str, &'static str) {
     formats[rng.below(formats.len() as u64) as usize]
 }
 
@@ -289,7 +301,11 @@ fn conversation(seed: u64) -> Conversation {
                     }
                 }
             }
-            figure_names.push((round, ["CSV table", "JSON document", "printed lines"][kind as usize], asked));
+            figure_names.push((
+                round,
+                ["CSV table", "JSON document", "printed lines"][kind as usize],
+                asked,
+            ));
             figures.push(if kind == 1 {
                 value.replace(',', "")
             } else {

@@ -10,7 +10,7 @@
 //! Each conversation is built to 4 % of its size (at 10 % key-messages alone keeps nearly every
 //! item) — other sizes with `BA_AGENT_RETRIEVAL_SHARES=0.04,0.10`.
 //!
-//! The salts are the fidelity test's (`BA_AGENT_FIDELITY_SALTS`, 11, 29 and 47 by default), the
+//! The salt is 11 (`BA_AGENT_FIDELITY_SALTS=11,29,47` for the three of the fidelity test), the
 //! sets all three (`BA_AGENT_RETRIEVAL_SETS=3` for one), every conversation of a salt
 //! (`BA_AGENT_RETRIEVAL_CONVERSATIONS=N` for the first N). The vectors are the test kit's hashed
 //! bag of words unless `BA_AGENT_RETRIEVAL_EMBEDDINGS=URL` names an OpenAI-compatible endpoint
@@ -30,6 +30,8 @@ use crate::planted::{Asked, build};
 struct MeasureEmbedder {
     endpoint: Option<(tokio::runtime::Runtime, ba_model::OpenAiEmbeddings, String)>,
     seen: Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    /// The endpoint's failures, each leaving one compaction to BM25 alone.
+    failed: Mutex<Vec<String>>,
 }
 
 impl MeasureEmbedder {
@@ -41,12 +43,18 @@ impl MeasureEmbedder {
                     .enable_all()
                     .build()
                     .unwrap();
-                let client = ba_model::OpenAiEmbeddings::new(&url, "embeddings", None).unwrap();
+                // A small model on a shared machine embeds a text a second or slower: a batch
+                // must not time out (its compaction would rank by BM25 alone, unseen).
+                let client = ba_model::OpenAiEmbeddings::new(&url, "embeddings", None)
+                    .unwrap()
+                    .with_batch_size(16)
+                    .with_timeout(std::time::Duration::from_secs(900));
                 (rt, client, url)
             });
         Self {
             endpoint,
             seen: Mutex::default(),
+            failed: Mutex::default(),
         }
     }
 
@@ -77,7 +85,9 @@ impl ba_context::Embedder for MeasureEmbedder {
             // runtime drives the request.
             Some((rt, client, _)) => {
                 use ba_model::Embeddings as _;
-                rt.block_on(client.embed(&missing))?
+                rt.block_on(client.embed(&missing)).inspect_err(|e| {
+                    self.failed.lock().unwrap().push(e.to_string());
+                })?
             }
             None => missing
                 .iter()
@@ -213,7 +223,13 @@ fn table(m: &Measure, share: f64, sets: &[usize]) -> String {
         }
         let worst = |pick: fn(Found) -> usize| {
             m.worst(set, pick)
-                .map(|(row, s)| format!("{} ({:.1} %)", row.trim_start_matches("figure: "), s * 100.0))
+                .map(|(row, s)| {
+                    format!(
+                        "{} ({:.1} %)",
+                        row.trim_start_matches("figure: "),
+                        s * 100.0
+                    )
+                })
                 .unwrap_or_default()
         };
         out.push_str(&format!(
@@ -236,10 +252,19 @@ fn capitalised(s: &str) -> String {
 #[test]
 fn retrieval_brings_the_named_item_back() {
     let counter = MessageCounter::exact(Encoding::Cl100kBase);
-    let salts = crate::fidelity_bank::salts();
+    // One salt unless told: three take long in a debug build.
+    let salts = match std::env::var("BA_AGENT_FIDELITY_SALTS") {
+        Ok(_) => crate::fidelity_bank::salts(),
+        Err(_) => vec![11],
+    };
     let shares: Vec<f64> = env_list("BA_AGENT_RETRIEVAL_SHARES").unwrap_or_else(|| vec![0.04]);
     let sets: Vec<usize> = env_list::<usize>("BA_AGENT_RETRIEVAL_SETS")
-        .map(|v| v.into_iter().filter(|s| (1..=3).contains(s)).map(|s| s - 1).collect())
+        .map(|v| {
+            v.into_iter()
+                .filter(|s| (1..=3).contains(s))
+                .map(|s| s - 1)
+                .collect()
+        })
         .unwrap_or_else(|| vec![0, 1, 2]);
     let per_salt: Option<usize> = std::env::var("BA_AGENT_RETRIEVAL_CONVERSATIONS")
         .ok()
@@ -247,7 +272,7 @@ fn retrieval_brings_the_named_item_back() {
     let embedder = Arc::new(MeasureEmbedder::from_env());
     let vectors = embedder.name();
     let pipelines = [
-        Pipeline::named_with("retrieval", None, Some(embedder)).unwrap(),
+        Pipeline::named_with("retrieval", None, Some(Arc::clone(&embedder) as _)).unwrap(),
         Pipeline::named("retrieval", None).unwrap(),
         Pipeline::named("key-messages", None).unwrap(),
     ];
@@ -280,7 +305,11 @@ fn retrieval_brings_the_named_item_back() {
                         m.add(set, &item.row, kept);
                         m.add(
                             set,
-                            if item.fact { "all facts" } else { "all figures" },
+                            if item.fact {
+                                "all facts"
+                            } else {
+                                "all figures"
+                            },
                             kept,
                         );
                     }
@@ -302,6 +331,8 @@ fn retrieval_brings_the_named_item_back() {
         std::fs::write(&path, &out).unwrap();
     }
     assert_eq!(broken, 0);
+    let failed = embedder.failed.lock().unwrap().clone();
+    assert!(failed.is_empty(), "the endpoint failed: {failed:?}");
     // Named items of every set, at each size: as many in the window with retrieval as
     // without, with embeddings or not.
     for (share, m) in shares.iter().zip(&measures) {
