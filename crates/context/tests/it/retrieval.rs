@@ -12,7 +12,8 @@
 //!
 //! The salt is 11 (`BA_AGENT_FIDELITY_SALTS=11,29,47` for the three of the fidelity test), the
 //! sets all three (`BA_AGENT_RETRIEVAL_SETS=3` for one), every conversation of a salt
-//! (`BA_AGENT_RETRIEVAL_CONVERSATIONS=N` for the first N). The vectors are the test kit's hashed
+//! (`BA_AGENT_RETRIEVAL_CONVERSATIONS=N` for the first N) and every item a conversation names
+//! (`BA_AGENT_RETRIEVAL_ITEMS=0,5` for its first figure and its first constraint). The vectors are the test kit's hashed
 //! bag of words unless `BA_AGENT_RETRIEVAL_EMBEDDINGS=URL` names an OpenAI-compatible endpoint
 //! (the llama.cpp server `.ci/llama.sh` starts for embeddings, say). With
 //! `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to FILE for `docs/BENCHMARKS.md`.
@@ -165,13 +166,17 @@ impl Measure {
             .unwrap_or_default()
     }
 
-    /// The figure row of `set` with the smallest share by `pick`, and that share.
+    /// The figure row of `set` with the smallest share by `pick` (the first by name of those
+    /// tied), and that share.
     fn worst(&self, set: usize, pick: impl Fn(Found) -> usize) -> Option<(String, f64)> {
-        self.rows
+        let mut rows: Vec<(String, f64)> = self
+            .rows
             .iter()
             .filter(|r| r.0.0 == set && r.0.1.starts_with("figure:"))
             .map(|r| (r.0.1.clone(), pick(r.1) as f64 / r.1.total.max(1) as f64))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.into_iter().min_by(|a, b| a.1.total_cmp(&b.1))
     }
 }
 
@@ -269,6 +274,7 @@ fn retrieval_brings_the_named_item_back() {
     let per_salt: Option<usize> = std::env::var("BA_AGENT_RETRIEVAL_CONVERSATIONS")
         .ok()
         .and_then(|n| n.parse().ok());
+    let which: Option<Vec<usize>> = env_list("BA_AGENT_RETRIEVAL_ITEMS");
     let embedder = Arc::new(MeasureEmbedder::from_env());
     let vectors = embedder.name();
     let pipelines = [
@@ -289,7 +295,12 @@ fn retrieval_brings_the_named_item_back() {
                 // Every conversation plants what its questions name.
                 let text: String = c.log.iter().map(|e| e.text().into_owned()).collect();
                 assert!(c.items.iter().all(|i| text.contains(&i.proof)));
-                for item in &c.items {
+                let items = c
+                    .items
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| which.as_ref().is_none_or(|w| w.contains(k)));
+                for (_, item) in items {
                     let mut log = c.log.clone();
                     log.push(
                         LogEntry::new("final", LogRole::User, "2026-01-01T00:00:00Z")
