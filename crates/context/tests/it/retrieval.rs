@@ -15,7 +15,9 @@
 //! (`BA_AGENT_RETRIEVAL_CONVERSATIONS=N` for the first N) and every item a conversation names
 //! (`BA_AGENT_RETRIEVAL_ITEMS=0,5` for its first figure and its first constraint). The vectors are the test kit's hashed
 //! bag of words unless `BA_AGENT_RETRIEVAL_EMBEDDINGS=URL` names an OpenAI-compatible endpoint
-//! (the llama.cpp server `.ci/llama.sh` starts for embeddings, say). With
+//! by the base its `/embeddings` hangs from (`http://127.0.0.1:PORT/v1` for the llama.cpp
+//! server `.ci/llama.sh` starts for embeddings: its `/embeddings` without `/v1` answers in
+//! another shape, and the run fails naming it). With
 //! `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to FILE for `docs/BENCHMARKS.md`.
 
 use std::sync::{Arc, Mutex};
