@@ -45,5 +45,3 @@ pub fn replay_agent(
         .build()
         .unwrap()
 }
-
-pub mod items;
