@@ -18,62 +18,76 @@ use ba_context::{Encoding, MessageCounter, STRATEGY_NAMES};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use serde_json::json;
 
-use crate::planted::{Rng, Tally, measure};
+use crate::planted::{Asked, Named, Rng, Tally, measure};
 
 /// A constraint a user states, with the words that prove it is still in the window.
 struct Fact {
     sentence: &'static str,
     proof: &'static str,
+    /// How a later question asks for it.
+    question: &'static str,
 }
 
 const FACTS: &[Fact] = &[
     Fact {
         sentence: "Please exclude the Central region from every total.",
         proof: "Central region",
+        question: "Which region did I want left out of the totals?",
     },
     Fact {
         sentence: "All amounts must be reported in EUR, not USD.",
         proof: "EUR",
+        question: "Which currency should the amounts be reported in?",
     },
     Fact {
         sentence: "Our fiscal year starts in April, so Q1 is April to June.",
         proof: "starts in April",
+        question: "When does our fiscal year begin?",
     },
     Fact {
         sentence: "Charge the work to cost center CC-7741.",
         proof: "CC-7741",
+        question: "Which cost center does the work go to?",
     },
     Fact {
         sentence: "Only consider orders above 500 units.",
         proof: "above 500 units",
+        question: "How big must an order be to count?",
     },
     Fact {
         sentence: "Name the final workbook west_q3_review.xlsx.",
         proof: "west_q3_review.xlsx",
+        question: "What should the final workbook be called?",
     },
     Fact {
         sentence: "Returns must count as negative revenue.",
         proof: "negative revenue",
+        question: "How should returns be counted?",
     },
     Fact {
         sentence: "The board deadline is 14 March, so keep it short.",
         proof: "14 March",
+        question: "When is the board deadline?",
     },
     Fact {
         sentence: "Never include the test accounts ACC-0000 to ACC-0099.",
         proof: "ACC-0099",
+        question: "Which test accounts must never be included?",
     },
     Fact {
         sentence: "Use the price list PL-2024-B for unit prices.",
         proof: "PL-2024-B",
+        question: "Which price list gives the unit prices?",
     },
     Fact {
         sentence: "Round every percentage to one decimal.",
         proof: "one decimal",
+        question: "How should percentages be rounded?",
     },
     Fact {
         sentence: "Treat the Pacific Partners deal as a one-off.",
         proof: "Pacific Partners",
+        question: "Which deal should be treated as a one-off?",
     },
 ];
 
@@ -97,27 +111,54 @@ const QUESTIONS: &[&str] = &[
     "What is the average order size by segment?",
 ];
 
-/// How a figure is planted in a table: totals with or without a keyword, a peak, a note.
-const CSV_FORMATS: &[&str] = &[
-    "TOTAL,,,{}",
-    "Grand total revenue: {}",
-    "net total {} EUR",
-    "peak month 2024-07 with {}",
-    "# note: {} came from the corrected ledger",
+/// How a figure is planted in a table (totals with or without a keyword, a peak, a note), and
+/// how a later question asks for it.
+const CSV_FORMATS: &[(&str, &str)] = &[
+    (
+        "TOTAL,,,{}",
+        "what did the TOTAL row of the sales table say",
+    ),
+    (
+        "Grand total revenue: {}",
+        "what was the grand total revenue",
+    ),
+    ("net total {} EUR", "what was the net total in EUR"),
+    (
+        "peak month 2024-07 with {}",
+        "how much did the peak month bring",
+    ),
+    (
+        "# note: {} came from the corrected ledger",
+        "which amount came from the corrected ledger",
+    ),
 ];
 
-const JSON_FORMATS: &[&str] = &[
-    "  \"total_amount\": {},",
-    "  \"average_order_value\": {},",
-    "  \"max_order\": {},",
+const JSON_FORMATS: &[(&str, &str)] = &[
+    ("  \"total_amount\": {},", "what was the total amount"),
+    (
+        "  \"average_order_value\": {},",
+        "what was the average order value",
+    ),
+    ("  \"max_order\": {},", "how big was the largest order"),
 ];
 
-const PRINT_FORMATS: &[&str] = &[
-    "increase = {}",
-    "sum of West Q3 = {}",
-    "count of distinct customers: {}",
-    "vs_target {}",
+const PRINT_FORMATS: &[(&str, &str)] = &[
+    ("increase = {}", "how large was the increase"),
+    ("sum of West Q3 = {}", "what did West add up to in Q3"),
+    (
+        "count of distinct customers: {}",
+        "how many distinct customers were there",
+    ),
+    ("vs_target {}", "how far from target were we"),
 ];
+
+/// The format of `formats` the generator draws next (as `Rng::pick` would draw its text).
+fn pick_format(
+    rng: &mut Rng,
+    formats: &[(&'static str, &'static str)],
+) -> (&'static str, &'static str) {
+    formats[rng.below(formats.len() as u64) as usize]
+}
 
 /// Sentences users add around their questions.
 const CONTEXT: &[&str] = &[
@@ -134,6 +175,10 @@ struct Conversation {
     log: Vec<LogEntry>,
     facts: Vec<&'static str>,
     figures: Vec<String>,
+    /// For each fact, how a later question asks for it.
+    fact_questions: Vec<&'static str>,
+    /// For each figure: its round, the output's kind and how a later question asks for it.
+    figure_names: Vec<(usize, &'static str, &'static str)>,
 }
 
 fn entry(id: &mut usize, role: LogRole) -> LogEntry {
@@ -148,6 +193,8 @@ fn conversation(seed: u64) -> Conversation {
     let mut log = Vec::new();
     let mut facts = Vec::new();
     let mut figures = Vec::new();
+    let mut fact_questions = Vec::new();
+    let mut figure_names = Vec::new();
     // The user states 6 to 8 constraints over the first rounds, one or two at a time.
     let mut to_state: Vec<&Fact> = FACTS.iter().collect();
     let n_facts = 6 + rng.below(3) as usize;
@@ -164,6 +211,7 @@ fn conversation(seed: u64) -> Conversation {
                 text.push_str(f.sentence);
                 text.push(' ');
                 facts.push(f.proof);
+                fact_questions.push(f.question);
             }
         }
         for _ in 0..(1 + rng.below(3)) {
@@ -197,12 +245,15 @@ fn conversation(seed: u64) -> Conversation {
             let regions = ["North", "South", "East", "West", "Central"];
             let products = ["Laptop Pro", "Tablet Air", "Monitor 27", "Support Plan"];
             let mut out = String::new();
+            let mut asked = "";
             match kind {
                 0 => {
                     out.push_str("region,product,month,amount\n");
                     for r in 0..rows {
                         if r == planted_at {
-                            out.push_str(&rng.pick(CSV_FORMATS).replace("{}", &value));
+                            let (format, question) = pick_format(&mut rng, CSV_FORMATS);
+                            asked = question;
+                            out.push_str(&format.replace("{}", &value));
                             out.push('\n');
                         }
                         out.push_str(&format!(
@@ -228,16 +279,17 @@ fn conversation(seed: u64) -> Conversation {
                         ));
                     }
                     out.push_str("  ],\n");
-                    out.push_str(
-                        &rng.pick(JSON_FORMATS)
-                            .replace("{}", &value.replace(',', "")),
-                    );
+                    let (format, question) = pick_format(&mut rng, JSON_FORMATS);
+                    asked = question;
+                    out.push_str(&format.replace("{}", &value.replace(',', "")));
                     out.push_str("\n  \"currency\": \"USD\"\n}");
                 }
                 _ => {
                     for r in 0..rows {
                         if r == planted_at {
-                            out.push_str(&rng.pick(PRINT_FORMATS).replace("{}", &value));
+                            let (format, question) = pick_format(&mut rng, PRINT_FORMATS);
+                            asked = question;
+                            out.push_str(&format.replace("{}", &value));
                             out.push('\n');
                         }
                         out.push_str(&format!(
@@ -249,6 +301,11 @@ fn conversation(seed: u64) -> Conversation {
                     }
                 }
             }
+            figure_names.push((
+                round,
+                ["CSV table", "JSON document", "printed lines"][kind as usize],
+                asked,
+            ));
             figures.push(if kind == 1 {
                 value.replace(',', "")
             } else {
@@ -271,7 +328,54 @@ fn conversation(seed: u64) -> Conversation {
         log,
         facts,
         figures,
+        fact_questions,
+        figure_names,
     }
+}
+
+/// The first set's conversations of `salt` for the retrieval measure (the fidelity test keeps
+/// its own eight), each with five figures and three constraints a final question names. The
+/// outputs print the same labels round after round, so a figure's question names the round
+/// the assistant's note named ("Round 17: …") beside the label.
+pub fn asked(salt: u64) -> Vec<Asked> {
+    (1..=8u64)
+        .map(|s| {
+            let c = conversation(s * 7_919 + salt.wrapping_mul(1_000_003));
+            let at = s as usize;
+            // Figures whose round and label name them alone.
+            let unique: Vec<usize> = (0..c.figures.len())
+                .filter(|&i| {
+                    let (round, _, q) = c.figure_names[i];
+                    c.figure_names
+                        .iter()
+                        .filter(|n| n.0 == round && n.2 == q)
+                        .count()
+                        == 1
+                })
+                .collect();
+            let mut items = Vec::new();
+            for k in 0..5 {
+                let i = unique[(at * 7 + k * 11) % unique.len()];
+                let (round, kind, q) = c.figure_names[i];
+                items.push(Named {
+                    question: format!("Back in round {round}, {q}?"),
+                    proof: c.figures[i].clone(),
+                    row: format!("figure: {kind}"),
+                    fact: false,
+                });
+            }
+            for k in 0..3 {
+                let i = (at + k * 3) % c.facts.len();
+                items.push(Named {
+                    question: c.fact_questions[i].to_owned(),
+                    proof: c.facts[i].to_owned(),
+                    row: "fact: stated once, English".to_owned(),
+                    fact: true,
+                });
+            }
+            Asked { log: c.log, items }
+        })
+        .collect()
 }
 
 #[test]

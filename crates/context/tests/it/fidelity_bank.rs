@@ -17,7 +17,7 @@ use ba_protocol::{LogEntry, LogRole, LogToolCall};
 
 use crate::planted::bank::{self, Kind, Lang, Style};
 use crate::planted::shapes::{self, Output, Shape};
-use crate::planted::{Built, Rng, build};
+use crate::planted::{Asked, Built, Named, Rng, build};
 
 /// A constraint as planted: its kind, how it was said, in which language, and its proof.
 #[derive(Debug, Clone)]
@@ -398,217 +398,34 @@ fn the_bank_set_meets_the_fidelity_goals() {
     }
 }
 
-/// Vectors for the retrieval measure: the test kit's hashed bag of words, or an
-/// OpenAI-compatible endpoint's (`BA_AGENT_RETRIEVAL_EMBEDDINGS=URL`, e.g. the llama.cpp
-/// server `.ci/llama.sh` starts for embeddings), each text embedded once.
-#[derive(Debug)]
-struct MeasureEmbedder {
-    endpoint: Option<(tokio::runtime::Runtime, ba_model::OpenAiEmbeddings)>,
-    seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
-}
-
-impl MeasureEmbedder {
-    fn from_env() -> Self {
-        let endpoint = std::env::var("BA_AGENT_RETRIEVAL_EMBEDDINGS")
-            .ok()
-            .map(|url| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                let client = ba_model::OpenAiEmbeddings::new(&url, "embeddings", None).unwrap();
-                (rt, client)
-            });
-        Self {
-            endpoint,
-            seen: std::sync::Mutex::default(),
-        }
-    }
-
-    fn name(&self) -> String {
-        match &self.endpoint {
-            Some(_) => format!(
-                "the endpoint at {}",
-                std::env::var("BA_AGENT_RETRIEVAL_EMBEDDINGS").unwrap_or_default()
-            ),
-            None => "the test kit's hashed bag of words".to_owned(),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl ba_context::Embedder for MeasureEmbedder {
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ba_context::EmbedError> {
-        let missing: Vec<String> = {
-            let seen = self.seen.lock().unwrap();
-            let mut m: Vec<String> = texts
-                .iter()
-                .filter(|t| !seen.contains_key(*t))
-                .cloned()
-                .collect();
-            m.sort();
-            m.dedup();
-            m
-        };
-        let vectors: Vec<Vec<f32>> = match &self.endpoint {
-            // Called inside the context crate's executor, not a runtime: the endpoint's own
-            // runtime drives the request.
-            Some((rt, client)) => {
-                use ba_model::Embeddings as _;
-                rt.block_on(client.embed(&missing))?
-            }
-            None => missing
-                .iter()
-                .map(|t| ba_testkit::model::hashed_embedding(t))
-                .collect(),
-        };
-        let mut seen = self.seen.lock().unwrap();
-        seen.extend(missing.into_iter().zip(vectors));
-        Ok(texts.iter().map(|t| seen[t].clone()).collect())
-    }
-}
-
-/// The retrieval measure: each conversation again with a final question that names one of
-/// its planted items (a figure by its measure and slice, a constraint by what it is about);
-/// is the named item in the window, by key-messages alone, with retrieval (BM25) around it,
-/// and with retrieval ranking by BM25 and embeddings? Eight items a conversation, in turn over
-/// shapes and kinds, at 4 % of each conversation's size (at 10 % key-messages alone keeps
-/// them all) — other sizes with `BA_AGENT_RETRIEVAL_SHARES=0.04,0.10` — on the first salt (all
-/// of them with `BA_AGENT_RETRIEVAL_ALL_SALTS=1`). The vectors are the test kit's hashed bag of
-/// words unless `BA_AGENT_RETRIEVAL_EMBEDDINGS` names an endpoint. With
-/// `BA_AGENT_RETRIEVAL_TABLE=FILE` the table goes to FILE.
-#[test]
-fn retrieval_brings_the_named_item_back() {
-    let counter = MessageCounter::exact(Encoding::Cl100kBase);
-    let mut salts = salts();
-    if std::env::var("BA_AGENT_RETRIEVAL_ALL_SALTS").is_err() {
-        salts.truncate(1);
-    }
-    let shares: Vec<f64> = std::env::var("BA_AGENT_RETRIEVAL_SHARES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
-        .filter(|v: &Vec<f64>| !v.is_empty())
-        .unwrap_or_else(|| vec![0.04]);
-    let embedder = std::sync::Arc::new(MeasureEmbedder::from_env());
-    let vectors = embedder.name();
-    let pipelines = [
-        Pipeline::named("key-messages", None).unwrap(),
-        Pipeline::named("retrieval", None).unwrap(),
-        Pipeline::named_with("retrieval", None, Some(embedder)).unwrap(),
-    ];
-    // (row, share) → [kept by key-messages, by retrieval, by retrieval with embeddings, total]
-    let mut rows: Vec<((String, usize), [usize; 4])> = Vec::new();
-    let mut add = |row: &str, share: usize, kept: [bool; 3]| {
-        let key = (row.to_owned(), share);
-        let slot = match rows.iter_mut().find(|r| r.0 == key) {
-            Some(r) => r,
-            None => {
-                rows.push((key, [0; 4]));
-                rows.last_mut().unwrap()
-            }
-        };
-        for (count, k) in slot.1.iter_mut().zip(kept) {
-            *count += usize::from(k);
-        }
-        slot.1[3] += 1;
-    };
-    let mut broken = 0;
-    for salt in &salts {
-        for (n, c) in conversations(*salt).into_iter().enumerate() {
-            // (question, proof, row)
-            let mut asked: Vec<(String, String, String)> = Vec::new();
+/// The third set's conversations of `salt` for the retrieval measure, each with five figures
+/// (named by their measure and slice) and three constraints (named by what they are about) a
+/// final question names.
+pub fn asked(salt: u64) -> Vec<Asked> {
+    conversations(salt)
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| {
+            let mut items = Vec::new();
             for k in 0..5 {
                 let (shape, out) = &c.figures[(n * 7 + k * 11) % c.figures.len()];
-                asked.push((out.question.clone(), out.figure.clone(), shape_row(*shape)));
+                items.push(Named {
+                    question: out.question.clone(),
+                    proof: out.figure.clone(),
+                    row: shape_row(*shape),
+                    fact: false,
+                });
             }
             for k in 0..3 {
                 let f = &c.facts[(n + k * 3) % c.facts.len()];
-                asked.push((
-                    f.kind.question(f.lang).to_owned(),
-                    f.proof.clone(),
-                    format!("fact: {:?}", f.kind),
-                ));
+                items.push(Named {
+                    question: f.kind.question(f.lang).to_owned(),
+                    proof: f.proof.clone(),
+                    row: format!("fact: {:?}", f.kind),
+                    fact: true,
+                });
             }
-            for (question, proof, row) in asked {
-                let mut log = c.log.clone();
-                log.push(
-                    LogEntry::new("final", LogRole::User, "2026-01-01T00:00:00Z")
-                        .with_text(question),
-                );
-                for (s, share) in shares.iter().enumerate() {
-                    let mut kept = [false; 3];
-                    for (k, p) in pipelines.iter().enumerate() {
-                        let built = build(&log, p, *share, &counter);
-                        broken += built.broken_pairs + usize::from(built.over_budget);
-                        kept[k] = built.text.contains(&proof);
-                    }
-                    add(&row, s, kept);
-                    let all = if row.starts_with("fact") {
-                        "all facts"
-                    } else {
-                        "all figures"
-                    };
-                    add(all, s, kept);
-                }
-            }
-        }
-    }
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    let pct = |a: usize, t: usize| format!("{:.1} % ({a}/{t})", a as f64 * 100.0 / t.max(1) as f64);
-    let mut table = String::from("| named item |");
-    for share in &shares {
-        table.push_str(&format!(
-            " with retrieval and embeddings, {0:.0} % | with retrieval (BM25), {0:.0} % | key-messages alone, {0:.0} % |",
-            share * 100.0
-        ));
-    }
-    table.push_str("\n|---|");
-    table.push_str(&"---|---|---|".repeat(shares.len()));
-    table.push('\n');
-    let names: Vec<String> = {
-        let mut v: Vec<String> = rows.iter().map(|r| r.0.0.clone()).collect();
-        v.dedup();
-        v
-    };
-    for name in &names {
-        table.push_str(&format!("| {name} |"));
-        for s in 0..shares.len() {
-            let c = rows
-                .iter()
-                .find(|r| r.0.0 == *name && r.0.1 == s)
-                .map_or([0; 4], |r| r.1);
-            table.push_str(&format!(
-                " {} | {} | {} |",
-                pct(c[2], c[3]),
-                pct(c[1], c[3]),
-                pct(c[0], c[3])
-            ));
-        }
-        table.push('\n');
-    }
-    table.push_str(&format!(
-        "\nSalts {salts:?}; eight named items a conversation; retrieval's share of the window: 10 %; vectors: {vectors}. Broken pairs or builds over budget: {broken}.\n"
-    ));
-    eprintln!("{table}");
-    if let Ok(path) = std::env::var("BA_AGENT_RETRIEVAL_TABLE") {
-        std::fs::write(&path, &table).unwrap();
-    }
-    assert_eq!(broken, 0);
-    // Named items in all, at each size: as many in the window with retrieval as without, with
-    // embeddings or not.
-    for (s, share) in shares.iter().enumerate() {
-        let sum = |k: usize| -> usize {
-            rows.iter()
-                .filter(|r| r.0.1 == s && (r.0.0 == "all facts" || r.0.0 == "all figures"))
-                .map(|r| r.1[k])
-                .sum()
-        };
-        assert!(
-            sum(1) >= sum(0) && sum(2) >= sum(0),
-            "at {share}: {} with retrieval, {} with retrieval and embeddings, {} without",
-            sum(1),
-            sum(2),
-            sum(0)
-        );
-    }
+            Asked { log: c.log, items }
+        })
+        .collect()
 }

@@ -27,13 +27,16 @@ use ba_context::{Encoding, MessageCounter};
 use ba_protocol::{LogEntry, LogRole, LogToolCall};
 use serde_json::json;
 
-use crate::planted::{Rng, Tally, measure};
+use crate::planted::{Asked, Named, Rng, Tally, measure};
 
 /// A constraint in English and in Chinese, and the token that proves it is still in the window.
 struct Constraint {
     en: &'static str,
     zh: &'static str,
     proof: &'static str,
+    /// How a later question asks for it, in each language.
+    ask_en: &'static str,
+    ask_zh: &'static str,
 }
 
 const CONSTRAINTS: &[Constraint] = &[
@@ -41,51 +44,71 @@ const CONSTRAINTS: &[Constraint] = &[
         en: "leave the Central region out of every total",
         zh: "所有合计都不要包含 Central 区域",
         proof: "Central",
+        ask_en: "Which region stays out of the totals?",
+        ask_zh: "哪个区域不算进合计？",
     },
     Constraint {
         en: "report all amounts in EUR rather than dollars",
         zh: "所有金额都用 EUR 表示，不要用美元",
         proof: "EUR",
+        ask_en: "Which currency are the amounts in?",
+        ask_zh: "金额用什么币种？",
     },
     Constraint {
         en: "charge the hours to cost center CC-7741",
         zh: "工时记到成本中心 CC-7741",
         proof: "CC-7741",
+        ask_en: "Which cost center do the hours go to?",
+        ask_zh: "工时记到哪个成本中心？",
     },
     Constraint {
         en: "only count orders above 500 units",
         zh: "只统计超过 500 units 的订单",
         proof: "500 units",
+        ask_en: "How big must an order be to count?",
+        ask_zh: "多大的订单才统计？",
     },
     Constraint {
         en: "use price list PL-2024-B for every unit price",
         zh: "单价一律使用价目表 PL-2024-B",
         proof: "PL-2024-B",
+        ask_en: "Which price list do the unit prices come from?",
+        ask_zh: "单价用哪个价目表？",
     },
     Constraint {
         en: "name the workbook west_q3_review.xlsx",
         zh: "工作簿命名为 west_q3_review.xlsx",
         proof: "west_q3_review.xlsx",
+        ask_en: "What is the workbook's name?",
+        ask_zh: "工作簿叫什么？",
     },
     Constraint {
         en: "keep the test accounts ACC-0000 to ACC-0099 out",
         zh: "排除测试账户 ACC-0000 到 ACC-0099",
         proof: "ACC-0099",
+        ask_en: "Which test accounts are kept out?",
+        ask_zh: "哪些测试账户要排除？",
     },
     Constraint {
         en: "treat the Pacific Partners deal as a one-off",
         zh: "把 Pacific Partners 那笔交易当作一次性的",
         proof: "Pacific Partners",
+        ask_en: "Which deal is the one-off?",
+        ask_zh: "哪笔交易是一次性的？",
     },
     Constraint {
         en: "the fiscal year starts in April for this report",
         zh: "这份报告的财年从 April 开始",
         proof: "April",
+        ask_en: "When does the fiscal year start for this report?",
+        ask_zh: "这份报告的财年从几月开始？",
     },
     Constraint {
         en: "send the draft to Marta Kowalczyk first",
         zh: "初稿先发给 Marta Kowalczyk",
         proof: "Kowalczyk",
+        ask_en: "Who gets the draft first?",
+        ask_zh: "初稿先发给谁？",
     },
 ];
 
@@ -203,6 +226,34 @@ impl Format {
             Format::Error => "error output",
         }
     }
+    /// How a question asks for the figure of `region` in `round`.
+    fn question(self, chinese: bool, round: usize, region: &str) -> String {
+        match (self, chinese) {
+            (Format::CsvRollup, false) => format!("In round {round}, what was the {region} total?"),
+            (Format::CsvRollup, true) => format!("第 {round} 轮里 {region} 的合计是多少？"),
+            (Format::JsonSummary, false) => {
+                format!("In round {round}, what total did the summary give for {region}?")
+            }
+            (Format::JsonSummary, true) => format!("第 {round} 轮汇总里 {region} 的总数是多少？"),
+            (Format::MarkdownTable, false) => {
+                format!("In round {round}, what was the total for {region} in the table?")
+            }
+            (Format::MarkdownTable, true) => format!("第 {round} 轮表格里 {region} 的总计是多少？"),
+            (Format::Prose, false) => {
+                format!("In round {round}, what did net revenue for {region} come to?")
+            }
+            (Format::Prose, true) => format!("第 {round} 轮 {region} 的净收入是多少？"),
+            (Format::Workbook, false) => {
+                format!("In round {round}, what was the {region} subtotal in the sheet?")
+            }
+            (Format::Workbook, true) => format!("第 {round} 轮表格里 {region} 的小计是多少？"),
+            (Format::Error, false) => {
+                format!("In round {round}, which {region} total did not match the ledger?")
+            }
+            (Format::Error, true) => format!("第 {round} 轮哪个 {region} 合计和账对不上？"),
+        }
+    }
+
     fn tool(self) -> &'static str {
         match self {
             Format::CsvRollup | Format::JsonSummary => "query_database",
@@ -251,8 +302,9 @@ fn amount(rng: &mut Rng) -> String {
     format!("{}.{:02}", 100 + rng.below(90_000), rng.below(100))
 }
 
-/// One tool output of `format` with `figure` planted at `place`, and the figure as it reads.
-fn output(format: Format, place: Place, rng: &mut Rng) -> (String, String) {
+/// One tool output of `format` with `figure` planted at `place`, the figure as it reads, and
+/// the region it is the total of.
+fn output(format: Format, place: Place, rng: &mut Rng) -> (String, String, &'static str) {
     let figure = format!(
         "{}{:03}.{:02}",
         1 + rng.below(98),
@@ -380,7 +432,7 @@ fn output(format: Format, place: Place, rng: &mut Rng) -> (String, String) {
             out.push_str(&lines.join("\n"));
         }
     }
-    (out, figure)
+    (out, figure, region)
 }
 
 /// One generated conversation, with what it planted.
@@ -391,6 +443,10 @@ struct Conversation {
     place: Place,
     facts: Vec<&'static str>,
     figures: Vec<String>,
+    /// The constraints stated, in the order of `facts`.
+    stated: Vec<&'static Constraint>,
+    /// For each figure, the round and the region it was found in.
+    found_in: Vec<(usize, &'static str)>,
 }
 
 fn entry(id: &mut usize, role: LogRole) -> LogEntry {
@@ -440,6 +496,8 @@ fn conversation(seed: u64, voice: Voice, format: Format, place: Place) -> Conver
     let mut log = Vec::new();
     let mut facts = Vec::new();
     let mut figures = Vec::new();
+    let mut stated = Vec::new();
+    let mut found_in = Vec::new();
     // Six constraints, stated in rounds spread over the first two thirds; some restated later.
     let mut order: Vec<usize> = (0..CONSTRAINTS.len()).collect();
     let mut plan: Vec<(usize, usize)> = Vec::new();
@@ -454,6 +512,7 @@ fn conversation(seed: u64, voice: Voice, format: Format, place: Place) -> Conver
             ));
         }
         facts.push(CONSTRAINTS[c].proof);
+        stated.push(&CONSTRAINTS[c]);
     }
     for round in 0..rounds {
         let stated: Vec<usize> = plan
@@ -482,8 +541,9 @@ fn conversation(seed: u64, voice: Voice, format: Format, place: Place) -> Conver
                 format.tool(),
                 &json!({"query": format!("SELECT region, product, month, SUM(amount) FROM sales GROUP BY ROLLUP(region, product, month) -- {round}")}),
             ));
-            let (out, figure) = output(format, place, &mut rng);
+            let (out, figure, region) = output(format, place, &mut rng);
             figures.push(figure);
+            found_in.push((round, region));
             let mut result = entry(&mut id, LogRole::Tool).with_text(out);
             result.tool_call_id = Some(call_id);
             result.tool_name = Some(format.tool().to_owned());
@@ -512,11 +572,22 @@ fn conversation(seed: u64, voice: Voice, format: Format, place: Place) -> Conver
         place,
         facts,
         figures,
+        stated,
+        found_in,
     }
 }
 
 /// Every shape, two conversations each; voices rotate over the conversations.
 fn conversations() -> Vec<Conversation> {
+    let salt: u64 = std::env::var("BA_AGENT_FIDELITY_SALT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(17);
+    conversations_of(salt)
+}
+
+/// [`conversations`] of `salt`.
+fn conversations_of(salt: u64) -> Vec<Conversation> {
     let mut out = Vec::new();
     let mut n = 0u64;
     for format in Format::ALL {
@@ -524,15 +595,55 @@ fn conversations() -> Vec<Conversation> {
             for _ in 0..2 {
                 n += 1;
                 let voice = Voice::ALL[(n as usize) % Voice::ALL.len()];
-                let salt: u64 = std::env::var("BA_AGENT_FIDELITY_SALT")
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(17);
                 out.push(conversation(n * 104_729 + salt, voice, format, place));
             }
         }
     }
     out
+}
+
+/// The second set's conversations of `salt` for the retrieval measure, each with three figures
+/// and two constraints a final question names in the conversation's language. Every output of
+/// a conversation has the same format and labels, so a figure's question names the round the
+/// assistant's note named ("Round 17: …", "第 17 轮") beside the region.
+pub fn asked(salt: u64) -> Vec<Asked> {
+    conversations_of(salt)
+        .into_iter()
+        .enumerate()
+        .map(|(at, c)| {
+            let chinese = c.voice.chinese();
+            // Figures whose round and region name them alone.
+            let unique: Vec<usize> = (0..c.figures.len())
+                .filter(|&i| c.found_in.iter().filter(|f| **f == c.found_in[i]).count() == 1)
+                .collect();
+            let mut items = Vec::new();
+            for k in 0..3 {
+                let i = unique[(at * 7 + k * 11) % unique.len()];
+                let (round, region) = c.found_in[i];
+                items.push(Named {
+                    question: c.format.question(chinese, round, region),
+                    proof: c.figures[i].clone(),
+                    row: format!(
+                        "figure: {} · figure at the {}",
+                        c.format.name(),
+                        c.place.name()
+                    ),
+                    fact: false,
+                });
+            }
+            for k in 0..2 {
+                let i = (at + k * 3) % c.stated.len();
+                let s = c.stated[i];
+                items.push(Named {
+                    question: (if chinese { s.ask_zh } else { s.ask_en }).to_owned(),
+                    proof: c.facts[i].to_owned(),
+                    row: format!("fact: {}", c.voice.name().trim_start_matches("user: ")),
+                    fact: true,
+                });
+            }
+            Asked { log: c.log, items }
+        })
+        .collect()
 }
 
 /// Per strategy and size: the tally of each tool-output shape and of each voice.

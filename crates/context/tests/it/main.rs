@@ -14,6 +14,7 @@ mod fidelity;
 mod fidelity_bank;
 mod fidelity_shapes;
 mod planted;
+mod retrieval;
 mod structure;
 mod tokens;
 

@@ -32,6 +32,23 @@ impl Rng {
     }
 }
 
+/// An item a question at the end of a conversation names: the question, what must be in the
+/// window to answer it, and the row of the retrieval measure it is counted in.
+#[derive(Debug, Clone)]
+pub struct Named {
+    pub question: String,
+    pub proof: String,
+    pub row: String,
+    /// A constraint the user stated (otherwise a figure a tool found).
+    pub fact: bool,
+}
+
+/// A conversation of a planted set and the items later questions name.
+pub struct Asked {
+    pub log: Vec<LogEntry>,
+    pub items: Vec<Named>,
+}
+
 /// What survived one build (or several, added up).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Tally {
