@@ -116,10 +116,24 @@ pub(crate) fn calibration_with_tools(log: &[LogEntry], tool_tokens: usize) -> Op
         })
 }
 
-/// Whether the next request's window makes room for the tool definitions: yes unless the
-/// calibration found the server leaves them out of its prompt.
-pub(crate) fn tools_take_room(log: &[LogEntry], tool_tokens: usize) -> bool {
-    calibration_with_tools(log, tool_tokens).is_none_or(|c| c.tools_counted)
+/// How the next request is sized, from one reading of the calibration (it sums the latest
+/// calls of the log, and a build asks for both answers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sizing {
+    /// The budget, in the local count.
+    pub(crate) budget: ContextBudget,
+    /// Whether the window makes room for the tool definitions: yes unless the calibration
+    /// found the server leaves them out of its prompt.
+    pub(crate) tools_take_room: bool,
+}
+
+/// The sizing of the next request: see [`budget_for`] and [`Sizing::tools_take_room`].
+pub(crate) fn sizing(base: ContextBudget, log: &[LogEntry], tool_tokens: usize) -> Sizing {
+    let calibration = calibration_with_tools(log, tool_tokens);
+    Sizing {
+        budget: budget_with(base, log, calibration.as_ref()),
+        tools_take_room: calibration.is_none_or(|c| c.tools_counted),
+    }
 }
 
 /// The last window the log keeps for the conversation.
@@ -134,6 +148,15 @@ pub(crate) fn budget_for(
     log: &[LogEntry],
     tool_tokens: usize,
 ) -> ContextBudget {
+    budget_with(base, log, calibration_with_tools(log, tool_tokens).as_ref())
+}
+
+/// [`budget_for`] with the calibration read already.
+fn budget_with(
+    base: ContextBudget,
+    log: &[LogEntry],
+    calibration: Option<&Calibration>,
+) -> ContextBudget {
     let (total, reserve) = match window_record(log) {
         Some(w) => {
             let total = usize::try_from(w.tokens).unwrap_or(usize::MAX);
@@ -141,7 +164,7 @@ pub(crate) fn budget_for(
         }
         None => (base.total, base.reserved_for_response),
     };
-    let scale = calibration_with_tools(log, tool_tokens).map_or(1.0, |c| {
+    let scale = calibration.map_or(1.0, |c| {
         // In steps of 1/64, so a ratio that wobbles does not make a new budget every call.
         (c.ratio * (1.0 + CALIBRATION_MARGIN) * 64.0).ceil() / 64.0
     });
@@ -359,10 +382,9 @@ mod tests {
         let dropped = calibration(&[answered_with_tools(340, 1_500, 1_200)]).unwrap();
         assert!(!dropped.tools_counted);
         assert!((dropped.ratio - 340.0 / 300.0).abs() < 1e-9, "{dropped:?}");
-        assert!(!tools_take_room(
-            &[answered_with_tools(340, 1_500, 1_200)],
-            1_200
-        ));
+        let base = ContextBudget::new(10_000, 1_000);
+        let room = |log: &[LogEntry]| sizing(base, log, 1_200).tools_take_room;
+        assert!(!room(&[answered_with_tools(340, 1_500, 1_200)]));
         // The same request where the server read 1 700: it counted the definitions.
         let counted = calibration(&[answered_with_tools(1_700, 1_500, 1_200)]).unwrap();
         assert!(counted.tools_counted);
@@ -370,11 +392,8 @@ mod tests {
             (counted.ratio - 1_700.0 / 1_500.0).abs() < 1e-9,
             "{counted:?}"
         );
-        assert!(tools_take_room(
-            &[answered_with_tools(1_700, 1_500, 1_200)],
-            1_200
-        ));
+        assert!(room(&[answered_with_tools(1_700, 1_500, 1_200)]));
         // Nothing to calibrate on: room is made.
-        assert!(tools_take_room(&[], 1_200));
+        assert!(room(&[]));
     }
 }

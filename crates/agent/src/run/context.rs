@@ -53,11 +53,13 @@ impl Runner {
             w.shape(&mut request);
         }
         let tool_tokens = request.fixed_tokens;
-        let room = crate::budget::tools_take_room(self.history.all(), tool_tokens);
+        let sizing =
+            crate::budget::sizing(self.inner.settings.budget, self.history.all(), tool_tokens);
+        let room = sizing.tools_take_room;
         if !room {
             request.fixed_tokens = 0;
         }
-        let mut built = self.build(&request).await?;
+        let mut built = self.build(&request, sizing.budget).await?;
         // Active skills whose activation the model no longer reads whole get their
         // instructions back in the system prompt (the same ones every round until the next
         // compaction, so the prompt stays the same).
@@ -68,7 +70,7 @@ impl Runner {
                 .system_sections
                 .extend(self.reinjection(&missing, &mut reinjected));
             if !reinjected.is_empty() {
-                built = self.build(&request).await?;
+                built = self.build(&request, sizing.budget).await?;
             }
         }
         if let Some(compaction) = &built.compaction {
@@ -85,7 +87,7 @@ impl Runner {
         }
         let debug = &built.debug;
         if self.options.context_status {
-            self.context_status(debug);
+            self.context_status(debug, sizing.budget);
         }
         let record = ContextRecord {
             compressed: debug.compressed,
@@ -102,7 +104,7 @@ impl Runner {
             tools_sent: self.kit.specs().len(),
             tools_deferred: self.kit.deferred(),
         };
-        let total = self.budget().total;
+        let total = sizing.budget.total;
         let usage = if total == 0 {
             0.0
         } else {
@@ -117,17 +119,20 @@ impl Runner {
         })
     }
 
-    async fn build(&self, request: &BuildRequest<'_>) -> Result<BuiltContext, Stop> {
-        let builder = self.inner.builders.for_budget(self.budget());
+    async fn build(
+        &self,
+        request: &BuildRequest<'_>,
+        budget: ba_context::ContextBudget,
+    ) -> Result<BuiltContext, Stop> {
+        let builder = self.inner.builders.for_budget(budget);
         Ok(builder.build(request).await.map_err(AgentError::from)?)
     }
 
     /// Reports how full the window is, as the meter reads it: in the server's tokens, the
     /// window it was sized to (learned or configured) and the local count scaled by the
     /// calibration.
-    fn context_status(&self, debug: &ba_context::DebugData) {
+    fn context_status(&self, debug: &ba_context::DebugData, budget: ba_context::ContextBudget) {
         let usage = debug.usage;
-        let budget = self.budget();
         let window = crate::budget::window_record(self.history.all())
             .and_then(|w| usize::try_from(w.tokens).ok())
             .unwrap_or(self.inner.settings.budget.total);
@@ -284,13 +289,13 @@ async fn preview(
         w.shape(&mut request);
     }
     let tool_tokens = inner.builders.spec_tokens(&tools);
-    if !crate::budget::tools_take_room(history.all(), tool_tokens) {
+    let sizing = crate::budget::sizing(inner.settings.budget, history.all(), tool_tokens);
+    if !sizing.tools_take_room {
         request.fixed_tokens = 0;
     }
-    let budget = crate::budget::budget_for(inner.settings.budget, history.all(), tool_tokens);
     Ok(inner
         .builders
-        .for_budget(budget)
+        .for_budget(sizing.budget)
         .build(&request)
         .await?
         .debug)

@@ -17,22 +17,9 @@ use ba_context::ContextBudget;
 use ba_model::{AnthropicClient, ApiKey};
 use ba_storage::{FileStore, NewConversation};
 use ba_testkit::model::{Request, ScriptedModel, Turn};
-use ba_tools::typed_tool;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-#[derive(Deserialize, JsonSchema)]
-struct Items {}
-
-/// The value of item `i` of the table: item 35's is the one asked for later.
-fn value(i: usize) -> String {
-    if i == 35 {
-        "777123.45".to_owned()
-    } else {
-        format!("{}.{:02}", 10_000 + (i * 7_919) % 80_000, i % 100)
-    }
-}
+use crate::support::items;
 
 /// The entry id a trace in the request's messages names after `full output: recall `.
 fn recall_reference(r: &Request) -> Option<String> {
@@ -56,30 +43,7 @@ fn next_page(text: &str) -> Option<Value> {
 /// local count (the calibration to a server's count is tested in `windows.rs`): the window
 /// of the question is the one this test sizes.
 async fn model() -> ScriptedModel {
-    ScriptedModel::builder()
-        .rule(
-            "read the table when asked to",
-            |r| r.last_user_text().contains("Read the items") && r.tool_results().is_empty(),
-            |_| Turn::call("items", json!({})).with_usage(0, 1),
-        )
-        .rule(
-            "say the table was read",
-            |r| r.last_result().is_some_and(|t| t.name == "items"),
-            |_| Turn::text("I read the items table.").with_usage(0, 1),
-        )
-        .rule(
-            "answer from the window when the figure is in it",
-            |r| r.last_user_text().contains("item 35") && r.shows("item 35: value "),
-            |r| {
-                let body = r.body().to_string();
-                let at = body.find("item 35: value ").unwrap() + "item 35: value ".len();
-                let figure: String = body[at..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.')
-                    .collect();
-                Turn::text(format!("Item 173 is worth {figure}.")).with_usage(0, 1)
-            },
-        )
+    items::rules(ScriptedModel::builder())
         .rule(
             "follow the trace's reference",
             |r| r.last_user_text().contains("item 35") && recall_reference(r).is_some(),
@@ -107,12 +71,6 @@ async fn a_figure_dropped_from_the_window_is_recalled_through_its_trace() {
         .unwrap()
         .with_base_url(model.anthropic_base_url())
         .unwrap();
-    let items = typed_tool("items", "The items table.", |_: Items, _| async move {
-        let rows: String = (0..70)
-            .map(|i| format!("item {i}: value {}\n", value(i)))
-            .collect();
-        Ok(Value::String(rows))
-    });
     // Small enough that the table leaves the window beside the tool definitions it carries.
     let settings = AgentSettings {
         budget: ContextBudget::new(1_800, 200),
@@ -121,7 +79,7 @@ async fn a_figure_dropped_from_the_window_is_recalled_through_its_trace() {
     let agent = Agent::builder(Arc::new(client))
         .store(Arc::new(FileStore::open(dir.path()).unwrap()))
         .settings(settings)
-        .tool(items)
+        .tool(items::tool())
         .build()
         .unwrap();
     let id = agent

@@ -45,3 +45,5 @@ pub fn replay_agent(
         .build()
         .unwrap()
 }
+
+pub mod items;
