@@ -9,7 +9,7 @@
 //! always had, then the search, then the found tools in the order they were found — each
 //! finding appends to the list, and the list is the same from request to request otherwise.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use ba_protocol::ToolSpec;
 use schemars::JsonSchema;
@@ -50,6 +50,12 @@ pub struct ToolSearchSettings {
     /// every tool's definition stays in the request, so its cached prefix never changes, and
     /// the provider loads what its search finds (default on).
     pub native: bool,
+    /// `defer` per tool source, by the name that starts its tools' names: an MCP server's
+    /// (`github` for `github__create_issue`) or a plugin's (`sales` for all of
+    /// `sales__crm__…`). The longest name that starts a tool's name, followed by `__`, wins;
+    /// other tools follow `defer`. `never` keeps a source's tools in every request (an
+    /// essential server), `always` leaves them to the search however few the tools are.
+    pub servers: BTreeMap<String, DeferMode>,
 }
 
 impl Default for ToolSearchSettings {
@@ -61,6 +67,7 @@ impl Default for ToolSearchSettings {
             share: 0.1,
             max_tools: 40,
             native: true,
+            servers: BTreeMap::new(),
         }
     }
 }
@@ -71,6 +78,18 @@ impl ToolSearchSettings {
             Some(prefix) => name.starts_with(prefix),
             None => p == name,
         })
+    }
+
+    /// The mode of the tool `name`: its source's, else the default.
+    fn mode_of(&self, name: &str) -> DeferMode {
+        self.servers
+            .iter()
+            .filter(|(source, _)| {
+                name.strip_prefix(source.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            })
+            .max_by_key(|(source, _)| source.len())
+            .map_or(self.defer, |(_, mode)| *mode)
     }
 }
 
@@ -112,25 +131,34 @@ pub(crate) fn offer(
 ) -> Offer {
     let (search, tools): (Vec<ToolSpec>, Vec<ToolSpec>) =
         all.into_iter().partition(|s| (kinds.finds_tools)(s));
-    let deferrable = |s: &ToolSpec| kinds.sourced.contains(&s.name) && !settings.pinned(&s.name);
-    let defer = match settings.defer {
-        DeferMode::Never => false,
-        DeferMode::Always => tools.iter().any(deferrable),
-        DeferMode::Auto => {
-            let over_count = tools.len() > settings.max_tools;
-            let limit = (window_tokens as f64 * settings.share.clamp(0.0, 1.0)) as usize;
-            over_count || (kinds.count)(&tools) > limit
-        }
+    let mode = |s: &ToolSpec| settings.mode_of(&s.name);
+    let deferrable = |s: &ToolSpec| {
+        kinds.sourced.contains(&s.name) && !settings.pinned(&s.name) && mode(s) != DeferMode::Never
     };
-    if !defer || search.is_empty() {
+    // Tools in `auto` leave when all the tools pass the share of the window or the count.
+    let past_limit = tools
+        .iter()
+        .any(|s| deferrable(s) && mode(s) == DeferMode::Auto)
+        && (tools.len() > settings.max_tools || {
+            let limit = (window_tokens as f64 * settings.share.clamp(0.0, 1.0)) as usize;
+            (kinds.count)(&tools) > limit
+        });
+    let leaves = |s: &ToolSpec| {
+        deferrable(s)
+            && match mode(s) {
+                DeferMode::Always => true,
+                DeferMode::Auto => past_limit,
+                DeferMode::Never => false,
+            }
+    };
+    if !tools.iter().any(leaves) || search.is_empty() {
         return Offer {
             sent: tools,
             ..Offer::default()
         };
     }
     if native {
-        let (deferred, sent): (Vec<ToolSpec>, Vec<ToolSpec>) =
-            tools.into_iter().partition(deferrable);
+        let (deferred, sent): (Vec<ToolSpec>, Vec<ToolSpec>) = tools.into_iter().partition(leaves);
         return Offer {
             sent,
             deferred,
@@ -140,7 +168,7 @@ pub(crate) fn offer(
     let found_set: HashSet<&str> = found.iter().map(String::as_str).collect();
     let (left, kept): (Vec<ToolSpec>, Vec<ToolSpec>) = tools
         .into_iter()
-        .partition(|s| deferrable(s) && !found_set.contains(s.name.as_str()));
+        .partition(|s| leaves(s) && !found_set.contains(s.name.as_str()));
     if left.is_empty() {
         return Offer {
             sent: kept,
@@ -150,7 +178,7 @@ pub(crate) fn offer(
     // Found tools go last, in the order found; the others keep theirs.
     let (mut sent, mut was_found): (Vec<ToolSpec>, Vec<ToolSpec>) = kept
         .into_iter()
-        .partition(|s| !(deferrable(s) && found_set.contains(s.name.as_str())));
+        .partition(|s| !(leaves(s) && found_set.contains(s.name.as_str())));
     was_found.sort_by_key(|s| found.iter().position(|f| *f == s.name));
     let found_names: Vec<String> = was_found.iter().map(|s| s.name.clone()).collect();
     let searchable: Vec<ToolSpec> = left.iter().chain(&was_found).cloned().collect();
@@ -239,5 +267,51 @@ mod tests {
             ..ToolSearchSettings::default()
         };
         assert_eq!(run(&always, &[], 1_000_000).deferred.len(), 4);
+    }
+
+    #[test]
+    fn a_sources_own_mode_wins_over_the_default() {
+        // A large window: by the default (`auto`) nothing would leave.
+        let settings = ToolSearchSettings {
+            servers: BTreeMap::from([("srv".to_owned(), DeferMode::Always)]),
+            ..ToolSearchSettings::default()
+        };
+        let o = run(&settings, &[], 1_000_000);
+        assert_eq!(names(&o.deferred), ["srv__a", "srv__b", "srv__c"]);
+        assert_eq!(names(&o.sent), ["file_reader", "other__d", "tool_search"]);
+
+        // Past the share, a source set to `never` stays whole; the others leave.
+        let settings = ToolSearchSettings {
+            servers: BTreeMap::from([("other".to_owned(), DeferMode::Never)]),
+            ..ToolSearchSettings::default()
+        };
+        let o = run(&settings, &[], 4_000);
+        assert_eq!(names(&o.sent), ["file_reader", "other__d", "tool_search"]);
+
+        // With `never` by default, only the source set to `always` leaves.
+        let settings = ToolSearchSettings {
+            defer: DeferMode::Never,
+            servers: BTreeMap::from([("other".to_owned(), DeferMode::Always)]),
+            ..ToolSearchSettings::default()
+        };
+        let o = run(&settings, &[], 4_000);
+        assert_eq!(names(&o.deferred), ["other__d"]);
+    }
+
+    #[test]
+    fn the_longest_source_name_followed_by_two_underscores_decides() {
+        let settings = ToolSearchSettings {
+            defer: DeferMode::Never,
+            servers: BTreeMap::from([
+                ("sales".to_owned(), DeferMode::Always),
+                ("sales__crm".to_owned(), DeferMode::Never),
+            ]),
+            ..ToolSearchSettings::default()
+        };
+        assert_eq!(settings.mode_of("sales__crm__find_deal"), DeferMode::Never);
+        assert_eq!(settings.mode_of("sales__mail__send"), DeferMode::Always);
+        // `sales` does not start `salesforce__…` as a source name.
+        assert_eq!(settings.mode_of("salesforce__query"), DeferMode::Never);
+        assert_eq!(settings.mode_of("file_reader"), DeferMode::Never);
     }
 }

@@ -152,7 +152,8 @@ pub(crate) struct Config {
     /// Which tools a request sends: `defer` (`auto`, the default: past `share` of the window
     /// — 0.1 — or `max_tools` tools — 40 —, the tools of MCP servers and plugins leave the
     /// request and `tool_search` finds them; `always`; `never`), `pin` (names always sent; a
-    /// name ending in `*` pins a prefix, `github__*`), `search` (`bm25` or `regex`).
+    /// name ending in `*` pins a prefix, `github__*`), `search` (`bm25` or `regex`), `servers`
+    /// (`defer` for one MCP server or plugin, by the name its tools start with).
     #[serde(default)]
     pub tools: ba_agent::ToolSearchSettings,
     /// Who may call `serve`: `mode` (`token`, the default; `users`; `oidc`; `proxy`), `oidc`
@@ -765,6 +766,28 @@ fn on_off<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_tool_source_can_have_its_own_defer_mode() {
+        let c: Config = serde_yaml_ng::from_str(
+            "tools:\n  defer: auto\n  servers: {crm: never, warehouse: always}\n",
+        )
+        .map_err(|e| e.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c.tools.servers.get("crm"),
+            Some(&ba_agent::DeferMode::Never)
+        );
+        assert_eq!(
+            c.tools.servers.get("warehouse"),
+            Some(&ba_agent::DeferMode::Always)
+        );
+        let bad = serde_yaml_ng::from_str::<Config>("tools:\n  servers: {crm: sometimes}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(bad.contains("unknown variant `sometimes`"), "{bad}");
+    }
 
     #[test]
     fn prices_are_read_and_checked() {

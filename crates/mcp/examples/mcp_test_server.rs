@@ -8,7 +8,10 @@
 //! (extra `filler_N` tools, default 3), `MCP_TEST_BAD_TOOLS=1` (adds tools the client must skip:
 //! an empty name, a string schema, a top-level `anyOf`), `MCP_TEST_LONG_NAMES=1` (adds a tool
 //! with a 90-character name and one named `a.b` next to `a_b`), `MCP_TEST_STDERR` (written to
-//! stderr at start).
+//! stderr at start), `MCP_TEST_DECLARE=FILE` with `MCP_TEST_DECLARE_SERVER=NAME` (declares,
+//! instead of the tools below, the tools of FILE — a JSON array of `{"server", "name",
+//! "description", "inputSchema"}`, as `fixtures/tool-search/tools.json` — whose `server` is
+//! NAME; a call answers `NAME ran`).
 //!
 //! Tools: `echo {text}`, `add {a, b}` (structured), `fail {message}` (`isError`), `image`
 //! (an image and a blob), `progress {steps, delay_ms}`, `progress_then_hang {steps}`, `hang`,
@@ -60,6 +63,35 @@ fn env_number(key: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The tools `MCP_TEST_DECLARE` and `MCP_TEST_DECLARE_SERVER` ask for, if they are set. A file
+/// that cannot be read or holds no such server ends the process with a message: a test
+/// expecting those tools must not get others.
+fn declared_tools() -> Option<Vec<Tool>> {
+    let file = std::env::var("MCP_TEST_DECLARE").ok()?;
+    let server = std::env::var("MCP_TEST_DECLARE_SERVER").unwrap_or_default();
+    let fail = |why: String| -> ! {
+        eprintln!("test server: MCP_TEST_DECLARE={file}: {why}");
+        std::process::exit(2)
+    };
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| fail(e.to_string()));
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|e| fail(e.to_string()));
+    let tools: Vec<Tool> = all
+        .iter()
+        .filter(|t| t["server"].as_str() == Some(server.as_str()))
+        .map(|t| {
+            Tool::new(
+                t["name"].as_str().unwrap_or_default().to_owned(),
+                t["description"].as_str().unwrap_or_default().to_owned(),
+                schema(t["inputSchema"].clone()),
+            )
+        })
+        .collect();
+    if tools.is_empty() {
+        fail(format!("no tool of server {server:?}"));
+    }
+    Some(tools)
 }
 
 impl TestServer {
@@ -123,6 +155,9 @@ impl TestServer {
                 object(json!({"code": int}), &[]),
             ),
         ];
+        if let Some(declared) = declared_tools() {
+            tools = declared;
+        }
         for i in 1..=env_number("MCP_TEST_FILLER", 3) {
             tools.push(Tool::new(
                 format!("filler_{i}"),

@@ -156,15 +156,29 @@ async fn searching_model() -> ScriptedModel {
         .await
 }
 
-fn agent(model: &ScriptedModel, dir: &std::path::Path, defer: DeferMode) -> Agent {
+/// Where the 200 tools come from.
+#[derive(Clone)]
+enum Tools {
+    /// A tool source in this process.
+    InProcess,
+    /// MCP server processes, through the agent's MCP source.
+    #[cfg(feature = "mcp")]
+    Mcp(ba_mcp::McpManager),
+}
+
+fn agent(model: &ScriptedModel, dir: &std::path::Path, defer: DeferMode, tools: &Tools) -> Agent {
     let client = AnthropicClient::new(ApiKey::new("test-key"))
         .unwrap()
         .with_base_url(model.anthropic_base_url())
         .unwrap();
     let store: Arc<dyn ConversationStore> = Arc::new(FileStore::open(dir).unwrap());
-    Agent::builder(Arc::new(client))
-        .store(store)
-        .tool_source(servers())
+    let builder = Agent::builder(Arc::new(client)).store(store);
+    let builder = match tools {
+        Tools::InProcess => builder.tool_source(servers()),
+        #[cfg(feature = "mcp")]
+        Tools::Mcp(manager) => builder.mcp(manager.clone()),
+    };
+    builder
         .configure(|s| {
             s.tool_search = ToolSearchSettings {
                 defer,
@@ -224,10 +238,15 @@ struct Measured {
 
 /// Runs `tasks` in one conversation (a search and a call each), as a person would ask them
 /// one after another.
-async fn measure(defer: DeferMode, tasks: &[Value], one_conversation: bool) -> Measured {
+async fn measure(
+    defer: DeferMode,
+    tasks: &[Value],
+    one_conversation: bool,
+    tools: &Tools,
+) -> Measured {
     let model = searching_model().await;
     let dir = tempfile::tempdir().unwrap();
-    let agent = agent(&model, dir.path(), defer);
+    let agent = agent(&model, dir.path(), defer, tools);
     let mut first = 0;
     let mut named = 0;
     let mut misses = Vec::new();
@@ -287,6 +306,85 @@ async fn measure(defer: DeferMode, tasks: &[Value], one_conversation: bool) -> M
 
 #[tokio::test]
 async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
+    let all = two_hundred_tools(&Tools::InProcess).await;
+    assert!(all.first > 0, "the search found nothing at all");
+}
+
+/// The 200 tools declared by 18 MCP server processes — the MCP crate's test server, one
+/// process per server of the fixture, listing its tools in pages as servers do — reached
+/// through the agent's MCP source, as a configuration's `mcp_servers` reaches them.
+#[cfg(feature = "mcp")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_tools_of_eighteen_mcp_server_processes_leave_and_are_found() {
+    let manager = mcp_servers().await;
+    let via_mcp = two_hundred_tools(&Tools::Mcp(manager.clone())).await;
+    let in_process = measure(
+        DeferMode::Auto,
+        fixture("tasks.json").as_array().unwrap(),
+        false,
+        &Tools::InProcess,
+    )
+    .await;
+    // The same tools, so the same searches find the same ones.
+    assert_eq!(
+        (via_mcp.first, via_mcp.named),
+        (in_process.first, in_process.named)
+    );
+    manager.shutdown().await;
+}
+
+/// One process of the test server per server of the fixture, each declaring that server's
+/// tools (`MCP_TEST_DECLARE`), every one required to be ready.
+#[cfg(feature = "mcp")]
+async fn mcp_servers() -> ba_mcp::McpManager {
+    let exe = std::env::current_exe().unwrap();
+    let program = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap()
+        .join("examples")
+        .join("agent_mcp_test_server");
+    assert!(
+        program.is_file(),
+        "{} is missing: `cargo test -p ba-agent --features mcp` builds it",
+        program.display()
+    );
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/tool-search/tools.json");
+    let mut names: Vec<String> = fixture("tools.json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["server"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names.dedup();
+    let configs: Vec<(String, ba_mcp::McpServerConfig)> = names
+        .iter()
+        .map(|name| {
+            let config =
+                ba_mcp::McpServerConfig::stdio(program.to_string_lossy(), Vec::<String>::new())
+                    .with_env("MCP_TEST_DECLARE", file.to_string_lossy())
+                    .with_env("MCP_TEST_DECLARE_SERVER", name.as_str())
+                    .with_env("MCP_TEST_FILLER", "0")
+                    .with_env("MCP_TEST_PAGE_SIZE", "5")
+                    .with_required(true);
+            (name.clone(), config)
+        })
+        .collect();
+    assert_eq!(configs.len(), 18, "the fixture's servers, each listed once");
+    let manager = ba_mcp::McpManager::start(
+        configs,
+        ba_mcp::McpOptions::default().with_shutdown_grace(std::time::Duration::from_millis(500)),
+    )
+    .await;
+    manager.check_required().unwrap();
+    manager
+}
+
+/// Before and after deferral over `tools`: the definitions' tokens per request, the
+/// cacheable share of a 30-request conversation, and every task in a conversation of its own.
+async fn two_hundred_tools(tools: &Tools) -> Measured {
     let tasks: Vec<Value> = fixture("tasks.json").as_array().unwrap().clone();
     assert_eq!(tasks.len(), 100);
 
@@ -294,7 +392,7 @@ async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
     // full list (a call and an answer a task).
     let model = knowing_model(&tasks[..15]).await;
     let dir = tempfile::tempdir().unwrap();
-    let before_agent = agent(&model, dir.path(), DeferMode::Never);
+    let before_agent = agent(&model, dir.path(), DeferMode::Never, tools);
     let id = before_agent
         .new_conversation(NewConversation::default())
         .await
@@ -316,7 +414,7 @@ async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
     );
 
     // After: ten tasks in one conversation give 30 requests (a search, a call, an answer).
-    let after = measure(DeferMode::Auto, &tasks[..10], true).await;
+    let after = measure(DeferMode::Auto, &tasks[..10], true, tools).await;
     let before_cache = cacheable_share(&before_bodies);
     let cut = 1.0 - after.tool_tokens_per_request / before_tokens;
     println!(
@@ -330,7 +428,7 @@ async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
     );
 
     // Every task, each in a conversation of its own.
-    let all = measure(DeferMode::Auto, &tasks, false).await;
+    let all = measure(DeferMode::Auto, &tasks, false, tools).await;
     let first = all.first as f64 / all.tasks as f64;
     let named = all.named as f64 / all.tasks as f64;
     println!(
@@ -351,11 +449,11 @@ async fn two_hundred_tools_leave_the_request_and_the_search_finds_them() {
         cut * 100.0
     );
     assert!(all.named >= all.first);
-    assert!(all.first > 0, "the search found nothing at all");
+    all
 }
 
 #[tokio::test]
-async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
+async fn pinned_tools_and_servers_set_to_never_are_never_deferred_and_found_ones_stay() {
     let model = searching_model().await;
     let dir = tempfile::tempdir().unwrap();
     let client = AnthropicClient::new(ApiKey::new("test-key"))
@@ -369,6 +467,10 @@ async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
         .configure(|s| {
             s.tool_search = ToolSearchSettings {
                 pin: vec!["calendar__*".into(), "chat__post_message".into()],
+                servers: std::collections::BTreeMap::from([(
+                    "translate".to_owned(),
+                    DeferMode::Never,
+                )]),
                 native: false,
                 ..ToolSearchSettings::default()
             };
@@ -401,6 +503,14 @@ async fn pinned_tools_are_never_deferred_and_found_ones_stay() {
         assert!(
             tools.iter().any(|t| t.starts_with("calendar__")),
             "pinned by prefix"
+        );
+        assert_eq!(
+            tools
+                .iter()
+                .filter(|t| t.starts_with("translate__"))
+                .count(),
+            7,
+            "a server set to `never` sends all its tools"
         );
         assert!(tools.iter().any(|t| t == TOOL_SEARCH_TOOL));
         assert!(tools.len() < 60, "request {i} sent {} tools", tools.len());
@@ -469,4 +579,105 @@ async fn anthropic_holds_the_tools_back_itself_and_the_prefix_never_changes() {
     }
     // The tool list, and so the cached prefix, is the same in every request.
     assert_eq!(requests[0].body()["tools"], requests[2].body()["tools"]);
+}
+
+/// The rank of `want` (1 is first) when `scores` orders the tools, best first.
+fn rank_of(scores: &[(String, f64)], want: &str) -> usize {
+    let mut order: Vec<&(String, f64)> = scores.iter().collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    order
+        .iter()
+        .position(|(name, _)| name == want)
+        .map_or(usize::MAX, |i| i + 1)
+}
+
+/// A ranker by meaning, measured beside the search's BM25 on the same 100 tasks: with an
+/// OpenAI-compatible endpoint (`BA_AGENT_TOOL_SEARCH_EMBEDDINGS=URL`, ending in `/v1`; a
+/// sentence model such as the one `.ci/minilm.sh` serves), each task's vector against each
+/// tool's (its name in words, its description, its parameters' names) by cosine, alone and
+/// fused with BM25 by reciprocal rank (k = 60). A measure for choosing a ranker: the search
+/// itself ranks by BM25. Without the variable it says it is skipped.
+#[tokio::test]
+async fn a_ranker_by_meaning_measured_beside_bm25() {
+    let Ok(url) = std::env::var("BA_AGENT_TOOL_SEARCH_EMBEDDINGS") else {
+        println!("skipped: set BA_AGENT_TOOL_SEARCH_EMBEDDINGS=URL (…/v1) to measure");
+        return;
+    };
+    use ba_model::Embeddings as _;
+    let specs: Vec<ToolSpec> = servers()
+        .0
+        .iter()
+        .map(|t| ToolSpec::new(t.name(), t.description(), t.input_schema()))
+        .collect();
+    let tasks: Vec<Value> = fixture("tasks.json").as_array().unwrap().clone();
+    let index = ba_tools::ToolIndex::new(&specs);
+    let client = ba_model::OpenAiEmbeddings::new(&url, "all-MiniLM-L6-v2", None).unwrap();
+    let tool_texts: Vec<String> = specs
+        .iter()
+        .map(|s| {
+            let params: Vec<&str> = s.input_schema["properties"]
+                .as_object()
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            format!(
+                "{}: {} ({})",
+                s.name.replace('_', " "),
+                s.description,
+                params.join(", ").replace('_', " ")
+            )
+        })
+        .collect();
+    let task_texts: Vec<String> = tasks
+        .iter()
+        .map(|t| t["task"].as_str().unwrap().to_owned())
+        .collect();
+    let tool_vectors = client.embed(&tool_texts).await.unwrap();
+    let task_vectors = client.embed(&task_texts).await.unwrap();
+    let cosine = |a: &[f32], b: &[f32]| -> f64 {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        f64::from(dot / (norm(a) * norm(b)).max(f32::EPSILON))
+    };
+    // (first, in the top five) per ranker.
+    let mut tally = [(0, 0); 3];
+    for (task, vector) in tasks.iter().zip(&task_vectors) {
+        let want = full_name(
+            task["server"].as_str().unwrap(),
+            task["tool"].as_str().unwrap(),
+        );
+        let bm25: Vec<(String, f64)> = {
+            let hits = index.bm25(task["task"].as_str().unwrap(), specs.len());
+            specs
+                .iter()
+                .map(|s| {
+                    let score = hits
+                        .iter()
+                        .find(|h| h.name == s.name)
+                        .map_or(0.0, |h| h.score);
+                    (s.name.clone(), score)
+                })
+                .collect()
+        };
+        let meaning: Vec<(String, f64)> = specs
+            .iter()
+            .zip(&tool_vectors)
+            .map(|(s, v)| (s.name.clone(), cosine(vector, v)))
+            .collect();
+        let fused: Vec<(String, f64)> = specs
+            .iter()
+            .map(|s| {
+                let r = |scores: &[(String, f64)]| 1.0 / (60.0 + rank_of(scores, &s.name) as f64);
+                (s.name.clone(), r(&bm25) + r(&meaning))
+            })
+            .collect();
+        for (i, scores) in [&bm25, &meaning, &fused].into_iter().enumerate() {
+            let rank = rank_of(scores, &want);
+            tally[i].0 += usize::from(rank == 1);
+            tally[i].1 += usize::from(rank <= 5);
+        }
+    }
+    for (name, (first, five)) in ["BM25", "by meaning", "fused"].iter().zip(tally) {
+        println!("{name}: first {first}/100, in the top five {five}/100");
+    }
+    assert!(tally.iter().all(|(first, five)| five >= first));
 }
