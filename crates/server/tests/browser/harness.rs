@@ -287,6 +287,8 @@ pub struct Options {
     pub users: bool,
     /// Memory across conversations (off by default).
     pub memory: Option<ba_agent::MemoryMode>,
+    /// Tools a source offers (as MCP servers' are), and which of them a request sends.
+    pub tool_source: Option<(Arc<dyn ba_agent::ToolSource>, ba_agent::ToolSearchSettings)>,
 }
 
 /// The tools of an analyst's server: `file_reader` over no data folder (a conversation's
@@ -391,7 +393,15 @@ impl Server {
         };
         let mut tools = tools;
         tools.extend(options.extra_tools);
-        let agent = Agent::builder(model)
+        let mut builder = Agent::builder(model);
+        let tool_search = match options.tool_source {
+            Some((source, settings)) => {
+                builder = builder.tool_source(source);
+                Some(settings)
+            }
+            None => None,
+        };
+        let agent = builder
             .store(Arc::new(FileStore::open(root).unwrap()))
             .workflows(Arc::new(options.workflows.clone()))
             .skills(Arc::new(SkillSet::load([root.join("skills")])))
@@ -405,6 +415,9 @@ impl Server {
                 s.prices = options.prices.clone();
                 s.budgets = options.budgets;
                 s.memory = options.memory;
+                if let Some(settings) = tool_search {
+                    s.tool_search = settings;
+                }
             })
             .build()
             .unwrap();

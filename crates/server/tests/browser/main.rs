@@ -25,5 +25,6 @@ mod proxy;
 mod safety;
 mod schedules;
 mod stream;
+mod tool_search;
 mod turns;
 mod workflows;
