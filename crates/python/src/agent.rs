@@ -22,7 +22,7 @@ use serde::Deserialize;
 use crate::error::{Error, to_json};
 use crate::runtime;
 use crate::store::Store;
-use crate::tools::PyTool;
+use crate::tools::python_tool;
 
 /// The keys of the configuration file the package reads; the others of the command line's
 /// (MCP servers, hooks, plugins, web tools, prices…) are refused by name, so a file written
@@ -288,7 +288,7 @@ impl Agent {
         for (name, description, schema, call, ask) in tools {
             let schema = serde_json::from_str(&schema)
                 .map_err(|e| Error::json(format!("the schema of tool `{name}`"), e))?;
-            extra.push(Arc::new(PyTool::new(name, description, schema, call, ask)));
+            extra.push(python_tool(name, description, schema, call, ask));
         }
         let inner = py.detach(move || build(&config, extra))?;
         Ok(Self { inner })

@@ -5,92 +5,53 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use ba_protocol::ToolApproval;
-use ba_tools::{CallContext, Tool, ToolCapabilities, ToolError};
+use ba_tools::{Tool, ToolCapabilities, ToolError, dynamic_tool};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-/// A tool the Python side defined.
-pub(crate) struct PyTool {
+/// A tool named `name` whose arguments follow `schema`; `call` takes the arguments as JSON
+/// text and returns JSON text. With `ask`, a person approves each call first.
+pub(crate) fn python_tool(
     name: String,
     description: String,
     schema: Value,
-    call: Arc<Py<PyAny>>,
-    approval: ToolApproval,
+    call: Py<PyAny>,
+    ask: bool,
+) -> Arc<dyn Tool> {
+    let call = Arc::new(call);
+    let approval = if ask {
+        ToolApproval::Ask
+    } else {
+        ToolApproval::Never
+    };
+    let tool_name = name.clone();
+    let tool = dynamic_tool(name, description, schema, move |input: Value, _ctx| {
+        let call = Arc::clone(&call);
+        let name = tool_name.clone();
+        async move { call_python(call, name, input).await }
+    })
+    .with_capabilities(ToolCapabilities::default().with_approval(approval));
+    Arc::new(tool)
 }
 
-impl std::fmt::Debug for PyTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PyTool")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PyTool {
-    /// A tool named `name` whose arguments follow `schema`; `call` takes the arguments as JSON
-    /// text and returns JSON text. With `ask`, a person approves each call first.
-    pub(crate) fn new(
-        name: String,
-        description: String,
-        schema: Value,
-        call: Py<PyAny>,
-        ask: bool,
-    ) -> Self {
-        Self {
-            name,
-            description,
-            schema,
-            call: Arc::new(call),
-            approval: if ask {
-                ToolApproval::Ask
-            } else {
-                ToolApproval::Never
-            },
-        }
-    }
-}
-
-#[async_trait]
-impl Tool for PyTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> Value {
-        self.schema.clone()
-    }
-
-    fn capabilities(&self) -> ToolCapabilities {
-        ToolCapabilities::default().with_approval(self.approval)
-    }
-
-    async fn call(&self, input: Value, _ctx: &CallContext) -> Result<Value, ToolError> {
-        let call = Arc::clone(&self.call);
-        let name = self.name.clone();
-        let arguments = input.to_string();
-        let text = tokio::task::spawn_blocking(move || {
-            Python::attach(|py| -> Result<String, String> {
-                let out = call
-                    .call1(py, (arguments,))
-                    .map_err(|e| e.value(py).to_string())?;
-                out.extract::<String>(py).map_err(|e| e.to_string())
-            })
+/// Calls the function with the arguments as JSON text; its JSON text answer, parsed.
+async fn call_python(call: Arc<Py<PyAny>>, name: String, input: Value) -> Result<Value, ToolError> {
+    let arguments = input.to_string();
+    let text = tokio::task::spawn_blocking(move || {
+        Python::attach(|py| -> Result<String, String> {
+            let out = call
+                .call1(py, (arguments,))
+                .map_err(|e| e.value(py).to_string())?;
+            out.extract::<String>(py).map_err(|e| e.to_string())
         })
-        .await
-        .map_err(|e| {
-            ToolError::execution(format!("the Python function `{name}` did not finish: {e}"))
-        })?
-        .map_err(|e| ToolError::execution(format!("the Python function `{name}` failed: {e}")))?;
-        serde_json::from_str(&text).map_err(|e| {
-            ToolError::execution(format!(
-                "the Python function `{name}` returned what is not JSON: {e}"
-            ))
-        })
-    }
+    })
+    .await
+    .map_err(|e| ToolError::execution(format!("the Python function `{name}` did not finish: {e}")))?
+    .map_err(|e| ToolError::execution(format!("the Python function `{name}` failed: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        ToolError::execution(format!(
+            "the Python function `{name}` returned what is not JSON: {e}"
+        ))
+    })
 }

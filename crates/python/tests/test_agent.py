@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import List, Literal, Optional
 
@@ -147,3 +148,66 @@ def test_a_configuration_file_is_read(agent_config: dict, tmp_path: Path):
     agent = ba_agent.Agent(path)
     assert "run_python" not in agent.tools and "file_reader" in agent.tools
     assert agent.run("from a file")["final_answer"] == "You said: from a file"
+
+
+def test_a_conversation_goes_on_the_next_day_with_a_new_agent(agent_config: dict):
+    first = ba_agent.Agent(agent_config)
+    conversation = first.run("hello there")["conversation_id"]
+    del first
+    # The next day: another agent (another process would do the same) over the same store.
+    again = ba_agent.Agent(agent_config)
+    assert [m["id"] for m in again.store.list()] == [conversation]
+    result = again.run("and again", conversation=conversation)
+    assert result["conversation_id"] == conversation
+    assert result["final_answer"] == "You said: and again"
+    entries = again.store.read(conversation)
+    assert [e["role"] for e in entries] == ["user", "assistant", "user", "assistant"]
+    assert "hello there" in json.dumps(entries[0]) and "and again" in json.dumps(entries[2])
+
+
+WORKFLOW = """---
+name: month-check
+description: Count one month's rows and say whether the month is complete.
+inputs:
+  - {name: month, type: string, default: 2024-09, description: The month, YYYY-MM.}
+nodes:
+  - id: check
+    title: Check the month
+    brief: Count the month's rows and say whether every day has some.
+    outputs:
+      - {name: rows, kind: value, description: How many rows the month has.}
+      - {name: verdict, kind: decision, options: [complete, missing], description: Whether every day has rows.}
+---
+"""
+
+
+def test_a_workflow_runs_its_node_and_its_events_stream(agent_config: dict, tmp_path: Path):
+    folder = tmp_path / "flows" / "month-check"
+    folder.mkdir(parents=True)
+    (folder / "WORKFLOW.md").write_text(WORKFLOW, encoding="utf-8")
+    agent = ba_agent.Agent({**agent_config, "workflows": [str(tmp_path / "flows")]})
+
+    events = list(agent.stream_workflow("month-check", {"month": "2024-10"}))
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "finished", kinds
+    started = next(e for e in events if e["event"] == "workflow_started")
+    assert started["inputs"] == {"month": "2024-10"}
+    assert [n["id"] for n in started["nodes"]] == ["check"]
+    completed = next(e for e in events if e["event"] == "node_completed")
+    assert completed["node"] == "check"
+    assert completed["outputs"] == {"rows": 1, "verdict": "complete"}
+    assert "workflow_completed" in kinds
+    assert events[-1]["status"] == "answered", events[-1]
+
+    # To its end at once, in a conversation of the caller's.
+    conversation = agent.new_conversation("October")
+    finished = agent.run_workflow("month-check", {}, conversation=conversation)
+    assert finished["conversation_id"] == conversation
+    assert finished["status"] == "answered", finished
+
+
+def test_an_unknown_workflow_ends_the_run_failed_with_its_name(agent_config: dict):
+    agent = ba_agent.Agent(agent_config)
+    finished = agent.run_workflow("no-such-flow", {})
+    assert finished["status"] == "failed"
+    assert finished["error"] == 'no workflow named "no-such-flow" (known: none)'

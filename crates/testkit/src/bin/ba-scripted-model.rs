@@ -7,6 +7,8 @@
 //! - a user message `call NAME {JSON}` calls the tool NAME with those arguments;
 //! - a message with an upload has it read with `file_reader`, then runs `run_python` over the
 //!   uploaded CSV: the sum of its last column by its first, one `- KEY: TOTAL` line each;
+//! - in a workflow's node, `complete_node` is called with every output the node asks for (a
+//!   value 1, a decision its first option, a table one row, anything else the text `done`);
 //! - after `run_python` the answer gives its figures; after any other tool, what it said (or
 //!   that it failed, and why);
 //! - anything else is echoed (`You said: …`).
@@ -84,6 +86,19 @@ fn build(script: &str) -> ba_testkit::model::Builder {
             },
         )
         .rule(
+            "complete the workflow's node",
+            |r| {
+                r.offers("complete_node")
+                    && r.last_result().is_none_or(|l| l.name != "complete_node")
+                    && node_to_complete(&format!("{}\n{}", r.system(), r.last_user_text()))
+                        .is_some()
+            },
+            |r| match node_to_complete(&format!("{}\n{}", r.system(), r.last_user_text())) {
+                Some(input) => Turn::call("complete_node", input),
+                None => Turn::text("no node to complete"),
+            },
+        )
+        .rule(
             "read the upload",
             |r| r.round() == 0 && r.offers("file_reader") && !r.uploads().is_empty(),
             |r| {
@@ -141,6 +156,40 @@ fn named_call(text: &str) -> Option<(String, Value)> {
     args.is_object().then(|| (name.to_owned(), args))
 }
 
+/// The `complete_node` input for the node a workflow's brief describes: its id (from the
+/// brief's `{"node": "ID", …}`) and a value for each output the brief's `It must produce:`
+/// lists (`- `NAME` (KIND)…`, a decision's options after `one of:`).
+fn node_to_complete(brief: &str) -> Option<Value> {
+    let after = brief.split("{\"node\": \"").nth(1)?;
+    let node = after.split('"').next()?.to_owned();
+    let produce = brief.split("It must produce:").nth(1)?;
+    let mut outputs = serde_json::Map::new();
+    for line in produce.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix("- `") else {
+            if !outputs.is_empty() && !line.is_empty() {
+                break;
+            }
+            continue;
+        };
+        let Some((name, rest)) = rest.split_once("` (") else {
+            continue;
+        };
+        let kind = rest.split(')').next().unwrap_or_default();
+        let value = match kind {
+            "value" => json!(1),
+            "table" => json!([{"row": 1}]),
+            "decision" => rest
+                .split("one of: ")
+                .nth(1)
+                .and_then(|o| o.split(',').next())
+                .map_or(json!("done"), |o| json!(o.trim())),
+            _ => json!("done"),
+        };
+        outputs.insert(name.to_owned(), value);
+    }
+    Some(json!({"node": node, "outputs": outputs}))
+}
+
 /// The name of the first `.csv` upload the message's note lists (`<file_ref>ID</file_ref>
 /// NAME (type, size)`).
 fn csv_name(text: &str) -> String {
@@ -183,6 +232,22 @@ fn figures(result: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nodes_outputs_are_filled_by_their_kind() {
+        let brief = "Node `check`: Check the month.\n\nIt must produce:\n\
+                     - `rows` (value): how many rows\n\
+                     - `verdict` (decision): whether it holds — one of: on_track, behind\n\
+                     - `note` (text)\n\n\
+                     When the node is done, call `complete_node` with {\"node\": \"check\", \
+                     \"outputs\": {…}} holding every output above.";
+        assert_eq!(
+            node_to_complete(brief),
+            Some(json!({"node": "check", "outputs":
+                {"rows": 1, "verdict": "on_track", "note": "done"}}))
+        );
+        assert_eq!(node_to_complete("no workflow here"), None);
+    }
 
     #[test]
     fn a_named_call_is_read_with_its_arguments() {
