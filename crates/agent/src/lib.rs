@@ -105,7 +105,7 @@ pub use report::{
     ActorCounts, ConversationReport, HistoryReport, InventoryChange, WorkflowRunReport, money,
 };
 pub use run::{CancelOutcome, NO_SUMMARY, Run, RunCanceller};
-pub use settings::{AgentSettings, ResponseMode};
+pub use settings::{AgentSettings, EnvOverrides, ResponseMode};
 pub use sources::{SourceSnapshot, ToolSource};
 pub use spend::{BudgetError, Budgets, MonthSpend, SpendReport, Spent, spend_report};
 pub use workflow::{COMPLETE_NODE, WorkflowRun, complete_node_spec, shown_inputs};

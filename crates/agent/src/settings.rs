@@ -101,3 +101,101 @@ impl Default for AgentSettings {
         }
     }
 }
+
+/// The environment variables every front end (the command line, the Python package) reads
+/// over its configuration file, each winning over the file's key: `BA_AGENT_PROVIDER`,
+/// `BA_AGENT_MODEL`, `BA_AGENT_BASE_URL`, `BA_AGENT_HOME` and `BA_AGENT_COMPAT` (`1`, `true`,
+/// `0` or `false`). A variable that is unset or blank leaves the file's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvOverrides {
+    /// `BA_AGENT_PROVIDER`.
+    pub provider: Option<String>,
+    /// `BA_AGENT_MODEL`.
+    pub model: Option<String>,
+    /// `BA_AGENT_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `BA_AGENT_HOME`.
+    pub home: Option<PathBuf>,
+    /// `BA_AGENT_COMPAT`.
+    pub compat: Option<bool>,
+}
+
+impl EnvOverrides {
+    /// The overrides of this process's environment; an error names a variable whose value
+    /// cannot be read.
+    pub fn read() -> Result<Self, crate::AgentError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The overrides `lookup` gives (a variable's value by its name).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, crate::AgentError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let compat = match get("BA_AGENT_COMPAT") {
+            None => None,
+            Some(v) => Some(match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                _ => {
+                    return Err(crate::AgentError::Config {
+                        message: format!(
+                            "BA_AGENT_COMPAT: expected 1, true, 0 or false, found `{v}`"
+                        ),
+                    });
+                }
+            }),
+        };
+        Ok(Self {
+            provider: get("BA_AGENT_PROVIDER"),
+            model: get("BA_AGENT_MODEL"),
+            base_url: get("BA_AGENT_BASE_URL"),
+            home: get("BA_AGENT_HOME").map(PathBuf::from),
+            compat,
+        })
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::*;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<EnvOverrides, String> {
+        EnvOverrides::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn set_variables_override_and_blank_ones_do_not() {
+        let o = from(&[
+            ("BA_AGENT_PROVIDER", "openai"),
+            ("BA_AGENT_MODEL", "  "),
+            ("BA_AGENT_HOME", "/srv/agent"),
+            ("BA_AGENT_COMPAT", "TRUE"),
+        ])
+        .unwrap_or_default();
+        assert_eq!(o.provider.as_deref(), Some("openai"));
+        assert_eq!(o.model, None);
+        assert_eq!(o.base_url, None);
+        assert_eq!(o.home, Some(PathBuf::from("/srv/agent")));
+        assert_eq!(o.compat, Some(true));
+        assert_eq!(
+            from(&[("BA_AGENT_COMPAT", "0")]).map(|o| o.compat),
+            Ok(Some(false))
+        );
+    }
+
+    #[test]
+    fn a_compat_value_that_is_no_boolean_is_named() {
+        let e = from(&[("BA_AGENT_COMPAT", "yes")])
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("BA_AGENT_COMPAT: expected 1, true, 0 or false, found `yes`"),
+            "{e}"
+        );
+    }
+}

@@ -374,25 +374,12 @@ impl Config {
             }
             None => Self::default(),
         };
-        if let Some(v) = env("BA_AGENT_PROVIDER") {
-            config.provider = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_MODEL") {
-            config.model = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_BASE_URL") {
-            config.base_url = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_HOME") {
-            config.home = Some(PathBuf::from(v));
-        }
-        if let Some(v) = env("BA_AGENT_COMPAT") {
-            config.compat = Some(match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" => true,
-                "0" | "false" => false,
-                _ => bail!("BA_AGENT_COMPAT: expected 1, true, 0 or false, found `{v}`"),
-            });
-        }
+        let overrides = ba_agent::EnvOverrides::read()?;
+        config.provider = overrides.provider.or(config.provider);
+        config.model = overrides.model.or(config.model);
+        config.base_url = overrides.base_url.or(config.base_url);
+        config.home = overrides.home.or(config.home);
+        config.compat = overrides.compat.or(config.compat);
         Ok(config)
     }
 

@@ -103,18 +103,12 @@ impl Config {
             serde_yaml_ng::from_str(text)
                 .map_err(|e| Error::Config(format!("configuration {origin}: {e}")))?
         };
-        if let Some(v) = env("BA_AGENT_PROVIDER") {
-            config.provider = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_MODEL") {
-            config.model = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_BASE_URL") {
-            config.base_url = Some(v);
-        }
-        if let Some(v) = env("BA_AGENT_HOME") {
-            config.home = Some(PathBuf::from(v));
-        }
+        let overrides = ba_agent::EnvOverrides::read().map_err(|e| Error::Config(e.to_string()))?;
+        config.provider = overrides.provider.or(config.provider);
+        config.model = overrides.model.or(config.model);
+        config.base_url = overrides.base_url.or(config.base_url);
+        config.home = overrides.home.or(config.home);
+        config.compat = overrides.compat.or(config.compat);
         Ok(config)
     }
 

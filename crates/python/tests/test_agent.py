@@ -211,3 +211,15 @@ def test_an_unknown_workflow_ends_the_run_failed_with_its_name(agent_config: dic
     finished = agent.run_workflow("no-such-flow", {})
     assert finished["status"] == "failed"
     assert finished["error"] == 'no workflow named "no-such-flow" (known: none)'
+
+
+def test_the_environment_wins_over_the_configuration_as_on_the_command_line(
+    agent_config: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setenv("BA_AGENT_HOME", str(tmp_path / "from-env"))
+    agent = ba_agent.Agent(agent_config)
+    agent.run("where am I kept")
+    assert (tmp_path / "from-env").is_dir()
+    monkeypatch.setenv("BA_AGENT_COMPAT", "maybe")
+    with pytest.raises(ba_agent.ConfigError, match="BA_AGENT_COMPAT: expected 1, true, 0 or false, found `maybe`"):
+        ba_agent.Agent(agent_config)

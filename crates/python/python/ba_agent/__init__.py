@@ -302,9 +302,9 @@ class Agent:
     ``compat``, ``home``, ``database_url``, ``data``, ``skills``, ``workflows``,
     ``run_python``, ``context_window``, ``reserve``, ``strategy``, ``max_rounds``,
     ``max_tokens``, ``stream``, ``sub_agents``, ``response_mode``, ``approvals``), then the
-    environment (``BA_AGENT_PROVIDER``, ``BA_AGENT_MODEL``, ``BA_AGENT_BASE_URL``,
-    ``BA_AGENT_HOME``; the provider's API key from ``ANTHROPIC_API_KEY`` or
-    ``OPENAI_API_KEY``).
+    environment, as the command line reads it (``BA_AGENT_PROVIDER``, ``BA_AGENT_MODEL``,
+    ``BA_AGENT_BASE_URL``, ``BA_AGENT_HOME``, ``BA_AGENT_COMPAT``; the provider's API key
+    from ``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY``).
 
     ``tools`` are Python functions offered to the model besides the built-in ones (their
     schemas from their type hints, see :func:`tool_schema`). With ``approve``, each call of
