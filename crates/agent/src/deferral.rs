@@ -2,7 +2,8 @@
 //! (the servers and plugins of a team), every definition in every request costs tokens and
 //! clouds the model's choice. Past a share of the window or a count, the tools of the tool
 //! sources that are not pinned leave the request; the tool search finds them, and what it
-//! found is sent from the next request on, for the rest of the conversation.
+//! found is sent from the next request on, for the rest of the conversation. A source may
+//! have its own mode (`servers`): never deferred, always deferred, or by the share and count.
 //!
 //! The agent's own tools (the built-in ones, `task`, the skills meta-tool, `recall`) are always
 //! sent. The order keeps the provider's cache in mind: the sent tools first, in the order they
