@@ -33,7 +33,7 @@ PY
 fi
 
 out=$(mktemp)
-PYTHONPATH="$DIR/lib" python3 "$HERE/minilm_server.py" "$DIR/model" </dev/null >"$out" 2>&2 &
+PYTHONPATH="$DIR/lib" python3 "$HERE/minilm_server.py" "$DIR/model" </dev/null >"$out" &
 pid=$!
 for _ in $(seq 1 300); do
     grep -q '^LISTENING ' "$out" 2>/dev/null && break
@@ -41,6 +41,7 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 url=$(sed -n 's/^LISTENING //p' "$out")
+rm -f "$out"
 [ -n "$url" ] || { log "no address after 30 s"; exit 1; }
 echo "export BA_AGENT_MINILM_URL=$url"
 echo "export BA_AGENT_MINILM_PID=$pid"

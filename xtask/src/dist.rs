@@ -41,23 +41,19 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let binary = out.join("ba-agent");
     let debug = out.join("ba-agent.debug");
-    objcopy(&[
-        "--only-keep-debug",
-        "--compress-debug-sections=zlib",
-        path(&built)?,
-        path(&debug)?,
-    ])?;
-    objcopy(&["--strip-all", path(&built)?, path(&binary)?])?;
+    objcopy(
+        &root,
+        &[
+            "--only-keep-debug",
+            "--compress-debug-sections=zlib",
+            path(&built)?,
+            path(&debug)?,
+        ],
+    )?;
+    objcopy(&root, &["--strip-all", path(&built)?, path(&binary)?])?;
     // The link names the file only: the debugger looks for it beside the binary. objcopy
     // reads it from the current folder to checksum it.
-    let status = Command::new("objcopy")
-        .args(["--add-gnu-debuglink=ba-agent.debug", "ba-agent"])
-        .current_dir(&out)
-        .status()
-        .context("running objcopy (Debian's binutils)")?;
-    if !status.success() {
-        bail!("objcopy --add-gnu-debuglink failed ({status})");
-    }
+    objcopy(&out, &["--add-gnu-debuglink=ba-agent.debug", "ba-agent"])?;
     let mut sums = String::new();
     for file in [&binary, &debug] {
         let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
@@ -78,9 +74,11 @@ fn path(p: &Path) -> anyhow::Result<&str> {
         .with_context(|| format!("{} is not UTF-8", p.display()))
 }
 
-fn objcopy(args: &[&str]) -> anyhow::Result<()> {
+/// Runs Debian's `objcopy` with `args` in `dir`.
+fn objcopy(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let status = Command::new("objcopy")
         .args(args)
+        .current_dir(dir)
         .status()
         .context("running objcopy (Debian's binutils)")?;
     if !status.success() {

@@ -764,3 +764,80 @@ async fn a_ranker_by_meaning_measured_beside_bm25() {
     }
     assert!(tally.iter().all(|(first, five)| five >= first));
 }
+
+/// The tools the searches of `entries` found, in order, each once.
+fn found_in(entries: &[ba_protocol::LogEntry]) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for name in entries
+        .iter()
+        .filter_map(|e| e.records.tools_found.as_ref())
+        .flatten()
+    {
+        if !found.contains(name) {
+            found.push(name.clone());
+        }
+    }
+    found
+}
+
+/// What a search found stays offered when another agent opens the conversation the next day
+/// (the found tools come from the log, not from the process), and leaves with the question a
+/// rewind takes back.
+#[tokio::test]
+async fn found_tools_come_back_after_a_restart_and_leave_with_a_rewind() {
+    let model = searching_model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let today = agent(&model, dir.path(), DeferMode::Auto, &Tools::InProcess);
+    let id = today
+        .new_conversation(NewConversation::default())
+        .await
+        .unwrap();
+    today
+        .send(&id, Input::message("file a bug about the login page crash"))
+        .finish()
+        .await;
+    let first = found_in(&today.entries(&id).await.unwrap());
+    assert!(!first.is_empty(), "the first search found tools");
+    let kept = today.store().metadata(&id).await.unwrap().last_seq;
+    drop(today);
+
+    // The next day, another agent over the same store: the first question's tools are offered
+    // from its first request on, before any search of its own.
+    let tomorrow = agent(&model, dir.path(), DeferMode::Auto, &Tools::InProcess);
+    let asked = model.requests().len();
+    tomorrow
+        .send(&id, Input::message("how many vacation days do I have left"))
+        .finish()
+        .await;
+    let offered = model.requests()[asked].tools().to_vec();
+    for name in &first {
+        assert!(
+            offered.contains(name),
+            "{name} is not offered after the restart"
+        );
+    }
+    let entries = tomorrow.entries(&id).await.unwrap();
+    let second: Vec<String> = found_in(&entries)
+        .into_iter()
+        .filter(|n| !first.contains(n))
+        .collect();
+    assert!(!second.is_empty(), "the second search found other tools");
+
+    // The second question is taken back: what its search found is no longer offered.
+    tomorrow.rewind(&id, kept).await.unwrap();
+    let asked = model.requests().len();
+    tomorrow
+        .send(&id, Input::message("what is on my calendar on Thursday"))
+        .finish()
+        .await;
+    let offered = model.requests()[asked].tools().to_vec();
+    for name in &first {
+        assert!(offered.contains(name), "{name} left with the rewind");
+    }
+    for name in &second {
+        assert!(
+            !offered.contains(name),
+            "{name} is still offered after its question was taken back"
+        );
+    }
+}
